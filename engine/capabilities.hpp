@@ -1,0 +1,59 @@
+#pragma once
+// What a physical device can do, queried once.  Shader variants (f16 vs f32
+// storage, subgroup size, tile sizes) are chosen from this record.
+#include <cstdint>
+#include <string>
+
+#include <vulkan/vulkan.h>
+
+namespace reach {
+
+struct Capabilities {
+  std::string device_name;
+  std::string driver_name;
+  std::string driver_info;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t api_version = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
+
+  bool fp16_arithmetic = false;   // shaderFloat16
+  bool storage_16bit = false;     // storageBuffer16BitAccess
+  bool storage_8bit = false;      // storageBuffer8BitAccess
+  bool int8_arithmetic = false;   // shaderInt8
+  bool int64 = false;             // shaderInt64
+
+  uint32_t subgroup_size = 1;
+  uint32_t subgroup_min = 1;
+  uint32_t subgroup_max = 1;
+  bool subgroup_size_control = false;   // can pin the size per pipeline
+  VkSubgroupFeatureFlags subgroup_ops = 0;
+
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_memory_allocation_size = 0;
+  uint64_t max_buffer_size = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  uint64_t device_local_bytes = 0;
+  uint32_t max_shared_memory = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {};
+  uint32_t max_workgroup_count[3] = {};
+  uint32_t max_push_constants = 0;
+
+  bool timestamps = false;
+  float timestamp_period_ns = 1.0f;
+  bool unified_memory = false;   // device-local memory is also host-visible
+
+  bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+  bool has_subgroup_arithmetic() const { return subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT; }
+  const char* type_name() const;
+  std::string api_version_string() const;
+  std::string summary() const;   // one readable line
+  std::string to_json() const;   // one JSON object
+};
+
+// Fill the record for `phys` (features, properties and limits).
+Capabilities query_capabilities(VkPhysicalDevice phys);
+
+}  // namespace reach

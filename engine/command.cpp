@@ -1,0 +1,192 @@
+#include "engine/command.hpp"
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+
+namespace reach {
+
+namespace {
+constexpr uint32_t kSetsPerPool = 256;
+constexpr uint32_t kDescriptorsPerPool = kSetsPerPool * 8;
+constexpr uint32_t kMaxTimestamps = 4096;
+}  // namespace
+
+CommandList::CommandList(Device& device, bool profile) : device_(device) {
+  profile_ = profile && device.caps().timestamps;
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = device.queue_family();
+  vk_check(vkCreateCommandPool(device.handle(), &pi, nullptr, &pool_), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkResult r = vkAllocateCommandBuffers(device.handle(), &ai, &cmd_);
+  if (r < 0) { vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkAllocateCommandBuffers"); }
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  r = vkCreateFence(device.handle(), &fi, nullptr, &fence_);
+  if (r < 0) { vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkCreateFence"); }
+  if (profile_) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = kMaxTimestamps;
+    if (vkCreateQueryPool(device.handle(), &qi, nullptr, &query_pool_) == VK_SUCCESS) query_capacity_ = kMaxTimestamps;
+    else profile_ = false;
+  }
+}
+
+CommandList::CommandList(Device& device, VkCommandBuffer external) : device_(device), external_(true), cmd_(external) {}
+
+CommandList::~CommandList() {
+  VkDevice d = device_.handle();
+  if (pending_) vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
+  for (auto p : desc_pools_) vkDestroyDescriptorPool(d, p, nullptr);
+  if (query_pool_) vkDestroyQueryPool(d, query_pool_, nullptr);
+  if (fence_) vkDestroyFence(d, fence_, nullptr);
+  if (pool_) vkDestroyCommandPool(d, pool_, nullptr);
+}
+
+void CommandList::begin() {
+  if (pending_) wait();
+  for (auto p : desc_pools_) vkResetDescriptorPool(device_.handle(), p, 0);
+  desc_pool_used_ = 0;
+  labels_.clear();
+  dispatches_ = 0;
+  if (!external_) {
+    vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk_check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    if (profile_) {
+      vkCmdResetQueryPool(cmd_, query_pool_, 0, query_capacity_);
+      vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
+    }
+  }
+}
+
+VkDescriptorSet CommandList::allocate_set(VkDescriptorSetLayout layout) {
+  for (;;) {
+    if (desc_pool_used_ == desc_pools_.size()) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+      VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      ci.maxSets = kSetsPerPool;
+      ci.poolSizeCount = 1;
+      ci.pPoolSizes = &size;
+      VkDescriptorPool pool;
+      vk_check(vkCreateDescriptorPool(device_.handle(), &ci, nullptr, &pool), "vkCreateDescriptorPool");
+      desc_pools_.push_back(pool);
+    }
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = desc_pools_[desc_pool_used_];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set;
+    VkResult r = vkAllocateDescriptorSets(device_.handle(), &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) vk_check(r, "vkAllocateDescriptorSets");
+    desc_pool_used_++;
+  }
+}
+
+void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffers, const void* push,
+                           uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz, const char* label) {
+  if (buffers.size() != p.buffers)
+    throw Error(ErrorCode::internal, p.name + ": " + std::to_string(buffers.size()) + " buffers bound, pipeline has " +
+                                         std::to_string(p.buffers));
+  if (push_bytes != p.push_bytes)
+    throw Error(ErrorCode::internal, p.name + ": push constants of " + std::to_string(push_bytes) + " bytes, pipeline expects " +
+                                         std::to_string(p.push_bytes));
+  const auto& caps = device_.caps();
+  if (gx == 0 || gy == 0 || gz == 0) return;   // nothing to do
+  if (gx > caps.max_workgroup_count[0] || gy > caps.max_workgroup_count[1] || gz > caps.max_workgroup_count[2])
+    throw Error(ErrorCode::internal, p.name + ": dispatch of " + std::to_string(gx) + "x" + std::to_string(gy) + "x" +
+                                         std::to_string(gz) + " groups exceeds maxComputeWorkGroupCount");
+  VkDescriptorSet set = allocate_set(p.set_layout);
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const auto& b = buffers[i];
+    if (b.size > caps.max_storage_buffer_range)
+      throw Error(ErrorCode::internal, p.name + ": binding " + std::to_string(i) + " spans " + std::to_string(b.size) +
+                                           " bytes, more than maxStorageBufferRange; split it into ranges");
+    if (b.offset % caps.min_storage_buffer_offset_alignment)
+      throw Error(ErrorCode::internal, p.name + ": binding " + std::to_string(i) + " offset " + std::to_string(b.offset) +
+                                           " is not aligned to minStorageBufferOffsetAlignment");
+    infos[i] = {b.buffer, b.offset, b.size};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (push_bytes) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  vkCmdDispatch(cmd_, gx, gy, gz);
+  dispatches_++;
+  if (profile_ && labels_.size() + 1 < query_capacity_) {
+    labels_.push_back(label ? label : p.name);
+    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, query_pool_, static_cast<uint32_t>(labels_.size()));
+  }
+}
+
+void CommandList::barrier() {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                           VK_PIPELINE_STAGE_HOST_BIT,
+                       0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void CommandList::copy(const BufferRange& src, const BufferRange& dst) {
+  if (src.size != dst.size) throw Error(ErrorCode::internal, "copy between ranges of different sizes");
+  VkBufferCopy region{src.offset, dst.offset, src.size};
+  vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+}
+
+void CommandList::fill(const BufferRange& dst, uint32_t word) {
+  vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, word);
+}
+
+void CommandList::end() {
+  if (external_) return;
+  barrier();   // results visible to the host and to whatever runs next
+  vk_check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+}
+
+void CommandList::submit() {
+  if (external_) throw Error(ErrorCode::invalid_argument, "a command list over a host command buffer is submitted by the host");
+  if (pending_) wait();
+  vk_check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd_;
+  device_.submit(si, fence_);
+  pending_ = true;
+}
+
+void CommandList::wait() {
+  if (!pending_) return;
+  VkResult r = vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  pending_ = false;
+  vk_check(r, "vkWaitForFences");
+}
+
+std::vector<KernelTiming> CommandList::timings() const {
+  std::vector<KernelTiming> out;
+  if (!profile_ || labels_.empty()) return out;
+  std::vector<uint64_t> ts(labels_.size() + 1);
+  VkResult r = vkGetQueryPoolResults(device_.handle(), query_pool_, 0, static_cast<uint32_t>(ts.size()),
+                                     ts.size() * sizeof(uint64_t), ts.data(), sizeof(uint64_t),
+                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  vk_check(r, "vkGetQueryPoolResults");
+  const double period = device_.caps().timestamp_period_ns;
+  for (size_t i = 0; i < labels_.size(); ++i) out.push_back({labels_[i], double(ts[i + 1] - ts[i]) * period});
+  return out;
+}
+
+}  // namespace reach

@@ -1,0 +1,77 @@
+#pragma once
+// Command recording: record once, submit many times.  A decode step is the
+// same recorded command buffer every token; only buffer contents change.
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.h>
+
+#include "engine/memory.hpp"
+#include "engine/pipeline.hpp"
+
+namespace reach {
+
+class Device;
+
+struct KernelTiming {
+  std::string label;
+  double ns = 0;
+};
+
+class CommandList {
+ public:
+  // profile: write a timestamp after every dispatch (for `reach bench --profile`).
+  explicit CommandList(Device& device, bool profile = false);
+  // Record into a command buffer the host owns (frame-budget embedding); reach
+  // never submits it.  The buffer must be in the recording state.
+  CommandList(Device& device, VkCommandBuffer external);
+  ~CommandList();
+  CommandList(const CommandList&) = delete;
+  CommandList& operator=(const CommandList&) = delete;
+
+  void begin();   // drops what was recorded and starts again
+  void dispatch(const Pipeline& p, std::span<const BufferRange> buffers, const void* push, uint32_t push_bytes,
+                uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1, const char* label = nullptr);
+  void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push, uint32_t push_bytes,
+                uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1, const char* label = nullptr) {
+    dispatch(p, std::span<const BufferRange>(buffers.begin(), buffers.size()), push, push_bytes, groups_x, groups_y,
+             groups_z, label);
+  }
+  // Compute/transfer writes before this point are visible to reads after it.
+  void barrier();
+  void copy(const BufferRange& src, const BufferRange& dst);
+  void fill(const BufferRange& dst, uint32_t word);
+  void end();
+
+  void submit();   // may be called again after wait() without re-recording
+  void wait();
+  void run() { submit(); wait(); }
+
+  VkCommandBuffer handle() const { return cmd_; }
+  uint32_t dispatch_count() const { return dispatches_; }
+  bool profiling() const { return profile_; }
+  // After wait(): GPU time of each dispatch, in recording order.
+  std::vector<KernelTiming> timings() const;
+
+ private:
+  VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+
+  Device& device_;
+  bool external_ = false;
+  bool profile_ = false;
+  bool pending_ = false;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> desc_pools_;
+  size_t desc_pool_used_ = 0;     // index of the pool in use
+  VkQueryPool query_pool_ = VK_NULL_HANDLE;
+  uint32_t query_capacity_ = 0;
+  std::vector<std::string> labels_;
+  uint32_t dispatches_ = 0;
+};
+
+}  // namespace reach

@@ -1,0 +1,341 @@
+#include "engine/device.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/error.hpp"
+#include "engine/pipeline.hpp"
+
+namespace reach {
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+bool has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool has_instance_extension(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+struct InstanceBundle {
+  VkInstance instance = VK_NULL_HANDLE;
+  bool debug_utils = false;
+};
+
+InstanceBundle make_instance(bool validation) {
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&loader_version);
+  if (loader_version < VK_API_VERSION_1_2)
+    throw Error(ErrorCode::unsupported, "the Vulkan loader supports only Vulkan " +
+                std::to_string(VK_API_VERSION_MAJOR(loader_version)) + "." +
+                std::to_string(VK_API_VERSION_MINOR(loader_version)) + "; reach needs 1.2 or newer: update libvulkan1");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "reach";
+  app.pEngineName = "reach";
+  app.apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+
+  std::vector<const char*> layers, exts;
+  InstanceBundle out;
+  if (validation) {
+    if (!has_layer("VK_LAYER_KHRONOS_validation"))
+      throw Error(ErrorCode::unsupported,
+                  "validation was requested (REACH_VALIDATION=1) but VK_LAYER_KHRONOS_validation is not installed: "
+                  "apt-get install vulkan-validationlayers, or unset REACH_VALIDATION");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+  }
+  if (has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME) && validation) {
+    exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    out.debug_utils = true;
+  }
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // MoltenVK devices are only listed with portability enumeration.
+  if (has_instance_extension("VK_KHR_portability_enumeration")) {
+    exts.push_back("VK_KHR_portability_enumeration");
+    ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+  }
+  ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  ci.ppEnabledLayerNames = layers.data();
+  ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  ci.ppEnabledExtensionNames = exts.data();
+  vk_check(vkCreateInstance(&ci, nullptr, &out.instance), "vkCreateInstance",
+           "no Vulkan driver found: install one (CPU-only machines: apt-get install mesa-vulkan-drivers)");
+  return out;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+  uint32_t n = 0;
+  vk_check(vkEnumeratePhysicalDevices(instance, &n, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devs(n);
+  vk_check(vkEnumeratePhysicalDevices(instance, &n, devs.data()), "vkEnumeratePhysicalDevices");
+  devs.resize(n);
+  return devs;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+int device_type_rank(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+std::vector<PhysicalDeviceInfo> Device::list(bool validation) {
+  InstanceBundle inst = make_instance(validation);
+  std::vector<PhysicalDeviceInfo> out;
+  uint32_t i = 0;
+  for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d)});
+  for (auto& o : out) o.handle = VK_NULL_HANDLE;  // the instance dies here
+  vkDestroyInstance(inst.instance, nullptr);
+  return out;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL Device::debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                      VkDebugUtilsMessageTypeFlagsEXT,
+                                                      const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                      void* user) {
+  auto* self = static_cast<Device*>(user);
+  int level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT     ? 2
+              : severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT ? 1
+                                                                            : 0;
+  if (level == 2) self->validation_errors_++;
+  if (self->on_validation_) self->on_validation_(level, data && data->pMessage ? data->pMessage : "");
+  return VK_FALSE;
+}
+
+std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
+  std::unique_ptr<Device> dev(new Device());
+  const bool validation = options.validation || env_flag("REACH_VALIDATION");
+  InstanceBundle inst = make_instance(validation);
+  dev->instance_ = inst.instance;
+  dev->owns_instance_ = true;
+  dev->on_validation_ = options.on_validation;
+
+  if (inst.debug_utils) {
+    auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(dev->instance_, "vkCreateDebugUtilsMessengerEXT"));
+    if (create_messenger) {
+      VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+      mi.pfnUserCallback = &Device::debug_callback;
+      mi.pUserData = dev.get();
+      vk_check(create_messenger(dev->instance_, &mi, nullptr, &dev->messenger_), "vkCreateDebugUtilsMessengerEXT");
+    }
+  }
+
+  auto devs = physical_devices(dev->instance_);
+  if (devs.empty())
+    throw Error(ErrorCode::unsupported,
+                "no Vulkan device found: install a GPU driver, or mesa-vulkan-drivers for the CPU (lavapipe)");
+
+  // Selection: explicit name, explicit index, REACH_DEVICE, else best type.
+  std::string name = options.name;
+  int index = options.index;
+  if (name.empty() && index < 0) {
+    if (const char* env = std::getenv("REACH_DEVICE"); env && *env) {
+      char* end = nullptr;
+      long v = std::strtol(env, &end, 10);
+      if (end && *end == '\0') index = static_cast<int>(v);
+      else name = env;
+    }
+  }
+  int chosen = -1;
+  if (!name.empty()) {
+    for (size_t i = 0; i < devs.size(); ++i)
+      if (lower(query_capabilities(devs[i]).device_name).find(lower(name)) != std::string::npos) { chosen = int(i); break; }
+    if (chosen < 0) {
+      std::string all;
+      for (size_t i = 0; i < devs.size(); ++i) all += "\n  " + std::to_string(i) + ": " + query_capabilities(devs[i]).device_name;
+      throw Error(ErrorCode::invalid_argument, "no Vulkan device matches '" + name + "'; available:" + all);
+    }
+  } else if (index >= 0) {
+    if (index >= static_cast<int>(devs.size()))
+      throw Error(ErrorCode::invalid_argument, "device index " + std::to_string(index) + " is out of range: " +
+                                                   std::to_string(devs.size()) + " device(s) (see `reach info`)");
+    chosen = index;
+  } else {
+    int best_rank = -1;
+    for (size_t i = 0; i < devs.size(); ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(devs[i], &p);
+      if (p.apiVersion < VK_API_VERSION_1_2) continue;
+      int r = device_type_rank(p.deviceType);
+      if (r > best_rank) { best_rank = r; chosen = int(i); }
+    }
+    if (chosen < 0) throw Error(ErrorCode::unsupported, "no Vulkan 1.2 device found; update the GPU driver");
+  }
+  dev->phys_ = devs[chosen];
+  dev->caps_ = query_capabilities(dev->phys_);
+  if (dev->caps_.api_version < VK_API_VERSION_1_2)
+    throw Error(ErrorCode::unsupported, dev->caps_.device_name + " supports Vulkan " + dev->caps_.api_version_string() +
+                                            "; reach needs 1.2: update the driver");
+
+  uint32_t qn = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, nullptr);
+  std::vector<VkQueueFamilyProperties> qfs(qn);
+  vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, qfs.data());
+  int family = -1;
+  // Prefer a compute-only family (async compute), then any with compute.
+  for (uint32_t i = 0; i < qn && family < 0; ++i)
+    if ((qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qfs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = int(i);
+  for (uint32_t i = 0; i < qn && family < 0; ++i)
+    if (qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = int(i);
+  if (family < 0) throw Error(ErrorCode::unsupported, dev->caps_.device_name + " has no compute queue");
+  dev->queue_family_ = static_cast<uint32_t>(family);
+
+  const float priority = options.low_priority ? 0.0f : 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = dev->queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  const auto& c = dev->caps_;
+  const bool v13 = c.api_version >= VK_API_VERSION_1_3;
+  VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  f13.subgroupSizeControl = c.subgroup_size_control;
+  f13.computeFullSubgroups = c.subgroup_size_control;
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, v13 ? &f13 : nullptr};
+  f12.shaderFloat16 = c.fp16_arithmetic;
+  f12.shaderInt8 = c.int8_arithmetic;
+  f12.storageBuffer8BitAccess = c.storage_8bit;
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
+  f11.storageBuffer16BitAccess = c.storage_16bit;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
+  f2.features.shaderInt64 = c.int64;
+
+  std::vector<const char*> dev_exts;
+  {
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> exts(n);
+    vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, exts.data());
+    for (const auto& e : exts)
+      if (std::strcmp(e.extensionName, "VK_KHR_portability_subset") == 0) dev_exts.push_back("VK_KHR_portability_subset");
+  }
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
+  dci.ppEnabledExtensionNames = dev_exts.data();
+  vk_check(vkCreateDevice(dev->phys_, &dci, nullptr, &dev->device_), "vkCreateDevice");
+  dev->owns_device_ = true;
+  vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
+  dev->pipeline_cache_dir_ = options.pipeline_cache_dir;
+  dev->init_common();
+  return dev;
+}
+
+std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
+  if (!h.instance || !h.physical_device || !h.device || !h.queue)
+    throw Error(ErrorCode::invalid_argument,
+                "adopting a device needs VkInstance, VkPhysicalDevice, VkDevice and VkQueue (one was VK_NULL_HANDLE)");
+  std::unique_ptr<Device> dev(new Device());
+  dev->instance_ = h.instance;
+  dev->phys_ = h.physical_device;
+  dev->device_ = h.device;
+  dev->queue_ = h.queue;
+  dev->queue_family_ = h.queue_family;
+  dev->queue_lock_ = h.queue_lock;
+  dev->on_validation_ = h.on_validation;
+  dev->caps_ = query_capabilities(h.physical_device);
+  if (dev->caps_.api_version < VK_API_VERSION_1_2)
+    throw Error(ErrorCode::unsupported, "the adopted device supports only Vulkan " + dev->caps_.api_version_string() +
+                                            "; reach needs 1.2");
+  uint32_t qn = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, nullptr);
+  std::vector<VkQueueFamilyProperties> qfs(qn);
+  vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, qfs.data());
+  if (h.queue_family >= qn || !(qfs[h.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    throw Error(ErrorCode::invalid_argument, "adopted queue family " + std::to_string(h.queue_family) +
+                                                 " does not support compute; pass a compute-capable family");
+  // Only features the host says it enabled may be used.
+  dev->caps_.storage_16bit = dev->caps_.storage_16bit && h.storage_16bit_enabled;
+  dev->caps_.fp16_arithmetic = dev->caps_.fp16_arithmetic && h.fp16_arithmetic_enabled;
+  dev->caps_.subgroup_size_control = dev->caps_.subgroup_size_control && h.subgroup_size_control_enabled;
+  dev->caps_.storage_8bit = false;
+  dev->caps_.int8_arithmetic = false;
+  dev->pipeline_cache_dir_ = h.pipeline_cache_dir;
+  dev->init_common();
+  return dev;
+}
+
+void Device::init_common() {
+  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  pipelines_ = std::make_unique<PipelineCache>(*this, pipeline_cache_dir_);
+}
+
+Device::~Device() {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipelines_.reset();  // saves the pipeline cache, destroys pipelines
+  if (owns_device_ && device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+  }
+  if (owns_instance_ && instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+PipelineCache& Device::pipelines() { return *pipelines_; }
+
+uint32_t Device::memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags required,
+                                   VkMemoryPropertyFlags preferred) const {
+  int best = -1;
+  for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i) {
+    if (!(type_bits & (1u << i))) continue;
+    const auto f = mem_props_.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    if ((f & (required | preferred)) == (required | preferred)) return i;
+    if (best < 0) best = int(i);
+  }
+  if (best < 0)
+    throw Error(ErrorCode::unsupported, caps_.device_name + " has no memory type with the required properties");
+  return static_cast<uint32_t>(best);
+}
+
+void Device::submit(const VkSubmitInfo& info, VkFence fence) {
+  std::lock_guard<std::mutex> guard(queue_mutex_);
+  if (queue_lock_) queue_lock_(true);
+  VkResult r = vkQueueSubmit(queue_, 1, &info, fence);
+  if (queue_lock_) queue_lock_(false);
+  vk_check(r, "vkQueueSubmit");
+}
+
+void Device::wait_idle() {
+  std::lock_guard<std::mutex> guard(queue_mutex_);
+  if (queue_lock_) queue_lock_(true);
+  VkResult r = vkQueueWaitIdle(queue_);
+  if (queue_lock_) queue_lock_(false);
+  vk_check(r, "vkQueueWaitIdle");
+}
+
+}  // namespace reach

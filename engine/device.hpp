@@ -1,0 +1,116 @@
+#pragma once
+// A Vulkan device reach computes on: either one reach creates and owns, or a
+// host application's own VkInstance / VkPhysicalDevice / VkDevice / VkQueue
+// that reach adopts without owning (games already have one).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.h>
+
+#include "engine/capabilities.hpp"
+
+namespace reach {
+
+class PipelineCache;
+
+// Messages from the validation layer or driver, delivered synchronously.
+using LogCallback = std::function<void(int severity /*0 info,1 warn,2 error*/, const std::string& message)>;
+
+struct DeviceOptions {
+  int index = -1;              // -1: choose (env REACH_DEVICE: an index or a name substring)
+  std::string name;            // substring of the device name; overrides index when set
+  bool validation = false;     // also on when env REACH_VALIDATION=1
+  bool low_priority = false;   // ask for a low queue priority (embedding next to a renderer)
+  std::string pipeline_cache_dir;   // "" = env REACH_CACHE_DIR, else $XDG_CACHE_HOME/reach, else ~/.cache/reach; "-" disables
+  LogCallback on_validation;   // called for every validation message (tests fail on them)
+};
+
+// A host app's handles.  reach never destroys them.  queue_lock, if set, is
+// called with true before and false after every use of the queue.
+struct AdoptedDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  VkQueue queue = VK_NULL_HANDLE;
+  std::function<void(bool lock)> queue_lock;
+  std::string pipeline_cache_dir;
+  // Which optional features the host enabled on its VkDevice (reach cannot
+  // query that): kernels needing a feature not enabled fall back to f32.
+  bool storage_16bit_enabled = false;     // storageBuffer16BitAccess
+  bool fp16_arithmetic_enabled = false;   // shaderFloat16
+  bool subgroup_size_control_enabled = false;
+  LogCallback on_validation;
+};
+
+struct PhysicalDeviceInfo {
+  uint32_t index;
+  VkPhysicalDevice handle;
+  Capabilities caps;
+};
+
+class Device {
+ public:
+  static std::unique_ptr<Device> create(const DeviceOptions& options = {});
+  static std::unique_ptr<Device> adopt(const AdoptedDevice& handles);
+  // Every physical device the loader reports, in loader order.
+  static std::vector<PhysicalDeviceInfo> list(bool validation = false);
+
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical_device() const { return phys_; }
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  bool owns_device() const { return owns_device_; }
+  const Capabilities& caps() const { return caps_; }
+  uint32_t memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_props_; }
+
+  // Submits to the queue under the host's lock (if any).
+  void submit(const VkSubmitInfo& info, VkFence fence);
+  void wait_idle();
+
+  PipelineCache& pipelines();
+  // Validation messages of severity error seen since creation (owned devices only).
+  uint64_t validation_errors() const { return validation_errors_.load(); }
+
+ private:
+  Device() = default;
+  void init_common();
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  bool owns_instance_ = false;
+  bool owns_device_ = false;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  Capabilities caps_;
+  VkPhysicalDeviceMemoryProperties mem_props_{};
+  std::function<void(bool)> queue_lock_;
+  std::mutex queue_mutex_;
+  LogCallback on_validation_;
+  std::atomic<uint64_t> validation_errors_{0};
+  std::string pipeline_cache_dir_;
+  std::unique_ptr<PipelineCache> pipelines_;
+
+  static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                        VkDebugUtilsMessageTypeFlagsEXT types,
+                                                        const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                        void* user);
+};
+
+// Rank used to prefer discrete > integrated > virtual > CPU > other.
+int device_type_rank(VkPhysicalDeviceType type);
+
+}  // namespace reach

@@ -1,0 +1,101 @@
+#pragma once
+// The engine's kernels, recorded into a CommandList.  Activations are f32;
+// weights are f32, f16 or bf16 (f32 accumulation everywhere).  Variants and
+// tile sizes come from the device's Capabilities, never from vendor checks.
+//
+// Every op validates its shapes and throws Error(internal) on misuse.  A weight
+// larger than maxStorageBufferRange is bound as several row ranges, one
+// dispatch each (see split_rows).
+#include <cstdint>
+#include <vector>
+
+#include "engine/capabilities.hpp"
+#include "engine/command.hpp"
+#include "engine/memory.hpp"
+
+namespace reach {
+
+class Device;
+
+enum class WType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
+uint32_t wtype_size(WType t);
+const char* wtype_name(WType t);
+
+// A row-major matrix [rows, cols] stored contiguously in `buffer` at `offset`.
+struct Mat {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0;
+  WType type = WType::f32;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  VkDeviceSize bytes() const { return VkDeviceSize(rows) * cols * wtype_size(type); }
+};
+
+// f32 activations: [rows, cols] row-major at offset.
+struct Act {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  VkDeviceSize bytes() const { return VkDeviceSize(rows) * cols * 4; }
+  BufferRange range() const { return buffer->range(offset, bytes()); }
+};
+
+struct RowChunk {
+  uint32_t first_row;
+  uint32_t rows;
+};
+// Row ranges of `m` each of whose byte span fits in max_range and starts at an
+// offset aligned to `align` (relative to m.offset, which must itself be aligned).
+std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64_t align);
+
+// Tunables chosen from capabilities; exposed so tests can force edge variants.
+struct KernelConfig {
+  uint32_t subgroup = 8;          // subgroup size the kernels assume
+  uint32_t gemm_tile_m = 32;
+  uint32_t gemm_tile_n = 32;
+  uint32_t matvec_rows = 4;       // output rows per workgroup
+  uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
+  bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
+  static KernelConfig from(const Capabilities& caps);
+};
+
+class Kernels {
+ public:
+  explicit Kernels(Device& device);
+  Kernels(Device& device, const KernelConfig& config);
+  Device& device() const { return device_; }
+  const KernelConfig& config() const { return config_; }
+
+  // y = a + b, n elements; b is read at index i % b_period (b_period = n: plain
+  // add; = cols: a bias broadcast over rows).  y may alias a.
+  void add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
+           uint32_t b_period);
+
+  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M == 1 uses the matvec kernel.
+  void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
+  void gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
+  void matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+
+  // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
+  void rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
+  // In place, per row: softmax(x * scale).
+  void softmax(CommandList& cmd, const Act& x, float scale);
+  // y = silu(g) * u, n elements.
+  void silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.
+  void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);
+  // n bf16 values (uint16 bit patterns) -> f32, exact.
+  void bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+  // n f32 -> f16 (round to nearest even), for f16 caches.
+  void f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+
+ private:
+  Device& device_;
+  KernelConfig config_;
+};
+
+// Workgroups needed to cover n items with `per_group` each.
+inline uint32_t groups_for(uint64_t n, uint64_t per_group) { return static_cast<uint32_t>((n + per_group - 1) / per_group); }
+
+}  // namespace reach

@@ -1,0 +1,108 @@
+#pragma once
+// Device memory: a block suballocator with separate arenas, so weights, the
+// KV cache and per-step scratch never fragment each other, and allocation
+// counts stay far below maxMemoryAllocationCount.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.h>
+
+namespace reach {
+
+class Device;
+
+enum class Arena : uint8_t { weights = 0, cache, scratch, staging, readback, count_ };
+const char* arena_name(Arena a);
+
+// A window of a buffer as a descriptor binding sees it: never VK_WHOLE_SIZE.
+struct BufferRange {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;
+};
+
+class Allocator;
+
+// One VkBuffer over a suballocated range of a block.  Move-only; frees on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  VkBuffer handle() const { return buffer_; }
+  VkDeviceSize size() const { return size_; }
+  // Host pointer when the memory is host-visible (unified memory, staging), else nullptr.
+  void* mapped() const { return mapped_; }
+  Arena arena() const { return arena_; }
+  const std::string& label() const { return label_; }
+  explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+  // [offset, offset+size) of this buffer; size = rest when omitted.  Throws if out of bounds.
+  BufferRange range(VkDeviceSize offset = 0, VkDeviceSize size = VK_WHOLE_SIZE) const;
+
+ private:
+  friend class Allocator;
+  Allocator* owner_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceSize size_ = 0;
+  uint32_t block_ = 0;
+  VkDeviceSize block_offset_ = 0;
+  VkDeviceSize reserved_ = 0;
+  void* mapped_ = nullptr;
+  Arena arena_ = Arena::scratch;
+  std::string label_;
+};
+
+struct ArenaStats {
+  uint64_t blocks = 0;
+  uint64_t reserved_bytes = 0;   // VkDeviceMemory held
+  uint64_t used_bytes = 0;       // handed out to buffers
+  uint64_t buffers = 0;
+};
+
+class Allocator {
+ public:
+  explicit Allocator(Device& device, VkDeviceSize block_size = 256ull << 20);
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Device-local for weights/cache/scratch (host-visible too on unified memory);
+  // host-visible for staging/readback.  Throws Error(out_of_memory) naming the label.
+  Buffer allocate(Arena arena, VkDeviceSize size, const std::string& label);
+  // Frees blocks that hold no buffer (e.g. after a model is unloaded).
+  void trim();
+  ArenaStats stats(Arena arena) const;
+  Device& device() const { return device_; }
+
+  // Testing: make the n-th vkAllocateMemory from now fail (0 = the next one); -1 disables.
+  void inject_allocation_failure(int after_n) { fail_after_ = after_n; }
+
+ private:
+  friend class Buffer;
+  struct Range { VkDeviceSize offset, size; };
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceSize size = 0;
+    Arena arena = Arena::scratch;
+    uint32_t memory_type = 0;
+    void* mapped = nullptr;
+    std::vector<Range> free;   // sorted by offset, coalesced
+    uint64_t live = 0;
+  };
+  bool suballocate(Block& b, VkDeviceSize size, VkDeviceSize align, VkDeviceSize& offset);
+  void release(Buffer& b);
+  uint32_t new_block(Arena arena, uint32_t memory_type, VkDeviceSize size, const std::string& label);
+
+  Device& device_;
+  VkDeviceSize block_size_;
+  std::vector<Block> blocks_;   // destroyed blocks keep their slot (memory = null)
+  int fail_after_ = -1;
+};
+
+}  // namespace reach

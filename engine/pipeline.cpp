@@ -1,0 +1,167 @@
+#include "engine/pipeline.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/shader_registry.hpp"
+
+namespace reach {
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+bool PipelineDesc::operator<(const PipelineDesc& o) const {
+  return std::tie(kernel, buffers, push_bytes, spec, required_subgroup) <
+         std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup);
+}
+
+static std::string default_cache_dir() {
+  if (const char* d = std::getenv("REACH_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/reach";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/reach";
+  return "";
+}
+
+PipelineCache::PipelineCache(Device& device, std::string cache_dir) : device_(device) {
+  if (cache_dir.empty()) cache_dir = default_cache_dir();
+  std::vector<char> initial;
+  if (!cache_dir.empty() && cache_dir != "-") {
+    const auto& c = device.caps();
+    char key[128];
+    std::snprintf(key, sizeof key, "pipelines-%04x-%04x-", c.vendor_id, c.device_id);
+    std::string uuid;
+    for (uint32_t i = 0; i < VK_UUID_SIZE; ++i) {
+      char h[3];
+      std::snprintf(h, sizeof h, "%02x", c.pipeline_cache_uuid[i]);
+      uuid += h;
+    }
+    file_ = cache_dir + "/" + key + uuid + ".bin";
+    std::ifstream in(file_, std::ios::binary);
+    if (in) initial.assign(std::istreambuf_iterator<char>(in), {});
+    // The driver validates the header (vendor, device, UUID) and ignores a stale cache.
+  }
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = initial.size();
+  ci.pInitialData = initial.empty() ? nullptr : initial.data();
+  if (vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    vk_check(vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
+  }
+}
+
+void PipelineCache::save() const {
+  if (file_.empty() || !cache_) return;
+  size_t n = 0;
+  if (vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  std::vector<char> data(n);
+  if (vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()) != VK_SUCCESS) return;
+  // A cache is an optimisation: failing to write it is not an error.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file_).parent_path(), ec);
+  const std::string tmp = file_ + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return;
+    out.write(data.data(), static_cast<std::streamsize>(n));
+  }
+  std::filesystem::rename(tmp, file_, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+PipelineCache::~PipelineCache() {
+  save();
+  VkDevice d = device_.handle();
+  for (auto& [desc, p] : pipelines_) {
+    vkDestroyPipeline(d, p->pipeline, nullptr);
+    vkDestroyPipelineLayout(d, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+  }
+  if (cache_) vkDestroyPipelineCache(d, cache_, nullptr);
+}
+
+const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
+
+  auto code = embedded_shader(desc.kernel);
+  VkDevice d = device_.handle();
+  auto p = std::make_unique<Pipeline>();
+  p->name = desc.kernel;
+  p->buffers = desc.buffers;
+  p->push_bytes = desc.push_bytes;
+  if (desc.push_bytes > device_.caps().max_push_constants)
+    throw Error(ErrorCode::internal, desc.kernel + ": push constants of " + std::to_string(desc.push_bytes) +
+                                         " bytes exceed the device limit");
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings(desc.buffers);
+  for (uint32_t i = 0; i < desc.buffers; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  sl.bindingCount = desc.buffers;
+  sl.pBindings = bindings.data();
+  vk_check(vkCreateDescriptorSetLayout(d, &sl, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout");
+
+  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, desc.push_bytes};
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p->set_layout;
+  pl.pushConstantRangeCount = desc.push_bytes ? 1 : 0;
+  pl.pPushConstantRanges = &pcr;
+  VkResult r = vkCreatePipelineLayout(d, &pl, nullptr, &p->layout);
+  if (r < 0) {
+    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    vk_check(r, "vkCreatePipelineLayout");
+  }
+
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = code.size() * 4;
+  mi.pCode = code.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  r = vkCreateShaderModule(d, &mi, nullptr, &module);
+  if (r < 0) {
+    vkDestroyPipelineLayout(d, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    vk_check(r, ("vkCreateShaderModule(" + desc.kernel + ")").c_str());
+  }
+
+  std::vector<VkSpecializationMapEntry> entries(desc.spec.size());
+  for (uint32_t i = 0; i < desc.spec.size(); ++i) entries[i] = {i, i * 4u, 4};
+  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), desc.spec.size() * 4,
+                          desc.spec.data()};
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rss{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  rss.requiredSubgroupSize = desc.required_subgroup;
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  if (desc.required_subgroup && device_.caps().subgroup_size_control) {
+    ci.stage.pNext = &rss;
+    ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  }
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = desc.spec.empty() ? nullptr : &si;
+  ci.layout = p->layout;
+  r = vkCreateComputePipelines(d, cache_, 1, &ci, nullptr, &p->pipeline);
+  vkDestroyShaderModule(d, module, nullptr);
+  if (r < 0) {
+    vkDestroyPipelineLayout(d, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    vk_check(r, ("vkCreateComputePipelines(" + desc.kernel + ")").c_str());
+  }
+  auto& ref = *p;
+  pipelines_.emplace(desc, std::move(p));
+  return ref;
+}
+
+}  // namespace reach

@@ -1,0 +1,60 @@
+#pragma once
+// Compute pipelines from embedded SPIR-V, specialised by constants (tile
+// sizes, subgroup size, head dim) and created lazily on first use.  The
+// driver's VkPipelineCache is saved to disk, keyed by device and driver.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.h>
+
+namespace reach {
+
+class Device;
+
+struct PipelineDesc {
+  std::string kernel;            // embedded shader name, e.g. "gemm_f16"
+  uint32_t buffers = 1;          // storage buffers at set 0, bindings 0..buffers-1
+  uint32_t push_bytes = 0;       // push-constant block size (<= 128 bytes)
+  std::vector<uint32_t> spec;    // specialization constants 0..n-1 (floats as bit patterns)
+  uint32_t required_subgroup = 0;   // pin the subgroup size (needs subgroupSizeControl); 0 = driver's choice
+
+  bool operator<(const PipelineDesc& o) const;
+};
+
+struct Pipeline {
+  std::string name;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  uint32_t buffers = 0;
+  uint32_t push_bytes = 0;
+};
+
+class PipelineCache {
+ public:
+  PipelineCache(Device& device, std::string cache_dir);
+  ~PipelineCache();   // saves the VkPipelineCache
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  const Pipeline& get(const PipelineDesc& desc);
+  size_t size() const { return pipelines_.size(); }
+  const std::string& cache_file() const { return file_; }
+  void save() const;
+
+ private:
+  Device& device_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::string file_;
+  std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
+  std::mutex mutex_;
+};
+
+// Reinterpret a float for a specialization or push constant word.
+uint32_t float_bits(float f);
+
+}  // namespace reach

@@ -1,0 +1,83 @@
+#pragma once
+// config.json of a Hugging Face Llama / Mistral / Qwen2 checkpoint, plus the
+// reach-only position schemes (docs/EXTRAPOLATION.md §1.4, §2, §3).  This
+// module parses and validates; the kernels live elsewhere.  Every error is a
+// reach::Error whose message starts with "config.json (PATH):" and names the
+// key at fault.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reach {
+
+enum class RopeType { none_, default_, linear, dynamic, yarn, llama3, ntk, rerope, leaky_rerope, self_extend };
+const char* rope_type_name(RopeType type);   // "default", "yarn", "leaky_rerope", ...
+
+struct RopeScaling {
+  RopeType type = RopeType::default_;
+  double factor = 1;                     // linear / dynamic / yarn / llama3 / ntk s
+  int64_t original_max_position = 0;     // 0 = use max_position_embeddings
+  double beta_fast = 32, beta_slow = 1;  // yarn
+  std::optional<double> attention_factor, mscale, mscale_all_dim;   // yarn
+  bool truncate = true;                                             // yarn
+  double low_freq_factor = 1, high_freq_factor = 4;                 // llama3
+  int64_t window = 0;   // rerope / leaky_rerope / self_extend (W_n)
+  double leaky_k = 1;   // leaky_rerope (JSON key "factor")
+  int64_t group = 1;    // self_extend (G)
+};
+
+struct LayerAttention {   // per-layer overrides of ReachAttention
+  std::optional<int64_t> window;
+  std::optional<bool> rope;
+  std::optional<bool> logn;
+};
+
+enum class QkNorm { none, key, query, cos };
+const char* qk_norm_name(QkNorm n);
+
+struct ReachAttention {   // top-level "reach_attention" object
+  int64_t logn_train_len = 0;   // 0 = no log-n scaling
+  QkNorm qk_norm = QkNorm::none;
+  std::optional<double> cos_n;
+  int64_t window = 0;           // sliding window for every layer, 0 = none
+  int64_t sinks = 0;            // attention-sink tokens kept with a window
+  std::map<int, LayerAttention> layers;
+  std::optional<double> alibi_max_bias;
+};
+
+struct ModelConfig {
+  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
+  std::string model_type;     // "llama", "mistral", "qwen2"
+  int64_t hidden_size = 0, intermediate_size = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
+          vocab_size = 0, max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6, rope_theta = 10000, partial_rotary_factor = 1;
+  int64_t rotary_dim = 0;     // int(head_dim * partial_rotary_factor), even
+  bool tie_word_embeddings = false;
+  // Bias on q/k/v projections.  Llama-style attention_bias=true also has an
+  // o_proj bias; Qwen2 (always true) does not: check the weights for it.
+  bool attention_bias = false;
+  std::optional<int64_t> sliding_window;   // Mistral
+  std::vector<int32_t> bos_ids, eos_ids;
+  std::string torch_dtype;                 // informational ("bfloat16"), may be empty
+  RopeScaling rope;
+  ReachAttention attn;
+  std::filesystem::path source;            // the config.json read, for messages
+  std::string describe() const;            // a few human-readable lines
+};
+
+// `config_json` is the file or the model directory holding config.json.
+ModelConfig load_model_config(const std::filesystem::path& config_json);
+ModelConfig parse_model_config(const nlohmann::json& j, const std::filesystem::path& source_for_messages);
+
+// Parses one rope_scaling / rope_parameters object (HF or reach keys).
+// `where` prefixes messages, e.g. "config.json (/m/config.json): rope_scaling"
+// or "--rope-scaling".  A null object gives the default.
+RopeScaling parse_rope_scaling(const nlohmann::json& obj, const std::string& where);
+// Parses the "reach_attention" object; n_layers bounds the layer indices.
+ReachAttention parse_reach_attention(const nlohmann::json& obj, const std::string& where, int64_t n_layers);
+
+}  // namespace reach

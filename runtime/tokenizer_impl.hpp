@@ -1,0 +1,142 @@
+#pragma once
+// Private to runtime/tokenizer*.cpp: the parsed tokenizer.json.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/tokenizer.hpp"
+
+typedef struct pcre2_real_code_8 pcre2_code_8;
+
+namespace reach {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// A compiled PCRE2 pattern (UTF + UCP), move-only.
+class Regex {
+ public:
+  Regex() = default;
+  // `where` names the JSON key for the error message.  Throws Error(format).
+  Regex(std::string_view pattern, bool literal, const std::string& where);
+  ~Regex();
+  Regex(Regex&& o) noexcept : code_(std::exchange(o.code_, nullptr)) {}
+  Regex& operator=(Regex&& o) noexcept;
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  // Appends the [begin, end) of every non-overlapping match, left to right.
+  void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
+  // Replaces every match by `with`.
+  std::string replace_all(std::string_view s, std::string_view with) const;
+
+ private:
+  pcre2_code_8* code_ = nullptr;
+};
+
+enum class SplitBehavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
+
+// A piece of text between pipeline stages; at_start: it begins at offset 0 of
+// the input (Metaspace's prepend_scheme "first" needs that).
+struct Piece {
+  std::string text;
+  bool at_start = false;
+};
+
+struct NormalizerStep {
+  enum Kind { prepend, replace, strip, passthrough } kind = passthrough;
+  std::string text;     // prepend: what; replace: the replacement
+  std::shared_ptr<Regex> pattern;  // replace
+  bool left = false, right = false;  // strip
+};
+
+struct PreTokenizerStep {
+  enum Kind { split, byte_level, metaspace } kind = split;
+  std::shared_ptr<Regex> pattern;  // split; byte_level with use_regex
+  SplitBehavior behavior = SplitBehavior::isolated;
+  bool invert = false;
+  bool add_prefix_space = false;  // byte_level
+  std::string replacement;        // metaspace
+  enum Prepend { always, first, never } prepend = always;
+  bool split_on_replacement = true;  // metaspace "split"
+};
+
+struct DecoderStep {
+  enum Kind { byte_level, replace, byte_fallback, fuse, strip, metaspace } kind = fuse;
+  std::shared_ptr<Regex> pattern;  // replace
+  std::string text;                // replace: replacement; strip / metaspace: the character
+  size_t start = 0, stop = 0;      // strip
+  bool prepend = true;             // metaspace: prepend_scheme != never
+};
+
+struct AddedToken {
+  int32_t id = 0;
+  std::string content;  // as matched (normalized when `normalized`)
+  bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
+};
+
+// Leftmost-longest matching of added tokens (like aho-corasick's LeftmostLongest).
+struct AddedMatcher {
+  std::vector<const AddedToken*> tokens;
+  std::array<std::vector<uint32_t>, 256> by_first_byte;  // indices into tokens, longest first
+  void build();
+  bool empty() const { return tokens.empty(); }
+};
+
+struct BpeModel {
+  TokenMap vocab;
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (a, b) -> (rank, new id)
+  std::optional<int32_t> unk;
+  bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
+  std::array<int32_t, 256> byte_tokens{};  // id of <0xNN>, -1 if absent
+  static uint64_t key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+  void tokenize(std::string_view word, std::vector<int32_t>& out) const;
+};
+
+struct TokenizerImpl {
+  std::string origin;  // the file, for messages
+  BpeModel bpe;
+  std::vector<AddedToken> added;
+  AddedMatcher raw_added, normalized_added;
+  std::vector<NormalizerStep> normalizer;
+  std::vector<PreTokenizerStep> pre_tokenizer;
+  bool has_decoder = false;
+  std::vector<DecoderStep> decoder;
+  std::vector<int32_t> prefix, suffix;  // post-processor
+  std::vector<std::string> id_to_token;  // model vocab overlaid with added tokens
+  std::vector<uint8_t> special;          // per id
+  TokenMap token_to_id;                  // model vocab + added tokens
+  std::optional<int32_t> bos, eos;
+
+  void normalize(std::string& s) const;
+  void pre_tokenize(std::vector<Piece>& pieces) const;
+  void split_added(const AddedMatcher& m, const Piece& in, std::vector<std::pair<Piece, int32_t>>& out) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;  // cached BPE
+  std::vector<int32_t> encode(std::string_view text, bool add_special) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special) const;
+
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
+};
+
+// The GPT-2 byte <-> unicode table of ByteLevel.
+const std::array<std::string, 256>& byte_to_unicode();
+int byte_from_unicode(uint32_t code_point);  // -1 when not in the table
+
+// Splits [0, s.size()) into pieces by the matches (tokenizers' Pattern +
+// SplitDelimiterBehavior), empty pieces dropped.
+void split_by_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
+                      SplitBehavior behavior, bool invert, std::vector<std::pair<size_t, size_t>>& out);
+
+}  // namespace reach

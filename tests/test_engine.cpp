@@ -1,0 +1,238 @@
+// Device, memory, transfer, pipeline and command-recording tests.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "engine/error.hpp"
+#include "engine/pipeline.hpp"
+#include "tests/test_device.hpp"
+
+using namespace reach;
+using reach::test::gpu;
+
+TEST_CASE("device: capabilities are filled") {
+  const auto& c = gpu().device->caps();
+  INFO(c.summary());
+  CHECK(!c.device_name.empty());
+  CHECK(c.subgroup_size >= 1);
+  CHECK(c.max_storage_buffer_range >= (1u << 20));
+  CHECK(c.max_shared_memory >= 16384);
+  CHECK(c.min_storage_buffer_offset_alignment >= 1);
+  CHECK(c.max_buffer_size >= c.max_storage_buffer_range);
+  CHECK(c.to_json().front() == '{');
+}
+
+TEST_CASE("device: list shows every device and bad selections are clear errors") {
+  auto devs = Device::list();
+  REQUIRE(!devs.empty());
+  DeviceOptions opt;
+  opt.name = "no-such-gpu-xyz";
+  opt.on_validation = reach::test::on_validation_message;
+  try {
+    Device::create(opt);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()).find("no-such-gpu-xyz") != std::string::npos);
+  }
+  opt.name.clear();
+  opt.index = 999;
+  CHECK_THROWS_AS(Device::create(opt), Error);
+}
+
+TEST_CASE("memory: suballocation reuses freed space and keeps arenas apart") {
+  auto& g = gpu();
+  Allocator alloc(*g.device, 8 << 20);
+  {
+    Buffer a = alloc.allocate(Arena::weights, 1 << 20, "a");
+    Buffer b = alloc.allocate(Arena::weights, 1 << 20, "b");
+    Buffer c = alloc.allocate(Arena::cache, 1 << 20, "c");
+    CHECK(alloc.stats(Arena::weights).blocks == 1);
+    CHECK(alloc.stats(Arena::weights).buffers == 2);
+    CHECK(alloc.stats(Arena::cache).blocks == 1);
+    a = Buffer();
+    Buffer d = alloc.allocate(Arena::weights, 1 << 20, "d");
+    CHECK(alloc.stats(Arena::weights).blocks == 1);
+    CHECK(alloc.stats(Arena::weights).buffers == 2);
+  }
+  CHECK(alloc.stats(Arena::weights).buffers == 0);
+  CHECK(alloc.stats(Arena::weights).used_bytes == 0);
+  alloc.trim();
+  CHECK(alloc.stats(Arena::weights).blocks == 0);
+}
+
+TEST_CASE("memory: an injected allocation failure is an error, not a crash") {
+  auto& g = gpu();
+  Allocator alloc(*g.device, 4 << 20);
+  Buffer first = alloc.allocate(Arena::scratch, 1024, "first");
+  alloc.inject_allocation_failure(0);
+  try {
+    Buffer big = alloc.allocate(Arena::weights, 16 << 20, "model.embed_tokens.weight");
+    FAIL("expected out_of_memory");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::out_of_memory);
+    CHECK(std::string(e.what()).find("model.embed_tokens.weight") != std::string::npos);
+  }
+  // The allocator still works afterwards.
+  Buffer again = alloc.allocate(Arena::weights, 16 << 20, "again");
+  CHECK(again.size() == (16u << 20));
+}
+
+TEST_CASE("memory: a real device out-of-memory is an error") {
+  auto& g = gpu();
+  Allocator alloc(*g.device);
+  // Larger than any allocation the device allows: must be refused cleanly.
+  const uint64_t huge = g.device->caps().max_buffer_size + 1;
+  CHECK_THROWS_AS(alloc.allocate(Arena::weights, huge, "huge"), Error);
+}
+
+TEST_CASE("transfer: staged and mapped paths round-trip") {
+  auto& g = gpu();
+  for (bool staged : {false, true}) {
+    CAPTURE(staged);
+    Transfer t(*g.allocator, 1 << 16);   // small staging buffer forces many chunks
+    t.set_force_staging(staged);
+    std::vector<uint8_t> data(300000);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 131 + 7);
+    Buffer b = g.allocator->allocate(Arena::weights, data.size() + 100, "roundtrip");
+    uint64_t last = 0;
+    t.upload(b, 100, data.data(), data.size(), [&](uint64_t done) { last = done; });
+    CHECK(last == data.size());
+    std::vector<uint8_t> back(data.size());
+    t.download(b, 100, back.data(), back.size());
+    CHECK(back == data);
+  }
+}
+
+TEST_CASE("pipeline: embedded SPIR-V, lazy creation, cache reuse") {
+  auto& g = gpu();
+  auto& cache = g.device->pipelines();
+  const auto& p1 = cache.get({"add_f32", 3, 8, {64}});
+  const auto& p2 = cache.get({"add_f32", 3, 8, {64}});
+  CHECK(&p1 == &p2);
+  const auto& p3 = cache.get({"add_f32", 3, 8, {128}});
+  CHECK(&p1 != &p3);
+  CHECK_THROWS_AS(cache.get({"no_such_kernel", 1, 0, {}}), Error);
+}
+
+TEST_CASE("command list: record once, submit many times") {
+  auto& g = gpu();
+  const uint32_t n = 1000;
+  auto a = reach::test::random_floats(n, 1), b = reach::test::random_floats(n, 2);
+  Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
+  CommandList cmd(*g.device);
+  cmd.begin();
+  g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+  cmd.end();
+  for (int rep = 0; rep < 3; ++rep) {
+    // Change the input between submissions: the recorded commands read it afresh.
+    for (auto& x : a) x += 1.0f;
+    g.transfer->upload(ba, 0, a.data(), n * 4);
+    cmd.run();
+    auto y = g.download_f32(by, n);
+    for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == doctest::Approx(a[i] + b[i]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("kernel add: sizes and broadcast") {
+  auto& g = gpu();
+  for (uint32_t n : {1u, 7u, 255u, 256u, 257u, 100003u}) {
+    for (uint32_t period : {n, std::min(n, 64u)}) {
+      CAPTURE(n);
+      CAPTURE(period);
+      auto a = reach::test::random_floats(n, n), b = reach::test::random_floats(period, n + 1);
+      Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
+      CommandList cmd(*g.device);
+      cmd.begin();
+      g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, period);
+      cmd.end();
+      cmd.run();
+      auto y = g.download_f32(by, n);
+      for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i % period]);
+    }
+  }
+}
+
+TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
+  // Create a device with raw Vulkan, as a host application would.
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  const char* layer = "VK_LAYER_KHRONOS_validation";
+  ici.enabledLayerCount = 1;
+  ici.ppEnabledLayerNames = &layer;
+  VkInstance instance;
+  REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
+  uint32_t n = 1;
+  VkPhysicalDevice phys;
+  vkEnumeratePhysicalDevices(instance, &n, &phys);
+  REQUIRE(n >= 1);
+  uint32_t qn = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
+  std::vector<VkQueueFamilyProperties> qfs(qn);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
+  uint32_t family = 0;
+  while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  REQUIRE(family < qn);
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &prio;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  VkDevice vkdev;
+  REQUIRE(vkCreateDevice(phys, &dci, nullptr, &vkdev) == VK_SUCCESS);
+  VkQueue queue;
+  vkGetDeviceQueue(vkdev, family, 0, &queue);
+
+  int locks = 0, unlocks = 0;
+  {
+    AdoptedDevice h;
+    h.instance = instance;
+    h.physical_device = phys;
+    h.device = vkdev;
+    h.queue_family = family;
+    h.queue = queue;
+    h.queue_lock = [&](bool lock) { (lock ? locks : unlocks)++; };
+    auto dev = Device::adopt(h);
+    CHECK(!dev->owns_device());
+    CHECK(!dev->caps().storage_16bit);   // the host did not enable it
+    Allocator alloc(*dev);
+    Transfer t(alloc);
+    Kernels k(*dev);
+    std::vector<float> a{1, 2, 3}, b{10, 20, 30};
+    Buffer ba = alloc.allocate(Arena::scratch, 12, "a"), bb = alloc.allocate(Arena::scratch, 12, "b"),
+           by = alloc.allocate(Arena::scratch, 12, "y");
+    t.upload(ba, 0, a.data(), 12);
+    t.upload(bb, 0, b.data(), 12);
+    CommandList cmd(*dev);
+    cmd.begin();
+    k.add(cmd, ba.range(), bb.range(), by.range(), 3, 3);
+    cmd.end();
+    cmd.run();
+    std::vector<float> y(3);
+    t.download(by, 0, y.data(), 12);
+    CHECK(y == std::vector<float>{11, 22, 33});
+  }
+  CHECK(locks > 0);
+  CHECK(locks == unlocks);
+  // reach destroyed nothing of the host's: the device is still usable.
+  CHECK(vkDeviceWaitIdle(vkdev) == VK_SUCCESS);
+  vkDestroyDevice(vkdev, nullptr);
+  vkDestroyInstance(instance, nullptr);
+}
+
+TEST_CASE("errors: Vulkan failures name the call and the result") {
+  try {
+    vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::out_of_memory);
+    CHECK(std::string(e.what()).find("vkAllocateMemory") != std::string::npos);
+    CHECK(std::string(e.what()).find("VK_ERROR_OUT_OF_DEVICE_MEMORY") != std::string::npos);
+  }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what reach needs on Debian 12 and configures the build in ./build.
+# Idempotent: packages already present are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-tools
+          libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+          doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "reach setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f build/build.ninja ]; then
+  meson setup build --buildtype=release >/dev/null
+fi
+ninja -C build >/dev/null
+echo "reach setup: built ./build/tools/reach" >&2
