@@ -40,6 +40,10 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   c.max_binding = caps.max_storage_buffer_range;
   if (const uint64_t m = caps.max_buffer_size; m && m < c.max_binding) c.max_binding = m;
   c.matvec_rows = c.cpu_device ? 4 : 8;
+  c.choose_linear(caps);
+  // CPU: one subgroup per row, so the reduction needs no shared memory or barrier.
+  c.reduce_wg = std::min<uint32_t>(c.cpu_device ? std::max(c.subgroup, 1u) : 256u,
+                                   std::max(caps.max_workgroup_invocations, 1u));
   return c;
 }
 

@@ -55,9 +55,21 @@ struct KernelConfig {
   uint32_t gemm_tile_m = 32;
   uint32_t gemm_tile_n = 32;
   uint32_t matvec_rows = 4;       // output rows per workgroup
+  // Linear kernels (ops_linear.cpp; shaders/gemm.comp, shaders/matvec.comp).
+  bool gemm_shared = false;       // GEMM: shared-memory tiles (GPU) vs register tiles (CPU)
+  uint32_t gemm_wg = 64;          // GEMM workgroup size (register variant; shared: derived)
+  uint32_t gemm_tm = 4;           // GEMM register tile: rows of X per invocation
+  uint32_t gemm_tn = 2;           // GEMM register tile: rows of W per invocation
+  uint32_t gemm_bk = 16;          // GEMM shared variant: K depth of a staged slab
+  bool gemm_bcast = false;        // GEMM registers: lanes share X rows by subgroupShuffle (needs subgroup == real size)
+  uint32_t matvec_mode = 0;       // 0: row per lane, 1: subgroupAdd over K, 2: shared-memory reduction
+  uint32_t matvec_wg = 64;        // matvec workgroup size
+  uint32_t linear_matvec_max_m = 1;   // linear(): matvec when M <= this, GEMM above
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
+  uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (rmsnorm, softmax, embed)
   static KernelConfig from(const Capabilities& caps);
+  void choose_linear(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
 };
 
 class Kernels {
@@ -83,7 +95,8 @@ class Kernels {
   void softmax(CommandList& cmd, const Act& x, float scale);
   // y = silu(g) * u, n elements.
   void silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
-  // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.
+  // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.  An id outside
+  // [0, table.rows) (only the device sees ids) gives a row of zeros.
   void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);
   // n bf16 values (uint16 bit patterns) -> f32, exact.
   void bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);

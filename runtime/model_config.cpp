@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "engine/error.hpp"
 
@@ -451,7 +451,12 @@ ModelConfig load_model_config(const std::filesystem::path& path_in) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): larger than 64 MiB - not a model config");
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > 64) throw std::length_error("nested deeper than 64 levels");
+      return true;
+    });
+  } catch (const std::length_error& e) {
+    throw Error(ErrorCode::format, "config.json (" + path.string() + "): JSON " + e.what() + " - not a model config");
   } catch (const json::exception& e) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): not valid JSON (" + e.what() +
                                        ") - fix or download the file again");

@@ -50,8 +50,8 @@ void Progress::draw(bool final_draw) {
   const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - start_).count();
   std::string line = format_line(label_, done_, total_, seconds);
-  // Pad so a shorter line fully overwrites the previous one.
-  std::fprintf(stderr, "\r%-100s%s", line.c_str(), final_draw ? "\n" : "");
+  // \033[K clears the rest of the previous (possibly longer) line.
+  std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), final_draw ? "\n" : "");
   std::fflush(stderr);
   drawn_ = true;
   last_draw_ = now;

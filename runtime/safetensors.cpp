@@ -18,6 +18,8 @@ namespace reach {
 namespace {
 
 constexpr uint64_t kMaxHeaderSize = 100'000'000;   // as the reference implementation
+constexpr int kMaxHeaderDepth = 8;
+struct TooDeep {};
 
 struct DTypeEntry {
   DType dtype;
@@ -200,8 +202,17 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
   // 2. JSON.
   nlohmann::json header;
   try {
+    // A real header nests 3 deep ({name: {shape: [..]}}); refusing deeper
+    // input keeps a hostile 100 MB "[[[[..." from allocating gigabytes.
     const char* begin = reinterpret_cast<const char*>(bytes + 8);
-    header = nlohmann::json::parse(begin, begin + n);
+    header = nlohmann::json::parse(begin, begin + n, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxHeaderDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    fail(ErrorCode::format, path, "header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
+                                      " levels; a safetensors header is {name: {dtype, shape, data_offsets}}" +
+                                      kRedownload);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorCode::format, path, std::string("header is not valid JSON (") + e.what() + ")" + kRedownload);
   }
@@ -285,7 +296,7 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
       fail(ErrorCode::format, path, where + "shape " + t.shape_string() + " x " + dts + " (" +
                                         std::to_string(dtype_size(t.dtype)) + " bytes) = " + std::to_string(nbytes) +
                                         " bytes, but data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
-                                        "] hold " + std::to_string(e - b) + kRedownload);
+                                        "] hold " + std::to_string(e - b) + " bytes" + kRedownload);
     if (e > data_size)
       fail(ErrorCode::format, path, where + "data_offsets end " + std::to_string(e) + " is past the " +
                                         std::to_string(data_size) + "-byte data section (file size " +

@@ -14,16 +14,61 @@ namespace reach {
 
 // ---------------------------------------------------------------- Regex
 
-Regex::Regex(std::string_view pattern, bool literal, const std::string& where) {
+namespace {
+// tokenizers runs its regexes with Oniguruma, whose \s is exactly Unicode
+// White_Space; PCRE2's \s with UCP also matches U+180E (it is in \h).  So \s
+// and \S are spelled out as the White_Space list.
+constexpr std::string_view white_space = "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+std::string onig_compatible(std::string_view p) {
+  std::string out;
+  bool in_class = false;
+  size_t class_start = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char n = p[++i];
+      if (n == 's') {
+        out += in_class ? std::string(white_space) : "[" + std::string(white_space) + "]";
+      } else if (n == 'S' && !in_class) {
+        out += "[^" + std::string(white_space) + "]";
+      } else {
+        out += c;
+        out += n;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      class_start = i + 1;
+      if (class_start < p.size() && p[class_start] == '^') ++class_start;
+    } else if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {  // [:alpha:]
+      size_t end = p.find(":]", i + 2);
+      if (end != std::string_view::npos) {
+        out.append(p.substr(i, end + 2 - i));
+        i = end + 1;
+        continue;
+      }
+    } else if (in_class && c == ']' && i != class_start) {
+      in_class = false;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  uint32_t flags = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+  std::string pattern = literal ? std::string(pattern_in) : onig_compatible(pattern_in);
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err, &offset,
                         nullptr);
   if (!code_) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
-    throw Error(ErrorCode::format, where + ": cannot compile regex \"" + std::string(pattern) + "\" at offset " +
+    throw Error(ErrorCode::format, where + ": cannot compile regex \"" + std::string(pattern_in) + "\" at offset " +
                                        std::to_string(offset) + ": " + reinterpret_cast<char*>(buf));
   }
   pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // best effort: the interpreter is the fallback
@@ -107,7 +152,7 @@ void split_by_matches(std::string_view s, const std::vector<std::pair<size_t, si
         if (!p.match) res.push_back(p);
       break;
     case SplitBehavior::isolated:
-      res = all;
+      res.swap(all);
       break;
     case SplitBehavior::merged_with_previous: {
       bool prev_match = false;
@@ -239,7 +284,13 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
           emit_split(*step.pattern, step.behavior, step.invert);
           break;
         case PreTokenizerStep::byte_level: {
-          if (step.add_prefix_space && (t.empty() || t[0] != ' ')) t.insert(0, " ");
+          if (step.add_prefix_space && (t.empty() || t[0] != ' ')) {
+            std::string spaced;  // (not t.insert(0, " "): GCC 12 warns falsely, PR105329)
+            spaced.reserve(t.size() + 1);
+            spaced += ' ';
+            spaced += t;
+            t.swap(spaced);
+          }
           size_t first = next.size();
           if (step.pattern)
             emit_split(*step.pattern, SplitBehavior::isolated, false);
@@ -299,9 +350,13 @@ void AddedMatcher::build() {
 }
 
 namespace {
-bool is_word_char(uint32_t c) {  // approximates regex \w (alphanumeric or _)
-  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  return !utf8::is_whitespace(c);  // non-ASCII: treat letters/marks/... as word characters
+bool is_word_char(uint32_t c) {  // tokenizers checks single_word with the regex \w
+  static const Regex word("\\w", false, "single_word");
+  std::string s;
+  utf8::append(s, c);
+  std::vector<std::pair<size_t, size_t>> m;
+  word.find_all(s, m);
+  return !m.empty();
 }
 uint32_t last_char(std::string_view s, size_t end) {
   size_t k = end - 1;

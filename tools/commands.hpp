@@ -8,5 +8,9 @@ namespace reach::cli {
 using Args = std::vector<std::string>;
 
 int cmd_info(const Args& args);
+int cmd_selftest(const Args& args);
+int cmd_run(const Args& args);
+int cmd_bench(const Args& args);
+int cmd_eval(const Args& args);
 
 }  // namespace reach::cli

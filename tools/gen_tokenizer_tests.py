@@ -12,13 +12,15 @@ some English written here and some code, and writes for each one:
 
   tests/data/tokenizer/<name>.json         the tokenizer.json (< 1 MB)
   tests/data/tokenizer/<name>.expect.json  {"cases": [{text, ids (add_special=False),
-                                            ids_special (add_special=True), decoded,
-                                            decoded_keep_special}],
+                                            ids_special (add_special=True), decoded (absent:
+                                            == text), decoded_keep_special (absent: == decoded)}],
                                             "decode_cases": [{ids, skip, keep}]}
 
 tests/test_tokenizer.cpp reads the committed files; CI never runs Python.
-The output is deterministic for a given `tokenizers` version (printed into
-the expect files).
+The byte-level files are reproducible for a given `tokenizers` version (it is
+recorded in the expect files); the SentencePiece-style training breaks ties in
+hash order, so those files may change from run to run, always consistently
+with their expectations.
 """
 import glob
 import json
@@ -111,7 +113,7 @@ def test_strings(corpus):
         s.append(doc[i:i + n])
     # a few long paragraphs (several KB)
     for doc in corpus[:2]:
-        s.append(doc[:4000])
+        s.append(doc[:2500])
     # random unicode soup
     pools = [
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789", " \t\n\r  ", ".,;:!?'\"()[]{}<>-_/\\@#$%^&*+=~`|",
@@ -202,6 +204,30 @@ def build_roberta(corpus):
     return tok, specials + ["<mask>"]
 
 
+def build_edge_bpe(corpus):
+    """Rarer knobs: every Split behavior, invert, literal patterns, ByteLevel add_prefix_space
+    after a Split, added tokens with lstrip / rstrip / single_word / normalized, a suffix-only
+    template."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\d+"), behavior="merged_with_next"),
+        pre_tokenizers.Split("-", behavior="removed"),
+        pre_tokenizers.Split(Regex(r"[a-z]+"), behavior="contiguous", invert=True),
+        pre_tokenizers.Split(Regex(r"\s"), behavior="merged_with_previous"),
+        pre_tokenizers.Punctuation(),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, byte_level_trainer(1500, ["<|x|>"]))
+    tok.add_special_tokens([tokenizers.AddedToken("<|文 x|>", special=True, normalized=False)])
+    tok.add_tokens([tokenizers.AddedToken("<rs>", rstrip=True, normalized=False),
+                    tokenizers.AddedToken("<ls>", lstrip=True, normalized=False),
+                    tokenizers.AddedToken("word", single_word=True, normalized=True),
+                    tokenizers.AddedToken("New York", normalized=True),
+                    tokenizers.AddedToken("de", normalized=True)])
+    tok.post_processor = processors.TemplateProcessing(single="$A <|x|>", special_tokens=[("<|x|>", tok.token_to_id("<|x|>"))])
+    return tok, ["<|x|>", "<|文 x|>", "<rs>", "<ls>", "word", "New York"]
+
+
 def train_sentencepiece_bpe(corpus):
     """Train merges for a Llama-2-like model; returns (vocab list in id order, merges)."""
     tok = Tokenizer(models.BPE())
@@ -211,6 +237,22 @@ def train_sentencepiece_bpe(corpus):
     model = json.loads(tok.to_str())["model"]
     vocab = sorted(model["vocab"].items(), key=lambda kv: kv[1])
     return [t for t, _ in vocab], model["merges"]
+
+
+def build_edge_sp(pieces, merges):
+    """Metaspace with split=True and prepend_scheme always, normalized added tokens."""
+    tok, _ = build_llama2_json(pieces, merges, True)
+    doc = json.loads(tok.to_str())
+    doc["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}
+    doc["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}]}
+    doc["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Strip", "strip_left": False, "strip_right": True},
+        {"type": "Replace", "pattern": {"Regex": "[0-9]{4,}"}, "content": "#"}]}
+    tok = Tokenizer.from_str(json.dumps(doc, ensure_ascii=False))
+    tok.add_special_tokens(["[INST]", "[/INST]"])
+    tok.add_tokens([tokenizers.AddedToken("New York", normalized=True), tokenizers.AddedToken("<tab>", rstrip=True, normalized=False)])
+    return tok, ["<s>", "</s>", "[INST]", "[/INST]", "New York", "<tab>"]
 
 
 def build_llama2_json(pieces, merges, metaspace):
@@ -246,7 +288,7 @@ def build_llama2_json(pieces, merges, metaspace):
            "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
                      "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
                      "vocab": vocab, "merges": merge_list}}
-    text = json.dumps(doc, ensure_ascii=False, indent=1)
+    text = json.dumps(doc, ensure_ascii=False)
     return Tokenizer.from_str(text), text
 
 
@@ -256,7 +298,7 @@ def to_string_merges(text):
     m = doc["model"]["merges"]
     if m and isinstance(m[0], list) and not any(" " in a or " " in b for a, b in m):
         doc["model"]["merges"] = [a + " " + b for a, b in m]
-    return json.dumps(doc, ensure_ascii=False, indent=1)
+    return json.dumps(doc, ensure_ascii=False)
 
 
 def expectations(tok, strings, specials, rng):
@@ -264,9 +306,14 @@ def expectations(tok, strings, specials, rng):
     for s in strings:
         ids = tok.encode(s, add_special_tokens=False).ids
         ids_sp = tok.encode(s, add_special_tokens=True).ids
-        cases.append({"text": s, "ids": ids, "ids_special": ids_sp,
-                      "decoded": tok.decode(ids_sp, skip_special_tokens=True),
-                      "decoded_keep_special": tok.decode(ids_sp, skip_special_tokens=False)})
+        case = {"text": s, "ids": ids, "ids_special": ids_sp}
+        dec = tok.decode(ids_sp, skip_special_tokens=True)
+        keep = tok.decode(ids_sp, skip_special_tokens=False)
+        if dec != s:  # omitted when equal, to keep the files small
+            case["decoded"] = dec
+        if keep != dec:
+            case["decoded_keep_special"] = keep
+        cases.append(case)
     # decode-only cases: random id runs (partial UTF-8, specials anywhere)
     n = tok.get_vocab_size(with_added_tokens=True)
     special_ids = [tok.token_to_id(t) for t in specials]
@@ -292,17 +339,19 @@ def main():
         "roberta_bpe": lambda: build_roberta(corpus),
         "llama2_sp": lambda: (build_llama2_json(pieces, merges, False)[0], ["<s>", "</s>"]),
         "mistral_sp": lambda: (build_llama2_json(pieces, merges, True)[0], ["<s>", "</s>"]),
+        "edge_bpe": lambda: build_edge_bpe(corpus),
+        "edge_sp": lambda: build_edge_sp(pieces, merges),
     }
     for name, build in builds.items():
         tok, specials = build()
-        text = tok.to_str(pretty=True)
+        text = tok.to_str(pretty=False)
         if name == "gpt2_bpe":
             text = to_string_merges(text)
         tok = Tokenizer.from_str(text)  # the oracle runs on exactly what we write
         with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:
             f.write(text)
         strings = base + with_specials(base, specials)
-        exp = expectations(tok, strings, specials, random.Random(hash(name) & 0xffff if False else len(name)))
+        exp = expectations(tok, strings, specials, random.Random(name))
         with open(os.path.join(OUT, name + ".expect.json"), "w", encoding="utf-8") as f:
             json.dump(exp, f, ensure_ascii=False, separators=(",", ":"))
             f.write("\n")

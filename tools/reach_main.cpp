@@ -14,6 +14,10 @@ void usage(FILE* out) {
                "\n"
                "commands:\n"
                "  info [--json]        list Vulkan devices and their capabilities\n"
+               "  selftest             run each basic kernel once vs a CPU reference\n"
+               "  run -m DIR -p TEXT   generate text from a prompt\n"
+               "  bench -m DIR         prompt-processing and generation speed (llama-bench style)\n"
+               "  eval -m DIR -f TEXT  long-context evaluation: loss / perplexity / passkey per scheme x context\n"
                "\n"
                "Run `reach COMMAND --help` for a command's options.\n"
                "Environment: REACH_DEVICE (index or name), REACH_VALIDATION=1, REACH_CACHE_DIR.\n");
@@ -30,6 +34,10 @@ int main(int argc, char** argv) {
   reach::cli::Args args(argv + 2, argv + argc);
   try {
     if (cmd == "info") return reach::cli::cmd_info(args);
+    if (cmd == "selftest") return reach::cli::cmd_selftest(args);
+    if (cmd == "eval") return reach::cli::cmd_eval(args);
+    if (cmd == "run") return reach::cli::cmd_run(args);
+    if (cmd == "bench") return reach::cli::cmd_bench(args);
     std::fprintf(stderr, "reach: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

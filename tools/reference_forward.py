@@ -13,6 +13,8 @@ Schemes come from config.json (rope_scaling, reach_attention) and are overridden
 "original_max_position_embeddings": N, ...}; llama3 keeps low/high_freq_factor from config or
 uses 1/4).  --rerope-window alone implies rerope (leaky_rerope with --leaky-k), and
 --self-extend-group implies self_extend.
+--json adds generated_margins (top1 - top2 logit per step): compare greedy chains with an
+engine only up to the first step whose margin is below your logit tolerance.
 Logits (float32, row-major [rows, vocab]): rows are every fed position; with --generate N the
 fed sequence is prompt + generated[:-1] (row t predicts token t+1, n+N-1 rows); --last-only keeps
 only the last row.  Dynamic NTK uses L_test = len(ids) + N for the whole request.
@@ -105,7 +107,8 @@ def main(argv=None):
     cfg = apply_overrides(load_config(a.model_dir), a)
     W = load_weights(a.model_dir)
     schemes = layer_schemes(cfg, seq_len=len(ids) + a.generate)
-    gen = generate(cfg, W, ids, a.generate, schemes) if a.generate else []
+    margins = []
+    gen = generate(cfg, W, ids, a.generate, schemes, margins) if a.generate else []
     fed = ids + gen[:-1] if gen else ids
     logits = forward(cfg, W, fed, schemes, last_only=a.last_only)
     if a.logits_out:
@@ -119,7 +122,8 @@ def main(argv=None):
         print("warning: one-shot argmax %s != cached greedy chain %s (near-tie?)"
               % (argmax[len(ids) - 1:], gen), file=sys.stderr)
     if a.json:
-        print(json.dumps({"ids": ids, "generated": gen, "rows": int(logits.shape[0]),
+        print(json.dumps({"ids": ids, "generated": gen,
+                          "generated_margins": [round(m, 6) for m in margins], "rows": int(logits.shape[0]),
                           "vocab": int(logits.shape[1]), "argmax": argmax,
                           "last_logits_head": [float(x) for x in logits[-1, :8]],
                           "finite": bool(np.isfinite(logits).all()),
@@ -131,8 +135,12 @@ def main(argv=None):
         print("last logits[:8] %s" % np.array2string(logits[-1, :8], precision=5))
         if a.generate:
             print("generated " + ",".join(str(t) for t in gen))
+            print("top1-top2 margins " + " ".join("%.4g" % m for m in margins))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (ValueError, KeyError, OSError) as e:
+        sys.exit("reference_forward.py: error: %s: %s" % (type(e).__name__, e))

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-tools
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-          doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy)
+          doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
+          bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

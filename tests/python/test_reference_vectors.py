@@ -298,6 +298,30 @@ def self_consistency():
 
 
 @test
+def safetensors_roundtrip():
+    import json, struct
+    from refmodel.safetensors_io import f32_to_bf16_bits, read_safetensors, write_safetensors
+    bits = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x3F80FFFF, 0xBF7FFFFF], dtype=np.uint32)
+    got = f32_to_bf16_bits(bits.view(np.float32))
+    assert list(got) == [0x3F80, 0x3F82, 0x3F81, 0x3F81, 0xBF80], [hex(x) for x in got]
+    t = {"b": np.arange(6, dtype=np.float32).reshape(2, 3) / 7, "a": np.ones(3, np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for dt, tol in (("f32", 0), ("f16", 1e-3), ("bf16", 4e-3)):
+            path = os.path.join(tmp, dt + ".safetensors")
+            write_safetensors(path, t, dt)
+            raw = open(path, "rb").read()
+            n = struct.unpack("<Q", raw[:8])[0]
+            h = json.loads(raw[8:8 + n])
+            assert n % 8 == 0 and list(h) == ["__metadata__", "a", "b"], h
+            assert h["__metadata__"] == {"format": "pt"} and h["a"]["data_offsets"][0] == 0
+            assert h["b"]["data_offsets"][0] == h["a"]["data_offsets"][1]
+            assert 8 + n + h["b"]["data_offsets"][1] == len(raw)
+            back = read_safetensors(path)
+            for k in t:
+                close(back[k], t[k], tol, 0, what="roundtrip " + dt)
+
+
+@test
 def end_to_end_tiny_model():
     import make_tiny_model as mk
     from refmodel.model import forward, generate, layer_schemes, load_config, load_weights

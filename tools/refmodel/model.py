@@ -11,7 +11,8 @@
   forward(config, weights, ids, schemes, last_only=False) -> logits float64 [n or 1, vocab]
       cache: optional dict for chunked prefill / one-token decode (raw k/v per layer,
       absolute positions continue from cache["n"]); None = one-shot.
-  generate(config, weights, ids, n_new, schemes) -> list of greedy ids (prefill + cached decode)
+  generate(config, weights, ids, n_new, schemes, margins=None) -> list of greedy ids
+      (prefill + cached decode; margins: optional list receiving top1-top2 per step)
 """
 import copy
 import json
@@ -134,12 +135,16 @@ def forward(cfg, W, ids, schemes, last_only=False, cache=None):
     return x @ head.T
 
 
-def generate(cfg, W, ids, n_new, schemes):
-    """Greedy chain: one prefill of ids, then one-token steps against the raw k/v cache."""
+def generate(cfg, W, ids, n_new, schemes, margins=None):
+    """Greedy chain: one prefill of ids, then one-token steps against the raw k/v cache.
+    If margins is a list, top1 - top2 logit of every step is appended (near ties flip easily)."""
     cache, out = {}, []
     feed = [int(t) for t in ids]
     for _ in range(int(n_new)):
-        t = int(np.argmax(forward(cfg, W, feed, schemes, last_only=True, cache=cache)[0]))
+        row = forward(cfg, W, feed, schemes, last_only=True, cache=cache)[0]
+        t = int(np.argmax(row))
+        if margins is not None:
+            margins.append(float(row[t] - np.max(np.delete(row, t))))
         out.append(t)
         feed = [t]
     return out

@@ -1,0 +1,206 @@
+// Kernels::linear / gemm / matvec: Y[M, N] = X[M, K] · Wᵀ, W [N, K] in f32,
+// f16 or bf16, f32 accumulation (shaders/gemm.comp, shaders/matvec.comp).
+//
+// Binding rules handled here:
+//  * every descriptor offset is rounded down to minStorageBufferOffsetAlignment
+//    and the remainder passed as an element offset in push constants;
+//  * a weight larger than max_binding (maxStorageBufferRange) is bound as row
+//    chunks (split_rows), one dispatch each, writing output columns
+//    [first_row, first_row + rows) of Y through the push-constant y offset;
+//  * X and Y larger than max_binding are split along M the same way.
+#include <algorithm>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/kernels.hpp"
+
+namespace reach {
+
+void KernelConfig::choose_linear(const Capabilities& caps) {
+  const uint32_t max_inv = std::max(caps.max_workgroup_invocations, 1u);
+  if (caps.is_cpu()) {
+    // llvmpipe-style: a workgroup runs on one thread, 8 lanes at a time, and a
+    // barrier switches lane groups.  Register tiles, no shared memory, no
+    // reduction; loads of X are uniform across the lanes.
+    gemm_shared = false;
+    // With a fixed subgroup size the lanes load different X rows and share
+    // them by subgroupBroadcast: ~2x fewer per-lane loads (llvmpipe 22.x
+    // turns every non-uniform SSBO load into a scalar per-lane loop, so
+    // loads, not FMAs, bound the kernel).  Measured on lavapipe (2 cores).
+    gemm_bcast = caps.subgroup_min == caps.subgroup_max && caps.subgroup_size >= 1 &&
+                 caps.subgroup_size <= max_inv && (caps.subgroup_ops & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
+                 (caps.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    gemm_wg = gemm_bcast ? caps.subgroup_size : std::min(64u, max_inv);
+    gemm_tm = 4;
+    gemm_tn = 4;
+    matvec_mode = 0;
+    matvec_wg = std::min(16u, max_inv);
+    matvec_rows = 8;
+    linear_matvec_max_m = 1;
+  } else {
+    // GPUs: shared-memory tiled GEMM; matvec with lanes splitting K and a
+    // subgroup (or shared-memory) reduction, so W reads are coalesced.
+    gemm_bcast = false;
+    gemm_shared = caps.max_shared_memory >= 16384;
+    gemm_tile_m = gemm_tile_n = 64;
+    gemm_tm = gemm_tn = 4;
+    gemm_bk = 16;
+    gemm_wg = (gemm_tile_m / gemm_tm) * (gemm_tile_n / gemm_tn);   // 256
+    if (gemm_wg > max_inv || !gemm_shared) {
+      gemm_shared = false;
+      gemm_wg = std::min(64u, max_inv);
+      gemm_tm = 4;
+      gemm_tn = 1;
+    }
+    const uint32_t sg = std::max(caps.subgroup_size, 1u);
+    matvec_mode = caps.has_subgroup_arithmetic() ? 1 : 2;
+    matvec_wg = std::min(std::max(sg, 64u), max_inv);
+    matvec_rows = 8;
+    linear_matvec_max_m = 1;
+  }
+}
+
+namespace {
+
+struct LinearPush {
+  uint32_t M, N, K;
+  uint32_t x_off, w_off, y_off, ldy, pad;
+};
+static_assert(sizeof(LinearPush) == 32);
+
+struct Bound {
+  BufferRange range;
+  uint32_t elem_off = 0;   // element index of the first wanted element inside range
+};
+
+// Bind bytes [offset, offset + bytes) of `buf` starting at an aligned offset.
+Bound bind(const Buffer& buf, VkDeviceSize offset, VkDeviceSize bytes, uint32_t esize, uint64_t align) {
+  const VkDeviceSize base = offset / align * align;
+  Bound b;
+  b.range = buf.range(base, offset - base + bytes);
+  b.elem_off = static_cast<uint32_t>((offset - base) / esize);
+  return b;
+}
+
+std::string shape(const Act& x, const Mat& w, const Act& y) {
+  return "X[" + std::to_string(x.rows) + "," + std::to_string(x.cols) + "] W[" + std::to_string(w.rows) + "," +
+         std::to_string(w.cols) + "]:" + wtype_name(w.type) + " Y[" + std::to_string(y.rows) + "," +
+         std::to_string(y.cols) + "]";
+}
+
+}  // namespace
+
+// Shared driver of gemm() and matvec(): validation, splitting, dispatch.
+static void record_linear(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
+                          const Act& y, bool use_matvec) {
+  const char* op = use_matvec ? "matvec" : "gemm";
+  if (!x.buffer || !w.buffer || !y.buffer)
+    throw Error(ErrorCode::internal, std::string(op) + ": null buffer");
+  if (x.cols != w.cols || y.cols != w.rows || y.rows != x.rows || x.cols == 0)
+    throw Error(ErrorCode::internal, std::string(op) + ": shape mismatch " + shape(x, w, y));
+  if (x.rows == 0 || w.rows == 0) return;
+  const auto& caps = device.caps();
+  if (w.type != WType::f32 && !caps.storage_16bit)
+    throw Error(ErrorCode::unsupported,
+                std::string(op) + ": " + wtype_name(w.type) +
+                    " weights need storageBuffer16BitAccess, which this device lacks; convert the weights to f32");
+  const uint32_t esize = wtype_size(w.type);
+  if (x.offset % 4 || y.offset % 4 || w.offset % esize)
+    throw Error(ErrorCode::internal, std::string(op) + ": offsets must be multiples of the element size");
+  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
+  uint64_t max_binding = cfg.max_binding ? cfg.max_binding : caps.max_storage_buffer_range;
+  max_binding = std::min<uint64_t>(max_binding, caps.max_storage_buffer_range);
+  if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
+  const uint64_t room = max_binding - align;   // an aligned-down start adds < align bytes
+
+  const uint32_t M = x.rows, N = w.rows, K = w.cols;
+  // Rows of X/Y per pass so that both bindings fit.
+  const uint64_t row_bytes = std::max<uint64_t>(uint64_t(K) * 4, uint64_t(N) * 4);
+  if (row_bytes > room)
+    throw Error(ErrorCode::unsupported, std::string(op) + ": one activation row of " + std::to_string(row_bytes) +
+                                            " bytes exceeds maxStorageBufferRange");
+  uint32_t m_step = static_cast<uint32_t>(std::min<uint64_t>(M, room / row_bytes));
+
+  // Weight row chunks.  With an aligned W start, split_rows keeps every chunk
+  // start aligned; otherwise each chunk start is rounded down when bound,
+  // which `room` leaves space for.
+  const auto chunks = split_rows(w, room, w.offset % align ? 1 : align);
+
+  // Spec constants and grid.
+  std::string kernel = std::string(op) + "_" + wtype_name(w.type);
+  uint32_t gx_per = 1, gy_per = 1;
+  std::vector<uint32_t> spec;
+  uint32_t aligned = (K % 4 == 0) ? 1u : 0u;
+  if (use_matvec) {
+    const uint32_t wg = cfg.matvec_wg, rows = std::max(cfg.matvec_rows, 1u);
+    if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
+        cfg.matvec_mode > 2)
+      throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
+                                           std::to_string(cfg.matvec_mode) + ")");
+    gx_per = cfg.matvec_mode == 0 ? wg * rows : rows;
+    spec = {wg, rows, cfg.matvec_mode, 0};
+  } else {
+    const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
+    uint32_t wg = cfg.gemm_wg;
+    uint32_t tile_m = cfg.gemm_tile_m, tile_n = cfg.gemm_tile_n, bk = std::max(cfg.gemm_bk, 1u);
+    if (cfg.gemm_shared) {
+      if (tile_m % tm || tile_n % tn)
+        throw Error(ErrorCode::internal, "gemm: shared tile must be a multiple of the register tile");
+      wg = (tile_m / tm) * (tile_n / tn);
+      if (uint64_t(tile_m + tile_n) * (bk + 1) * 4 > caps.max_shared_memory)
+        throw Error(ErrorCode::internal, "gemm: shared tiles exceed maxComputeSharedMemorySize");
+      gx_per = tile_n;
+      gy_per = tile_m;
+    } else {
+      // The shared arrays are still declared: keep them tiny.
+      tile_m = tile_n = 1;
+      bk = 1;
+      if (cfg.gemm_bcast) {
+        if (cfg.subgroup == 0 || wg % cfg.subgroup || caps.subgroup_min != caps.subgroup_max ||
+            cfg.subgroup != caps.subgroup_size)
+          throw Error(ErrorCode::internal, "gemm: the shuffle variant needs a fixed subgroup size dividing the workgroup");
+        gx_per = wg * tn;
+        gy_per = cfg.subgroup * tm;
+      } else {
+        gx_per = wg * tn;
+        gy_per = tm;
+      }
+    }
+    if (wg == 0 || wg > caps.max_workgroup_invocations)
+      throw Error(ErrorCode::internal, "gemm: workgroup of " + std::to_string(wg) + " invocations not allowed");
+    const uint32_t bcast = (!cfg.gemm_shared && cfg.gemm_bcast) ? 1u : 0u;
+    spec = {wg, tm, tn, cfg.gemm_shared ? 1u : 0u, tile_m, tile_n, bk, 0, bcast, std::max(cfg.subgroup, 1u)};
+  }
+
+  for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
+    const uint32_t mc = std::min(m_step, M - m0);
+    const Bound xb = bind(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4, align);
+    const Bound yb = bind(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
+    for (const RowChunk& c : chunks) {
+      const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
+      const Bound wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
+      const bool al = aligned && xb.elem_off % 4 == 0 && wb.elem_off % 4 == 0;
+      spec[use_matvec ? 3 : 7] = al ? 1u : 0u;
+      const auto& pipe = device.pipelines().get({kernel, 3, sizeof(LinearPush), spec});
+      LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
+      const uint32_t gx = groups_for(c.rows, gx_per);
+      const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);
+      cmd.dispatch(pipe, {xb.range, wb.range, yb.range}, &push, sizeof push, gx, gy, 1, op);
+    }
+  }
+}
+
+void Kernels::gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  record_linear(device_, config_, cmd, x, w, y, false);
+}
+
+void Kernels::matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  record_linear(device_, config_, cmd, x, w, y, true);
+}
+
+void Kernels::linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  record_linear(device_, config_, cmd, x, w, y, x.rows <= config_.linear_matvec_max_m);
+}
+
+}  // namespace reach

@@ -1,0 +1,99 @@
+// Row reductions: rmsnorm and softmax.  One workgroup per row; the workgroup
+// size is KernelConfig::reduce_wg (the subgroup size on CPU devices, so the
+// reduction is a single subgroupAdd/subgroupMax with no barrier; 256 on GPUs).
+#include <algorithm>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/kernels.hpp"
+
+namespace reach {
+
+namespace {
+
+// llvmpipe (Mesa 22.3) caps the loop trips of one invocation at 65535, all
+// loops of the shader together, and silently drops the rest (measured: softmax
+// with one invocation per row goes wrong at exactly 3 passes x 21845 trips).
+// The row kernels do 4 elements per trip; keep the total under this budget.
+constexpr uint64_t kMaxTrips = 64000;
+// Trips of one invocation: per pass ceil(cols / 4wg) plus <= 3 remainder trips
+// and the loop exit, plus the small shared-array loops.
+uint64_t trips(uint32_t cols, uint32_t wg, uint32_t passes) {
+  return uint64_t(passes) * (groups_for(cols, uint64_t(4) * wg) + 4) + 2 * uint64_t(wg) + 16;
+}
+
+// Spec constants {workgroup size, upper bound on subgroups per workgroup}.
+// The workgroup is config.reduce_wg, doubled while a row would need more loop
+// trips than kMaxTrips (softmax rows of > ~650k columns at 8 invocations).  The bound uses
+// the smallest subgroup the device may pick; when it is 1 the shaders'
+// shared-memory path (and its barriers) is specialised away.
+std::vector<uint32_t> reduce_spec(const Device& device, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
+                                  const char* op) {
+  const auto& caps = device.caps();
+  if (!caps.has_subgroup_arithmetic())
+    throw Error(ErrorCode::unsupported, std::string(op) + ": the device lacks subgroup arithmetic operations in compute "
+                                                          "shaders (VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)");
+  const uint32_t max_wg = std::min(caps.max_workgroup_invocations ? caps.max_workgroup_invocations : 128u,
+                                   caps.max_workgroup_size[0] ? caps.max_workgroup_size[0] : 128u);
+  uint32_t wg = cfg.reduce_wg;
+  if (wg == 0 || wg > max_wg)
+    throw Error(ErrorCode::internal, std::string(op) + ": reduce_wg=" + std::to_string(wg) +
+                                         " is not a valid workgroup size on this device (max " + std::to_string(max_wg) + ")");
+  while (trips(cols, wg, passes) > kMaxTrips && wg * 2 <= max_wg) wg *= 2;
+  if (trips(cols, wg, passes) > kMaxTrips)
+    throw Error(ErrorCode::unsupported, std::string(op) + ": rows of " + std::to_string(cols) +
+                                            " columns are too long for one workgroup on this device");
+  const uint32_t sg_min = std::max(caps.subgroup_min, 1u);
+  return {wg, (wg + sg_min - 1) / sg_min};
+}
+
+// One workgroup per row on a 2D grid; the shaders compute row = y * num_x + x.
+void row_grid(const Device& device, uint32_t rows, uint32_t& gx, uint32_t& gy, const char* op) {
+  const auto& caps = device.caps();
+  const uint32_t max_x = std::min<uint32_t>(caps.max_workgroup_count[0] ? caps.max_workgroup_count[0] : 65535u, 65535u);
+  gx = std::min(rows, max_x);
+  gy = groups_for(rows, gx);
+  if (caps.max_workgroup_count[1] && gy > caps.max_workgroup_count[1])
+    throw Error(ErrorCode::internal, std::string(op) + ": " + std::to_string(rows) + " rows exceed the dispatch grid");
+}
+
+void check_act(const Act& a, const char* op, const char* what) {
+  if (!a.buffer) throw Error(ErrorCode::internal, std::string(op) + ": " + what + " has no buffer");
+  if (a.offset + a.bytes() > a.buffer->size())
+    throw Error(ErrorCode::internal, std::string(op) + ": " + what + " [" + std::to_string(a.rows) + ", " +
+                                         std::to_string(a.cols) + "] at offset " + std::to_string(a.offset) +
+                                         " overruns its buffer of " + std::to_string(a.buffer->size()) + " bytes");
+}
+
+}  // namespace
+
+void Kernels::rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps) {
+  check_act(x, "rmsnorm", "x");
+  check_act(y, "rmsnorm", "y");
+  if (x.rows != y.rows || x.cols != y.cols)
+    throw Error(ErrorCode::internal, "rmsnorm: x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) +
+                                         "] and y [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
+                                         "] differ in shape");
+  if (w.size < uint64_t(x.cols) * 4)
+    throw Error(ErrorCode::internal, "rmsnorm: weight of " + std::to_string(w.size) + " bytes is smaller than cols=" +
+                                         std::to_string(x.cols) + " floats");
+  if (x.rows == 0 || x.cols == 0) return;
+  const auto& p = device_.pipelines().get({"rmsnorm_f32", 3, 12, reduce_spec(device_, config_, x.cols, 2, "rmsnorm")});
+  struct { uint32_t rows, cols; float eps; } push{x.rows, x.cols, eps};
+  uint32_t gx, gy;
+  row_grid(device_, x.rows, gx, gy, "rmsnorm");
+  cmd.dispatch(p, {x.range(), w, y.range()}, &push, sizeof push, gx, gy, 1, "rmsnorm");
+}
+
+void Kernels::softmax(CommandList& cmd, const Act& x, float scale) {
+  check_act(x, "softmax", "x");
+  if (x.rows == 0 || x.cols == 0) return;
+  const auto& p = device_.pipelines().get({"softmax_f32", 1, 12, reduce_spec(device_, config_, x.cols, 3, "softmax")});
+  struct { uint32_t rows, cols; float scale; } push{x.rows, x.cols, scale};
+  uint32_t gx, gy;
+  row_grid(device_, x.rows, gx, gy, "softmax");
+  cmd.dispatch(p, {x.range()}, &push, sizeof push, gx, gy, 1, "softmax");
+}
+
+}  // namespace reach

@@ -1,0 +1,374 @@
+// STATUS: store_kv, prefill and decode work for every scheme of
+// runtime/attention.hpp (plain RoPE rotated cache, raw cache, ReRoPE, Leaky
+// ReRoPE, Self-Extend, logn, key/query/cos norms, window + sinks, NoPE, ALiBi),
+// tested against a float64 reference in tests/test_attention.cpp.
+//
+// Host side of the attention kernels (shaders/attention_*.comp).  Tile sizes
+// and workgroup sizes are specialization constants chosen from Capabilities:
+//   CPU devices (llvmpipe: one thread per workgroup, 8 lanes, costly barriers):
+//     prefill Br = subgroup size rows per query head, Bc = 64 keys, decode
+//     workgroup = subgroup size;
+//   GPUs: prefill Br = 32 rows per head, Bc = 32; decode workgroup 64.
+// Bc is halved until K1 (+ K2 for dual schemes) + V tiles fit shared memory.
+#include "runtime/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/pipeline.hpp"
+
+namespace reach {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+// Same order as the push-constant block of shaders/attention_common.glsl.
+struct AttnPush {
+  uint32_t n_heads, n_kv_heads, capacity, kv_base;
+  uint32_t branch_window;
+  int32_t q2_const, group;
+  uint32_t window;
+  uint32_t sinks, tab1_positions, tab1_pairs, tab2_positions;
+  uint32_t tab2_pairs, max_rows;
+  float scale_log2, logn_inv_ln;
+  float cos_n, alibi_m0, alibi_m1;
+  uint32_t alibi_nlog2;
+  uint32_t split_len, n_splits;
+};
+static_assert(sizeof(AttnPush) == 88);
+
+[[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
+[[noreturn]] void unsupported(const std::string& what) { throw Error(ErrorCode::unsupported, "attention: " + what); }
+
+uint32_t rot_pairs(const AttentionSpec& s) { return s.rope ? (s.rotary_dim ? s.rotary_dim : s.head_dim) / 2 : 0; }
+uint32_t group_size(const AttentionSpec& s) { return s.n_heads / s.n_kv_heads; }
+
+void validate(const AttentionSpec& s, const RopeTable& t1, const RopeTable* t2) {
+  const std::string where = "spec (heads " + std::to_string(s.n_heads) + ", kv heads " + std::to_string(s.n_kv_heads) +
+                            ", head_dim " + std::to_string(s.head_dim) + ")";
+  if (!s.n_heads || !s.n_kv_heads || s.n_heads % s.n_kv_heads) fail(where + ": heads must be a multiple of kv heads");
+  if (s.head_dim == 0 || s.head_dim % 8) unsupported(where + ": head_dim must be a multiple of 8");
+  const uint32_t rp = rot_pairs(s);
+  if (s.rope) {
+    if (rp * 2 > s.head_dim || rp % 4) unsupported(where + ": rotary_dim must be a multiple of 8 and <= head_dim");
+    if (!t1.buffer || t1.positions == 0 || t1.pairs < rp) fail(where + ": RoPE needs table 1 with rotary_dim/2 pairs");
+  }
+  if (s.dual()) {
+    if (!s.rope) fail(where + ": a dual-branch scheme needs RoPE");
+    if (s.cache != KeyCacheMode::raw) fail(where + ": a dual-branch scheme needs the raw key cache");
+    if (s.group < 1) fail(where + ": group must be >= 1");
+    if (t2 && s.branch2_table2 && (!t2->buffer || t2->positions == 0 || t2->pairs < rp))
+      fail(where + ": branch 2 needs table 2");
+  }
+}
+
+float scale_log2(const AttentionSpec& s) {
+  double sc = s.scale;
+  if (sc == 0) sc = s.norm == ScoreNorm::none ? 1.0 / std::sqrt(double(s.head_dim)) : 1.0;
+  return float(sc * kLog2e);
+}
+
+AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable& t2, uint32_t capacity) {
+  AttnPush p{};
+  p.n_heads = s.n_heads;
+  p.n_kv_heads = s.n_kv_heads;
+  p.capacity = capacity;
+  p.kv_base = 0;
+  p.branch_window = s.branch_window;
+  p.q2_const = s.q2_const;
+  p.group = int32_t(std::max<uint32_t>(s.group, 1));
+  p.window = s.window;
+  p.sinks = s.sinks;
+  p.tab1_positions = t1.buffer ? t1.positions : 1;
+  p.tab1_pairs = t1.buffer ? t1.pairs : 0;
+  const RopeTable& b2 = (s.branch2_table2 && t2.buffer) ? t2 : t1;
+  p.tab2_positions = b2.buffer ? b2.positions : 1;
+  p.tab2_pairs = b2.buffer ? b2.pairs : 0;
+  p.scale_log2 = scale_log2(s);
+  p.logn_inv_ln = s.logn_train_len > 1 ? float(1.0 / std::log(double(s.logn_train_len))) : 0.0f;
+  p.cos_n = s.cos_n;
+  if (s.alibi_max_bias > 0) {
+    uint32_t n = 1;
+    while (n * 2 <= s.n_heads) n *= 2;
+    p.alibi_nlog2 = n;
+    p.alibi_m0 = float(std::pow(2.0, -double(s.alibi_max_bias) / n));
+    p.alibi_m1 = float(std::pow(2.0, -double(s.alibi_max_bias) / 2.0 / n));
+  }
+  return p;
+}
+
+BufferRange table_range(const RopeTable& t, const BufferRange& dummy) {
+  if (!t.buffer) return dummy;
+  return t.buffer->range(0, uint64_t(t.positions) * t.pairs * 8);
+}
+
+// The kv heads one dispatch binds: all of them when the cache fits one binding,
+// else as many whole heads as fit (each head's slab is contiguous).
+struct HeadChunk {
+  uint32_t first, count;
+};
+std::vector<HeadChunk> head_chunks(const AttentionSpec& s, uint32_t capacity, uint64_t max_binding, uint64_t align) {
+  const uint64_t slab = uint64_t(capacity) * s.head_dim * 4;
+  std::vector<HeadChunk> out;
+  if (uint64_t(s.n_kv_heads) * slab <= max_binding) {
+    out.push_back({0, s.n_kv_heads});
+    return out;
+  }
+  const uint64_t per = max_binding / slab;
+  if (per == 0)
+    unsupported("one kv head's cache (" + std::to_string(slab) + " bytes) exceeds maxStorageBufferRange " +
+                std::to_string(max_binding) + "; use a smaller context");
+  if (align && slab % align)
+    unsupported("kv cache slab of " + std::to_string(slab) + " bytes is not a multiple of the storage offset alignment");
+  for (uint32_t g = 0; g < s.n_kv_heads; g += uint32_t(per))
+    out.push_back({g, std::min<uint32_t>(uint32_t(per), s.n_kv_heads - g)});
+  return out;
+}
+
+uint64_t max_binding(const Capabilities& c) {
+  uint64_t m = c.max_storage_buffer_range ? c.max_storage_buffer_range : (128ull << 20);
+  if (c.max_buffer_size && c.max_buffer_size < m) m = c.max_buffer_size;
+  return m;
+}
+
+struct DecodeShape {
+  uint32_t wg, bc, split_len, n_splits;
+};
+
+}  // namespace
+
+std::string TileCounts::str() const {
+  std::ostringstream o;
+  o << "window " << window << ", outside " << outside << ", mixed " << mixed << ", skipped " << skipped;
+  return o.str();
+}
+
+AttentionTuning AttentionTuning::from(const Capabilities& caps) {
+  AttentionTuning t;
+  const uint32_t sg = std::max<uint32_t>(caps.subgroup_size, 1);
+  if (caps.is_cpu()) {
+    // One CPU thread runs a workgroup, subgroup-size lanes at a time, and switches
+    // lane groups at every barrier: one lane group per query head, big key tiles.
+    t.prefill_rows = sg;
+    t.prefill_keys = 64;
+    t.decode_group = sg;
+    t.decode_keys = 32;
+    t.split_min = 256;
+  } else {
+    t.prefill_rows = 32;
+    t.prefill_keys = 32;
+    t.decode_group = 64;
+    t.decode_keys = 64;
+    t.split_min = 128;
+  }
+  t.max_splits = 256;
+  return t;
+}
+
+Attention::Attention(Device& device) : Attention(device, AttentionTuning{}) {}
+
+Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(device) {
+  const AttentionTuning d = AttentionTuning::from(device.caps());
+  tuning_ = tuning;
+  if (!tuning_.prefill_rows) tuning_.prefill_rows = d.prefill_rows;
+  if (!tuning_.prefill_keys) tuning_.prefill_keys = d.prefill_keys;
+  if (!tuning_.decode_group) tuning_.decode_group = d.decode_group;
+  if (!tuning_.decode_keys) tuning_.decode_keys = d.decode_keys;
+  if (!tuning_.split_min) tuning_.split_min = d.split_min;
+  if (!tuning_.max_splits) tuning_.max_splits = d.max_splits;
+}
+
+void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
+  const Capabilities& c = device_.caps();
+  const uint32_t gq = group_size(spec);
+  rows = std::max<uint32_t>(tuning_.prefill_rows, 1);
+  const uint32_t max_inv = c.max_workgroup_invocations ? c.max_workgroup_invocations : 128;
+  const uint32_t max_x = c.max_workgroup_size[0] ? c.max_workgroup_size[0] : 128;
+  while (rows > 1 && rows * gq > std::min(max_inv, max_x)) rows /= 2;
+  if (rows * gq > std::min(max_inv, max_x))
+    unsupported(std::to_string(gq) + " query heads per kv head exceed the workgroup size limit");
+  keys = std::max<uint32_t>(tuning_.prefill_keys, 1);
+  const uint64_t shared = c.max_shared_memory ? c.max_shared_memory : 16384;
+  // K1 + V (+ K2) tiles and the per-invocation score rows.
+  auto bytes = [&](uint32_t bc) {
+    return uint64_t(bc * 2 + (spec.dual() ? bc : 1)) * spec.head_dim * 4 + uint64_t(bc) * rows * gq * 4;
+  };
+  while (keys > 1 && bytes(keys) > shared) keys /= 2;
+  if (bytes(keys) > shared) unsupported("head_dim " + std::to_string(spec.head_dim) + " tiles exceed shared memory");
+}
+
+TileCounts Attention::prefill_tiles(const AttentionSpec& spec, uint32_t pos0, uint32_t n_new) const {
+  uint32_t br = 0, bc = 0;
+  prefill_tile_sizes(spec, br, bc);
+  TileCounts tc;
+  const int64_t W = spec.dual() ? int64_t(spec.branch_window) : INT64_MAX;
+  for (uint32_t t0 = 0; t0 < n_new; t0 += br) {
+    const int64_t q_lo = pos0 + t0, q_hi = pos0 + std::min(t0 + br, n_new) - 1;
+    for (int64_t k_lo = 0; k_lo <= q_hi; k_lo += bc) {
+      const int64_t k_hi = std::min<int64_t>(k_lo + bc - 1, q_hi);
+      const int64_t r_min = std::max<int64_t>(0, q_lo - k_hi), r_max = q_hi - k_lo;
+      if (spec.window && r_min >= spec.window && k_lo >= spec.sinks) {
+        ++tc.skipped;
+        continue;
+      }
+      const bool need1 = !spec.dual() || r_min < W, need2 = spec.dual() && r_max >= W;
+      if (need1 && need2) ++tc.mixed;
+      else if (need2) ++tc.outside;
+      else ++tc.window;
+    }
+  }
+  return tc;
+}
+
+void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+                         const Act& k_new, const Act& v_new, const LayerCache& cache) {
+  validate(spec, table1, nullptr);
+  const uint32_t kvd = spec.n_kv_heads * spec.head_dim;
+  if (k_new.cols != kvd || v_new.cols != kvd || v_new.rows < k_new.rows)
+    fail("store_kv: k/v rows must be [n, " + std::to_string(kvd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail("store_kv: no cache");
+  const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
+  const bool normalize = spec.norm == ScoreNorm::key || spec.norm == ScoreNorm::cos;
+  const uint32_t wg = 64;
+  const Pipeline& p = device_.pipelines().get(
+      {"attention_kv_store", 6, sizeof(AttnPush), {wg, spec.head_dim, rot_pairs(spec), rotate ? 1u : 0u, normalize ? 1u : 0u}});
+  const uint64_t mb = max_binding(device_.caps());
+  const auto chunks = head_chunks(spec, cache.capacity, mb, device_.caps().min_storage_buffer_offset_alignment);
+  if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
+  AttnPush push = make_push(spec, table1, RopeTable{}, cache.capacity);
+  push.max_rows = k_new.rows;
+  const uint64_t cbytes = uint64_t(spec.n_kv_heads) * cache.capacity * spec.head_dim * 4;
+  const BufferRange t1 = table_range(table1, step);
+  cmd.dispatch(p, {step, k_new.range(), v_new.range(), cache.k->range(0, cbytes), cache.v->range(0, cbytes), t1}, &push,
+               sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
+}
+
+void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+                        const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
+                        uint32_t max_new) {
+  validate(spec, table1, &table2);
+  const uint32_t qd = spec.n_heads * spec.head_dim;
+  if (q.cols != qd || out.cols != qd || q.rows < max_new || out.rows < max_new)
+    fail("prefill: q/out must be [>= " + std::to_string(max_new) + ", " + std::to_string(qd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail("prefill: no cache");
+  if (max_new == 0) return;
+  uint32_t br = 0, bc = 0;
+  prefill_tile_sizes(spec, br, bc);
+  const uint32_t gq = group_size(spec);
+  const bool dual = spec.dual();
+  const bool t2 = dual && spec.branch2_table2;
+  const std::vector<uint32_t> sc = {br * gq,
+                                    br,
+                                    bc,
+                                    spec.head_dim,
+                                    gq,
+                                    rot_pairs(spec),
+                                    spec.rope ? 1u : 0u,
+                                    spec.cache == KeyCacheMode::raw ? 1u : 0u,
+                                    dual ? 1u : 0u,
+                                    t2 ? 1u : 0u,
+                                    uint32_t(spec.q2_mode),
+                                    uint32_t(spec.k2_mode),
+                                    uint32_t(spec.norm),
+                                    dual ? bc : 1u,
+                                    spec.alibi_max_bias > 0 ? 1u : 0u};
+  const Pipeline& p = device_.pipelines().get({"attention_prefill", 7, sizeof(AttnPush), sc});
+  AttnPush push = make_push(spec, table1, table2, cache.capacity);
+  push.max_rows = max_new;
+  const BufferRange r1 = table_range(table1, step);
+  const BufferRange r2 = t2 ? table_range(table2, step) : r1;
+  const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
+  for (const HeadChunk& hc :
+       head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+    push.kv_base = hc.first;
+    cmd.dispatch(p,
+                 {step, q.range(), cache.k->range(hc.first * slab, hc.count * slab),
+                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, out.range()},
+                 &push, sizeof push, groups_for(max_new, br), hc.count, 1, "attention_prefill");
+  }
+}
+
+namespace {
+DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const AttentionSpec& spec, uint32_t capacity) {
+  DecodeShape d{};
+  d.wg = std::max<uint32_t>(t.decode_group, 1);
+  d.bc = std::max<uint32_t>(t.decode_keys, 1);
+  const uint32_t gq = group_size(spec);
+  const uint64_t shared = c.max_shared_memory ? c.max_shared_memory : 16384;
+  auto bytes = [&](uint32_t bc) {
+    return uint64_t(gq) * spec.head_dim * 4 * (spec.dual() ? 2 : 1) + uint64_t(gq) * bc * 8;
+  };
+  while (d.bc > 1 && bytes(d.bc) > shared) d.bc /= 2;
+  if (bytes(d.bc) > shared) unsupported("decode: the group's queries exceed shared memory");
+  const uint32_t cap = std::max<uint32_t>(capacity, 1);
+  uint32_t len = std::max<uint32_t>(t.split_min, (cap + t.max_splits - 1) / std::max<uint32_t>(t.max_splits, 1));
+  len = (len + d.bc - 1) / d.bc * d.bc;
+  d.split_len = len;
+  d.n_splits = (cap + len - 1) / len;
+  return d;
+}
+}  // namespace
+
+uint64_t Attention::decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const {
+  const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, capacity);
+  return uint64_t(d.n_splits) * spec.n_heads * (spec.head_dim + 2) * 4;
+}
+
+void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+                       const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
+                       const BufferRange& scratch) {
+  validate(spec, table1, &table2);
+  const uint32_t qd = spec.n_heads * spec.head_dim;
+  if (q.cols != qd || out.cols != qd || q.rows < 1 || out.rows < 1)
+    fail("decode: q/out must be [1, " + std::to_string(qd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail("decode: no cache");
+  const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, cache.capacity);
+  const uint64_t need = decode_scratch_bytes(spec, cache.capacity);
+  if (scratch.size < need)
+    fail("decode: scratch of " + std::to_string(scratch.size) + " bytes, needs " + std::to_string(need));
+  const uint32_t gq = group_size(spec);
+  const bool dual = spec.dual();
+  const bool t2 = dual && spec.branch2_table2;
+  const std::vector<uint32_t> sc = {d.wg,
+                                    d.bc,
+                                    spec.head_dim,
+                                    gq,
+                                    rot_pairs(spec),
+                                    spec.rope ? 1u : 0u,
+                                    spec.cache == KeyCacheMode::raw ? 1u : 0u,
+                                    dual ? 1u : 0u,
+                                    t2 ? 1u : 0u,
+                                    uint32_t(spec.q2_mode),
+                                    uint32_t(spec.k2_mode),
+                                    uint32_t(spec.norm),
+                                    spec.alibi_max_bias > 0 ? 1u : 0u};
+  const Pipeline& p = device_.pipelines().get({"attention_decode", 7, sizeof(AttnPush), sc});
+  AttnPush push = make_push(spec, table1, table2, cache.capacity);
+  push.max_rows = 1;
+  push.split_len = d.split_len;
+  push.n_splits = d.n_splits;
+  const BufferRange r1 = table_range(table1, step);
+  const BufferRange r2 = t2 ? table_range(table2, step) : r1;
+  const BufferRange part{scratch.buffer, scratch.offset, need};
+  const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
+  const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};
+  for (const HeadChunk& hc :
+       head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+    push.kv_base = hc.first;
+    cmd.dispatch(p,
+                 {step, q1, cache.k->range(hc.first * slab, hc.count * slab),
+                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, part},
+                 &push, sizeof push, d.n_splits, hc.count, 1, "attention_decode");
+  }
+  cmd.barrier();
+  const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));
+  const Pipeline& pc = device_.pipelines().get({"attention_combine", 3, sizeof(AttnPush), {cwg, spec.head_dim}});
+  const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
+  cmd.dispatch(pc, {step, part, o1}, &push, sizeof push, spec.n_heads, 1, 1, "attention_combine");
+}
+
+}  // namespace reach

@@ -1,0 +1,157 @@
+#pragma once
+// Attention on the KV cache: the per-layer description every kernel takes,
+// the KV-cache store, flash-style tiled prefill and split-K decode.
+//
+// One kernel family covers every position scheme through the dual-branch
+// contract of docs EXTRAPOLATION.md §1.2 / §5.6:
+//   score(i, m) = r < W ? q1_i·k1_m : q2_i·k2_m      (r = i - m, causal)
+// with branch 1 = plain RoPE at (i, m) and branch 2 = the remapped rotation.
+// Tiles entirely inside / outside the window compute one branch; only tiles
+// straddling r = W compute both and select per element.
+#include <cstdint>
+#include <string>
+
+#include "engine/capabilities.hpp"
+#include "engine/command.hpp"
+#include "engine/kernels.hpp"
+#include "engine/memory.hpp"
+
+namespace reach {
+
+class Device;
+
+enum class KeyCacheMode : uint32_t {
+  rotated = 0,   // cache holds R(m)·k (plain RoPE, PI, NTK, YaRN, llama3)
+  raw = 1,       // cache holds un-rotated k; kernels rotate tiles as needed
+};
+
+// Branch-2 positions (EXTRAPOLATION.md §5.6).
+enum class Q2Pos : uint32_t {
+  constant = 0,   // q2 at q2_const                   (ReRoPE: w)
+  shifted = 1,    // q2 at i + q2_const                (Leaky ReRoPE: w(k-1), table 2)
+  grouped = 2,    // q2 at floor(i/G) + q2_const       (Self-Extend: W - W/G)
+};
+enum class K2Pos : uint32_t {
+  unrotated = 0,  // raw key                            (ReRoPE)
+  same = 1,       // rotated at m                       (Leaky, with table 2)
+  grouped = 2,    // rotated at floor(m/G)              (Self-Extend)
+};
+
+enum class ScoreNorm : uint32_t { none = 0, key = 1, query = 2, cos = 3 };
+
+// Everything one layer's attention needs, resolved on the host from
+// config.json and CLI overrides (runtime/schemes).
+struct AttentionSpec {
+  uint32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  uint32_t rotary_dim = 0;          // pairs j < rotary_dim/2 rotate (half-split layout)
+  bool rope = true;                 // false: no rotation at all (NoPE layer, e.g. HWFA's full layer)
+  KeyCacheMode cache = KeyCacheMode::rotated;
+  float scale = 0;                  // logit multiplier in every mode (1/sqrt(head_dim) for plain attention,
+                                    // 1 with a norm); 0 means 1/sqrt(head_dim) without a norm, 1 with one
+
+  // Dual branch; branch_window == UINT32_MAX means a single branch.
+  uint32_t branch_window = UINT32_MAX;
+  Q2Pos q2_mode = Q2Pos::constant;
+  int32_t q2_const = 0;
+  K2Pos k2_mode = K2Pos::unrotated;
+  uint32_t group = 1;
+  bool branch2_table2 = false;      // branch 2 rotates with the second table (θ/k for Leaky ReRoPE)
+
+  // Masks: key m is visible to query i iff m <= i and (window == 0 or i - m < window or m < sinks).
+  uint32_t window = 0;
+  uint32_t sinks = 0;
+
+  float logn_train_len = 0;         // > 0: q *= max(1, ln(i+1)/ln(L))
+  ScoreNorm norm = ScoreNorm::none; // key: q·k/|k|; query: q·k/|q|; cos: λ·cos(q,k)
+                                    // (norms of the un-rotated vectors; store_kv caches keys
+                                    // already divided by |k| for key and cos)
+  float cos_n = 0;                  // λ = 4 ln(n); n = cos_n, or i+1 when 0
+  float alibi_max_bias = 0;         // > 0: ALiBi slopes as in ggml (m0, m1, n_head_log2)
+
+  bool dual() const { return branch_window != UINT32_MAX; }
+};
+
+// cos/sin tables: element [p][j] = (cos(p·θ_j)·af, sin(p·θ_j)·af) as two f32,
+// p in [0, positions), j in [0, rotary_dim/2).  Computed on the host in double.
+struct RopeTable {
+  const Buffer* buffer = nullptr;
+  uint32_t positions = 0;
+  uint32_t pairs = 0;
+};
+
+// Positions of the tokens in flight, read by the kernels from a small buffer so
+// a recorded decode step can be resubmitted with only this buffer changing.
+struct StepParams {
+  uint32_t pos0;      // absolute position of the first new token
+  uint32_t n_new;     // tokens in this step (prefill chunk length, 1 in decode)
+  uint32_t pad0, pad1;
+};
+
+// Kernel tunables, chosen from the device's capabilities (never its vendor);
+// tests and benchmarks may force values.  0 = choose.
+struct AttentionTuning {
+  uint32_t prefill_rows = 0;   // Br: query rows per head per prefill workgroup (workgroup = Br x group heads)
+  uint32_t prefill_keys = 0;   // Bc: keys per prefill tile (reduced until the tiles fit shared memory)
+  uint32_t decode_group = 0;   // decode workgroup size
+  uint32_t decode_keys = 0;    // keys per decode tile
+  uint32_t split_min = 0;      // decode: fewest keys per split
+  uint32_t max_splits = 0;     // decode: most splits (more keys per split beyond)
+  static AttentionTuning from(const Capabilities& caps);
+};
+
+// Tile classes of one prefill chunk (same rule as the kernel, counted on the
+// host for benchmarks): per (query tile, kv tile) of one workgroup row.
+struct TileCounts {
+  uint64_t skipped = 0;      // fully masked by the sliding window
+  uint64_t window = 0;       // branch 1 only (or single-branch schemes)
+  uint64_t outside = 0;      // branch 2 only
+  uint64_t mixed = 0;        // both branches, per-element select
+  std::string str() const;
+};
+
+// Per-layer K and V caches: [n_kv_heads][capacity][head_dim], f32.
+struct LayerCache {
+  const Buffer* k = nullptr;
+  const Buffer* v = nullptr;
+  uint32_t capacity = 0;
+};
+
+class Attention {
+ public:
+  explicit Attention(Device& device);
+  Attention(Device& device, const AttentionTuning& tuning);
+  const AttentionTuning& tuning() const { return tuning_; }
+
+  // Writes k_new, v_new ([n_new, n_kv_heads*head_dim] f32) into the cache at
+  // positions [pos0, pos0+n_new) (rotating k when spec.cache == rotated and spec.rope).
+  void store_kv(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+                const Act& k_new, const Act& v_new, const LayerCache& cache);
+
+  // out [n_new, n_heads*head_dim] = attention of the raw (un-rotated) q rows
+  // [n_new, n_heads*head_dim] over keys [0, pos0+n_new) of the cache.
+  // max_new bounds n_new for sizing dispatches (the actual count comes from step).
+  void prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+               const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out, uint32_t max_new);
+
+  // One query row (n_new == 1): keys split across workgroups, then combined.
+  // The split count is fixed here from the capacity, so the recorded command
+  // buffer serves every position (splits past the live keys exit at once).
+  void decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+              const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
+              const BufferRange& scratch);   // scratch: decode_scratch_bytes(spec, cache.capacity) bytes
+
+  // Scratch the decode path needs for a cache of this capacity (bytes).
+  // splits x n_heads x (head_dim + 2) f32: never grows with n².
+  uint64_t decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const;
+
+  // Tile classes prefill would use for a chunk of n_new rows at pos0 (all kv heads alike).
+  TileCounts prefill_tiles(const AttentionSpec& spec, uint32_t pos0, uint32_t n_new) const;
+  // Br and Bc prefill uses for this spec (after the shared-memory fit).
+  void prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const;
+
+ private:
+  Device& device_;
+  AttentionTuning tuning_;
+};
+
+}  // namespace reach

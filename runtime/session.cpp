@@ -1,0 +1,208 @@
+#include "runtime/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/kernels.hpp"
+#include "engine/transfer.hpp"
+
+namespace reach {
+
+namespace {
+std::string tok(uint64_t n) { return std::to_string(n) + " tokens"; }
+}  // namespace
+
+Session::Session(Model& model, const SessionOptions& options)
+    : model_(model), options_(options), config_(model.config()), attention_(model.device()) {
+  apply_overrides(config_, options.overrides);
+  const ModelConfig& c = config_;
+  capacity_ = options.context ? options.context
+                              : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
+  chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : 256u, capacity_));
+  const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
+  schemes_ = resolve_schemes(c, capacity_, l_test);
+
+  Allocator& A = model.allocator();
+  Transfer T(A);
+  const uint32_t pairs = uint32_t(c.rotary_dim / 2);
+  auto make_table = [&](const RopeFreqs& f, uint32_t positions, Buffer& buf, RopeTable& t, const char* label) {
+    positions = std::max<uint32_t>(positions, 1);
+    std::vector<float> data(size_t(positions) * pairs * 2);
+    fill_rope_table(f, positions, pairs, data.data());
+    buf = A.allocate(Arena::cache, data.size() * 4, label);
+    T.upload(buf, 0, data.data(), data.size() * 4);
+    t = {&buf, positions, pairs};
+  };
+  make_table(schemes_.table1, std::max(schemes_.table1_positions, capacity_), rope1_, table1_, "rope table");
+  if (schemes_.table2) make_table(*schemes_.table2, schemes_.table2_positions, rope2_, table2_, "rope table 2");
+  else table2_ = table1_;
+
+  const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string name = "kv cache layer " + std::to_string(l);
+    k_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "k " + name));
+    v_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "v " + name));
+  }
+  const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
+                 V = uint64_t(c.vocab_size), n = chunk_;
+  ids_ = A.allocate(Arena::staging, n * 4, "token ids");
+  step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
+  x_ = A.allocate(Arena::scratch, n * H * 4, "x");
+  h_ = A.allocate(Arena::scratch, n * std::max(H, qd) * 4, "h");
+  q_ = A.allocate(Arena::scratch, n * qd * 4, "q");
+  k_ = A.allocate(Arena::scratch, n * kvd * 4, "k");
+  v_ = A.allocate(Arena::scratch, n * kvd * 4, "v");
+  o_ = A.allocate(Arena::scratch, n * qd * 4, "attention out");
+  g_ = A.allocate(Arena::scratch, n * I * 4, "mlp gate");
+  u_ = A.allocate(Arena::scratch, n * I * 4, "mlp up");
+  logits_buf_ = A.allocate(Arena::readback, n * V * 4, "logits");
+  uint64_t dec = 0;
+  for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
+  decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
+  logits_.assign(size_t(V), 0.0f);
+}
+
+Session::~Session() = default;
+
+void Session::rewind(uint32_t n) {
+  if (n > pos_)
+    throw Error(ErrorCode::invalid_argument, "cannot rewind to position " + std::to_string(n) +
+                                                 ": the session holds only " + tok(pos_));
+  pos_ = n;   // cache entries past n are simply overwritten later
+}
+
+Session::Program& Session::program(uint32_t n, bool all_logits) {
+  auto key = std::make_pair(n, all_logits);
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second;
+  Program p;
+  p.cmd = std::make_unique<CommandList>(model_.device(), options_.profile);
+  p.n = n;
+  p.all_logits = all_logits;
+  p.cmd->begin();
+  record(*p.cmd, n, all_logits);
+  p.cmd->end();
+  return programs_.emplace(key, std::move(p)).first->second;
+}
+
+void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
+  const ModelConfig& c = config_;
+  Kernels K(model_.device());
+  const uint32_t H = uint32_t(c.hidden_size), d = uint32_t(c.head_dim), qd = uint32_t(c.n_heads) * d,
+                 kvd = uint32_t(c.n_kv_heads) * d, I = uint32_t(c.intermediate_size), V = uint32_t(c.vocab_size);
+  const float eps = float(c.rms_norm_eps);
+  Act x{&x_, 0, n, H}, h{&h_, 0, n, H}, q{&q_, 0, n, qd}, k{&k_, 0, n, kvd}, v{&v_, 0, n, kvd},
+      o{&o_, 0, n, qd}, g{&g_, 0, n, I}, u{&u_, 0, n, I};
+  const BufferRange step = step_.range(0, sizeof(StepParams));
+
+  K.embed(cmd, model_.embed(), ids_.range(0, uint64_t(n) * 4), n, x);
+  cmd.barrier();
+  const auto& layers = model_.layers();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerWeights& w = layers[l];
+    const AttentionSpec& spec = schemes_.layers[l];
+    K.rmsnorm(cmd, x, w.attn_norm.range(), h, eps);
+    cmd.barrier();
+    K.linear(cmd, h, w.q, q);
+    K.linear(cmd, h, w.k, k);
+    K.linear(cmd, h, w.v, v);
+    cmd.barrier();
+    if (w.q_bias) {
+      K.add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
+      K.add(cmd, k.range(), w.k_bias.range(), k.range(), n * kvd, kvd);
+      K.add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
+      cmd.barrier();
+    }
+    LayerCache cache{&k_cache_[l], &v_cache_[l], capacity_};
+    attention_.store_kv(cmd, spec, table1_, step, k, v, cache);
+    cmd.barrier();
+    if (n == 1) {
+      attention_.decode(cmd, spec, table1_, table2_, step, q, cache, o, decode_scratch_.range());
+    } else {
+      attention_.prefill(cmd, spec, table1_, table2_, step, q, cache, o, n);
+    }
+    cmd.barrier();
+    Act t{&h_, 0, n, H};
+    K.linear(cmd, o, w.o, t);
+    cmd.barrier();
+    if (w.o_bias) {
+      K.add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
+      cmd.barrier();
+    }
+    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
+    cmd.barrier();
+    K.rmsnorm(cmd, x, w.mlp_norm.range(), h, eps);
+    cmd.barrier();
+    K.linear(cmd, h, w.gate, g);
+    K.linear(cmd, h, w.up, u);
+    cmd.barrier();
+    K.silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
+    cmd.barrier();
+    K.linear(cmd, g, w.down, t);
+    cmd.barrier();
+    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
+    cmd.barrier();
+  }
+  // Only the rows whose logits are wanted go through the final norm and lm_head.
+  const uint32_t rows = all_logits ? n : 1;
+  Act xr{&x_, uint64_t(n - rows) * H * 4, rows, H}, hr{&h_, 0, rows, H}, lg{&logits_buf_, 0, rows, V};
+  K.rmsnorm(cmd, xr, model_.final_norm().range(), hr, eps);
+  cmd.barrier();
+  K.linear(cmd, hr, model_.lm_head(), lg);
+}
+
+void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits) {
+  const uint32_t V = uint32_t(config_.vocab_size);
+  for (uint32_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || uint32_t(ids[i]) >= V)
+      throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(ids[i]) + " at position " +
+                                                   std::to_string(pos_ + i) + " is outside the vocabulary of " +
+                                                   std::to_string(V));
+  Program& p = program(n, all_logits != nullptr);
+  std::memcpy(ids_.mapped(), ids, size_t(n) * 4);
+  StepParams sp{pos_, n, 0, 0};
+  std::memcpy(step_.mapped(), &sp, sizeof sp);
+  p.cmd->run();
+  last_ = p.cmd.get();
+  const uint32_t rows = all_logits ? n : 1;
+  Transfer T(model_.allocator());
+  if (all_logits) {
+    const size_t old = all_logits->size();
+    all_logits->resize(old + size_t(rows) * V);
+    T.download(logits_buf_, 0, all_logits->data() + old, uint64_t(rows) * V * 4);
+    std::memcpy(logits_.data(), all_logits->data() + old + size_t(rows - 1) * V, size_t(V) * 4);
+  } else {
+    T.download(logits_buf_, 0, logits_.data(), uint64_t(V) * 4);
+  }
+  pos_ += n;
+}
+
+void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
+  if (ids.empty())
+    throw Error(ErrorCode::invalid_argument, "the prompt is empty: give at least one token (a BOS token counts)");
+  if (uint64_t(pos_) + ids.size() > capacity_)
+    throw Error(ErrorCode::context_overflow,
+                "prompt of " + tok(ids.size()) + " at position " + std::to_string(pos_) +
+                    " does not fit the context of " + tok(capacity_) + ": raise --ctx or shorten the prompt");
+  for (size_t done = 0; done < ids.size();) {
+    const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
+    // A single token goes through the decode program (it is recorded anyway).
+    run_step(ids.data() + done, n, all_logits);
+    done += n;
+  }
+}
+
+void Session::decode(int32_t id) {
+  if (pos_ + 1 > capacity_)
+    throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
+                                                 " is full: raise --ctx or generate fewer tokens (-n)");
+  run_step(&id, 1, nullptr);
+}
+
+std::vector<KernelTiming> Session::last_timings() const {
+  return last_ ? last_->timings() : std::vector<KernelTiming>{};
+}
+
+}  // namespace reach

@@ -1,0 +1,84 @@
+#pragma once
+// One sequence being processed by a model: the KV cache, the recorded forward
+// programs (one per chunk length, one for decode), and the logits.
+//
+// Programs are recorded once and resubmitted: per step only the token ids and
+// the StepParams buffer (positions) change, never the command buffer.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/command.hpp"
+#include "engine/memory.hpp"
+#include "runtime/attention.hpp"
+#include "runtime/model.hpp"
+#include "runtime/schemes.hpp"
+
+namespace reach {
+
+struct SessionOptions {
+  uint32_t context = 0;          // KV-cache capacity in tokens; 0 = min(max_position_embeddings, 4096)
+  uint32_t chunk = 256;          // prefill chunk length
+  int64_t l_test = 0;            // dynamic scaling's L_test (prompt + max new tokens); 0 = context
+  SchemeOverrides overrides;     // CLI / API overrides of config.json's schemes
+  bool profile = false;          // timestamps per dispatch
+};
+
+class Session {
+ public:
+  Session(Model& model, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Appends tokens at the current position.  Logits of the last token are kept
+  // (logits()); with all_logits, every row [n, vocab] is appended to *all_logits.
+  void prefill(std::span<const int32_t> ids, std::vector<float>* all_logits = nullptr);
+  // Appends one token with the recorded decode program.
+  void decode(int32_t id);
+  std::span<const float> logits() const { return logits_; }
+
+  uint32_t position() const { return pos_; }
+  uint32_t capacity() const { return capacity_; }
+  // Forget everything after position n (n <= position()).
+  void rewind(uint32_t n);
+  void reset() { rewind(0); }
+
+  const ModelConfig& config() const { return config_; }
+  const ResolvedSchemes& schemes() const { return schemes_; }
+  Model& model() const { return model_; }
+  // GPU time per kernel label over the last submitted program (profile on).
+  std::vector<KernelTiming> last_timings() const;
+
+ private:
+  struct Program {
+    std::unique_ptr<CommandList> cmd;
+    uint32_t n = 0;
+    bool all_logits = false;
+  };
+  Program& program(uint32_t n, bool all_logits);
+  void record(CommandList& cmd, uint32_t n, bool all_logits);
+  void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
+
+  Model& model_;
+  SessionOptions options_;
+  ModelConfig config_;
+  ResolvedSchemes schemes_;
+  Attention attention_;
+  uint32_t capacity_ = 0, chunk_ = 0, pos_ = 0;
+
+  // Device buffers.
+  Buffer rope1_, rope2_;
+  RopeTable table1_, table2_;
+  std::vector<Buffer> k_cache_, v_cache_;
+  Buffer ids_, step_;
+  Buffer x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_, decode_scratch_;
+  std::vector<float> logits_;
+  std::map<std::pair<uint32_t, bool>, Program> programs_;
+  CommandList* last_ = nullptr;
+};
+
+}  // namespace reach

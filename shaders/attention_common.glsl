@@ -1,0 +1,93 @@
+// Shared pieces of the attention kernels (attention_*.comp).
+//
+// Conventions (runtime/attention.hpp, docs EXTRAPOLATION.md §1.2, §5):
+//  * vectors are read as vec4; head_dim D and the rotating pairs ROTP are
+//    multiples of 4 (pair j = (x[j], x[j+ROTP]), half-split layout), so a vec4
+//    of the low half pairs with the vec4 ROTP/4 slots further on;
+//  * cos/sin tables are vec2 [positions][pairs]; positions are clamped to the
+//    table (the host checks the tables are long enough);
+//  * logits are kept in the log2 domain: the query carries scale·log2(e) and
+//    the ALiBi slope is multiplied by log2(e), so the softmax uses exp2;
+//  * masked scores are NEG (finite, so max/alpha arithmetic never meets
+//    inf - inf); their probability is forced to 0.
+//
+// Push constants every attention kernel shares (struct AttnPush in
+// runtime/attention.cpp, same order).
+layout(push_constant) uniform PC {
+  uint n_heads; uint n_kv_heads; uint capacity; uint kv_base;
+  uint branch_window; int q2_const; int group; uint window;
+  uint sinks; uint tab1_positions; uint tab1_pairs; uint tab2_positions;
+  uint tab2_pairs; uint max_rows; float scale_log2; float logn_inv_ln;
+  float cos_n; float alibi_m0; float alibi_m1; uint alibi_nlog2;
+  uint split_len; uint n_splits;
+} pc;
+
+// The including shader declares the buffer `tab1` (and `tab2` with
+// ATTN_HAS_TAB2 defined), vec2 arrays, before including this file.
+
+#define LOG2E 1.4426950408889634
+#define NEG (-1.0e30)
+#define NEG_HALF (-0.5e30)
+
+// Branch-2 query / key positions (Q2Pos / K2Pos of runtime/attention.hpp).
+int q2_position(uint mode, int i, int q2_const, int group) {
+  if (mode == 1u) return i + q2_const;
+  if (mode == 2u) return i / group + q2_const;
+  return q2_const;
+}
+int k2_position(uint mode, int m, int group) {
+  if (mode == 2u) return m / group;
+  return m;
+}
+
+// cos/sin of pairs 4*c4 .. 4*c4+3 at position p, as (cos, sin) vec4s
+// (callers only ask for pairs below ROTP; the rest of a vector is copied).
+#ifndef ATTN_NO_TABLES
+void table_cs1(int p, uint c4, out vec4 c, out vec4 s) {
+  const uint pp = uint(clamp(p, 0, int(pc.tab1_positions) - 1));
+  const uint base = pp * pc.tab1_pairs + c4 * 4u;
+  for (uint e = 0u; e < 4u; ++e) {
+    const vec2 cs = tab1[base + e];
+    c[e] = cs.x;
+    s[e] = cs.y;
+  }
+}
+#endif
+#ifdef ATTN_HAS_TAB2
+void table_cs2(int p, uint c4, out vec4 c, out vec4 s) {
+  const uint pp = uint(clamp(p, 0, int(pc.tab2_positions) - 1));
+  const uint base = pp * pc.tab2_pairs + c4 * 4u;
+  for (uint e = 0u; e < 4u; ++e) {
+    const vec2 cs = tab2[base + e];
+    c[e] = cs.x;
+    s[e] = cs.y;
+  }
+}
+#endif
+
+// ggml ALiBi slope of query head h (EXTRAPOLATION.md §4).
+float alibi_slope(uint h) {
+  if (pc.alibi_m0 <= 0.0) return 0.0;
+  return h < pc.alibi_nlog2 ? pow(pc.alibi_m0, float(h + 1u))
+                            : pow(pc.alibi_m1, float(2u * (h - pc.alibi_nlog2) + 1u));
+}
+
+// Visibility of key m from query i: causal, then sliding window + sinks.
+bool key_visible(int i, int m) {
+  if (m > i) return false;
+  if (pc.window == 0u) return true;
+  return (i - m) < int(pc.window) || m < int(pc.sinks);
+}
+
+// Per-row query multiplier (before rotation): logn, CosA λ, logit scale, log2(e).
+// `qnorm2` is |q|² of the raw row (used for query / cos norms).
+float query_factor(int i, float qnorm2, uint norm_mode) {
+  float f = pc.scale_log2;   // scale·log2(e), or log2(e) when a norm replaces the scale
+  if (pc.logn_inv_ln > 0.0) f *= max(1.0, log(float(i) + 1.0) * pc.logn_inv_ln);
+  if (norm_mode == 2u || norm_mode == 3u) f /= max(sqrt(qnorm2), 1e-30);
+  if (norm_mode == 3u) {
+    const float n = pc.cos_n > 0.0 ? pc.cos_n : float(i) + 1.0;
+    f *= 4.0 * log(n);
+  }
+  return f;
+}

@@ -1,0 +1,216 @@
+#version 450
+// Split-K decode attention (flash-decoding) for one query row at position
+// i = pos0 + n_new - 1 (n_new = 1 in decode), with the dual-branch contract.
+//
+// Workgroup (split s, kv head y) covers keys [s*split_len, (s+1)*split_len) of
+// kv head y for all GQ query heads of its group, in tiles of BC keys:
+//   phase 1 (invocation = key): rotate the key for the branch it needs (raw
+//     cache) and dot it with the group's queries (shared) -> scores
+//   phase 2 (invocation = key): tile max per head, probabilities
+//   phase 3 (invocation = 4 dims): rescale and accumulate p·V
+// The split count is fixed when the command buffer is recorded; splits past
+// the live keys (from the step buffer) exit at once, and the combine pass reads
+// only the live ones.  Partials: acc [splits][H][D], then (max, sum) [splits][H].
+// ReRoPE keys outside the window use the raw key (no rotation), so the extra
+// work of a ReRoPE step is O(w·d); Leaky / Self-Extend rotate every branch-2 key.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BC = 32;       // keys per tile
+layout(constant_id = 2) const uint D = 64;
+layout(constant_id = 3) const uint GQ = 1;
+layout(constant_id = 4) const uint ROTP = 32;
+layout(constant_id = 5) const bool ROPE = true;
+layout(constant_id = 6) const bool RAW = false;
+layout(constant_id = 7) const bool DUAL = false;
+layout(constant_id = 8) const bool TABLE2 = false;
+layout(constant_id = 9) const uint Q2MODE = 0;
+layout(constant_id = 10) const uint K2MODE = 0;
+layout(constant_id = 11) const uint NORM = 0;
+layout(constant_id = 12) const bool ALIBI = false;
+const uint WG = gl_WorkGroupSize.x;
+const uint D4 = D / 4u;
+const uint R4 = ROTP / 4u;
+const uint ACCN = (D4 + WG - 1u) / WG;
+
+layout(binding = 0) readonly buffer Step { uint step[]; };
+layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+layout(binding = 2) readonly buffer KC { vec4 kc[]; };
+layout(binding = 3) readonly buffer VC { vec4 vc[]; };
+layout(binding = 4) readonly buffer T1 { vec2 tab1[]; };
+layout(binding = 5) readonly buffer T2 { vec2 tab2[]; };
+layout(binding = 6) writeonly buffer Part { float part[]; };
+#define ATTN_HAS_TAB2
+#include "attention_common.glsl"
+
+shared vec4 sQ1[GQ * D4];
+shared vec4 sQ2[(DUAL ? GQ : 1u) * D4];
+shared float sS[GQ * BC];
+shared float sP[GQ * BC];
+
+void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
+  if (t2) table_cs2(p, c, cs, sn);
+  else table_cs1(p, c, cs, sn);
+}
+
+vec4 rotated_key(uint base, uint c, int p, bool t2) {
+  const vec4 x = kc[base + c];
+  if (c >= 2u * R4) return x;
+  vec4 cs, sn;
+  if (c < R4) {
+    cs_at(t2, p, c, cs, sn);
+    return x * cs - kc[base + c + R4] * sn;
+  }
+  cs_at(t2, p, c - R4, cs, sn);
+  return x * cs + kc[base + c - R4] * sn;
+}
+
+void main() {
+  const uint lane = gl_LocalInvocationIndex;
+  const uint s = gl_WorkGroupID.x;
+  const uint g_local = gl_WorkGroupID.y;
+  const uint g = pc.kv_base + g_local;
+  const uint H = pc.n_heads;
+  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const int i = int(pos0 + n_new - 1u);
+  const int kv_len = i + 1;
+  const int k_begin = int(s * pc.split_len);
+  if (k_begin >= kv_len) return;   // past the live keys: the combine pass skips this split
+  const int k_end = min(k_begin + int(pc.split_len), kv_len);
+  const int W = int(min(pc.branch_window, 0x7fffffffu));
+  const uint ml_base = pc.n_splits * H * D;
+
+  if (pc.window != 0u && i - (k_end - 1) >= int(pc.window) && k_begin >= int(pc.sinks)) {
+    // Every key of the split is outside the window: an empty partial.
+    for (uint hq = lane; hq < GQ; hq += WG) {
+      part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
+      part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
+    }
+    return;
+  }
+
+  // Queries of the group: norms, logn, scale, log2(e), rotation(s).
+  const int p2 = q2_position(Q2MODE, i, pc.q2_const, pc.group);
+  for (uint idx = lane; idx < GQ * D4; idx += WG) {
+    const uint hq = idx / D4, c = idx % D4;
+    const uint qb = (g * GQ + hq) * D4;
+    float n2 = 0.0;
+    if (NORM == 2u || NORM == 3u)
+      for (uint e = 0u; e < D4; ++e) n2 += dot(qbuf[qb + e], qbuf[qb + e]);
+    const float f = query_factor(i, n2, NORM);
+    const vec4 x = qbuf[qb + c] * f;
+    vec4 x1 = x, x2 = x;
+    if (ROPE && c < 2u * R4) {
+      const bool lo = c < R4;
+      const uint cp = lo ? c : c - R4;
+      const vec4 y = qbuf[qb + (lo ? c + R4 : c - R4)] * f;
+      const vec4 sy = lo ? -y : y;
+      vec4 cs, sn;
+      table_cs1(i, cp, cs, sn);
+      x1 = x * cs + sy * sn;
+      if (DUAL) {
+        cs_at(TABLE2, p2, cp, cs, sn);
+        x2 = x * cs + sy * sn;
+      }
+    }
+    sQ1[idx] = x1;
+    if (DUAL) sQ2[idx] = x2;
+  }
+  float slope[GQ];
+  for (uint hq = 0u; hq < GQ; ++hq) slope[hq] = ALIBI ? alibi_slope(g * GQ + hq) * float(LOG2E) : 0.0;
+  barrier();
+
+  float m_run[GQ], l_run[GQ], m_new[GQ];
+  vec4 acc[GQ * ACCN];
+  for (uint hq = 0u; hq < GQ; ++hq) {
+    m_run[hq] = NEG;
+    l_run[hq] = 0.0;
+    for (uint a = 0u; a < ACCN; ++a) acc[hq * ACCN + a] = vec4(0.0);
+  }
+
+  for (int k_lo = k_begin; k_lo < k_end; k_lo += int(BC)) {
+    const int k_hi = min(k_lo + int(BC), k_end) - 1;
+    const int r_min = i - k_hi, r_max = i - k_lo;
+    if (pc.window != 0u && r_min >= int(pc.window) && k_lo >= int(pc.sinks)) continue;
+    const bool need1 = !DUAL || r_min < W;
+    const bool need2 = DUAL && r_max >= W;
+    // Loops run to nk (run time), not BC, so the compiler does not unroll them.
+    const uint nk = uint(k_hi - k_lo + 1);
+
+    // Phase 1: scores, one key per invocation.
+    for (uint j = lane; j < nk; j += WG) {
+      const int m = k_lo + int(j);
+      const uint base = (g_local * pc.capacity + uint(m)) * D4;
+      const bool b2 = need2 && (!need1 || (i - m) >= W);
+      vec4 kr[D4];
+      if (b2) {
+        const int pk = k2_position(K2MODE, m, pc.group);
+        for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == 0u ? kc[base + c] : rotated_key(base, c, pk, TABLE2);
+      } else {
+        for (uint c = 0u; c < D4; ++c) kr[c] = (ROPE && RAW) ? rotated_key(base, c, m, false) : kc[base + c];
+      }
+      const bool vis = key_visible(i, m);
+      for (uint hq = 0u; hq < GQ; ++hq) {
+        vec4 a = vec4(0.0);
+        if (b2) {
+          for (uint c = 0u; c < D4; ++c) a += sQ2[hq * D4 + c] * kr[c];
+        } else {
+          for (uint c = 0u; c < D4; ++c) a += sQ1[hq * D4 + c] * kr[c];
+        }
+        float sc = (a.x + a.y) + (a.z + a.w);
+        if (ALIBI) sc -= slope[hq] * float(i - m);
+        sS[hq * BC + j] = vis ? sc : NEG;
+      }
+    }
+    barrier();
+
+    // Phase 2: tile max per head (every invocation), probabilities of its keys.
+    for (uint hq = 0u; hq < GQ; ++hq) {
+      float tmax = NEG;
+      for (uint j = 0u; j < nk; ++j) tmax = max(tmax, sS[hq * BC + j]);
+      m_new[hq] = max(m_run[hq], tmax);
+    }
+    for (uint j = lane; j < nk; j += WG)
+      for (uint hq = 0u; hq < GQ; ++hq) {
+        const float sc = sS[hq * BC + j];
+        sP[hq * BC + j] = sc > NEG_HALF ? exp2(sc - m_new[hq]) : 0.0;
+      }
+    barrier();
+
+    // Phase 3: p·V, four dims per invocation and slot.
+    for (uint hq = 0u; hq < GQ; ++hq) {
+      const float alpha = exp2(m_run[hq] - m_new[hq]);
+      float psum = 0.0;
+      for (uint j = 0u; j < nk; ++j) psum += sP[hq * BC + j];
+      l_run[hq] = l_run[hq] * alpha + psum;
+      m_run[hq] = m_new[hq];
+      for (uint a = 0u; a < ACCN; ++a) acc[hq * ACCN + a] *= alpha;
+    }
+    for (uint j = 0u; j < nk; ++j) {
+      const uint base = (g_local * pc.capacity + uint(k_lo) + j) * D4;
+      for (uint a = 0u; a < ACCN; ++a) {
+        const uint c = lane + a * WG;
+        if (c >= D4) break;
+        const vec4 v = vc[base + c];
+        for (uint hq = 0u; hq < GQ; ++hq) acc[hq * ACCN + a] += sP[hq * BC + j] * v;
+      }
+    }
+    // sS is next written after the barrier that follows phase 2's reads; sP after phase 1's barrier.
+  }
+
+  for (uint hq = 0u; hq < GQ; ++hq) {
+    const uint h = g * GQ + hq;
+    for (uint a = 0u; a < ACCN; ++a) {
+      const uint c = lane + a * WG;
+      if (c >= D4) break;
+      const uint pb = (s * H + h) * D + c * 4u;
+      const vec4 v = acc[hq * ACCN + a];
+      part[pb] = v.x;
+      part[pb + 1u] = v.y;
+      part[pb + 2u] = v.z;
+      part[pb + 3u] = v.w;
+    }
+    if (lane == 0u) {
+      part[ml_base + (s * H + h) * 2u] = m_run[hq];
+      part[ml_base + (s * H + h) * 2u + 1u] = l_run[hq];
+    }
+  }
+}

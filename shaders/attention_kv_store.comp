@@ -1,0 +1,55 @@
+#version 450
+// KV-cache store: rows t < n_new of k_new / v_new ([rows, n_kv_heads*D]) go to
+// cache position pos0 + t of every kv head ([n_kv_heads][capacity][D]).
+// KeyNorm / CosA keys are stored L2-normalised (norm of the un-rotated key);
+// with a rotated cache the key is then rotated at its position (table 1).
+// Positions come from the step buffer; rows past the capacity are dropped.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint D = 64;        // head_dim (multiple of 8)
+layout(constant_id = 2) const uint ROTP = 32;     // rotating pairs (multiple of 4)
+layout(constant_id = 3) const bool ROTATE = true;
+layout(constant_id = 4) const bool NORMALIZE = false;
+const uint D4 = D / 4u;
+const uint R4 = ROTP / 4u;
+
+layout(binding = 0) readonly buffer Step { uint step[]; };
+layout(binding = 1) readonly buffer KN { vec4 k_new[]; };
+layout(binding = 2) readonly buffer VN { vec4 v_new[]; };
+layout(binding = 3) writeonly buffer KC { vec4 kc[]; };
+layout(binding = 4) writeonly buffer VC { vec4 vc[]; };
+layout(binding = 5) readonly buffer T1 { vec2 tab1[]; };
+#include "attention_common.glsl"
+
+void main() {
+  const uint id = gl_GlobalInvocationID.x;
+  const uint hkv = pc.n_kv_heads;
+  const uint t = id / hkv, g = id % hkv;
+  const uint pos0 = step[0], n_new = min(step[1], pc.max_rows);
+  if (t >= n_new) return;
+  const uint pos = pos0 + t;
+  if (pos >= pc.capacity) return;
+  const uint src = (t * hkv + g) * D4;
+  const uint dst = (g * pc.capacity + pos) * D4;
+  float f = 1.0;
+  if (NORMALIZE) {
+    float n2 = 0.0;
+    for (uint c = 0u; c < D4; ++c) n2 += dot(k_new[src + c], k_new[src + c]);
+    f = 1.0 / max(sqrt(n2), 1e-30);
+  }
+  for (uint c = 0u; c < D4; ++c) {
+    const vec4 x = k_new[src + c] * f;
+    vec4 y = x;
+    if (ROTATE && c < 2u * R4) {
+      vec4 cs, sn;
+      if (c < R4) {
+        table_cs1(int(pos), c, cs, sn);
+        y = x * cs - k_new[src + c + R4] * f * sn;
+      } else {
+        table_cs1(int(pos), c - R4, cs, sn);
+        y = x * cs + k_new[src + c - R4] * f * sn;
+      }
+    }
+    kc[dst + c] = y;
+    vc[dst + c] = v_new[src + c];
+  }
+}

@@ -1,0 +1,188 @@
+#version 450
+// Y[M, N] = X[M, K] · Wᵀ, W [N, K] (f32 / f16 / bf16), f32 accumulation.
+// Both operands are K-contiguous, so every output is a dot product of two rows.
+//
+// Two variants, chosen by specialization constants at pipeline creation:
+//  USE_SHARED = 0  register tile, no shared memory, no barriers (CPU devices
+//                  such as llvmpipe, where a barrier switches between lane
+//                  groups).  Invocation l of workgroup (gx, gy) computes TM
+//                  rows of X (gy*TM.., the same for the whole workgroup, so
+//                  X loads are uniform) times TN rows of W
+//                  (gx*WG*TN + j*WG + l), reading 4 K-elements per load.
+//  USE_SHARED = 1  classic shared-memory tiling for GPUs: a TILE_M x TILE_N
+//                  output tile per workgroup, BK-deep slabs of X and W staged
+//                  in shared memory, each invocation a TM x TN sub-tile
+//                  (WG must equal (TILE_M/TM) * (TILE_N/TN)).
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TM = 4;
+layout(constant_id = 2) const uint TN = 2;
+layout(constant_id = 3) const uint USE_SHARED = 0;
+layout(constant_id = 4) const uint TILE_M = 32;
+layout(constant_id = 5) const uint TILE_N = 32;
+layout(constant_id = 6) const uint BK = 16;
+// 1: K % 4 == 0 and every element offset % 4 == 0, so vec4 views may be used.
+layout(constant_id = 7) const uint ALIGNED = 0;
+// Register variant only: 1 = the lanes of a subgroup (SUBGROUP of them, which
+// must be the real subgroup size) each load different X rows and share them
+// with subgroupShuffle, instead of every lane loading the same X rows.
+layout(constant_id = 8) const uint BCAST = 0;
+layout(constant_id = 9) const uint SUBGROUP = 8;
+
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "load_weight.glsl"
+
+const uint WG = gl_WorkGroupSize.x;
+const uint XS_STRIDE = BK + 1;   // +1: no bank conflicts on the column reads
+shared float xs[TILE_M * XS_STRIDE];
+shared float ws[TILE_N * XS_STRIDE];
+
+void gemm_registers() {
+  const uint l = gl_LocalInvocationID.x;
+  const uint m0 = gl_WorkGroupID.y * TM;
+  const uint n0 = gl_WorkGroupID.x * WG * TN + l;
+  const uint M = p.M, N = p.N, K = p.K;
+  // Rows past the edge are clamped (loads stay in bounds, results are dropped).
+  uint xrow[TM];
+  for (uint i = 0; i < TM; ++i) xrow[i] = p.x_off + min(m0 + i, M - 1) * K;
+  uint wrow[TN];
+  for (uint j = 0; j < TN; ++j) wrow[j] = p.w_off + min(n0 + j * WG, N - 1) * K;
+  float acc[TM * TN];
+  for (uint t = 0; t < TM * TN; ++t) acc[t] = 0.0;
+
+  const uint K4 = K & ~3u;
+  for (uint k = 0; k < K4; k += 4) {
+    vec4 xv[TM];
+    for (uint i = 0; i < TM; ++i) xv[i] = load_x4(xrow[i] + k);
+    for (uint j = 0; j < TN; ++j) {
+      const vec4 wv = load_w4(wrow[j] + k);
+      for (uint i = 0; i < TM; ++i) acc[i * TN + j] += dot(xv[i], wv);
+    }
+  }
+  for (uint k = K4; k < K; ++k) {
+    for (uint j = 0; j < TN; ++j) {
+      const float wv = load_w(wrow[j] + k);
+      for (uint i = 0; i < TM; ++i) acc[i * TN + j] += load_x(xrow[i] + k) * wv;
+    }
+  }
+  for (uint i = 0; i < TM; ++i) {
+    const uint m = m0 + i;
+    if (m >= M) break;
+    for (uint j = 0; j < TN; ++j) {
+      const uint n = n0 + j * WG;
+      if (n < N) y1[p.y_off + m * p.ldy + n] = acc[i * TN + j];
+    }
+  }
+}
+
+// Register tiles with X rows shared across the subgroup: a subgroup covers
+// SUBGROUP*TM rows of X and SUBGROUP*TN rows of W; lane l loads X rows
+// m0 + j*S + l and W rows n0 + j*S + l, and computes its W rows against all
+// SUBGROUP*TM X rows, taking the other lanes' X values by shuffles.  Every
+// loaded element is reused S*TN (X) or S*TM (W) times.
+void gemm_registers_bcast() {
+  const uint S = SUBGROUP;
+  const uint lane = gl_SubgroupInvocationID;
+  const uint nsg = WG / S;
+  const uint m0 = gl_WorkGroupID.y * S * TM;
+  const uint n0 = (gl_WorkGroupID.x * nsg + gl_SubgroupID) * S * TN;
+  const uint M = p.M, N = p.N, K = p.K;
+  uint xrow[TM];
+  for (uint j = 0; j < TM; ++j) xrow[j] = p.x_off + min(m0 + j * S + lane, M - 1) * K;
+  uint wrow[TN];
+  for (uint t = 0; t < TN; ++t) wrow[t] = p.w_off + min(n0 + t * S + lane, N - 1) * K;
+  float acc[S * TM * TN];
+  for (uint a = 0; a < S * TM * TN; ++a) acc[a] = 0.0;
+
+  const uint K4 = K & ~3u;
+  for (uint k = 0; k < K4; k += 4) {
+    vec4 xl[TM], wl[TN];
+    for (uint j = 0; j < TM; ++j) xl[j] = load_x4(xrow[j] + k);
+    for (uint t = 0; t < TN; ++t) wl[t] = load_w4(wrow[t] + k);
+    // subgroupBroadcast with a constant lane is an element extract on CPU
+    // devices; subgroupShuffle (any lane count) may be a per-lane loop.
+#define BCAST_STEP(s)                                                          \
+  {                                                                            \
+    const vec4 xb = subgroupBroadcast(xl[j], s);                              \
+    for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] += dot(xb, wl[t]); \
+  }
+    for (uint j = 0; j < TM; ++j) {
+      if (S == 8) {
+        BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
+        BCAST_STEP(4) BCAST_STEP(5) BCAST_STEP(6) BCAST_STEP(7)
+      } else if (S == 4) {
+        BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
+      } else {
+        for (uint s = 0; s < S; ++s) {
+          const vec4 xb = subgroupShuffle(xl[j], s);
+          for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] += dot(xb, wl[t]);
+        }
+      }
+    }
+  }
+  for (uint k = K4; k < K; ++k) {
+    float xl[TM], wl[TN];
+    for (uint j = 0; j < TM; ++j) xl[j] = load_x(xrow[j] + k);
+    for (uint t = 0; t < TN; ++t) wl[t] = load_w(wrow[t] + k);
+    for (uint j = 0; j < TM; ++j)
+      for (uint s = 0; s < S; ++s) {
+        const float xb = subgroupShuffle(xl[j], s);
+        for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] += xb * wl[t];
+      }
+  }
+  for (uint j = 0; j < TM; ++j)
+    for (uint s = 0; s < S; ++s) {
+      const uint m = m0 + j * S + s;
+      if (m >= M) continue;
+      for (uint t = 0; t < TN; ++t) {
+        const uint n = n0 + t * S + lane;
+        if (n < N) y1[p.y_off + m * p.ldy + n] = acc[(j * S + s) * TN + t];
+      }
+    }
+}
+
+void gemm_shared() {
+  const uint l = gl_LocalInvocationID.x;
+  const uint TX = TILE_N / TN;          // invocations along N
+  const uint tx = l % TX, ty = l / TX;
+  const uint m0 = gl_WorkGroupID.y * TILE_M, n0 = gl_WorkGroupID.x * TILE_N;
+  const uint M = p.M, N = p.N, K = p.K;
+  float acc[TM * TN];
+  for (uint t = 0; t < TM * TN; ++t) acc[t] = 0.0;
+
+  for (uint k0 = 0; k0 < K; k0 += BK) {
+    // Stage X[m0.., k0..] and W[n0.., k0..]; consecutive invocations read consecutive k.
+    for (uint idx = l; idx < TILE_M * BK; idx += WG) {
+      const uint r = idx / BK, c = idx % BK, m = m0 + r, k = k0 + c;
+      xs[r * XS_STRIDE + c] = (m < M && k < K) ? load_x(p.x_off + m * K + k) : 0.0;
+    }
+    for (uint idx = l; idx < TILE_N * BK; idx += WG) {
+      const uint r = idx / BK, c = idx % BK, n = n0 + r, k = k0 + c;
+      ws[r * XS_STRIDE + c] = (n < N && k < K) ? load_w(p.w_off + n * K + k) : 0.0;
+    }
+    barrier();
+    for (uint kk = 0; kk < BK; ++kk) {
+      float a[TM], b[TN];
+      for (uint i = 0; i < TM; ++i) a[i] = xs[(ty + i * (TILE_M / TM)) * XS_STRIDE + kk];
+      for (uint j = 0; j < TN; ++j) b[j] = ws[(tx + j * TX) * XS_STRIDE + kk];
+      for (uint i = 0; i < TM; ++i)
+        for (uint j = 0; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+    }
+    barrier();
+  }
+  for (uint i = 0; i < TM; ++i) {
+    const uint m = m0 + ty + i * (TILE_M / TM);
+    if (m >= M) continue;
+    for (uint j = 0; j < TN; ++j) {
+      const uint n = n0 + tx + j * TX;
+      if (n < N) y1[p.y_off + m * p.ldy + n] = acc[i * TN + j];
+    }
+  }
+}
+
+void main() {
+  if (USE_SHARED != 0) gemm_shared();
+  else if (BCAST != 0) gemm_registers_bcast();
+  else gemm_registers();
+}

@@ -1,0 +1,78 @@
+#include "tests/model_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "tests/test_device.hpp"
+
+namespace reach::test {
+
+namespace fs = std::filesystem;
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE_MESSAGE(p != nullptr, "cannot run: " << cmd);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int rc = pclose(p);
+  INFO("command: " << cmd << "\noutput:\n" << out);
+  REQUIRE(rc == 0);
+  return out;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("reach-test-" + std::to_string(getpid())) / name;
+  fs::create_directories(d);
+  return d;
+}
+
+fs::path tiny_model(const std::string& args) {
+  static std::map<std::string, fs::path> made;
+  if (auto it = made.find(args); it != made.end()) return it->second;
+  fs::path dir = temp_dir("model" + std::to_string(made.size()));
+  run_command("/usr/bin/python3 " + (source_root() / "tools/make_tiny_model.py").string() + " " + dir.string() + " " +
+              args);
+  made[args] = dir;
+  return dir;
+}
+
+Reference reference_forward(const fs::path& model, const std::vector<int32_t>& ids, int n_generate,
+                            const std::string& extra_args) {
+  std::string list;
+  for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+  static int counter = 0;
+  const fs::path out = temp_dir("ref") / ("logits" + std::to_string(counter++) + ".bin");
+  std::string cmd = "/usr/bin/python3 " + (source_root() / "tools/reference_forward.py").string() + " " +
+                    model.string() + " --ids " + list + " --json --logits-out " + out.string() + " " + extra_args;
+  if (n_generate) cmd += " --generate " + std::to_string(n_generate);
+  const std::string text = run_command(cmd);
+  const auto j = nlohmann::json::parse(text.substr(text.find('{')));
+  Reference r;
+  r.rows = j.at("rows").get<size_t>();
+  r.vocab = j.at("vocab").get<size_t>();
+  if (j.contains("generated")) r.generated = j.at("generated").get<std::vector<int32_t>>();
+  if (j.contains("generated_margins")) r.margins = j.at("generated_margins").get<std::vector<double>>();
+  r.logits.resize(r.rows * r.vocab);
+  std::ifstream f(out, std::ios::binary);
+  f.read(reinterpret_cast<char*>(r.logits.data()), std::streamsize(r.logits.size() * 4));
+  REQUIRE_MESSAGE(f.gcount() == std::streamsize(r.logits.size() * 4), "short logits file " << out);
+  return r;
+}
+
+std::vector<int32_t> random_ids(size_t n, int32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace reach::test

@@ -1,0 +1,515 @@
+// Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
+// the naive float64 reference of tests/attention_reference.cpp, for every
+// position scheme of runtime/attention.hpp.
+//
+// Tolerance: max abs error 1e-4 on outputs of size O(1).  The kernels
+// accumulate in f32 (relative rounding ~6e-8 per operation): logits of
+// magnitude <= ~30 (CosA λ = 4 ln n) carry absolute errors ~1e-5 at worst
+// (sums of d products, cos/sin tables rounded to f32 at positions <= ~1000),
+// which perturb softmax weights by the same relative amount; outputs are convex
+// combinations of |v| <= 1, so errors stay ~1e-5.  1e-4 leaves headroom while
+// any real mistake (a wrong branch, position, mask or tile bound) moves
+// outputs by 1e-2 or more.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "engine/error.hpp"
+#include "runtime/attention.hpp"
+#include "tests/attention_reference.hpp"
+#include "tests/test_device.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+constexpr double kTol = 1e-4;
+
+struct Scheme {
+  std::string name;
+  AttentionSpec spec;
+  RefScheme ref;
+  double base = 10000;
+  double af = 1;
+};
+
+enum class Kind { rope_rotated, rope_raw, yarn_af, rerope, leaky, self_extend, logn, key_norm, query_norm, cos_norm,
+                  cos_norm_fixed, window_sinks, window_rerope, nope, alibi };
+
+std::vector<double> inv_freqs(uint32_t pairs, uint32_t rot_dim, double base) {
+  std::vector<double> f(pairs);
+  for (uint32_t j = 0; j < pairs; ++j) f[j] = std::pow(base, -2.0 * j / double(rot_dim));
+  return f;
+}
+
+Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W = 0, uint32_t window = 0,
+                   uint32_t sinks = 0) {
+  Scheme s;
+  AttentionSpec& a = s.spec;
+  a.n_heads = H;
+  a.n_kv_heads = Hkv;
+  a.head_dim = d;
+  a.rotary_dim = d;
+  a.rope = true;
+  a.cache = KeyCacheMode::rotated;
+  a.scale = float(1.0 / std::sqrt(double(d)));
+  RefScheme& r = s.ref;
+  r.inv_freq = inv_freqs(d / 2, d, s.base);
+  switch (kind) {
+    case Kind::rope_rotated: s.name = "rope (rotated cache)"; break;
+    case Kind::rope_raw:
+      s.name = "rope (raw cache)";
+      a.cache = KeyCacheMode::raw;
+      break;
+    case Kind::yarn_af:
+      s.name = "yarn-like table (af 1.25, base 500)";
+      s.af = 1.25;
+      s.base = 500;
+      r.inv_freq = inv_freqs(d / 2, d, s.base);
+      r.attention_factor = s.af;
+      break;
+    case Kind::rerope:
+      s.name = "rerope";
+      a.cache = KeyCacheMode::raw;
+      a.branch_window = W;
+      a.q2_mode = Q2Pos::constant;
+      a.q2_const = int32_t(W);
+      a.k2_mode = K2Pos::unrotated;
+      a.logn_train_len = 32;
+      r.method = RefScheme::rerope;
+      r.window = W;
+      r.logn_train_len = 32;
+      break;
+    case Kind::leaky: {
+      s.name = "leaky_rerope k=4";
+      const int k = 4;
+      a.cache = KeyCacheMode::raw;
+      a.branch_window = W;
+      a.q2_mode = Q2Pos::shifted;
+      a.q2_const = int32_t(W * (k - 1));
+      a.k2_mode = K2Pos::same;
+      a.branch2_table2 = true;
+      a.logn_train_len = 32;
+      r.method = RefScheme::leaky_rerope;
+      r.window = W;
+      r.leaky_k = k;
+      r.logn_train_len = 32;
+      break;
+    }
+    case Kind::self_extend: {
+      s.name = "self_extend G=4";
+      const uint32_t G = 4;
+      a.cache = KeyCacheMode::raw;
+      a.branch_window = W;
+      a.q2_mode = Q2Pos::grouped;
+      a.q2_const = int32_t(W - W / G);
+      a.k2_mode = K2Pos::grouped;
+      a.group = G;
+      r.method = RefScheme::self_extend;
+      r.window = W;
+      r.group = G;
+      break;
+    }
+    case Kind::logn:
+      s.name = "logn L=16";
+      a.logn_train_len = 16;
+      r.logn_train_len = 16;
+      break;
+    case Kind::key_norm:
+      s.name = "key norm";
+      a.norm = ScoreNorm::key;
+      a.scale = 1;
+      r.norm = 1;
+      break;
+    case Kind::query_norm:
+      s.name = "query norm (raw cache)";
+      a.norm = ScoreNorm::query;
+      a.cache = KeyCacheMode::raw;
+      a.scale = 1;
+      r.norm = 2;
+      break;
+    case Kind::cos_norm:
+      s.name = "cos norm n=i+1 + logn";
+      a.norm = ScoreNorm::cos;
+      a.scale = 1;
+      a.logn_train_len = 64;
+      r.norm = 3;
+      r.logn_train_len = 64;
+      break;
+    case Kind::cos_norm_fixed:
+      s.name = "cos norm n=256 (raw cache)";
+      a.norm = ScoreNorm::cos;
+      a.cache = KeyCacheMode::raw;
+      a.cos_n = 256;
+      a.scale = 1;
+      r.norm = 3;
+      r.cos_n = 256;
+      break;
+    case Kind::window_sinks:
+      s.name = "window+sinks";
+      a.window = window;
+      a.sinks = sinks;
+      r.attn_window = window;
+      r.attn_sinks = sinks;
+      break;
+    case Kind::window_rerope:
+      s.name = "rerope + window+sinks";
+      a.cache = KeyCacheMode::raw;
+      a.branch_window = W;
+      a.q2_const = int32_t(W);
+      a.window = window;
+      a.sinks = sinks;
+      r.method = RefScheme::rerope;
+      r.window = W;
+      r.attn_window = window;
+      r.attn_sinks = sinks;
+      break;
+    case Kind::nope:
+      s.name = "nope + logn";
+      a.rope = false;
+      a.rotary_dim = 0;
+      a.logn_train_len = 16;
+      r.inv_freq.clear();
+      r.logn_train_len = 16;
+      break;
+    case Kind::alibi:
+      s.name = "alibi max_bias 8 (no rope)";
+      a.rope = false;
+      a.rotary_dim = 0;
+      a.alibi_max_bias = 8;
+      r.inv_freq.clear();
+      r.alibi_max_bias = 8;
+      break;
+  }
+  return s;
+}
+
+std::vector<float> make_table(const std::vector<double>& inv, double af, uint32_t positions) {
+  std::vector<float> t(size_t(positions) * inv.size() * 2);
+  for (uint32_t p = 0; p < positions; ++p)
+    for (size_t j = 0; j < inv.size(); ++j) {
+      t[(p * inv.size() + j) * 2] = float(std::cos(p * inv[j]) * af);
+      t[(p * inv.size() + j) * 2 + 1] = float(std::sin(p * inv[j]) * af);
+    }
+  return t;
+}
+
+struct Result {
+  double max_err = 0;
+  std::string where;
+  void add(double e, const std::string& w) {
+    if (!(e <= max_err)) {   // NaN counts as worse
+      max_err = std::isnan(e) ? INFINITY : e;
+      where = w;
+    }
+  }
+};
+
+double max_abs(const std::vector<float>& a, const std::vector<double>& b, size_t off_a, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = std::fabs(double(a[off_a + i]) - b[i]);
+    if (!(e <= m)) m = std::isnan(e) ? INFINITY : e;
+  }
+  return m;
+}
+
+// Runs a whole sequence of n tokens through store_kv + prefill in the given
+// chunks, then decodes `decode_steps` further tokens one by one with one
+// recorded command buffer (only the step buffer and the new k/v/q rows change),
+// and compares every output row with the reference.
+struct Harness {
+  Scheme s;
+  uint32_t n;                      // prefill tokens
+  std::vector<uint32_t> chunks;    // lengths summing to n
+  uint32_t decode_steps = 0;
+  AttentionTuning tuning{};
+  uint32_t seed = 1;
+
+  std::string describe() const {
+    std::ostringstream o;
+    o << s.name << " [" << s.ref.describe() << "] H=" << s.spec.n_heads << " Hkv=" << s.spec.n_kv_heads
+      << " d=" << s.spec.head_dim << " n=" << n << " chunks=";
+    for (uint32_t c : chunks) o << c << ",";
+    o << " decode=" << decode_steps << " tuning(Br=" << tuning.prefill_rows << ",Bc=" << tuning.prefill_keys
+      << ",dBc=" << tuning.decode_keys << ",split=" << tuning.split_min << ")";
+    return o.str();
+  }
+
+  Result run() {
+    Gpu& g = gpu();
+    Attention att(*g.device, tuning);
+    const AttentionSpec& a = s.spec;
+    const uint32_t H = a.n_heads, Hkv = a.n_kv_heads, d = a.head_dim;
+    const uint32_t total = n + decode_steps;
+    const uint32_t cap = total + 3;
+    const uint32_t qd = H * d, kvd = Hkv * d;
+    std::vector<float> q = random_floats(size_t(total) * qd, seed, -2.f, 2.f);
+    std::vector<float> k = random_floats(size_t(total) * kvd, seed + 1, -1.f, 1.f);
+    std::vector<float> v = random_floats(size_t(total) * kvd, seed + 2, -1.f, 1.f);
+    // Tables: positions cover the cache and branch-2 query positions.
+    const uint32_t positions = cap + uint32_t(std::max(0, a.q2_const)) + 2;
+    const uint32_t pairs = a.rope ? a.rotary_dim / 2 : 0;
+    Buffer t1buf, t2buf;
+    RopeTable t1{}, t2{};
+    if (a.rope) {
+      t1buf = g.upload_f32(make_table(s.ref.inv_freq, s.af, positions), Arena::weights, "table1");
+      t1 = {&t1buf, positions, pairs};
+      if (a.branch2_table2) {
+        std::vector<double> inv2 = s.ref.inv_freq;
+        for (double& f : inv2) f /= s.ref.leaky_k;
+        t2buf = g.upload_f32(make_table(inv2, s.af, positions), Arena::weights, "table2");
+        t2 = {&t2buf, positions, pairs};
+      }
+    }
+    // Caches start as NaN: reading a key past the live ones poisons the output.
+    std::vector<uint32_t> nan(size_t(Hkv) * cap * d, 0x7fc00000u);
+    Buffer kc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "k cache");
+    Buffer vc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "v cache");
+    LayerCache cache{&kc, &vc, cap};
+    uint32_t max_chunk = 1;
+    for (uint32_t c : chunks) max_chunk = std::max(max_chunk, c);
+    Buffer qb = g.zeros(size_t(max_chunk) * qd * 4, "q");
+    Buffer kb = g.zeros(size_t(max_chunk) * kvd * 4, "k");
+    Buffer vb = g.zeros(size_t(max_chunk) * kvd * 4, "v");
+    Buffer ob = g.zeros(size_t(max_chunk) * qd * 4, "out");
+    Buffer step = g.zeros(16, "step");
+    Result res;
+
+    auto upload_rows = [&](uint32_t p0, uint32_t len) {
+      uint32_t st[4] = {p0, len, 0, 0};
+      g.transfer->upload(step, 0, st, 16);
+      g.transfer->upload(qb, 0, q.data() + size_t(p0) * qd, size_t(len) * qd * 4);
+      g.transfer->upload(kb, 0, k.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
+      g.transfer->upload(vb, 0, v.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
+    };
+    auto check = [&](uint32_t p0, uint32_t len, const char* what) {
+      std::vector<float> out = g.download_f32(ob, size_t(len) * qd);
+      std::vector<int64_t> qp(len), kp(p0 + len);
+      for (uint32_t t = 0; t < len; ++t) qp[t] = p0 + t;
+      for (uint32_t m = 0; m < p0 + len; ++m) kp[m] = m;
+      std::vector<float> qs(q.begin() + size_t(p0) * qd, q.begin() + size_t(p0 + len) * qd);
+      std::vector<float> ks(k.begin(), k.begin() + size_t(p0 + len) * kvd);
+      std::vector<float> vs(v.begin(), v.begin() + size_t(p0 + len) * kvd);
+      const std::vector<double> ref = attention_reference(qs, ks, vs, qp, kp, int(H), int(Hkv), int(d), s.ref);
+      for (uint32_t t = 0; t < len; ++t) {
+        const double e = max_abs(out, std::vector<double>(ref.begin() + size_t(t) * qd, ref.begin() + size_t(t + 1) * qd),
+                                 size_t(t) * qd, qd);
+        res.add(e, std::string(what) + " row at position " + std::to_string(p0 + t));
+      }
+      return out;
+    };
+
+    uint32_t p0 = 0;
+    for (uint32_t len : chunks) {
+      Act qa{&qb, 0, len, qd}, ka{&kb, 0, len, kvd}, va{&vb, 0, len, kvd}, oa{&ob, 0, len, qd};
+      upload_rows(p0, len);
+      CommandList cmd(*g.device);
+      cmd.begin();
+      att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      cmd.barrier();
+      att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len);
+      cmd.end();
+      cmd.run();
+      check(p0, len, "prefill");
+      p0 += len;
+    }
+    if (decode_steps) {
+      Buffer scratch = g.zeros(att.decode_scratch_bytes(a, cap), "decode scratch");
+      Act qa{&qb, 0, 1, qd}, ka{&kb, 0, 1, kvd}, va{&vb, 0, 1, kvd}, oa{&ob, 0, 1, qd};
+      CommandList cmd(*g.device);   // recorded once, resubmitted
+      cmd.begin();
+      att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      cmd.barrier();
+      att.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range());
+      cmd.end();
+      for (uint32_t t = 0; t < decode_steps; ++t, ++p0) {
+        upload_rows(p0, 1);
+        cmd.run();
+        check(p0, 1, "decode");
+      }
+    }
+    return res;
+  }
+};
+
+void expect_ok(Harness h) {
+  const Result r = h.run();
+  INFO(h.describe());
+  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
+  CHECK(r.max_err <= kTol);
+}
+
+AttentionTuning small_tiles() {
+  AttentionTuning t;
+  t.prefill_rows = 4;
+  t.prefill_keys = 16;
+  t.decode_keys = 8;
+  t.split_min = 16;
+  t.max_splits = 256;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("attention: plain RoPE, one-shot / chunked prefill and decode, GQA") {
+  for (uint32_t d : {16u, 64u})
+    for (uint32_t hkv : {4u, 2u, 1u}) {
+      Harness h{make_scheme(Kind::rope_rotated, 4, hkv, d), 150, {150}, 3};
+      expect_ok(h);
+      Harness c{make_scheme(Kind::rope_rotated, 4, hkv, d), 150, {7, 33, 1, 64, 45}, 0};
+      expect_ok(c);
+    }
+  for (uint32_t n : {1u, 2u, 8u, 9u, 63u, 64u, 65u, 300u}) {
+    Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), n, {n}, 2};
+    expect_ok(h);
+  }
+}
+
+TEST_CASE("attention: head dims 8, 80, 96, 128 and partial rotary") {
+  for (uint32_t d : {8u, 80u, 96u, 128u}) {
+    Harness h{make_scheme(Kind::rope_rotated, 4, 2, d), 70, {70}, 2};
+    expect_ok(h);
+  }
+  Scheme s = make_scheme(Kind::rope_raw, 4, 2, 64);
+  s.spec.rotary_dim = 32;
+  s.ref.inv_freq = inv_freqs(16, 32, s.base);
+  Harness h{s, 90, {41, 49}, 2};
+  expect_ok(h);
+}
+
+TEST_CASE("attention: every scheme, default and small tiles, chunked and decode") {
+  struct K {
+    Kind kind;
+    uint32_t W, window, sinks;
+  };
+  const K kinds[] = {{Kind::rope_raw, 0, 0, 0},      {Kind::yarn_af, 0, 0, 0},         {Kind::rerope, 40, 0, 0},
+                     {Kind::leaky, 40, 0, 0},        {Kind::self_extend, 40, 0, 0},    {Kind::logn, 0, 0, 0},
+                     {Kind::key_norm, 0, 0, 0},      {Kind::query_norm, 0, 0, 0},      {Kind::cos_norm, 0, 0, 0},
+                     {Kind::cos_norm_fixed, 0, 0, 0}, {Kind::window_sinks, 0, 50, 3}, {Kind::window_rerope, 30, 70, 2},
+                     {Kind::nope, 0, 0, 0},          {Kind::alibi, 0, 0, 0}};
+  for (const K& k : kinds)
+    for (uint32_t d : {16u, 64u})
+      for (uint32_t hkv : {2u, 1u}) {
+        Harness one{make_scheme(k.kind, 4, hkv, d, k.W, k.window, k.sinks), 200, {200}, 2};
+        one.seed = 11 + d + hkv;
+        expect_ok(one);
+        Harness ch{make_scheme(k.kind, 4, hkv, d, k.W, k.window, k.sinks), 200, {7, 33, 100, 60}, 3, small_tiles()};
+        ch.seed = 11 + d + hkv;
+        expect_ok(ch);
+      }
+}
+
+TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, unaligned chunks") {
+  Gpu& g = gpu();
+  for (bool small : {false, true}) {
+    const AttentionTuning tune = small ? small_tiles() : AttentionTuning{};
+    Attention probe(*g.device, tune);
+    uint32_t br = 0, bc = 0;
+    AttentionSpec dual_spec = make_scheme(Kind::rerope, 4, 2, 64, 40).spec;
+    probe.prefill_tile_sizes(dual_spec, br, bc);
+    for (uint32_t W : {bc - 1, bc, bc + 1, 2 * bc + 2})
+      for (Kind kind : {Kind::rerope, Kind::leaky, Kind::self_extend}) {
+        uint32_t w = W;
+        if (kind == Kind::self_extend) w = std::max<uint32_t>(4, W / 4 * 4);   // G | W
+        const uint32_t n = std::min<uint32_t>(300, 2 * w + 3 * bc + 5);
+        Harness one{make_scheme(kind, 4, 2, 64, w), n, {n}, 2, tune};
+        expect_ok(one);
+        Harness ch{make_scheme(kind, 4, 1, 16, w), n, {5, bc + 3, n - bc - 8}, 1, tune};
+        expect_ok(ch);
+      }
+    // Sliding-window mask edges at the tile size.
+    for (uint32_t win : {bc - 1, bc, bc + 1, 2 * bc + 2}) {
+      Harness h{make_scheme(Kind::window_sinks, 4, 2, 64, 0, win, 5), 260, {13, 247}, 2, tune};
+      expect_ok(h);
+    }
+  }
+}
+
+TEST_CASE("attention: the last prefill row equals the decode step") {
+  Gpu& g = gpu();
+  for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::leaky, Kind::self_extend}) {
+    Scheme s = make_scheme(kind, 4, 2, 64, 64);
+    const uint32_t n = 257;
+    // Prefill all n, and separately prefill n-1 then decode 1: same last row.
+    Harness a{s, n, {n}, 0};
+    Harness b{s, n - 1, {n - 1}, 1};
+    a.seed = b.seed = 99;
+    CHECK(a.run().max_err <= kTol);
+    CHECK(b.run().max_err <= kTol);
+    // Direct comparison of the two kernels' outputs.
+    Attention att(*g.device);
+    const AttentionSpec& sp = s.spec;
+    const uint32_t qd = sp.n_heads * sp.head_dim, kvd = sp.n_kv_heads * sp.head_dim, cap = n;
+    std::vector<float> q = random_floats(size_t(n) * qd, 5, -2.f, 2.f);
+    std::vector<float> k = random_floats(size_t(n) * kvd, 6), v = random_floats(size_t(n) * kvd, 7);
+    const uint32_t positions = cap + uint32_t(std::max(0, sp.q2_const)) + 2;
+    Buffer t1b = g.upload_f32(make_table(s.ref.inv_freq, 1, positions));
+    std::vector<double> inv2 = s.ref.inv_freq;
+    for (double& f : inv2) f /= s.ref.leaky_k;
+    Buffer t2b = g.upload_f32(make_table(inv2, 1, positions));
+    RopeTable t1{&t1b, positions, sp.rotary_dim / 2}, t2{&t2b, positions, sp.rotary_dim / 2};
+    Buffer kc = g.zeros(size_t(sp.n_kv_heads) * cap * sp.head_dim * 4), vc = g.zeros(size_t(sp.n_kv_heads) * cap * sp.head_dim * 4);
+    LayerCache cache{&kc, &vc, cap};
+    Buffer qb = g.upload_f32(q), kb = g.upload_f32(k), vb = g.upload_f32(v), ob = g.zeros(size_t(n) * qd * 4);
+    uint32_t st[4] = {0, n, 0, 0};
+    Buffer step = g.upload_bytes(st, 16);
+    CommandList cmd(*g.device);
+    cmd.begin();
+    att.store_kv(cmd, sp, t1, step.range(), Act{&kb, 0, n, kvd}, Act{&vb, 0, n, kvd}, cache);
+    cmd.barrier();
+    att.prefill(cmd, sp, t1, t2, step.range(), Act{&qb, 0, n, qd}, cache, Act{&ob, 0, n, qd}, n);
+    cmd.end();
+    cmd.run();
+    const std::vector<float> pre = g.download_f32(ob, qd, size_t(n - 1) * qd * 4);
+    uint32_t st2[4] = {n - 1, 1, 0, 0};
+    g.transfer->upload(step, 0, st2, 16);
+    Buffer scratch = g.zeros(att.decode_scratch_bytes(sp, cap));
+    Buffer od = g.zeros(qd * 4);
+    CommandList c2(*g.device);
+    c2.begin();
+    att.decode(c2, sp, t1, t2, step.range(), Act{&qb, size_t(n - 1) * qd * 4, 1, qd}, cache, Act{&od, 0, 1, qd},
+               scratch.range());
+    c2.end();
+    c2.run();
+    const std::vector<float> dec = g.download_f32(od, qd);
+    double e = 0;
+    for (uint32_t i = 0; i < qd; ++i) e = std::max(e, double(std::fabs(pre[i] - dec[i])));
+    INFO("scheme " << s.name << ": prefill last row vs decode, max abs diff " << e);
+    CHECK(e <= 2e-5);
+  }
+}
+
+TEST_CASE("attention: decode at many positions with one recorded command buffer, many splits") {
+  AttentionTuning t = small_tiles();
+  for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::window_sinks}) {
+    Harness h{make_scheme(kind, 4, 2, 16, 24, 40, 2), 5, {5}, 120, t};
+    expect_ok(h);
+  }
+}
+
+TEST_CASE("attention: scratch does not grow with n², misuse is rejected") {
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  AttentionSpec s = make_scheme(Kind::rerope, 8, 2, 64, 512).spec;
+  const uint64_t a = att.decode_scratch_bytes(s, 4096), b = att.decode_scratch_bytes(s, 65536);
+  INFO("scratch 4k " << a << " bytes, 64k " << b << " bytes");
+  CHECK(b <= a * 20);
+  CHECK(b <= uint64_t(256) * 8 * 66 * 4);
+  // Dual branch with a rotated cache cannot be expressed.
+  s.cache = KeyCacheMode::rotated;
+  Buffer dummy = g.zeros(1 << 16);
+  RopeTable t{&dummy, 16, 32};
+  LayerCache cache{&dummy, &dummy, 16};
+  CommandList cmd(*g.device);
+  cmd.begin();
+  CHECK_THROWS_AS(att.prefill(cmd, s, t, t, dummy.range(0, 16), Act{&dummy, 0, 1, 512}, cache, Act{&dummy, 0, 1, 512}, 1),
+                  Error);
+  AttentionSpec odd = make_scheme(Kind::rope_rotated, 4, 2, 20).spec;
+  CHECK_THROWS_AS(att.prefill(cmd, odd, t, t, dummy.range(0, 16), Act{&dummy, 0, 1, 80}, cache, Act{&dummy, 0, 1, 80}, 1),
+                  Error);
+  cmd.end();
+}

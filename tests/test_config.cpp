@@ -1,0 +1,435 @@
+// config.json parsing: HF keys, rope_scaling / rope_parameters, reach keys,
+// and one test per bad input.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/error.hpp"
+#include "runtime/model_config.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using reach::ErrorCode;
+using reach::RopeType;
+
+namespace {
+
+const fs::path kSrc = "/models/tiny/config.json";
+
+json tiny_llama() {
+  return json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0, "max_position_embeddings": 256, "vocab_size": 100,
+    "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": true,
+    "torch_dtype": "bfloat16", "hidden_act": "silu"})");
+}
+
+template <class F>
+std::string error_of(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const reach::Error& e) {
+    CHECK_MESSAGE(e.code() == code, "got code " << reach::error_code_name(e.code()) << ": " << e.what());
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL_CHECK("unexpected exception type: " << e.what());
+    return {};
+  }
+  FAIL_CHECK("no exception thrown");
+  return {};
+}
+
+#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))
+
+std::string config_error(const json& j, ErrorCode code) {
+  auto msg = error_of([&] { reach::parse_model_config(j, kSrc); }, code);
+  CHECK_HAS(msg, kSrc.string());
+  return msg;
+}
+
+reach::RopeScaling rope(const char* text) { return reach::parse_rope_scaling(json::parse(text), "test"); }
+
+std::string rope_error(const char* text, ErrorCode code = ErrorCode::format) {
+  return error_of([&] { reach::parse_rope_scaling(json::parse(text), "test rope"); }, code);
+}
+
+json with(json j, const char* key, json value) {
+  j[key] = std::move(value);
+  return j;
+}
+
+json without(json j, const char* key) {
+  j.erase(key);
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("config: tiny llama parses") {
+  auto c = reach::parse_model_config(tiny_llama(), kSrc);
+  CHECK(c.architecture == "LlamaForCausalLM");
+  CHECK(c.model_type == "llama");
+  CHECK(c.hidden_size == 64);
+  CHECK(c.intermediate_size == 128);
+  CHECK(c.n_layers == 2);
+  CHECK(c.n_heads == 4);
+  CHECK(c.n_kv_heads == 2);
+  CHECK(c.head_dim == 16);
+  CHECK(c.rotary_dim == 16);
+  CHECK(c.vocab_size == 100);
+  CHECK(c.max_position_embeddings == 256);
+  CHECK(c.rms_norm_eps == doctest::Approx(1e-5));
+  CHECK(c.rope_theta == 500000.0);
+  CHECK(c.partial_rotary_factor == 1.0);
+  CHECK(c.tie_word_embeddings);
+  CHECK_FALSE(c.attention_bias);
+  CHECK_FALSE(c.sliding_window);
+  CHECK(c.bos_ids == std::vector<int32_t>{1});
+  CHECK(c.eos_ids == std::vector<int32_t>{2});
+  CHECK(c.torch_dtype == "bfloat16");
+  CHECK(c.rope.type == RopeType::default_);
+  CHECK(c.source == kSrc);
+  CHECK_HAS(c.describe(), "LlamaForCausalLM");
+  CHECK_HAS(c.describe(), "2 layers");
+}
+
+TEST_CASE("config: defaults for optional keys") {
+  json j = tiny_llama();
+  for (const char* k : {"num_key_value_heads", "rope_theta", "rms_norm_eps", "tie_word_embeddings", "bos_token_id",
+                        "eos_token_id", "torch_dtype", "hidden_act"})
+    j.erase(k);
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.n_kv_heads == 4);
+  CHECK(c.rope_theta == 10000.0);
+  CHECK(c.rms_norm_eps == doctest::Approx(1e-6));
+  CHECK_FALSE(c.tie_word_embeddings);
+  CHECK(c.bos_ids.empty());
+  CHECK(c.eos_ids.empty());
+}
+
+TEST_CASE("config: missing key") {
+  auto msg = config_error(without(tiny_llama(), "hidden_size"), ErrorCode::format);
+  CHECK_HAS(msg, "missing key 'hidden_size'");
+  msg = config_error(without(tiny_llama(), "vocab_size"), ErrorCode::format);
+  CHECK_HAS(msg, "'vocab_size'");
+}
+
+TEST_CASE("config: wrong type names the key and the value's type") {
+  auto msg = config_error(with(tiny_llama(), "hidden_size", "64"), ErrorCode::format);
+  CHECK_HAS(msg, "'hidden_size'");
+  CHECK_HAS(msg, "string");
+  msg = config_error(with(tiny_llama(), "num_hidden_layers", 2.5), ErrorCode::format);
+  CHECK_HAS(msg, "'num_hidden_layers'");
+  msg = config_error(with(tiny_llama(), "tie_word_embeddings", "yes"), ErrorCode::format);
+  CHECK_HAS(msg, "'tie_word_embeddings'");
+  msg = config_error(with(tiny_llama(), "rope_theta", json::array({1})), ErrorCode::format);
+  CHECK_HAS(msg, "'rope_theta'");
+  CHECK_HAS(msg, "array");
+  // An integral float is accepted for an integer key.
+  CHECK(reach::parse_model_config(with(tiny_llama(), "max_position_embeddings", 256.0), kSrc)
+            .max_position_embeddings == 256);
+}
+
+TEST_CASE("config: unsupported architecture lists the supported ones") {
+  auto msg = config_error(with(tiny_llama(), "architectures", {"GPT2LMHeadModel"}), ErrorCode::unsupported);
+  CHECK_HAS(msg, "GPT2LMHeadModel");
+  CHECK_HAS(msg, "LlamaForCausalLM");
+  CHECK_HAS(msg, "MistralForCausalLM");
+  CHECK_HAS(msg, "Qwen2ForCausalLM");
+  msg = config_error(with(without(tiny_llama(), "architectures"), "model_type", "gpt2"), ErrorCode::unsupported);
+  CHECK_HAS(msg, "gpt2");
+  config_error(without(without(tiny_llama(), "architectures"), "model_type"), ErrorCode::format);
+}
+
+TEST_CASE("config: model_type alone selects the family; qwen2 defaults") {
+  json j = with(without(tiny_llama(), "architectures"), "model_type", "qwen2");
+  j["sliding_window"] = 4096;   // Qwen2 ships this with use_sliding_window=false: ignored
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.architecture == "Qwen2ForCausalLM");
+  CHECK(c.attention_bias);
+  CHECK_FALSE(c.sliding_window);
+  j["use_sliding_window"] = true;
+  j["max_window_layers"] = 1;
+  auto msg = config_error(j, ErrorCode::unsupported);
+  CHECK_HAS(msg, "max_window_layers");
+  CHECK_FALSE(reach::parse_model_config(with(tiny_llama(), "attention_bias", false), kSrc).attention_bias);
+}
+
+TEST_CASE("config: mistral sliding_window int or null") {
+  json j = with(tiny_llama(), "architectures", {"MistralForCausalLM"});
+  j["sliding_window"] = 4096;
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.model_type == "mistral");
+  REQUIRE(c.sliding_window);
+  CHECK(*c.sliding_window == 4096);
+  j["sliding_window"] = nullptr;
+  CHECK_FALSE(reach::parse_model_config(j, kSrc).sliding_window);
+  j["sliding_window"] = -3;
+  CHECK_HAS(config_error(j, ErrorCode::format), "sliding_window");
+}
+
+TEST_CASE("config: heads not divisible") {
+  json j = tiny_llama();
+  j["num_attention_heads"] = 5;
+  j["num_key_value_heads"] = 5;
+  auto msg = config_error(j, ErrorCode::format);
+  CHECK_HAS(msg, "hidden_size 64");
+  CHECK_HAS(msg, "num_attention_heads 5");
+  msg = config_error(with(tiny_llama(), "num_key_value_heads", 3), ErrorCode::format);
+  CHECK_HAS(msg, "num_key_value_heads 3");
+}
+
+TEST_CASE("config: non-positive sizes") {
+  CHECK_HAS(config_error(with(tiny_llama(), "num_hidden_layers", 0), ErrorCode::format), "num_hidden_layers");
+  CHECK_HAS(config_error(with(tiny_llama(), "intermediate_size", -1), ErrorCode::format), "intermediate_size");
+  CHECK_HAS(config_error(with(tiny_llama(), "rms_norm_eps", 0), ErrorCode::format), "rms_norm_eps");
+}
+
+TEST_CASE("config: head_dim null or explicit") {
+  auto c = reach::parse_model_config(with(tiny_llama(), "head_dim", nullptr), kSrc);
+  CHECK(c.head_dim == 16);
+  c = reach::parse_model_config(with(tiny_llama(), "head_dim", 32), kSrc);
+  CHECK(c.head_dim == 32);
+  json j = with(tiny_llama(), "head_dim", 24);   // hidden 64 / 5 heads is fine with explicit head_dim
+  j["num_attention_heads"] = 5;
+  j["num_key_value_heads"] = 1;
+  CHECK(reach::parse_model_config(j, kSrc).head_dim == 24);
+}
+
+TEST_CASE("config: partial_rotary_factor") {
+  auto c = reach::parse_model_config(with(tiny_llama(), "partial_rotary_factor", 0.5), kSrc);
+  CHECK(c.rotary_dim == 8);
+  CHECK_HAS(config_error(with(tiny_llama(), "partial_rotary_factor", 1.5), ErrorCode::format),
+            "partial_rotary_factor");
+}
+
+TEST_CASE("config: eos as list, null, out of range") {
+  auto c = reach::parse_model_config(with(tiny_llama(), "eos_token_id", {2, 7, 9}), kSrc);
+  CHECK(c.eos_ids == std::vector<int32_t>{2, 7, 9});
+  c = reach::parse_model_config(with(tiny_llama(), "eos_token_id", nullptr), kSrc);
+  CHECK(c.eos_ids.empty());
+  CHECK_HAS(config_error(with(tiny_llama(), "eos_token_id", 100), ErrorCode::format), "eos_token_id");
+  CHECK_HAS(config_error(with(tiny_llama(), "bos_token_id", "<s>"), ErrorCode::format), "bos_token_id");
+}
+
+TEST_CASE("config: mlp_bias and hidden_act are refused clearly") {
+  CHECK_HAS(config_error(with(tiny_llama(), "mlp_bias", true), ErrorCode::unsupported), "mlp_bias");
+  CHECK_FALSE(reach::parse_model_config(with(tiny_llama(), "mlp_bias", false), kSrc).attention_bias);
+  CHECK_HAS(config_error(with(tiny_llama(), "hidden_act", "gelu"), ErrorCode::unsupported), "gelu");
+}
+
+TEST_CASE("rope_scaling: default, null, linear, dynamic") {
+  CHECK(rope("null").type == RopeType::default_);
+  CHECK(rope(R"({"rope_type":"default"})").type == RopeType::default_);
+  auto r = rope(R"({"rope_type":"linear","factor":4.0})");
+  CHECK(r.type == RopeType::linear);
+  CHECK(r.factor == 4.0);
+  r = rope(R"({"type":"linear","factor":2})");   // legacy key
+  CHECK(r.type == RopeType::linear);
+  CHECK(r.factor == 2.0);
+  r = rope(R"({"rope_type":"dynamic","factor":2.0})");
+  CHECK(r.type == RopeType::dynamic);
+  CHECK(r.original_max_position == 0);
+  r = rope(R"({"rope_type":"dynamic","factor":3.0,"original_max_position_embeddings":4096})");
+  CHECK(r.factor == 3.0);
+  CHECK(r.original_max_position == 4096);
+  CHECK_HAS(rope_error(R"({"rope_type":"linear"})"), "'factor'");
+  CHECK_HAS(rope_error(R"({"rope_type":"linear","factor":-1})"), "factor");
+  CHECK_HAS(rope_error(R"({"rope_type":"linear","type":"yarn","factor":2})"), "keep one");
+}
+
+TEST_CASE("rope_scaling: yarn with every key, and HF fallbacks") {
+  auto r = rope(R"({"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768,
+                    "beta_fast":16,"beta_slow":2,"attention_factor":1.2,"mscale":0.707,
+                    "mscale_all_dim":1.0,"truncate":false,"some_future_key":1})");
+  CHECK(r.type == RopeType::yarn);
+  CHECK(r.factor == 4.0);
+  CHECK(r.original_max_position == 32768);
+  CHECK(r.beta_fast == 16);
+  CHECK(r.beta_slow == 2);
+  CHECK(r.attention_factor.value() == doctest::Approx(1.2));
+  CHECK(r.mscale.value() == doctest::Approx(0.707));
+  CHECK(r.mscale_all_dim.value() == 1.0);
+  CHECK_FALSE(r.truncate);
+  r = rope(R"({"type":"yarn","factor":2,"beta_fast":0,"beta_slow":null,"attention_factor":null})");
+  CHECK(r.beta_fast == 32);
+  CHECK(r.beta_slow == 1);
+  CHECK_FALSE(r.attention_factor);
+  CHECK(r.truncate);
+}
+
+TEST_CASE("rope_scaling: llama3 needs all keys") {
+  auto r = rope(R"({"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+                    "original_max_position_embeddings":8192})");
+  CHECK(r.type == RopeType::llama3);
+  CHECK(r.factor == 8.0);
+  CHECK(r.low_freq_factor == 1.0);
+  CHECK(r.high_freq_factor == 4.0);
+  CHECK(r.original_max_position == 8192);
+  auto msg = rope_error(R"({"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0})");
+  CHECK_HAS(msg, "original_max_position_embeddings");
+  CHECK_HAS(msg, "test rope");
+}
+
+TEST_CASE("rope_scaling: reach types ntk, rerope, leaky_rerope, self_extend, none") {
+  auto r = rope(R"({"rope_type":"ntk","factor":8})");
+  CHECK(r.type == RopeType::ntk);
+  CHECK(r.factor == 8.0);
+  r = rope(R"({"rope_type":"rerope","window":512})");
+  CHECK(r.type == RopeType::rerope);
+  CHECK(r.window == 512);
+  r = rope(R"({"rope_type":"leaky_rerope","window":256,"factor":16})");
+  CHECK(r.type == RopeType::leaky_rerope);
+  CHECK(r.window == 256);
+  CHECK(r.leaky_k == 16.0);
+  r = rope(R"({"rope_type":"self_extend","group":4,"window":1024})");
+  CHECK(r.type == RopeType::self_extend);
+  CHECK(r.group == 4);
+  CHECK(r.window == 1024);
+  CHECK(rope(R"({"rope_type":"none"})").type == RopeType::none_);
+  CHECK_HAS(rope_error(R"({"rope_type":"rerope"})"), "'window'");
+  CHECK_HAS(rope_error(R"({"rope_type":"rerope","window":512,"windw":1})"), "windw");
+}
+
+TEST_CASE("rope_scaling: self_extend window must be a multiple of group") {
+  auto msg = rope_error(R"({"rope_type":"self_extend","group":3,"window":1024})");
+  CHECK_HAS(msg, "window 1024");
+  CHECK_HAS(msg, "group 3");
+  CHECK_HAS(msg, "G divides W");
+}
+
+TEST_CASE("rope_scaling: unknown and unsupported types") {
+  auto msg = rope_error(R"({"rope_type":"lienar","factor":2})", ErrorCode::unsupported);
+  CHECK_HAS(msg, "lienar");
+  CHECK_HAS(msg, "yarn");
+  CHECK_HAS(msg, "self_extend");
+  CHECK_HAS(rope_error(R"({"rope_type":"longrope","short_factor":[1],"long_factor":[1]})", ErrorCode::unsupported),
+            "longrope");
+  CHECK_HAS(rope_error(R"("linear")"), "object");
+}
+
+TEST_CASE("config: rope_scaling and v5 rope_parameters inside config.json") {
+  json j = with(tiny_llama(), "rope_scaling", json::parse(R"({"type":"linear","factor":2.0})"));
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.rope.type == RopeType::linear);
+  CHECK(c.rope_theta == 500000.0);
+  j = without(tiny_llama(), "rope_theta");
+  j["rope_parameters"] = json::parse(R"({"rope_type":"yarn","factor":4.0,"rope_theta":1000000.0,
+                                          "original_max_position_embeddings":64,"partial_rotary_factor":0.5})");
+  c = reach::parse_model_config(j, kSrc);
+  CHECK(c.rope.type == RopeType::yarn);
+  CHECK(c.rope_theta == 1000000.0);
+  CHECK(c.rope.original_max_position == 64);
+  CHECK(c.rotary_dim == 8);
+  j["rope_parameters"] = json::parse(R"({"rope_type":"default","rope_theta":20000})");
+  CHECK(reach::parse_model_config(j, kSrc).rope_theta == 20000.0);
+  auto msg = config_error(with(tiny_llama(), "rope_scaling", json::parse(R"({"rope_type":"yarn"})")),
+                          ErrorCode::format);
+  CHECK_HAS(msg, "rope_scaling");
+  CHECK_HAS(msg, "'factor'");
+}
+
+TEST_CASE("config: reach_attention keys") {
+  json j = tiny_llama();
+  j["reach_attention"] = json::parse(R"({"logn_train_len":4096,"qk_norm":"cos","cos_n":8.5,"window":128,
+      "sinks":4,"alibi_max_bias":8,"layers":{"0":{"window":64,"rope":false},"1":{"logn":true}}})");
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.attn.logn_train_len == 4096);
+  CHECK(c.attn.qk_norm == reach::QkNorm::cos);
+  CHECK(c.attn.cos_n.value() == 8.5);
+  CHECK(c.attn.window == 128);
+  CHECK(c.attn.sinks == 4);
+  CHECK(c.attn.alibi_max_bias.value() == 8.0);
+  REQUIRE(c.attn.layers.size() == 2);
+  CHECK(c.attn.layers.at(0).window.value() == 64);
+  CHECK(c.attn.layers.at(0).rope.value() == false);
+  CHECK_FALSE(c.attn.layers.at(0).logn);
+  CHECK(c.attn.layers.at(1).logn.value() == true);
+  CHECK_HAS(c.describe(), "logn_train_len 4096");
+  j["reach_attention"] = json::parse(R"({"qk_norm":"key"})");
+  CHECK(reach::parse_model_config(j, kSrc).attn.qk_norm == reach::QkNorm::key);
+  j["reach_attention"] = json::parse(R"({"qk_norm":"query"})");
+  CHECK(reach::parse_model_config(j, kSrc).attn.qk_norm == reach::QkNorm::query);
+}
+
+TEST_CASE("config: unknown reach_attention key is rejected") {
+  json j = with(tiny_llama(), "reach_attention", json::parse(R"({"logn_train_length":4096})"));
+  auto msg = config_error(j, ErrorCode::format);
+  CHECK_HAS(msg, "logn_train_length");
+  CHECK_HAS(msg, "reach_attention");
+  CHECK_HAS(msg, "logn_train_len");   // the allowed spelling is listed
+  j["reach_attention"] = json::parse(R"({"layers":{"0":{"windw":3}}})");
+  CHECK_HAS(config_error(j, ErrorCode::format), "windw");
+  j["reach_attention"] = json::parse(R"({"qk_norm":"l2"})");
+  CHECK_HAS(config_error(j, ErrorCode::format), "qk_norm");
+  j["reach_attention"] = json::parse(R"({"cos_n":4})");
+  CHECK_HAS(config_error(j, ErrorCode::format), "cos_n");
+}
+
+TEST_CASE("config: reach_attention layer index out of range") {
+  json j = with(tiny_llama(), "reach_attention", json::parse(R"({"layers":{"2":{"window":8}}})"));
+  auto msg = config_error(j, ErrorCode::format);
+  CHECK_HAS(msg, "\"2\"");
+  CHECK_HAS(msg, "num_hidden_layers=2");
+  j["reach_attention"] = json::parse(R"({"layers":{"first":{"window":8}}})");
+  CHECK_HAS(config_error(j, ErrorCode::format), "first");
+  j["reach_attention"] = json::parse(R"({"layers":{"-1":{"window":8}}})");
+  config_error(j, ErrorCode::format);
+}
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() / ("reach_test_cfg_" + std::to_string(getpid()) + "_" +
+                                        std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+TEST_CASE("config: load_model_config from a file or a directory") {
+  TempDir dir;
+  const fs::path p = dir.path / "config.json";
+  std::ofstream(p) << tiny_llama().dump(2);
+  auto c = reach::load_model_config(p);
+  CHECK(c.hidden_size == 64);
+  CHECK(c.source == p);
+  c = reach::load_model_config(dir.path);
+  CHECK(c.source == p);
+  // The path in messages is the real file.
+  std::ofstream(p) << without(tiny_llama(), "hidden_size").dump();
+  auto msg = error_of([&] { reach::load_model_config(dir.path); }, ErrorCode::format);
+  CHECK_HAS(msg, p.string());
+  CHECK_HAS(msg, "hidden_size");
+}
+
+TEST_CASE("config: missing file and invalid JSON") {
+  TempDir dir;
+  auto msg = error_of([&] { reach::load_model_config(dir.path / "nope.json"); }, ErrorCode::io);
+  CHECK_HAS(msg, "nope.json");
+  const fs::path p = dir.path / "config.json";
+  std::ofstream(p) << R"({"hidden_size": 64,)";
+  msg = error_of([&] { reach::load_model_config(p); }, ErrorCode::format);
+  CHECK_HAS(msg, p.string());
+  CHECK_HAS(msg, "JSON");
+  std::ofstream(p) << std::string(100000, '[');
+  msg = error_of([&] { reach::load_model_config(p); }, ErrorCode::format);
+  CHECK_HAS(msg, p.string());
+  std::ofstream(p) << "[1,2]";
+  msg = error_of([&] { reach::load_model_config(p); }, ErrorCode::format);
+  CHECK_HAS(msg, "object");
+}

@@ -1,0 +1,193 @@
+// reach-bench-kernels: throughput of the linear kernels on one device.
+//   GEMM   GFLOP/s = 2·M·N·K / time       (M = N = K = 512, 1024, 2048)
+//   matvec GB/s    = weight bytes / time  (N x K = 2048², 4096²; M = 1)
+// Each case is warmed up, then timed `--reps` times (wall clock around
+// submit + wait of a command list recorded once); the median is reported as a
+// markdown table.  Tunables can be overridden to compare kernel variants:
+//   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
+//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --reps N --only gemm|matvec --quick --size N
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/command.hpp"
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/kernels.hpp"
+#include "engine/memory.hpp"
+#include "engine/transfer.hpp"
+
+using namespace reach;
+
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, WType t) {
+  // Values in [-1, 1) encoded as the weight type (patterns only matter for NaN/Inf avoidance).
+  std::vector<uint8_t> out(n * (t == WType::f32 ? 4 : 2));
+  uint32_t s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const float v = float(int32_t(s >> 8) - (1 << 23)) / float(1 << 23);
+    if (t == WType::f32) {
+      std::memcpy(&out[i * 4], &v, 4);
+    } else {
+      uint32_t b;
+      std::memcpy(&b, &v, 4);
+      // bf16: truncate; f16: a small normal half (sign + exponent 14 + mantissa bits).
+      const uint16_t h = t == WType::bf16 ? uint16_t(b >> 16) : uint16_t((b >> 16 & 0x8000u) | 0x3800u | (s >> 22));
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Row {
+  std::string op, type, shape, metric;
+  double ms, value, cpu_ms, cpu_value;
+};
+
+// CPU time of the whole process (every driver thread): on a CPU device this
+// is the work the kernel costs, independent of other load on the machine.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Timing {
+  double wall, cpu;   // medians, seconds per run
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5;
+  std::string only;
+  bool quick = false;
+  uint32_t size = 0;   // --size N: only this size (GEMM N³, matvec N²)
+  std::vector<std::pair<std::string, long>> overrides;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--quick") quick = true;
+    else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
+    else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
+    else if (a == "-h" || a == "--help") {
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec] [--quick] [--size N]\n"
+                "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
+                "  [--mv-wg N --mv-rows N --mv-mode 0|1|2]");
+      return 0;
+    } else {
+      std::fprintf(stderr, "unknown argument %s (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  try {
+    auto device = Device::create({});
+    Allocator alloc(*device);
+    Transfer transfer(alloc);
+    KernelConfig cfg = KernelConfig::from(device->caps());
+    for (auto& [k, v] : overrides) {
+      const uint32_t u = static_cast<uint32_t>(v);
+      if (k == "gemm-wg") cfg.gemm_wg = u;
+      else if (k == "gemm-tm") cfg.gemm_tm = u;
+      else if (k == "gemm-tn") cfg.gemm_tn = u;
+      else if (k == "gemm-shared") cfg.gemm_shared = u != 0;
+      else if (k == "gemm-tile") cfg.gemm_tile_m = cfg.gemm_tile_n = u;
+      else if (k == "gemm-bk") cfg.gemm_bk = u;
+      else if (k == "gemm-bcast") cfg.gemm_bcast = u != 0;
+      else if (k == "mv-wg") cfg.matvec_wg = u;
+      else if (k == "mv-rows") cfg.matvec_rows = u;
+      else if (k == "mv-mode") cfg.matvec_mode = u;
+      else {
+        std::fprintf(stderr, "unknown option --%s\n", k.c_str());
+        return 2;
+      }
+    }
+    Kernels kernels(*device, cfg);
+    std::printf("device: %s\n", device->caps().summary().c_str());
+    std::printf("gemm: %s wg=%u tm=%u tn=%u tile=%ux%u bk=%u | matvec: mode=%u wg=%u rows=%u | reps=%d (median)\n\n",
+                cfg.gemm_shared ? "shared" : "registers", cfg.gemm_wg, cfg.gemm_tm, cfg.gemm_tn, cfg.gemm_tile_m,
+                cfg.gemm_tile_n, cfg.gemm_bk, cfg.matvec_mode, cfg.matvec_wg, cfg.matvec_rows, reps);
+
+    auto time_op = [&](uint32_t M, uint32_t N, uint32_t K, WType t, bool gemm) -> Timing {
+      Buffer bx = alloc.allocate(Arena::scratch, uint64_t(M) * K * 4, "x");
+      Buffer bw = alloc.allocate(Arena::weights, uint64_t(N) * K * wtype_size(t), "w");
+      Buffer by = alloc.allocate(Arena::scratch, uint64_t(M) * N * 4, "y");
+      auto xs = random_bytes(size_t(M) * K, 1, WType::f32);
+      auto ws = random_bytes(size_t(N) * K, 2, t);
+      transfer.upload(bx, 0, xs.data(), xs.size());
+      transfer.upload(bw, 0, ws.data(), ws.size());
+      CommandList cmd(*device);
+      cmd.begin();
+      const Act x{&bx, 0, M, K}, y{&by, 0, M, N};
+      const Mat w{&bw, 0, t, N, K};
+      if (gemm) kernels.gemm(cmd, x, w, y);
+      else kernels.matvec(cmd, x, w, y);
+      cmd.end();
+      cmd.run();   // warm-up (pipeline creation, first touch)
+      cmd.run();
+      std::vector<double> times, cpu;
+      for (int r = 0; r < reps; ++r) {
+        const double c0 = process_cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        cmd.run();
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        cpu.push_back(process_cpu_seconds() - c0);
+      }
+      return Timing{median(times), median(cpu)};
+    };
+
+    std::vector<Row> rows;
+    if (only.empty() || only == "gemm") {
+      std::vector<uint32_t> sizes = {512, 1024, 2048};
+      if (quick) sizes = {1024};
+      if (size) sizes = {size};
+      for (uint32_t s : sizes)
+        for (WType t : {WType::f32, WType::f16}) {
+          const Timing tm = time_op(s, s, s, t, true);
+          const double flop = 2.0 * s * s * double(s);
+          rows.push_back({"gemm", wtype_name(t), std::to_string(s) + "³", "GFLOP/s", tm.wall * 1e3,
+                          flop / tm.wall * 1e-9, tm.cpu * 1e3, flop / tm.cpu * 1e-9});
+          std::fprintf(stderr, "gemm %s %u: %.2f ms (cpu %.2f ms)\n", wtype_name(t), s, tm.wall * 1e3, tm.cpu * 1e3);
+        }
+    }
+    if (only.empty() || only == "matvec") {
+      std::vector<uint32_t> sizes = {2048, 4096};
+      if (quick) sizes = {4096};
+      if (size) sizes = {size};
+      for (uint32_t s : sizes)
+        for (WType t : {WType::f32, WType::f16, WType::bf16}) {
+          const Timing tm = time_op(1, s, s, t, false);
+          const double bytes = double(s) * s * wtype_size(t);
+          rows.push_back({"matvec", wtype_name(t), "1x" + std::to_string(s) + "x" + std::to_string(s), "GB/s",
+                          tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
+          std::fprintf(stderr, "matvec %s %u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), s, tm.wall * 1e3, tm.cpu * 1e3);
+        }
+    }
+    // Wall clock is what a user sees; "per CPU-second" divides the work by the
+    // process CPU time (all driver threads), which does not depend on other
+    // load on a shared machine (on a CPU device, wall ≈ CPU time / cores used).
+    std::printf("| op | weights | M·N·K | wall (ms) | throughput (wall) | CPU time (ms) | per CPU-second |\n"
+                "|---|---|---|---:|---:|---:|---:|\n");
+    for (const Row& r : rows)
+      std::printf("| %s | %s | %s | %.3f | %.2f %s | %.3f | %.2f %s |\n", r.op.c_str(), r.type.c_str(),
+                  r.shape.c_str(), r.ms, r.value, r.metric.c_str(), r.cpu_ms, r.cpu_value, r.metric.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "reach-bench-kernels: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

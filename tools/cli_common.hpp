@@ -1,0 +1,34 @@
+#pragma once
+// Option parsing and model opening shared by run / bench / eval.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/device.hpp"
+#include "engine/memory.hpp"
+#include "runtime/model.hpp"
+#include "runtime/schemes.hpp"
+#include "tools/commands.hpp"
+
+namespace reach::cli {
+
+// Throws Error(invalid_argument) naming the flag when the value is missing or bad.
+const std::string& value_of(const Args& args, size_t& i);
+int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi);
+double float_of(const Args& args, size_t& i);
+
+struct Engine {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Allocator> allocator;
+  std::unique_ptr<Model> model;
+  double load_seconds = 0;
+};
+
+// --device N|NAME overrides REACH_DEVICE.
+Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true);
+
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace reach::cli

