@@ -5,11 +5,13 @@
 //
 // Host side of the attention kernels (shaders/attention_*.comp).  Tile sizes
 // and workgroup sizes are specialization constants chosen from Capabilities:
-//   CPU devices (llvmpipe: one thread per workgroup, 8 lanes, costly barriers):
-//     prefill Br = subgroup size rows per query head, Bc = 64 keys, decode
-//     workgroup = subgroup size;
-//   GPUs: prefill Br = 32 rows per head, Bc = 32; decode workgroup 64.
-// Bc is halved until K1 (+ K2 for dual schemes) + V tiles fit shared memory.
+//   prefill: workgroup = one subgroup (8 lanes on lavapipe); lanes = rows x
+//     query heads of one GQA group (Br = subgroup / group heads), Bc = subgroup
+//     size keys per tile, exchanged with subgroup shuffles (no shared memory:
+//     llvmpipe runs every memory load lane by lane, so each load must bring
+//     distinct data to every lane);
+//   decode: workgroup = subgroup size on CPU devices, 64 on GPUs; 32 / 64 keys
+//     per tile; splits of >= 256 / 128 keys, at most 256 splits.
 #include "runtime/attention.hpp"
 
 #include <algorithm>
@@ -55,13 +57,14 @@ void validate(const AttentionSpec& s, const RopeTable& t1, const RopeTable* t2) 
   const uint32_t rp = rot_pairs(s);
   if (s.rope) {
     if (rp * 2 > s.head_dim || rp % 4) unsupported(where + ": rotary_dim must be a multiple of 8 and <= head_dim");
-    if (!t1.buffer || t1.positions == 0 || t1.pairs < rp) fail(where + ": RoPE needs table 1 with rotary_dim/2 pairs");
+    if (!t1.buffer || t1.positions == 0 || t1.pairs < rp || t1.pairs % 2)
+      fail(where + ": RoPE needs table 1 with rotary_dim/2 pairs (an even count)");
   }
   if (s.dual()) {
     if (!s.rope) fail(where + ": a dual-branch scheme needs RoPE");
     if (s.cache != KeyCacheMode::raw) fail(where + ": a dual-branch scheme needs the raw key cache");
     if (s.group < 1) fail(where + ": group must be >= 1");
-    if (t2 && s.branch2_table2 && (!t2->buffer || t2->positions == 0 || t2->pairs < rp))
+    if (t2 && s.branch2_table2 && (!t2->buffer || t2->positions == 0 || t2->pairs < rp || t2->pairs % 2))
       fail(where + ": branch 2 needs table 2");
   }
 }
@@ -152,15 +155,11 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
   const uint32_t sg = std::max<uint32_t>(caps.subgroup_size, 1);
   if (caps.is_cpu()) {
     // One CPU thread runs a workgroup, subgroup-size lanes at a time, and switches
-    // lane groups at every barrier: one lane group per query head, big key tiles.
-    t.prefill_rows = sg;
-    t.prefill_keys = 64;
+    // lane groups at every barrier: one lane group per workgroup.
     t.decode_group = sg;
     t.decode_keys = 32;
     t.split_min = 256;
   } else {
-    t.prefill_rows = 32;
-    t.prefill_keys = 32;
     t.decode_group = 64;
     t.decode_keys = 64;
     t.split_min = 128;
@@ -174,8 +173,6 @@ Attention::Attention(Device& device) : Attention(device, AttentionTuning{}) {}
 Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(device) {
   const AttentionTuning d = AttentionTuning::from(device.caps());
   tuning_ = tuning;
-  if (!tuning_.prefill_rows) tuning_.prefill_rows = d.prefill_rows;
-  if (!tuning_.prefill_keys) tuning_.prefill_keys = d.prefill_keys;
   if (!tuning_.decode_group) tuning_.decode_group = d.decode_group;
   if (!tuning_.decode_keys) tuning_.decode_keys = d.decode_keys;
   if (!tuning_.split_min) tuning_.split_min = d.split_min;
@@ -183,22 +180,12 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
 }
 
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
-  const Capabilities& c = device_.caps();
-  const uint32_t gq = group_size(spec);
-  rows = std::max<uint32_t>(tuning_.prefill_rows, 1);
-  const uint32_t max_inv = c.max_workgroup_invocations ? c.max_workgroup_invocations : 128;
-  const uint32_t max_x = c.max_workgroup_size[0] ? c.max_workgroup_size[0] : 128;
-  while (rows > 1 && rows * gq > std::min(max_inv, max_x)) rows /= 2;
-  if (rows * gq > std::min(max_inv, max_x))
-    unsupported(std::to_string(gq) + " query heads per kv head exceed the workgroup size limit");
-  keys = std::max<uint32_t>(tuning_.prefill_keys, 1);
-  const uint64_t shared = c.max_shared_memory ? c.max_shared_memory : 16384;
-  // K1 + V (+ K2) tiles and the per-invocation score rows.
-  auto bytes = [&](uint32_t bc) {
-    return uint64_t(bc * 2 + (spec.dual() ? bc : 1)) * spec.head_dim * 4 + uint64_t(bc) * rows * gq * 4;
-  };
-  while (keys > 1 && bytes(keys) > shared) keys /= 2;
-  if (bytes(keys) > shared) unsupported("head_dim " + std::to_string(spec.head_dim) + " tiles exceed shared memory");
+  // One workgroup = one subgroup: its lanes are (row, query head of the group)
+  // and it takes keys in tiles of one per lane (exchanged by shuffles).
+  const uint32_t wg = std::max<uint32_t>(device_.caps().subgroup_size, 1);
+  const uint32_t hpw = std::min(group_size(spec), wg);
+  rows = wg / hpw;
+  keys = wg;
 }
 
 TileCounts Attention::prefill_tiles(const AttentionSpec& spec, uint32_t pos0, uint32_t n_new) const {
@@ -256,27 +243,18 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
     fail("prefill: q/out must be [>= " + std::to_string(max_new) + ", " + std::to_string(qd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("prefill: no cache");
   if (max_new == 0) return;
-  uint32_t br = 0, bc = 0;
-  prefill_tile_sizes(spec, br, bc);
+  uint32_t rows = 0, wg = 0;
+  prefill_tile_sizes(spec, rows, wg);
   const uint32_t gq = group_size(spec);
+  const uint32_t hpw = std::min(gq, wg), nhc = (gq + hpw - 1) / hpw;
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
-  const std::vector<uint32_t> sc = {br * gq,
-                                    br,
-                                    bc,
-                                    spec.head_dim,
-                                    gq,
-                                    rot_pairs(spec),
-                                    spec.rope ? 1u : 0u,
-                                    spec.cache == KeyCacheMode::raw ? 1u : 0u,
-                                    dual ? 1u : 0u,
-                                    t2 ? 1u : 0u,
-                                    uint32_t(spec.q2_mode),
-                                    uint32_t(spec.k2_mode),
-                                    uint32_t(spec.norm),
-                                    dual ? bc : 1u,
-                                    spec.alibi_max_bias > 0 ? 1u : 0u};
-  const Pipeline& p = device_.pipelines().get({"attention_prefill", 7, sizeof(AttnPush), sc});
+  PipelineDesc desc{"attention_prefill", 7, sizeof(AttnPush),
+                    {wg, hpw, rows, spec.head_dim, gq, rot_pairs(spec), spec.rope ? 1u : 0u,
+                     spec.cache == KeyCacheMode::raw ? 1u : 0u, dual ? 1u : 0u, t2 ? 1u : 0u, uint32_t(spec.q2_mode),
+                     uint32_t(spec.k2_mode), uint32_t(spec.norm), spec.alibi_max_bias > 0 ? 1u : 0u}};
+  if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
+  const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = max_new;
   const BufferRange r1 = table_range(table1, step);
@@ -288,7 +266,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
     cmd.dispatch(p,
                  {step, q.range(), cache.k->range(hc.first * slab, hc.count * slab),
                   cache.v->range(hc.first * slab, hc.count * slab), r1, r2, out.range()},
-                 &push, sizeof push, groups_for(max_new, br), hc.count, 1, "attention_prefill");
+                 &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
 }
 

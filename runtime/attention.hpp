@@ -90,8 +90,6 @@ struct StepParams {
 // Kernel tunables, chosen from the device's capabilities (never its vendor);
 // tests and benchmarks may force values.  0 = choose.
 struct AttentionTuning {
-  uint32_t prefill_rows = 0;   // Br: query rows per head per prefill workgroup (workgroup = Br x group heads)
-  uint32_t prefill_keys = 0;   // Bc: keys per prefill tile (reduced until the tiles fit shared memory)
   uint32_t decode_group = 0;   // decode workgroup size
   uint32_t decode_keys = 0;    // keys per decode tile
   uint32_t split_min = 0;      // decode: fewest keys per split
@@ -146,7 +144,7 @@ class Attention {
 
   // Tile classes prefill would use for a chunk of n_new rows at pos0 (all kv heads alike).
   TileCounts prefill_tiles(const AttentionSpec& spec, uint32_t pos0, uint32_t n_new) const;
-  // Br and Bc prefill uses for this spec (after the shared-memory fit).
+  // Br (query rows per workgroup) and Bc (keys per tile) prefill uses for this spec.
   void prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const;
 
  private:

@@ -205,4 +205,34 @@ std::vector<KernelTiming> Session::last_timings() const {
   return last_ ? last_->timings() : std::vector<KernelTiming>{};
 }
 
+void Session::record_decode(VkCommandBuffer cmd) {
+  if (!cmd) throw Error(ErrorCode::invalid_argument, "record_decode: the command buffer is VK_NULL_HANDLE");
+  auto& list = recordings_[cmd];
+  if (!list) list = std::make_unique<CommandList>(model_.device(), cmd);
+  list->begin();   // reuses its descriptor pools: the buffer is not pending (the host reset it)
+  record(*list, 1, false);
+  list->barrier();   // results visible to the host and to the host's later commands
+}
+
+void Session::forget_recording(VkCommandBuffer cmd) { recordings_.erase(cmd); }
+
+void Session::begin_decode_step(int32_t id) {
+  if (pos_ + 1 > capacity_)
+    throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
+                                                 " is full: raise --ctx or generate fewer tokens (-n)");
+  if (id < 0 || id >= config_.vocab_size)
+    throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " at position " +
+                                                 std::to_string(pos_) + " is outside the vocabulary of " +
+                                                 std::to_string(config_.vocab_size));
+  std::memcpy(ids_.mapped(), &id, 4);
+  StepParams sp{pos_, 1, 0, 0};
+  std::memcpy(step_.mapped(), &sp, sizeof sp);
+}
+
+void Session::finish_decode_step() {
+  Transfer T(model_.allocator());
+  T.download(logits_buf_, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
+  pos_ += 1;
+}
+
 }  // namespace reach

@@ -53,6 +53,17 @@ class Session {
   // GPU time per kernel label over the last submitted program (profile on).
   std::vector<KernelTiming> last_timings() const;
 
+  // Frame-budget embedding (C API): the one-token decode program recorded into
+  // a command buffer the caller owns and submits (recording state; reach never
+  // submits it).  Its descriptor sets live until the same buffer is recorded
+  // again, forget_recording(cmd), or the Session dies.  Around each execution:
+  // begin_decode_step checks the id and the capacity and writes the inputs;
+  // finish_decode_step (after the GPU finished) reads the logits, position + 1.
+  void record_decode(VkCommandBuffer cmd);
+  void forget_recording(VkCommandBuffer cmd);
+  void begin_decode_step(int32_t id);
+  void finish_decode_step();
+
  private:
   struct Program {
     std::unique_ptr<CommandList> cmd;
@@ -79,6 +90,7 @@ class Session {
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, bool>, Program> programs_;
   CommandList* last_ = nullptr;
+  std::map<VkCommandBuffer, std::unique_ptr<CommandList>> recordings_;   // record_decode
 };
 
 }  // namespace reach

@@ -4,8 +4,8 @@
 //  * vectors are read as vec4; head_dim D and the rotating pairs ROTP are
 //    multiples of 4 (pair j = (x[j], x[j+ROTP]), half-split layout), so a vec4
 //    of the low half pairs with the vec4 ROTP/4 slots further on;
-//  * cos/sin tables are vec2 [positions][pairs]; positions are clamped to the
-//    table (the host checks the tables are long enough);
+//  * cos/sin tables are (cos, sin) pairs [positions][pairs], read as vec4 (two
+//    pairs; pairs is a multiple of 4); positions are clamped to the table;
 //  * logits are kept in the log2 domain: the query carries scale·log2(e) and
 //    the ALiBi slope is multiplied by log2(e), so the softmax uses exp2;
 //  * masked scores are NEG (finite, so max/alpha arithmetic never meets
@@ -23,7 +23,7 @@ layout(push_constant) uniform PC {
 } pc;
 
 // The including shader declares the buffer `tab1` (and `tab2` with
-// ATTN_HAS_TAB2 defined), vec2 arrays, before including this file.
+// ATTN_HAS_TAB2 defined), vec4 arrays, before including this file.
 
 #define LOG2E 1.4426950408889634
 #define NEG (-1.0e30)
@@ -45,23 +45,19 @@ int k2_position(uint mode, int m, int group) {
 #ifndef ATTN_NO_TABLES
 void table_cs1(int p, uint c4, out vec4 c, out vec4 s) {
   const uint pp = uint(clamp(p, 0, int(pc.tab1_positions) - 1));
-  const uint base = pp * pc.tab1_pairs + c4 * 4u;
-  for (uint e = 0u; e < 4u; ++e) {
-    const vec2 cs = tab1[base + e];
-    c[e] = cs.x;
-    s[e] = cs.y;
-  }
+  const uint base = (pp * pc.tab1_pairs) / 2u + c4 * 2u;   // vec4 = two (cos, sin) pairs
+  const vec4 a = tab1[base], b = tab1[base + 1u];
+  c = vec4(a.x, a.z, b.x, b.z);
+  s = vec4(a.y, a.w, b.y, b.w);
 }
 #endif
 #ifdef ATTN_HAS_TAB2
 void table_cs2(int p, uint c4, out vec4 c, out vec4 s) {
   const uint pp = uint(clamp(p, 0, int(pc.tab2_positions) - 1));
-  const uint base = pp * pc.tab2_pairs + c4 * 4u;
-  for (uint e = 0u; e < 4u; ++e) {
-    const vec2 cs = tab2[base + e];
-    c[e] = cs.x;
-    s[e] = cs.y;
-  }
+  const uint base = (pp * pc.tab2_pairs) / 2u + c4 * 2u;   // vec4 = two (cos, sin) pairs
+  const vec4 a = tab2[base], b = tab2[base + 1u];
+  c = vec4(a.x, a.z, b.x, b.z);
+  s = vec4(a.y, a.w, b.y, b.w);
 }
 #endif
 

@@ -35,8 +35,8 @@ layout(binding = 0) readonly buffer Step { uint step[]; };
 layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
-layout(binding = 4) readonly buffer T1 { vec2 tab1[]; };
-layout(binding = 5) readonly buffer T2 { vec2 tab2[]; };
+layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
 layout(binding = 6) writeonly buffer Part { float part[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"

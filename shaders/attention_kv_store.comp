@@ -17,7 +17,7 @@ layout(binding = 1) readonly buffer KN { vec4 k_new[]; };
 layout(binding = 2) readonly buffer VN { vec4 v_new[]; };
 layout(binding = 3) writeonly buffer KC { vec4 kc[]; };
 layout(binding = 4) writeonly buffer VC { vec4 vc[]; };
-layout(binding = 5) readonly buffer T1 { vec2 tab1[]; };
+layout(binding = 5) readonly buffer T1 { vec4 tab1[]; };
 #include "attention_common.glsl"
 
 void main() {

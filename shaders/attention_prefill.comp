@@ -1,13 +1,17 @@
 #version 450
-#extension GL_EXT_control_flow_attributes : require
 // Flash-style causal prefill attention with the dual-branch contract
 // (docs EXTRAPOLATION.md §1.2, §5).
 //
-// Workgroup (query tile x, kv head y): GQ*BR invocations; invocation = (query
-// head of the kv head's group, row).  Each K/V tile of BC keys is staged (and
-// rotated, for a raw cache) once in shared memory and used by all GQ*BR rows,
-// so the kv tile is read and rotated once per GQA group.  Each invocation keeps
-// its query row(s) and its f32 online-softmax state (max, sum, accumulator).
+// One workgroup = one subgroup of WG lanes.  Lane = (row, head of the GQA
+// group): ROWS query rows x HPW query heads of one kv head, so every key/value
+// the workgroup loads serves all HPW heads of the group (the kv tile is read,
+// and rotated for a raw cache, once per group).  Keys go by in tiles of WG
+// (= Bc): lane l loads key k0+l (rotating it when the branch needs it) and the
+// lanes exchange them with subgroup shuffles, so each memory load brings WG
+// distinct values (llvmpipe executes a load lane by lane; a load that every
+// lane repeats would waste WG-1 of them).  Each lane keeps its query row(s) and
+// its f32 online-softmax state (max, sum, accumulator).  No shared memory, no
+// barriers, never an n x n buffer.
 //
 // Per (query tile, key tile), from the real (unaligned, chunked) bounds:
 //   r_min = max(0, q_lo - k_hi), r_max = q_hi - k_lo   (causal-valid range)
@@ -16,9 +20,12 @@
 //   r_min >= W                  -> branch 2 only
 //   otherwise (mixed)           -> both dot products, select per element
 // Positions (pos0, n_new) come from the step buffer.
-layout(local_size_x_id = 0) in;                   // WG = GQ * BR
-layout(constant_id = 1) const uint BR = 8;        // query rows per head per workgroup
-layout(constant_id = 2) const uint BC = 32;       // keys per tile
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(local_size_x_id = 0) in;                   // WG = subgroup size = keys per tile
+layout(constant_id = 1) const uint HPW = 1;       // query heads per workgroup (<= WG)
+layout(constant_id = 2) const uint ROWS = 8;      // query rows per workgroup (WG / HPW)
 layout(constant_id = 3) const uint D = 64;        // head_dim (multiple of 8)
 layout(constant_id = 4) const uint GQ = 1;        // query heads per kv head
 layout(constant_id = 5) const uint ROTP = 32;     // rotating pairs (multiple of 4)
@@ -29,65 +36,67 @@ layout(constant_id = 9) const bool TABLE2 = false;  // branch 2 rotates with tab
 layout(constant_id = 10) const uint Q2MODE = 0;
 layout(constant_id = 11) const uint K2MODE = 0;
 layout(constant_id = 12) const uint NORM = 0;     // 0 none, 1 key (in cache), 2 query, 3 cos
-layout(constant_id = 13) const uint NK2 = 1;      // rows of the branch-2 key tile (BC if DUAL)
-layout(constant_id = 14) const bool ALIBI = false;
+layout(constant_id = 13) const bool ALIBI = false;
+const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
-const uint WG = GQ * BR;
+const uint NHC = (GQ + HPW - 1u) / HPW;           // head chunks per kv head
 
 layout(binding = 0) readonly buffer Step { uint step[]; };
 layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
-layout(binding = 4) readonly buffer T1 { vec2 tab1[]; };
-layout(binding = 5) readonly buffer T2 { vec2 tab2[]; };
+layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
 layout(binding = 6) writeonly buffer O { vec4 obuf[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
-
-shared vec4 sK1[BC * D4];
-shared vec4 sK2[NK2 * D4];
-shared vec4 sV[BC * D4];
-// Per-invocation scores / probabilities of the current tile.  Shared, not a
-// private array: private arrays indexed by a loop counter become if-ladders on
-// some compilers (llvmpipe), shared memory is a plain indexed access.
-shared float sScore[BC * WG];
-#define SC(j) sScore[(j) * WG + lane]
 
 void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   if (t2) table_cs2(p, c, cs, sn);
   else table_cs1(p, c, cs, sn);
 }
 
-// Element c (vec4) of key `base` rotated at position p.
-vec4 rotated_key(uint base, uint c, int p, bool t2) {
-  const vec4 x = kc[base + c];
-  if (c >= 2u * R4) return x;
-  vec4 cs, sn;
-  if (c < R4) {
-    cs_at(t2, p, c, cs, sn);
-    return x * cs - kc[base + c + R4] * sn;
+// s[jj] += q · key(k0 + jj) for the WG keys of the tile; this lane supplies
+// key k0 + lane (at `base`), rotated at position `kp` when ROT_K.
+#define QK(s, q, ROT_K, kp, T2)                                                 \
+  {                                                                             \
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {                                 \
+      if (c >= R4 && c < 2u * R4 && (ROT_K)) continue;                          \
+      vec4 k_lo = kc[base + c], k_hi = vec4(0.0);                               \
+      if ((ROT_K) && c < R4) {                                                  \
+        const vec4 x_hi = kc[base + c + R4];                                    \
+        vec4 cs, sn;                                                            \
+        cs_at(T2, kp, c, cs, sn);                                               \
+        k_hi = x_hi * cs + k_lo * sn;                                           \
+        k_lo = k_lo * cs - x_hi * sn;                                           \
+      }                                                                         \
+      [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {                            \
+        const vec4 kb = subgroupShuffle(k_lo, jj);                              \
+        vec4 a = q[c] * kb;                                                     \
+        if ((ROT_K) && c < R4) a += q[c + R4] * subgroupShuffle(k_hi, jj);      \
+        s[jj] += (a.x + a.y) + (a.z + a.w);                                     \
+      }                                                                         \
+    }                                                                           \
   }
-  cs_at(t2, p, c - R4, cs, sn);
-  return x * cs + kc[base + c - R4] * sn;
-}
 
 void main() {
-  const uint lane = gl_LocalInvocationIndex;
-  const uint hq = lane / BR, row = lane % BR;
-  const uint g_local = gl_WorkGroupID.y;          // kv head within this dispatch's binding
+  const uint lane = gl_SubgroupInvocationID;
+  const uint row = lane / HPW, hc = lane % HPW;
+  const uint g_local = gl_WorkGroupID.y / NHC;    // kv head within this dispatch's binding
+  const uint hq = (gl_WorkGroupID.y % NHC) * HPW + hc;
   const uint g = pc.kv_base + g_local;
-  const uint h = g * GQ + hq;
+  const uint h = g * GQ + min(hq, GQ - 1u);
   const uint H = pc.n_heads;
   const uint pos0 = step[0], n_new = min(step[1], pc.max_rows);
-  const uint t0 = gl_WorkGroupID.x * BR;
+  const uint t0 = gl_WorkGroupID.x * ROWS;
   if (t0 >= n_new) return;
-  const uint t = t0 + row;
-  const bool valid = t < n_new;
+  const uint t = t0 + min(row, ROWS - 1u);
+  const bool valid = row < ROWS && hq < GQ && t < n_new;
   const uint tt = min(t, n_new - 1u);
   const int i = int(pos0 + tt);
   const int q_lo = int(pos0 + t0);
-  const int q_hi = int(pos0 + min(t0 + BR, n_new) - 1u);
+  const int q_hi = int(pos0 + min(t0 + ROWS, n_new) - 1u);
   const int W = int(min(pc.branch_window, 0x7fffffffu));
 
   // Query row: norms, logn, scale, log2(e), then the rotation(s).
@@ -96,27 +105,28 @@ void main() {
   {
     const uint qb = (tt * H + h) * D4;
     float n2 = 0.0;
-    [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
+    if (NORM == 2u || NORM == 3u)
+      [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
     const float f = query_factor(i, n2, NORM);
     const int p2 = q2_position(Q2MODE, i, pc.q2_const, pc.group);
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
       const vec4 x = qbuf[qb + c] * f;
       q1[c] = x;
       if (DUAL) q2[c] = x;
-      if (ROPE && c < 2u * R4) {
-        const bool lo = c < R4;
-        const uint cp = lo ? c : c - R4;
-        const vec4 y = qbuf[qb + (lo ? c + R4 : c - R4)] * f;
-        const vec4 sy = lo ? -y : y;
+    }
+    if (ROPE)
+      [[unroll]] for (uint c = 0u; c < R4; ++c) {
+        const vec4 lo = q1[c], hi = q1[c + R4];
         vec4 cs, sn;
-        table_cs1(i, cp, cs, sn);
-        q1[c] = x * cs + sy * sn;
+        table_cs1(i, c, cs, sn);
+        q1[c] = lo * cs - hi * sn;
+        q1[c + R4] = hi * cs + lo * sn;
         if (DUAL) {
-          cs_at(TABLE2, p2, cp, cs, sn);
-          q2[c] = x * cs + sy * sn;
+          cs_at(TABLE2, p2, c, cs, sn);
+          q2[c] = lo * cs - hi * sn;
+          q2[c + R4] = hi * cs + lo * sn;
         }
       }
-    }
   }
   const float slope = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
 
@@ -124,79 +134,49 @@ void main() {
   [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] = vec4(0.0);
   float m_run = NEG, l_run = 0.0;
 
-  const uint kt_end = uint(q_hi) / BC;
-  for (uint kt = 0u; kt <= kt_end; ++kt) {
-    const int k_lo = int(kt * BC);
-    const int k_hi = min(k_lo + int(BC) - 1, q_hi);
-    const int r_min = max(0, q_lo - k_hi), r_max = q_hi - k_lo;
-    if (pc.window != 0u && r_min >= int(pc.window) && k_lo >= int(pc.sinks)) continue;   // fully masked
+  for (int k0 = 0; k0 <= q_hi; k0 += int(WG)) {
+    const int k_hi = min(k0 + int(WG) - 1, q_hi);
+    const int r_min = max(0, q_lo - k_hi), r_max = q_hi - k0;
+    if (pc.window != 0u && r_min >= int(pc.window) && k0 >= int(pc.sinks)) continue;   // fully masked
     const bool need1 = !DUAL || r_min < W;
     const bool need2 = DUAL && r_max >= W;
+    // This lane's key (clamped to a written one; keys past k_hi are masked).
+    const int mk = min(k0 + int(lane), k_hi);
+    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
 
-    // Loops below run to nk (a run-time count), never to the constant BC: the
-    // shader compiler would otherwise unroll them completely (llvmpipe then
-    // spends minutes compiling one pipeline).  Keys past nk are beyond q_hi.
-    const uint nk = uint(k_hi - k_lo + 1);
-    barrier();   // the previous tile is no longer read
-    for (uint idx = lane; idx < nk * D4; idx += WG) {
-      const uint j = idx / D4, c = idx % D4;
-      const int m = k_lo + int(j);
-      const uint base = (g_local * pc.capacity + uint(m)) * D4;
-      sV[idx] = vc[base + c];
-      if (need1) sK1[idx] = (ROPE && RAW) ? rotated_key(base, c, m, false) : kc[base + c];
-      if (need2) sK2[idx] = K2MODE == 0u ? kc[base + c] : rotated_key(base, c, k2_position(K2MODE, m, pc.group), TABLE2);
+    float s1[WG], s2[WG];
+    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+      s1[jj] = 0.0;
+      s2[jj] = 0.0;
     }
-    barrier();
+    if (need1) QK(s1, q1, ROPE && RAW, mk, false);
+    if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2);
 
-    // Scores of this row against the tile (log2 domain), ALiBi, masks, tile max.
+    // Select, ALiBi, masks (log2 domain), then the online softmax update.
     float tmax = NEG;
-#define FINISH(j, value)                                                       \
-  {                                                                            \
-    const int m_ = k_lo + int(j);                                              \
-    float s_ = (value);                                                        \
-    if (ALIBI) s_ -= slope * float(i - m_);                                    \
-    s_ = key_visible(i, m_) ? s_ : NEG;                                        \
-    SC(j) = s_;                                                                \
-    tmax = max(tmax, s_);                                                      \
-  }
-    if (need1 && !need2) {
-      [[dont_unroll]] for (uint j = 0u; j < nk; ++j) {
-        vec4 a = vec4(0.0);
-        [[unroll]] for (uint c = 0u; c < D4; ++c) a += q1[c] * sK1[j * D4 + c];
-        FINISH(j, (a.x + a.y) + (a.z + a.w));
-      }
-    } else if (need2 && !need1) {
-      [[dont_unroll]] for (uint j = 0u; j < nk; ++j) {
-        vec4 a = vec4(0.0);
-        [[unroll]] for (uint c = 0u; c < D4; ++c) a += q2[c] * sK2[j * D4 + c];
-        FINISH(j, (a.x + a.y) + (a.z + a.w));
-      }
-    } else {
-      [[dont_unroll]] for (uint j = 0u; j < nk; ++j) {
-        vec4 a = vec4(0.0), b = vec4(0.0);
-        [[unroll]] for (uint c = 0u; c < D4; ++c) {
-          a += q1[c] * sK1[j * D4 + c];
-          b += q2[c] * sK2[j * D4 + c];
-        }
-        FINISH(j, (i - (k_lo + int(j))) < W ? (a.x + a.y) + (a.z + a.w) : (b.x + b.y) + (b.z + b.w));
-      }
+    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+      const int m = k0 + int(jj);
+      float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
+      if (ALIBI) s -= slope * float(i - m);
+      s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
+      s1[jj] = s;
+      tmax = max(tmax, s);
     }
-
-    // Online softmax update.
     const float m_new = max(m_run, tmax);
     const float alpha = exp2(m_run - m_new);
     float psum = 0.0;
-    [[dont_unroll]] for (uint j = 0u; j < nk; ++j) {
-      const float p = SC(j) > NEG_HALF ? exp2(SC(j) - m_new) : 0.0;
-      SC(j) = p;
+    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+      const float p = s1[jj] > NEG_HALF ? exp2(s1[jj] - m_new) : 0.0;
+      s1[jj] = p;
       psum += p;
     }
     l_run = l_run * alpha + psum;
     m_run = m_new;
-    [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] *= alpha;
-    [[dont_unroll]] for (uint j = 0u; j < nk; ++j) {
-      const float p = SC(j);
-      [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] += p * sV[j * D4 + c];
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      const vec4 v = vc[base + c];
+      vec4 a = o[c] * alpha;
+      [[unroll]] for (uint jj = 0u; jj < WG; ++jj) a += s1[jj] * subgroupShuffle(v, jj);
+      o[c] = a;
     }
   }
 

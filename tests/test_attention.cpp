@@ -234,8 +234,8 @@ struct Harness {
     o << s.name << " [" << s.ref.describe() << "] H=" << s.spec.n_heads << " Hkv=" << s.spec.n_kv_heads
       << " d=" << s.spec.head_dim << " n=" << n << " chunks=";
     for (uint32_t c : chunks) o << c << ",";
-    o << " decode=" << decode_steps << " tuning(Br=" << tuning.prefill_rows << ",Bc=" << tuning.prefill_keys
-      << ",dBc=" << tuning.decode_keys << ",split=" << tuning.split_min << ")";
+    o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",split=" << tuning.split_min
+      << ")";
     return o.str();
   }
 
@@ -345,8 +345,6 @@ void expect_ok(Harness h) {
 
 AttentionTuning small_tiles() {
   AttentionTuning t;
-  t.prefill_rows = 4;
-  t.prefill_keys = 16;
   t.decode_keys = 8;
   t.split_min = 16;
   t.max_splits = 256;

@@ -7,7 +7,7 @@
 //   reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2]
 //                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1]
 //                         [--schemes default,rerope,leaky_rerope,yarn]
-//                         [--rows Br] [--keys Bc] [--decode]
+//                         [--decode]
 #include <chrono>
 #include <ctime>
 #include <cmath>
@@ -82,14 +82,12 @@ int main(int argc, char** argv) {
     else if (a == "--leaky-k") leaky_k = uint32_t(std::stoul(next()));
     else if (a == "--reps") reps = uint32_t(std::stoul(next()));
     else if (a == "--schemes") schemes = parse_names(next());
-    else if (a == "--rows") tune.prefill_rows = uint32_t(std::stoul(next()));
-    else if (a == "--keys") tune.prefill_keys = uint32_t(std::stoul(next()));
     else if (a == "--decode") decode = true;
     else {
       std::fprintf(stderr,
                    "usage: reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2] [--dim 64]\n"
                    "  [--window 512] [--leaky-k 16] [--reps 1] [--schemes default,rerope,leaky_rerope,yarn]\n"
-                   "  [--rows Br] [--keys Bc] [--decode]\n");
+                   "  [--decode]\n");
       return 2;
     }
   }

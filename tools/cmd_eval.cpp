@@ -59,6 +59,7 @@ void eval_usage() {
       "                        position = index of the target in the evaluated token sequence), with a\n"
       "                        '# scheme=S ctx=L' line before each (scheme, context) block\n"
       "  --chunk N             prefill chunk length (default 256)\n"
+      "  --original-ctx N      L_train of the presets (default: config.json, see below)\n"
       "  -v, --verbose         the scheme parameters per (scheme, L) and the resolved schemes (stderr)\n"
       "  --device N|NAME       Vulkan device (see `reach info`)\n"
       "\n"
@@ -207,7 +208,14 @@ int cmd_eval(const Args& args) {
 
   ModelConfig cfg = load_model_config(model_dir);
   int64_t L_train = training_length(cfg);
-  if (user.original_ctx) L_train = *user.original_ctx;   // the user says what the trained context is
+  if (user.original_ctx) {
+    // --original-ctx says what the trained context is: L_train of the presets.  It
+    // stays a scheme flag of `default` / `logn` only where that scheme takes it.
+    L_train = *user.original_ctx;
+    std::string t = user.rope_scaling ? *user.rope_scaling : rope_type_name(cfg.rope.type);
+    std::replace(t.begin(), t.end(), '-', '_');
+    if (t != "dynamic" && t != "yarn" && t != "llama3") user.original_ctx.reset();
+  }
   if (L_train <= 0) throw Error(ErrorCode::invalid_argument, "the model config has no max_position_embeddings");
 
   std::vector<int64_t> ctxs;

@@ -1,0 +1,141 @@
+#pragma once
+// Shared by the C API translation units: handle structs, the live-handle
+// registry, the exception -> status guard, logging.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "engine/memory.hpp"
+#include "include/reach.h"
+#include "runtime/model.hpp"
+#include "runtime/sampler.hpp"
+#include "runtime/session.hpp"
+#include "runtime/tokenizer.hpp"
+
+struct reach_device {
+  std::unique_ptr<reach::Device> dev;
+  std::recursive_mutex mu;   // serializes every call on this device's objects
+  int models = 0;            // live reach_model on it
+  reach_queue_lock_callback lock_cb = nullptr;
+  void* lock_user = nullptr;
+};
+
+struct reach_model {
+  reach_device* device = nullptr;
+  std::unique_ptr<reach::Allocator> alloc;   // declared first: destroyed after the model
+  std::unique_ptr<reach::Model> model;
+  int sessions = 0;
+};
+
+struct reach_stream {
+  std::unique_ptr<reach::Tokenizer::StreamDecoder> dec;   // shares the tokenizer: may outlive the model
+  std::string text;
+};
+
+struct reach_session {
+  enum class Pending { none, async, host };
+  reach_model* model = nullptr;
+  std::unique_ptr<reach::Session> s;
+  std::unique_ptr<reach::Sampler> sampler;
+  bool logits_valid = false;
+  Pending pending = Pending::none;
+  int host_recordings = 0;
+  std::vector<VkCommandBuffer> recorded;   // host buffers recorded into
+  // step_async's own command buffer (recorded once, resubmitted).
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  bool async_recorded = false;
+  ~reach_session();
+};
+
+namespace reach::capi {
+
+// An error raised by the API layer itself (bad handle, wrong order).
+struct ApiError {
+  reach_status status;
+  std::string message;
+};
+
+enum class Kind { device, model, session, stream };
+void registry_add(const void* p, Kind k);
+void registry_remove(const void* p);
+bool registry_has(const void* p, Kind k);
+
+// Throws ApiError(INVALID_ARGUMENT) for NULL or a pointer that is not a live handle of kind k.
+template <class T>
+T* live(const T* h, Kind k, const char* what) {
+  if (!h) throw ApiError{REACH_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL"};
+  if (!registry_has(h, k))
+    throw ApiError{REACH_ERROR_INVALID_ARGUMENT,
+                   std::string(what) + " is not a live handle (freed already, or not made by reach?)"};
+  return const_cast<T*>(h);
+}
+
+inline void need(bool ok, reach_status st, const std::string& message) {
+  if (!ok) throw ApiError{st, message};
+}
+
+void log(int level, const std::string& message);
+reach_status fail(const char* fn, reach_status st, const std::string& message);
+
+// Runs f; turns every exception into a status and a thread-local message.
+template <class F>
+reach_status guard(const char* fn, F&& f) noexcept {
+  try {
+    f();
+    return REACH_OK;
+  } catch (const ApiError& e) {
+    return fail(fn, e.status, e.message);
+  } catch (const reach::Error& e) {
+    reach_status st = REACH_ERROR_INTERNAL;
+    switch (e.code()) {
+      case ErrorCode::vulkan: st = REACH_ERROR_VULKAN; break;
+      case ErrorCode::out_of_memory: st = REACH_ERROR_OUT_OF_MEMORY; break;
+      case ErrorCode::invalid_argument: st = REACH_ERROR_INVALID_ARGUMENT; break;
+      case ErrorCode::io: st = REACH_ERROR_IO; break;
+      case ErrorCode::format: st = REACH_ERROR_FORMAT; break;
+      case ErrorCode::unsupported: st = REACH_ERROR_UNSUPPORTED; break;
+      case ErrorCode::context_overflow: st = REACH_ERROR_CONTEXT_OVERFLOW; break;
+      case ErrorCode::cancelled: st = REACH_ERROR_CANCELLED; break;
+      case ErrorCode::internal: st = REACH_ERROR_INTERNAL; break;
+    }
+    return fail(fn, st, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(fn, REACH_ERROR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(fn, REACH_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(fn, REACH_ERROR_INTERNAL, "unknown exception");
+  }
+}
+
+// Copies a caller's params struct over the defaults, reading at most p->size bytes.
+template <class T>
+T read_params(const T* p, const T& defaults, const char* what) {
+  if (!p) return defaults;
+  need(p->size != 0, REACH_ERROR_INVALID_ARGUMENT,
+       std::string(what) + ".size is 0: start from " + what + "_default_params()");
+  T out = defaults;
+  std::memcpy(&out, p, std::min<size_t>(p->size, sizeof(T)));
+  out.size = sizeof(T);
+  return out;
+}
+
+// Writes a filled struct back into the caller's, at most out->size bytes.
+template <class T>
+void write_info(T* out, const T& full, const char* what) {
+  need(out != nullptr, REACH_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+  need(out->size != 0, REACH_ERROR_INVALID_ARGUMENT, std::string(what) + "->size is 0: set it to sizeof(*" + what + ")");
+  const uint32_t size = out->size;
+  std::memcpy(out, &full, std::min<size_t>(size, sizeof(T)));
+  out->size = size;
+}
+
+}  // namespace reach::capi

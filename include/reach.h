@@ -1,0 +1,402 @@
+/*
+ * reach.h - the C API of reach, a Vulkan engine for Llama-family models.
+ *
+ * Pure C99; usable from C, C++, and any language with a C FFI.
+ *
+ * Conventions
+ *  - Every function returns a reach_status (REACH_OK = 0) unless it is a
+ *    getter of a constant (reach_version, reach_status_name, reach_last_error)
+ *    or a *_default_params constructor.  On failure reach_last_error() holds a
+ *    message for the calling thread that names the file, limit or call at fault.
+ *  - No function aborts, exits or throws; no function prints, except warnings
+ *    and errors to stderr while no log callback is set (reach_set_log_callback).
+ *  - Objects are opaque handles released with an explicit *_free.  A parent
+ *    (device -> model -> session) cannot be freed while children are alive:
+ *    *_free then fails with REACH_ERROR_INVALID_STATE and frees nothing.
+ *    Handles are checked against a registry of live handles, so a freed or
+ *    foreign pointer is reported (REACH_ERROR_INVALID_ARGUMENT) rather than
+ *    dereferenced (a new handle may reuse a freed address: do not rely on it).
+ *  - Parameter structs start with `size`: take them from *_default_params()
+ *    (which sets size = sizeof the struct this header declares) and change
+ *    fields.  A library built from a newer header reads only `size` bytes, so
+ *    binaries built against an older reach.h keep working.  size = 0 is
+ *    rejected (a struct that did not come from *_default_params).
+ *  - Threads: calls on objects of one device are serialized by a per-device
+ *    lock; any thread may call, but a long call (a prefill) blocks the others.
+ *
+ * Vulkan handles cross this header as `void*` (dispatchable: VkInstance,
+ * VkPhysicalDevice, VkDevice, VkQueue, VkCommandBuffer) and `uint64_t`
+ * (non-dispatchable: VkFence), so programs that never touch Vulkan need no
+ * Vulkan headers.  Cast: (void*)vk_device, (VkFence)(uintptr_t)fence on 64-bit
+ * (on 32-bit targets VkFence is already a uint64_t).
+ */
+#ifndef REACH_H
+#define REACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REACH_VERSION_MAJOR 0
+#define REACH_VERSION_MINOR 1
+#define REACH_VERSION_PATCH 0
+#define REACH_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons. */
+#define REACH_VERSION_NUMBER (REACH_VERSION_MAJOR * 10000 + REACH_VERSION_MINOR * 100 + REACH_VERSION_PATCH)
+
+/* REACH_API: exported from the shared library.  Windows users of the static
+ * library define REACH_STATIC before including this header. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#  if defined(REACH_BUILDING_LIBRARY)
+#    define REACH_API __declspec(dllexport)
+#  elif defined(REACH_STATIC)
+#    define REACH_API
+#  else
+#    define REACH_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define REACH_API __attribute__((visibility("default")))
+#else
+#  define REACH_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum reach_status {
+  REACH_OK = 0,
+  REACH_ERROR_INVALID_ARGUMENT = 1, /* a null / freed handle, a bad value, a bad params struct */
+  REACH_ERROR_INVALID_STATE = 2,    /* wrong order: decode before prefill, a step in flight, free with children */
+  REACH_ERROR_VULKAN = 3,           /* a Vulkan call failed (device lost, ...) */
+  REACH_ERROR_OUT_OF_MEMORY = 4,    /* host or device memory */
+  REACH_ERROR_IO = 5,               /* a file is missing or unreadable */
+  REACH_ERROR_FORMAT = 6,           /* a file is malformed (config.json, safetensors, tokenizer.json) */
+  REACH_ERROR_UNSUPPORTED = 7,      /* valid input reach does not handle (yet) */
+  REACH_ERROR_CONTEXT_OVERFLOW = 8, /* more tokens than the session's context holds */
+  REACH_ERROR_CANCELLED = 9,        /* a callback asked to stop */
+  REACH_ERROR_BUFFER_TOO_SMALL = 10,/* a caller buffer is too small; the size needed was written */
+  REACH_ERROR_INTERNAL = 11         /* a bug in reach: please report the message */
+} reach_status;
+
+/* Short name of a status ("REACH_ERROR_IO"); never NULL. */
+REACH_API const char* reach_status_name(reach_status status);
+
+/* Message of the most recent failed call on this thread ("" if none).  Valid
+ * until the next failing call on this thread. */
+REACH_API const char* reach_last_error(void);
+
+/* "0.1.0": the library's version (compare with REACH_VERSION_STRING). */
+REACH_API const char* reach_version(void);
+
+/* ------------------------------------------------------------------ logging */
+
+typedef enum reach_log_level {
+  REACH_LOG_DEBUG = 0,
+  REACH_LOG_INFO = 1,
+  REACH_LOG_WARN = 2,
+  REACH_LOG_ERROR = 3
+} reach_log_level;
+
+/* message is NUL-terminated, without a trailing newline, valid during the call. */
+typedef void (*reach_log_callback)(void* user, int level, const char* message);
+
+/* Routes every message (device choice, model loads, Vulkan validation
+ * messages, failed calls at DEBUG) to `callback`, from the thread that caused
+ * it.  NULL restores the default: WARN and ERROR to stderr.  Process-wide. */
+REACH_API void reach_set_log_callback(reach_log_callback callback, void* user);
+
+/* ------------------------------------------------------------------ devices */
+
+typedef struct reach_device reach_device;
+typedef struct reach_model reach_model;
+typedef struct reach_session reach_session;
+typedef struct reach_stream reach_stream;
+
+/* Same values as VkPhysicalDeviceType. */
+typedef enum reach_device_type {
+  REACH_DEVICE_OTHER = 0,
+  REACH_DEVICE_INTEGRATED_GPU = 1,
+  REACH_DEVICE_DISCRETE_GPU = 2,
+  REACH_DEVICE_VIRTUAL_GPU = 3,
+  REACH_DEVICE_CPU = 4
+} reach_device_type;
+
+typedef struct reach_device_info {
+  uint32_t size;              /* set by the caller: sizeof(reach_device_info) */
+  uint32_t index;             /* loader order, as reach_device_params.index */
+  char name[256];             /* "AMD Radeon RX 7900 XTX", "llvmpipe (LLVM 15.0.6, 256 bits)" */
+  char driver[256];           /* driver name and version info */
+  int32_t type;               /* reach_device_type */
+  uint32_t vendor_id, device_id;
+  uint32_t api_version;       /* VK_MAKE_API_VERSION encoding */
+  uint64_t vram_bytes;        /* device-local heap bytes */
+  int32_t fp16_storage;       /* storageBuffer16BitAccess (f16 weights read natively) */
+  int32_t fp16_arithmetic;    /* shaderFloat16 */
+  uint32_t subgroup_size;     /* default subgroup size */
+  int32_t subgroup_arithmetic;/* subgroup add/max used by reductions */
+  uint32_t reserved[16];
+} reach_device_info;
+
+/* Number of Vulkan physical devices the loader reports (re-enumerates). */
+REACH_API reach_status reach_device_count(uint32_t* count);
+/* Describes device `index` (0 <= index < count); info->size must be set. */
+REACH_API reach_status reach_device_get_info(uint32_t index, reach_device_info* info);
+
+typedef struct reach_device_params {
+  uint32_t size;
+  int32_t index;              /* -1 (default): env REACH_DEVICE, else the best type (discrete > integrated > ... > CPU) */
+  const char* name;           /* case-insensitive substring of the device name; overrides index; NULL = unused */
+  int32_t low_priority;       /* 1: lowest queue priority (share the GPU with a renderer) */
+  int32_t validation;         /* 1: Khronos validation layer (also env REACH_VALIDATION=1); messages go to the log */
+  const char* pipeline_cache_dir; /* NULL: env REACH_CACHE_DIR, else ~/.cache/reach; "-" disables the disk cache */
+  uint32_t reserved[16];
+} reach_device_params;
+
+REACH_API reach_device_params reach_device_default_params(void);
+
+/* Creates a Vulkan instance and device owned by reach. */
+REACH_API reach_status reach_device_create(const reach_device_params* params, reach_device** out);
+
+/* queue_lock(user, 1) is called before and queue_lock(user, 0) after every
+ * use of the adopted VkQueue by reach (vkQueueSubmit, vkQueueWaitIdle), so the
+ * host can hold its own queue mutex. */
+typedef void (*reach_queue_lock_callback)(void* user, int lock);
+
+typedef struct reach_adopt_params {
+  uint32_t size;
+  void* instance;             /* VkInstance (Vulkan 1.2+) */
+  void* physical_device;      /* VkPhysicalDevice */
+  void* device;               /* VkDevice */
+  uint32_t queue_family;      /* must support compute */
+  void* queue;                /* VkQueue of that family */
+  reach_queue_lock_callback queue_lock;  /* NULL: reach serializes only its own submits */
+  void* queue_lock_user;
+  /* Features the host enabled on its VkDevice (reach cannot query them);
+   * kernels needing one that is off fall back to f32. */
+  int32_t storage_16bit_enabled;          /* storageBuffer16BitAccess */
+  int32_t fp16_arithmetic_enabled;        /* shaderFloat16 */
+  int32_t subgroup_size_control_enabled;  /* subgroupSizeControl + computeFullSubgroups */
+  const char* pipeline_cache_dir;         /* as in reach_device_params */
+  uint32_t reserved[16];
+} reach_adopt_params;
+
+REACH_API reach_adopt_params reach_adopt_default_params(void);
+
+/* Wraps the host's instance / device / queue.  reach never destroys them; free
+ * the reach_device (after its models) before destroying the VkDevice.
+ * reach_device_free waits for the device to be idle (vkDeviceWaitIdle). */
+REACH_API reach_status reach_device_adopt(const reach_adopt_params* params, reach_device** out);
+
+/* The chosen / adopted device's description (info->size must be set). */
+REACH_API reach_status reach_device_describe(const reach_device* device, reach_device_info* info);
+
+/* Frees the device (and the VkDevice / VkInstance when reach created them).
+ * NULL is a no-op (REACH_OK); INVALID_STATE while models are alive. */
+REACH_API reach_status reach_device_free(reach_device* device);
+
+/* ------------------------------------------------------------------ models */
+
+/* Load progress in bytes; return 0 to cancel the load (REACH_ERROR_CANCELLED). */
+typedef int (*reach_progress_callback)(void* user, uint64_t done, uint64_t total);
+
+typedef struct reach_model_params {
+  uint32_t size;
+  reach_progress_callback progress;   /* NULL: none (nothing is printed either way) */
+  void* progress_user;
+  int32_t require_tokenizer;          /* 1 (default): fail without tokenizer.json; 0: token ids only */
+  uint32_t reserved[16];
+} reach_model_params;
+
+REACH_API reach_model_params reach_model_default_params(void);
+
+/* Loads a Hugging Face style folder (config.json, *.safetensors,
+ * tokenizer.json) onto the device.  params may be NULL (defaults). */
+REACH_API reach_status reach_model_load(reach_device* device, const char* dir, const reach_model_params* params,
+                                        reach_model** out);
+
+typedef struct reach_model_info {
+  uint32_t size;             /* set by the caller: sizeof(reach_model_info) */
+  int32_t vocab_size;
+  int32_t n_layers;
+  int32_t hidden_size;
+  int32_t n_heads, n_kv_heads, head_dim;
+  int64_t max_position_embeddings;
+  uint64_t n_params;
+  uint64_t weight_bytes;     /* device memory the weights use */
+  int32_t bos_id;            /* -1: none */
+  int32_t eos_id;            /* the first end-of-sequence id; -1: none */
+  int32_t has_tokenizer;
+  uint32_t reserved[16];
+} reach_model_info;
+
+/* Shapes and special ids of a loaded model (info->size must be set). */
+REACH_API reach_status reach_model_get_info(const reach_model* model, reach_model_info* info);
+
+/* *is_eos = 1 when token ends a sequence for this model (config.json or tokenizer). */
+REACH_API reach_status reach_model_is_eos(const reach_model* model, int32_t token, int* is_eos);
+
+/* NULL is a no-op; INVALID_STATE while sessions are alive (streams may outlive it). */
+REACH_API reach_status reach_model_free(reach_model* model);
+
+/* ------------------------------------------------------------------ text */
+
+/* Text (UTF-8, text_len bytes; invalid UTF-8 becomes U+FFFD) to token ids.
+ * add_special adds what the tokenizer's post-processor adds (BOS for Llama).
+ * *n_tokens receives the count needed.  tokens = NULL asks only for the count
+ * (REACH_OK); a capacity too small gives REACH_ERROR_BUFFER_TOO_SMALL. */
+REACH_API reach_status reach_tokenize(const reach_model* model, const char* text, size_t text_len, int add_special,
+                                      int32_t* tokens, size_t capacity, size_t* n_tokens);
+
+/* Token ids to UTF-8 text, NUL-terminated.  skip_special drops BOS/EOS/....
+ * *length receives the byte length without the NUL; capacity must be at least
+ * *length + 1 (else REACH_ERROR_BUFFER_TOO_SMALL); text = NULL asks the length. */
+REACH_API reach_status reach_detokenize(const reach_model* model, const int32_t* tokens, size_t n_tokens,
+                                        int skip_special, char* text, size_t capacity, size_t* length);
+
+/* Incremental detokenizer for streaming output: never splits a UTF-8 character. */
+REACH_API reach_status reach_stream_create(const reach_model* model, int skip_special, reach_stream** out);
+/* Appends token; *text / *length: the text now final (may be empty).  The
+ * pointer stays valid until the next call on this stream. */
+REACH_API reach_status reach_stream_push(reach_stream* stream, int32_t token, const char** text, size_t* length);
+/* The remaining text (at the end of a generation); the stream starts over. */
+REACH_API reach_status reach_stream_flush(reach_stream* stream, const char** text, size_t* length);
+/* NULL is a no-op. */
+REACH_API reach_status reach_stream_free(reach_stream* stream);
+
+/* ------------------------------------------------------------------ sessions */
+
+typedef struct reach_sampling_params {
+  uint32_t size;
+  float temperature;   /* 0.8; <= 0: greedy (argmax) */
+  int32_t top_k;       /* 40; <= 0: no top-k cut */
+  float top_p;         /* 0.95; >= 1: no nucleus cut */
+  uint64_t seed;       /* 0 */
+  uint32_t reserved[8];
+} reach_sampling_params;
+
+REACH_API reach_sampling_params reach_sampling_default_params(void);
+
+/* Position-scheme overrides are those of the CLI (`reach run --help`):
+ * strings NULL, integers -1 and reals 0 mean "not set" (config.json rules). */
+typedef struct reach_session_params {
+  uint32_t size;
+  uint32_t context;           /* KV-cache capacity in tokens; 0 = min(max_position_embeddings, 4096) */
+  uint32_t chunk;             /* prefill chunk length (256) */
+  int64_t l_test;             /* dynamic scaling's expected length (prompt + new tokens); 0 = context */
+  const char* rope_scaling;   /* --rope-scaling: default|none|linear|dynamic|yarn|llama3|ntk|rerope|leaky_rerope|self_extend */
+  double rope_factor;         /* --rope-factor */
+  int64_t original_ctx;       /* --original-ctx */
+  int64_t rerope_window;      /* --rerope-window */
+  double leaky_k;             /* --leaky-k */
+  int64_t self_extend_group;  /* --self-extend-group */
+  int64_t self_extend_window; /* --self-extend-window */
+  int64_t logn;               /* --logn (train length; 0 = off) */
+  const char* qk_norm;        /* --qk-norm: none|key|query|cos */
+  double cos_n;               /* --cos-n */
+  int64_t attn_window;        /* --attn-window */
+  int64_t attn_sinks;         /* --attn-sinks */
+  /* More flags as on the command line, applied after the fields above, e.g.
+   * "--rope-scaling yarn --rope-factor 4"; NULL = none.  Flags newer than this
+   * header work here without a struct change. */
+  const char* scheme_flags;
+  reach_sampling_params sampling; /* initial sampler (reach_session_set_sampling changes it) */
+  int32_t profile;            /* 1: GPU timestamps per dispatch (slower) */
+  uint32_t reserved[16];
+} reach_session_params;
+
+REACH_API reach_session_params reach_session_default_params(void);
+
+/* A sequence on a model: KV cache, recorded programs, logits, sampler.
+ * params may be NULL (defaults).  Scheme errors name the flag at fault. */
+REACH_API reach_status reach_session_create(reach_model* model, const reach_session_params* params,
+                                            reach_session** out);
+
+/* Waits for a step in flight, then frees.  NULL is a no-op. */
+REACH_API reach_status reach_session_free(reach_session* session);
+
+/* Appends n tokens (a prompt, or more text later) at the current position;
+ * the logits of the last one become readable.  CONTEXT_OVERFLOW if they do not fit. */
+REACH_API reach_status reach_session_prefill(reach_session* session, const int32_t* tokens, size_t n);
+
+/* Appends one token (usually the last sampled one) with the decode program.
+ * INVALID_STATE before anything was prefilled; CONTEXT_OVERFLOW when full. */
+REACH_API reach_status reach_session_decode(reach_session* session, int32_t token);
+
+/* Samples the next token from the current logits with the session's sampler;
+ * *is_eos (may be NULL) = 1 when it ends the sequence.  Does not append it. */
+REACH_API reach_status reach_session_sample(reach_session* session, int32_t* token, int* is_eos);
+
+/* decode(token) then sample(): one generation step. */
+REACH_API reach_status reach_session_step(reach_session* session, int32_t token, int32_t* next, int* is_eos);
+
+/* Replaces the sampler (and reseeds it). */
+REACH_API reach_status reach_session_set_sampling(reach_session* session, const reach_sampling_params* params);
+
+/* Logits of the last appended token: *logits points to *count (= vocab) floats
+ * owned by the session, valid until the next call on this session. */
+REACH_API reach_status reach_session_logits(reach_session* session, const float** logits, size_t* count);
+
+/* Tokens held (*position) and the context capacity (*capacity); either may be NULL. */
+REACH_API reach_status reach_session_position(const reach_session* session, uint32_t* position, uint32_t* capacity);
+
+/* Forgets everything after `position` (<= the current position).  The logits
+ * are unavailable until the next prefill / decode. */
+REACH_API reach_status reach_session_rewind(reach_session* session, uint32_t position);
+
+/* rewind(0): an empty sequence, same KV cache and programs. */
+REACH_API reach_status reach_session_reset(reach_session* session);
+
+/* ----------------------------------------- frame budget: one step per frame
+ *
+ * (a) reach submits, the host polls.  Once per frame:
+ *       reach_session_poll(s, &done);                  // cheap, never blocks
+ *       if (done) { reach_session_sample(s, &tok, &eos); ...; reach_session_step_async(s, tok); }
+ *     The step runs on the device's queue (the host's when adopted, under its
+ *     queue lock).  Only one step is in flight per session; other session
+ *     calls meanwhile fail with INVALID_STATE (free waits).
+ *
+ * (b) the host submits (as VkFFT): reach appends its dispatches to a command
+ *     buffer of the host, which submits it with its own frame work:
+ *       reach_session_record_decode(s, cmd);   // cmd in the recording state; re-record freely
+ *       reach_session_begin_decode(s, tok);    // before vkQueueSubmit of cmd
+ *       ... vkQueueSubmit, wait for the host's fence ...
+ *       reach_session_end_decode(s);           // logits readable, position + 1
+ *     A recording stays executable until it is re-recorded, released with
+ *     reach_session_release_recording, or the session is freed. */
+
+/* Submits decode(token) and returns without waiting. */
+REACH_API reach_status reach_session_step_async(reach_session* session, int32_t token);
+
+/* *done = 1 when no step is in flight (a finished step is completed: logits
+ * readable, position advanced); 0 while the GPU still works.  Never blocks. */
+REACH_API reach_status reach_session_poll(reach_session* session, int* done);
+
+/* As poll, waiting up to timeout_ns (UINT64_MAX: until done). */
+REACH_API reach_status reach_session_wait(reach_session* session, uint64_t timeout_ns, int* done);
+
+/* The VkFence signalled by step_async (as uint64_t; 0 before the first step),
+ * for hosts that wait on it themselves.  Do not reset or destroy it; call
+ * reach_session_poll afterwards so the step is completed. */
+REACH_API reach_status reach_session_fence(reach_session* session, uint64_t* vk_fence);
+
+/* Records the one-token decode into the host's VkCommandBuffer (recording
+ * state, a queue family with compute, same VkDevice).  reach never submits it. */
+REACH_API reach_status reach_session_record_decode(reach_session* session, void* vk_command_buffer);
+
+/* Before each submission of a recording: checks token and capacity, writes the inputs. */
+REACH_API reach_status reach_session_begin_decode(reach_session* session, int32_t token);
+
+/* After that submission completed (the host waited for it): reads the logits, position + 1. */
+REACH_API reach_status reach_session_end_decode(reach_session* session);
+
+/* Frees what a recording into vk_command_buffer holds (descriptor sets); the
+ * buffer must not be pending.  Unknown buffers are ignored. */
+REACH_API reach_status reach_session_release_recording(reach_session* session, void* vk_command_buffer);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* REACH_H */
