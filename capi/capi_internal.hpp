@@ -45,7 +45,6 @@ struct reach_session {
   std::unique_ptr<reach::Sampler> sampler;
   bool logits_valid = false;
   Pending pending = Pending::none;
-  int host_recordings = 0;
   std::vector<VkCommandBuffer> recorded;   // host buffers recorded into
   // step_async's own command buffer (recorded once, resubmitted).
   VkCommandPool pool = VK_NULL_HANDLE;

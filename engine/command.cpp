@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "engine/command.hpp"
 
 #include "engine/device.hpp"
@@ -41,6 +43,7 @@ CommandList::~CommandList() {
   VkDevice d = device_.handle();
   if (pending_) vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
   for (auto p : desc_pools_) vkDestroyDescriptorPool(d, p, nullptr);
+  for (auto v : views_) vkDestroyBufferView(d, v, nullptr);
   if (query_pool_) vkDestroyQueryPool(d, query_pool_, nullptr);
   if (fence_) vkDestroyFence(d, fence_, nullptr);
   if (pool_) vkDestroyCommandPool(d, pool_, nullptr);
@@ -49,6 +52,8 @@ CommandList::~CommandList() {
 void CommandList::begin() {
   if (pending_) wait();
   for (auto p : desc_pools_) vkResetDescriptorPool(device_.handle(), p, 0);
+  for (auto v : views_) vkDestroyBufferView(device_.handle(), v, nullptr);
+  views_.clear();
   desc_pool_used_ = 0;
   labels_.clear();
   dispatches_ = 0;
@@ -66,11 +71,12 @@ void CommandList::begin() {
 VkDescriptorSet CommandList::allocate_set(VkDescriptorSetLayout layout) {
   for (;;) {
     if (desc_pool_used_ == desc_pools_.size()) {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+      const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
+                                             {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kSetsPerPool * 2}};
       VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
       ci.maxSets = kSetsPerPool;
-      ci.poolSizeCount = 1;
-      ci.pPoolSizes = &size;
+      ci.poolSizeCount = 2;
+      ci.pPoolSizes = sizes;
       VkDescriptorPool pool;
       vk_check(vkCreateDescriptorPool(device_.handle(), &ci, nullptr, &pool), "vkCreateDescriptorPool");
       desc_pools_.push_back(pool);
@@ -85,6 +91,47 @@ VkDescriptorSet CommandList::allocate_set(VkDescriptorSetLayout layout) {
     if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) vk_check(r, "vkAllocateDescriptorSets");
     desc_pool_used_++;
   }
+}
+
+static uint32_t texel_bytes(VkFormat f) {
+  switch (f) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT:
+    case VK_FORMAT_R32G32B32A32_UINT: return 16;
+    case VK_FORMAT_R16G16B16A16_SFLOAT:
+    case VK_FORMAT_R16G16B16A16_UINT: return 8;
+    case VK_FORMAT_R32_SFLOAT:
+    case VK_FORMAT_R32_UINT: return 4;
+    case VK_FORMAT_R16_SFLOAT:
+    case VK_FORMAT_R16_UINT: return 2;
+    default: return 0;
+  }
+}
+
+VkBufferView CommandList::texel_view(const Pipeline& p, uint32_t binding, const BufferRange& b) {
+  if (texel_align_ == 0) {
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(device_.physical_device(), &props);
+    texel_align_ = std::max<VkDeviceSize>(props.limits.minTexelBufferOffsetAlignment, 1);
+    max_texels_ = props.limits.maxTexelBufferElements;
+  }
+  const uint32_t tb = texel_bytes(p.texel_format);
+  const std::string where = p.name + ": texel binding " + std::to_string(binding);
+  if (tb == 0) throw Error(ErrorCode::internal, where + ": unsupported texel format");
+  if (b.offset % texel_align_)
+    throw Error(ErrorCode::internal, where + " offset " + std::to_string(b.offset) +
+                                         " is not aligned to minTexelBufferOffsetAlignment");
+  if (b.size == 0 || b.size % tb || b.size / tb > max_texels_)
+    throw Error(ErrorCode::internal, where + " spans " + std::to_string(b.size) +
+                                         " bytes: not a whole number of texels or more than maxTexelBufferElements");
+  VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  ci.buffer = b.buffer;
+  ci.format = p.texel_format;
+  ci.offset = b.offset;
+  ci.range = b.size;
+  VkBufferView view;
+  vk_check(vkCreateBufferView(device_.handle(), &ci, nullptr, &view), "vkCreateBufferView");
+  views_.push_back(view);
+  return view;
 }
 
 void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffers, const void* push,
@@ -102,9 +149,20 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
                                          std::to_string(gz) + " groups exceeds maxComputeWorkGroupCount");
   VkDescriptorSet set = allocate_set(p.set_layout);
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkBufferView> views(buffers.size(), VK_NULL_HANDLE);
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     const auto& b = buffers[i];
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    if (p.texel_buffers >> i & 1) {
+      views[i] = texel_view(p, static_cast<uint32_t>(i), b);
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+      continue;
+    }
     if (b.size > caps.max_storage_buffer_range)
       throw Error(ErrorCode::internal, p.name + ": binding " + std::to_string(i) + " spans " + std::to_string(b.size) +
                                            " bytes, more than maxStorageBufferRange; split it into ranges");
@@ -112,10 +170,6 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
       throw Error(ErrorCode::internal, p.name + ": binding " + std::to_string(i) + " offset " + std::to_string(b.offset) +
                                            " is not aligned to minStorageBufferOffsetAlignment");
     infos[i] = {b.buffer, b.offset, b.size};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[i].dstSet = set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }

@@ -33,6 +33,10 @@ class CommandList {
   CommandList& operator=(const CommandList&) = delete;
 
   void begin();   // drops what was recorded and starts again
+  // Bindings the pipeline marks as texel buffers (Pipeline::texel_buffers) get
+  // a VkBufferView of p.texel_format over their range, owned by this list
+  // until the next begin() (offset: minTexelBufferOffsetAlignment; size: a
+  // multiple of the texel size, at most maxTexelBufferElements texels).
   void dispatch(const Pipeline& p, std::span<const BufferRange> buffers, const void* push, uint32_t push_bytes,
                 uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1, const char* label = nullptr);
   void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push, uint32_t push_bytes,
@@ -58,6 +62,7 @@ class CommandList {
 
  private:
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+  VkBufferView texel_view(const Pipeline& p, uint32_t binding, const BufferRange& b);
 
   Device& device_;
   bool external_ = false;
@@ -67,6 +72,9 @@ class CommandList {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> desc_pools_;
+  std::vector<VkBufferView> views_;   // texel-buffer views of what is recorded
+  VkDeviceSize texel_align_ = 0;      // minTexelBufferOffsetAlignment (0: not queried yet)
+  uint64_t max_texels_ = 0;           // maxTexelBufferElements
   size_t desc_pool_used_ = 0;     // index of the pool in use
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   uint32_t query_capacity_ = 0;

@@ -66,6 +66,10 @@ struct KernelConfig {
   uint32_t matvec_wg = 64;        // matvec workgroup size
   uint32_t linear_matvec_max_m = 1;   // linear(): matvec when M <= this, GEMM above
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
+  // Linear kernels read W (in Arena::weights) through uniform texel buffers
+  // (gemm_tex_* / matvec_tex_*) where the format supports it: CPU devices,
+  // where llvmpipe vectorises texel fetches but not per-lane SSBO loads.
+  bool weights_texel = false;
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (rmsnorm, softmax, embed)
   static KernelConfig from(const Capabilities& caps);

@@ -38,6 +38,12 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     matvec_wg = std::min(16u, max_inv);
     matvec_rows = 8;
     linear_matvec_max_m = 1;
+    // llvmpipe (Mesa 22.3) compiles a texelFetch to a vectorised gather but a
+    // per-lane SSBO load to a scalar loop with a bounds check per element:
+    // measured on lavapipe, 4096x4096 f16 matvec 0.43 -> 1.3 GB/s per CPU-second.
+    // Used only where the weight format supports uniform texel buffers
+    // (checked when recording).
+    weights_texel = true;
   } else {
     // GPUs: shared-memory tiled GEMM; matvec with lanes splitting K and a
     // subgroup (or shared-memory) reduction, so W reads are coalesced.
@@ -58,6 +64,7 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     matvec_wg = std::min(std::max(sg, 64u), max_inv);
     matvec_rows = 8;
     linear_matvec_max_m = 1;
+    weights_texel = false;   // SSBO loads are coalesced on GPUs
   }
 }
 
@@ -83,6 +90,32 @@ Bound bind(const Buffer& buf, VkDeviceSize offset, VkDeviceSize bytes, uint32_t 
   return b;
 }
 
+VkFormat texel_format(WType t) {
+  switch (t) {
+    case WType::f32: return VK_FORMAT_R32G32B32A32_SFLOAT;
+    case WType::f16: return VK_FORMAT_R16G16B16A16_SFLOAT;
+    default: return VK_FORMAT_R16G16B16A16_UINT;   // bf16 bits, decoded by shift
+  }
+}
+
+// Texel-buffer limits of the device and whether `f` can back a uniform texel buffer.
+struct TexelLimits {
+  bool supported = false;
+  uint64_t align = 1;        // minTexelBufferOffsetAlignment
+  uint64_t max_texels = 0;   // maxTexelBufferElements
+};
+TexelLimits texel_limits(Device& device, VkFormat f) {
+  TexelLimits t;
+  VkFormatProperties fp{};
+  vkGetPhysicalDeviceFormatProperties(device.physical_device(), f, &fp);
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(device.physical_device(), &props);
+  t.supported = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  t.align = std::max<uint64_t>(props.limits.minTexelBufferOffsetAlignment, 1);
+  t.max_texels = props.limits.maxTexelBufferElements;
+  return t;
+}
+
 std::string shape(const Act& x, const Mat& w, const Act& y) {
   return "X[" + std::to_string(x.rows) + "," + std::to_string(x.cols) + "] W[" + std::to_string(w.rows) + "," +
          std::to_string(w.cols) + "]:" + wtype_name(w.type) + " Y[" + std::to_string(y.rows) + "," +
@@ -101,11 +134,21 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     throw Error(ErrorCode::internal, std::string(op) + ": shape mismatch " + shape(x, w, y));
   if (x.rows == 0 || w.rows == 0) return;
   const auto& caps = device.caps();
-  if (w.type != WType::f32 && !caps.storage_16bit)
+  const uint32_t esize = wtype_size(w.type);
+  // Texel-buffer weights: only from the weights arena (the buffers with
+  // UNIFORM_TEXEL_BUFFER usage) and where the format is supported.
+  const VkFormat tformat = texel_format(w.type);
+  const uint64_t tbytes = 4ull * esize;   // 4 weights per texel
+  TexelLimits tl;
+  bool tex = cfg.weights_texel && w.buffer->arena() == Arena::weights;
+  if (tex) {
+    tl = texel_limits(device, tformat);
+    tex = tl.supported && tl.max_texels * tbytes > 1024;
+  }
+  if (w.type != WType::f32 && !caps.storage_16bit && !tex)
     throw Error(ErrorCode::unsupported,
                 std::string(op) + ": " + wtype_name(w.type) +
                     " weights need storageBuffer16BitAccess, which this device lacks; convert the weights to f32");
-  const uint32_t esize = wtype_size(w.type);
   if (x.offset % 4 || y.offset % 4 || w.offset % esize)
     throw Error(ErrorCode::internal, std::string(op) + ": offsets must be multiples of the element size");
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
@@ -125,10 +168,19 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   // Weight row chunks.  With an aligned W start, split_rows keeps every chunk
   // start aligned; otherwise each chunk start is rounded down when bound,
   // which `room` leaves space for.
-  const auto chunks = split_rows(w, room, w.offset % align ? 1 : align);
+  // Texel views also need minTexelBufferOffsetAlignment (a power of two like
+  // the storage alignment) and at most maxTexelBufferElements texels, plus up
+  // to one texel of rounding at the end.
+  if (tex && std::min<uint64_t>(max_binding, tl.max_texels * tbytes - tbytes) <= 2 * std::max<uint64_t>(align, tl.align))
+    tex = false;
+  const uint64_t walign = tex ? std::max<uint64_t>(align, tl.align) : align;
+  uint64_t wroom = room;
+  if (tex) wroom = std::min<uint64_t>(max_binding, tl.max_texels * tbytes - tbytes) - walign;
+  const auto chunks = split_rows(w, wroom, w.offset % walign ? 1 : walign);
 
   // Spec constants and grid.
-  std::string kernel = std::string(op) + "_" + wtype_name(w.type);
+  const std::string kernel = std::string(op) + "_" + wtype_name(w.type);
+  const std::string tex_kernel = std::string(op) + "_tex_" + wtype_name(w.type);
   uint32_t gx_per = 1, gy_per = 1;
   std::vector<uint32_t> spec;
   uint32_t aligned = (K % 4 == 0) ? 1u : 0u;
@@ -179,10 +231,27 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     const Bound yb = bind(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     for (const RowChunk& c : chunks) {
       const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
-      const Bound wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
+      Bound wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, tex ? walign : align);
+      // A texel view spans whole texels; if rounding up would pass the end
+      // of the buffer this chunk falls back to the storage-buffer kernel.
+      const VkDeviceSize tsize = (wb.range.size + tbytes - 1) / tbytes * tbytes;
+      const bool tex_chunk = tex && wb.range.offset + tsize <= w.buffer->size();
+      if (tex_chunk) {
+        wb.range.size = tsize;
+      } else if (tex) {
+        if (w.type != WType::f32 && !caps.storage_16bit)
+          throw Error(ErrorCode::unsupported, std::string(op) + ": " + wtype_name(w.type) +
+                                                  " weights need storageBuffer16BitAccess or whole texels");
+        wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
+      }
       const bool al = aligned && xb.elem_off % 4 == 0 && wb.elem_off % 4 == 0;
       spec[use_matvec ? 3 : 7] = al ? 1u : 0u;
-      const auto& pipe = device.pipelines().get({kernel, 3, sizeof(LinearPush), spec});
+      PipelineDesc desc{tex_chunk ? tex_kernel : kernel, 3, sizeof(LinearPush), spec};
+      if (tex_chunk) {
+        desc.texel_buffers = 1u << 1;
+        desc.texel_format = tformat;
+      }
+      const auto& pipe = device.pipelines().get(desc);
       LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
       const uint32_t gx = groups_for(c.rows, gx_per);
       const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);

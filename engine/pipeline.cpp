@@ -20,8 +20,8 @@ uint32_t float_bits(float f) {
 }
 
 bool PipelineDesc::operator<(const PipelineDesc& o) const {
-  return std::tie(kernel, buffers, push_bytes, spec, required_subgroup) <
-         std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup);
+  return std::tie(kernel, buffers, push_bytes, spec, required_subgroup, texel_buffers, texel_format) <
+         std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup, o.texel_buffers, o.texel_format);
 }
 
 static std::string default_cache_dir() {
@@ -99,13 +99,19 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   p->name = desc.kernel;
   p->buffers = desc.buffers;
   p->push_bytes = desc.push_bytes;
+  p->texel_buffers = desc.texel_buffers;
+  p->texel_format = desc.texel_format;
+  if (desc.texel_buffers && desc.texel_format == VK_FORMAT_UNDEFINED)
+    throw Error(ErrorCode::internal, desc.kernel + ": texel-buffer bindings need a texel_format");
   if (desc.push_bytes > device_.caps().max_push_constants)
     throw Error(ErrorCode::internal, desc.kernel + ": push constants of " + std::to_string(desc.push_bytes) +
                                          " bytes exceed the device limit");
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(desc.buffers);
   for (uint32_t i = 0; i < desc.buffers; ++i)
-    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    bindings[i] = {i,
+                   (desc.texel_buffers >> i & 1) ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                   1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   sl.bindingCount = desc.buffers;
   sl.pBindings = bindings.data();

@@ -21,6 +21,11 @@ struct PipelineDesc {
   uint32_t push_bytes = 0;       // push-constant block size (<= 128 bytes)
   std::vector<uint32_t> spec;    // specialization constants 0..n-1 (floats as bit patterns)
   uint32_t required_subgroup = 0;   // pin the subgroup size (needs subgroupSizeControl); 0 = driver's choice
+  // Bit i set: binding i is a uniform texel buffer (samplerBuffer) of
+  // texel_format instead of a storage buffer; CommandList::dispatch makes the
+  // VkBufferView from the BufferRange bound there.
+  uint32_t texel_buffers = 0;
+  VkFormat texel_format = VK_FORMAT_UNDEFINED;
 
   bool operator<(const PipelineDesc& o) const;
 };
@@ -32,6 +37,8 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   uint32_t buffers = 0;
   uint32_t push_bytes = 0;
+  uint32_t texel_buffers = 0;   // see PipelineDesc
+  VkFormat texel_format = VK_FORMAT_UNDEFINED;
 };
 
 class PipelineCache {

@@ -8,9 +8,29 @@
 // load_w4(e)        elements e..e+3; ALIGNED != 0 promises e % 4 == 0
 //
 // Needs `ALIGNED` (a specialization constant) declared before inclusion.
+// With W_TEX, binding 1 is a texel buffer instead (below).
 #extension GL_EXT_shader_16bit_storage : require
 
-#if defined(W_F16) || defined(W_BF16)
+#if defined(W_TEX)
+// Texel-buffer variants (W_TEX): binding 1 is a uniform texel buffer of 4
+// weights per texel -- R32G32B32A32_SFLOAT (f32), R16G16B16A16_SFLOAT (f16,
+// converted by the fetch) or R16G16B16A16_UINT (bf16 bits).  On llvmpipe a
+// texelFetch is a vectorised gather while a per-lane SSBO load is a scalar
+// loop, so this is ~3x faster there (see ops_linear.cpp).
+#if defined(W_BF16)
+layout(binding = 1) uniform usamplerBuffer wt;
+vec4 fetch_w(uint t) { return uintBitsToFloat(texelFetch(wt, int(t)) << 16); }
+#else
+layout(binding = 1) uniform samplerBuffer wt;
+vec4 fetch_w(uint t) { return texelFetch(wt, int(t)); }
+#endif
+float load_w(uint e) { return fetch_w(e >> 2)[e & 3u]; }
+vec4 load_w4(uint e) {
+  if (ALIGNED != 0) return fetch_w(e >> 2);
+  return vec4(load_w(e), load_w(e + 1), load_w(e + 2), load_w(e + 3));
+}
+
+#elif defined(W_F16) || defined(W_BF16)
 layout(binding = 1) readonly buffer W16 { uint16_t w16[]; };
 layout(binding = 1) readonly buffer W2 { uvec2 w2[]; };   // same binding, 4 halves per element
 

@@ -282,6 +282,20 @@ TEST_CASE("eval: report builders: json fields, logprob block, SVG") {
   const std::string svg = plot_svg({{"a<b", {{512, 2.0}, {1024, 1.8}}}, {"c", {{512, 2.5}, {1024, NAN}}}}, "t & u", "NLL");
   CHECK(svg.find("data-scheme=\"a&lt;b\"") != std::string::npos);
   CHECK(svg.find("t &amp; u") != std::string::npos);
+  // Every point lies inside the plot area (the y ticks cover the data), here with
+  // a maximum just above a round tick.
+  const std::string s2 = plot_svg({{"a", {{64, 9.9149}, {128, 10.2147}, {256, 10.0}}}}, "t", "NLL");
+  const size_t p0 = s2.find("points=\"") + 8;
+  std::istringstream pts(s2.substr(p0, s2.find('"', p0) - p0));
+  std::string xy;
+  size_t n = 0;
+  while (pts >> xy) {
+    const double y = std::stod(xy.substr(xy.find(',') + 1));
+    CHECK(y >= 48.0 - 1e-6);    // plot top
+    CHECK(y <= 400.0 + 1e-6);   // plot bottom (460 - 60)
+    ++n;
+  }
+  CHECK(n == 3);
 }
 
 // ---------------------------------------------------------------------------

@@ -141,6 +141,11 @@ constexpr WType kTypes[] = {WType::f32, WType::f16, WType::bf16};
 
 KernelConfig base_config() { return KernelConfig::from(gpu().device->caps()); }
 
+// Both ways of reading W: storage buffers and uniform texel buffers (the
+// texel kernels are used where the weight format supports them).
+constexpr bool kTexel[] = {false, true};
+std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
+
 // A grid of sizes around `tile` along one dimension plus non-multiples of 8.
 std::vector<uint32_t> around(uint32_t tile) {
   std::vector<uint32_t> v = {1, tile - 1, tile, tile + 1, 13, 67};
@@ -182,11 +187,14 @@ void matvec_sweep(const KernelConfig& cfg, const std::string& variant) {
 }  // namespace
 
 TEST_CASE("linear: default variants at edge sizes") {
-  const KernelConfig cfg = base_config();
-  const uint32_t tm = cfg.gemm_shared ? cfg.gemm_tile_m : cfg.gemm_bcast ? cfg.subgroup * cfg.gemm_tm : cfg.gemm_tm;
-  const uint32_t tn = cfg.gemm_shared ? cfg.gemm_tile_n : cfg.gemm_wg * cfg.gemm_tn;
-  gemm_sweep(cfg, "default", tm, tn);
-  matvec_sweep(cfg, "default");
+  for (bool texel : kTexel) {
+    KernelConfig cfg = base_config();
+    cfg.weights_texel = texel;
+    const uint32_t tm = cfg.gemm_shared ? cfg.gemm_tile_m : cfg.gemm_bcast ? cfg.subgroup * cfg.gemm_tm : cfg.gemm_tm;
+    const uint32_t tn = cfg.gemm_shared ? cfg.gemm_tile_n : cfg.gemm_wg * cfg.gemm_tn;
+    gemm_sweep(cfg, "default" + wpath(texel), tm, tn);
+    matvec_sweep(cfg, "default" + wpath(texel));
+  }
 }
 
 TEST_CASE("linear: linear() picks matvec or gemm, both correct") {
@@ -199,7 +207,11 @@ TEST_CASE("linear: linear() picks matvec or gemm, both correct") {
 }
 
 TEST_CASE("linear: unaligned offsets of X, W and Y") {
-  Kernels& k = *gpu().kernels;
+  for (bool texel : kTexel) {
+  KernelConfig cfg = base_config();
+  cfg.weights_texel = texel;
+  Kernels k(*gpu().device, cfg);
+  const std::string name = "default" + wpath(texel);
   uint32_t seed = 900;
   for (WType t : kTypes)
     for (Op op : {Op::gemm, Op::matvec})
@@ -207,10 +219,11 @@ TEST_CASE("linear: unaligned offsets of X, W and Y") {
         const uint32_t es = wtype_size(t);
         // Offsets of one element (never aligned to minStorageBufferOffsetAlignment),
         // of 4 elements (vec4 path still possible) and of an aligned 256 bytes.
-        check_case(k, {op, 3, 37, K, t, 4, es, 4}, "default", seed++);
-        check_case(k, {op, 2, 19, K, t, 16, 4 * es, 12}, "default", seed++);
-        check_case(k, {op, 1, 70, K, t, 256, 256, 256}, "default", seed++);
+        check_case(k, {op, 3, 37, K, t, 4, es, 4}, name, seed++);
+        check_case(k, {op, 2, 19, K, t, 16, 4 * es, 12}, name, seed++);
+        check_case(k, {op, 1, 70, K, t, 256, 256, 256}, name, seed++);
       }
+  }
 }
 
 TEST_CASE("gemm: register-tile variants") {
@@ -271,11 +284,13 @@ TEST_CASE("matvec: every mode at workgroup sizes 8/32/64") {
 
 TEST_CASE("linear: weights, X and Y split over several bindings") {
   // A tiny max_binding forces W row chunks and M passes on small shapes.
+  for (bool texel : kTexel)
   for (uint64_t max_binding : {4096ull, 20000ull}) {
     KernelConfig cfg = base_config();
     cfg.max_binding = max_binding;
+    cfg.weights_texel = texel;
     Kernels k(*gpu().device, cfg);
-    const std::string name = "max_binding=" + std::to_string(max_binding);
+    const std::string name = "max_binding=" + std::to_string(max_binding) + wpath(texel);
     uint32_t seed = 1300;
     for (WType t : kTypes)
       for (Op op : {Op::gemm, Op::matvec, Op::linear}) {
@@ -315,14 +330,19 @@ TEST_CASE("linear: a weight larger than maxStorageBufferRange") {
   std::vector<float> w(size_t(N) * K);
   for (size_t i = 0; i < w.size(); ++i) w[i] = hash_value(i, 77);
   Buffer bw = g.upload_f32(w, Arena::weights, "big_weight");
+  for (bool texel : kTexel)
   for (uint32_t M : {1u, 3u}) {
     CAPTURE(M);
+    CAPTURE(texel);
+    KernelConfig cfg = g.kernels->config();
+    cfg.weights_texel = texel;
+    Kernels kernels(*g.device, cfg);
     std::vector<float> x(size_t(M) * K);
     for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, 78 + M);
     Buffer bx = g.upload_f32(x), by = g.zeros(size_t(M) * N * 4);
     CommandList cmd(*g.device);
     cmd.begin();
-    g.kernels->linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
+    kernels.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
     cmd.end();
     cmd.run();
     CHECK(cmd.dispatch_count() == chunks.size());

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const tokenizer_names[] = {"llama3_bpe", "smollm_bpe", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
+const char* const tokenizer_names[] = {"llama3_bpe", "smollm_bpe", "smollm2", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
 
 fs::path data_dir() {
   const char* root = std::getenv("REACH_SOURCE_ROOT");

@@ -439,9 +439,16 @@ int cmd_eval(const Args& args) {
             const auto got = first_integer(answer);
             cell.trials += 1;
             cell.successes += got && *got == t.key ? 1 : 0;
-            if (verbose)
+            if (verbose) {
+              std::string shown;   // one line, control characters escaped
+              for (unsigned char ch : answer) {
+                if (ch == '\n') shown += "\\n";
+                else if (ch < 0x20 || ch == 0x7f) shown += '?';
+                else shown += char(ch);
+              }
               std::fprintf(stderr, "  ctx %lld depth %g key %lld: '%s' -> %s\n", (long long)L, depths[di],
-                           (long long)t.key, answer.c_str(), got && *got == t.key ? "ok" : "miss");
+                           (long long)t.key, shown.c_str(), got && *got == t.key ? "ok" : "miss");
+            }
           }
           cells.push_back(cell);
         }

@@ -223,9 +223,14 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
       step = m * mag;
       break;
     }
+  // From the last tick <= lo to the first tick >= hi (so every point lies inside).
   std::vector<double> t;
-  for (double v = std::floor(lo / step) * step; v <= hi + step * 0.5 && t.size() < 64; v += step) t.push_back(v);
-  if (t.size() < 2) t.push_back(t.empty() ? lo : t.back() + step);
+  const double k0 = std::floor(lo / step + 1e-9);
+  for (int i = 0; i < 64; ++i) {
+    const double v = (k0 + i) * step;
+    t.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+    if (v >= hi - step * 1e-9 && t.size() >= 2) break;
+  }
   return t;
 }
 

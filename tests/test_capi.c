@@ -1,0 +1,311 @@
+/* The C API exercised from C (compiled as C11): every call returns a status,
+ * misuse gives codes with messages and never aborts.  Makes a tiny model with
+ * tools/make_tiny_model.py (Debian's python3 + numpy).  Prints "N passed, M
+ * failed" and exits non-zero on a failure.  Also run under LeakSanitizer
+ * (test capi_c_leaks): every handle is freed, nothing may leak.
+ *
+ *   test_capi_c [MODEL_DIR]     (REACH_SOURCE_ROOT: the repository, for the model script)
+ */
+#include <reach.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef REACH_TEST_LSAN
+#include <dlfcn.h>
+#endif
+
+static int g_passed, g_failed, g_vulkan_errors, g_progress_calls;
+
+#define EXPECT(cond)                                                                       \
+  do {                                                                                     \
+    if (cond) g_passed++;                                                                  \
+    else {                                                                                 \
+      g_failed++;                                                                          \
+      fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__, __LINE__, #cond,  \
+              reach_last_error());                                                         \
+    }                                                                                      \
+  } while (0)
+
+/* A call expected to return `want`, with a non-empty message on failure. */
+#define EXPECT_STATUS(call, want)                                                          \
+  do {                                                                                     \
+    reach_status got_ = (call);                                                            \
+    if (got_ == (want) && (got_ == REACH_OK || reach_last_error()[0] != '\0')) g_passed++; \
+    else {                                                                                 \
+      g_failed++;                                                                          \
+      fprintf(stderr, "%s:%d: FAILED: %s returned %s, expected %s\n  last error: %s\n",     \
+              __FILE__, __LINE__, #call, reach_status_name(got_), reach_status_name(want), \
+              reach_last_error());                                                         \
+    }                                                                                      \
+  } while (0)
+
+static void on_log(void* user, int level, const char* message) {
+  (void)user;
+  if (level == REACH_LOG_ERROR && strncmp(message, "vulkan:", 7) == 0) {
+    g_vulkan_errors++;
+    fprintf(stderr, "validation error: %s\n", message);
+  }
+}
+
+static int on_progress(void* user, uint64_t done, uint64_t total) {
+  g_progress_calls++;
+  return done <= total && *(int*)user; /* *user == 0: cancel */
+}
+
+static int argmax(const float* v, size_t n) {
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i)
+    if (v[i] > v[best]) best = i;
+  return (int)best;
+}
+
+int main(int argc, char** argv) {
+  char model_dir[512], cmd[1200];
+  if (argc > 1) {
+    snprintf(model_dir, sizeof model_dir, "%s", argv[1]);
+  } else {
+    const char* root = getenv("REACH_SOURCE_ROOT");
+    snprintf(model_dir, sizeof model_dir, "/tmp/reach-capi-c-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tools/make_tiny_model.py %s > /dev/null", root ? root : ".",
+             model_dir);
+    if (system(cmd) != 0) {
+      fprintf(stderr, "could not make the tiny model: %s\n0 passed, 1 failed\n", cmd);
+      return 1;
+    }
+  }
+#ifdef REACH_TEST_LSAN
+  /* The Vulkan loader unloads the driver and layers with each VkInstance, and
+   * LeakSanitizer cannot name an unloaded library, so tests/lsan.supp could not
+   * match their process-lifetime allocations: keep them loaded. */
+  {
+    static const char* const libs[] = {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so",
+                                       "libVkLayer_MESA_device_select.so"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; ++i) dlopen(libs[i], RTLD_NOW | RTLD_NODELETE);
+  }
+#endif
+  reach_set_log_callback(on_log, NULL);
+
+  /* Version and status names. */
+  EXPECT(strcmp(reach_version(), REACH_VERSION_STRING) == 0);
+  EXPECT(REACH_VERSION_NUMBER == REACH_VERSION_MAJOR * 10000 + REACH_VERSION_MINOR * 100 + REACH_VERSION_PATCH);
+  EXPECT(strcmp(reach_status_name(REACH_ERROR_CONTEXT_OVERFLOW), "REACH_ERROR_CONTEXT_OVERFLOW") == 0);
+  EXPECT(reach_status_name((reach_status)999) != NULL);
+
+  /* Devices. */
+  uint32_t count = 0;
+  EXPECT_STATUS(reach_device_count(&count), REACH_OK);
+  EXPECT(count >= 1);
+  reach_device_info info;
+  memset(&info, 0, sizeof info);
+  EXPECT_STATUS(reach_device_get_info(0, &info), REACH_ERROR_INVALID_ARGUMENT); /* size 0 */
+  info.size = sizeof info;
+  EXPECT_STATUS(reach_device_get_info(0, &info), REACH_OK);
+  EXPECT(info.name[0] != '\0');
+  EXPECT_STATUS(reach_device_get_info(count + 5, &info), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT(strstr(reach_last_error(), "out of range") != NULL);
+  EXPECT_STATUS(reach_device_count(NULL), REACH_ERROR_INVALID_ARGUMENT);
+
+  reach_device* dev = NULL;
+  reach_device_params dp = reach_device_default_params();
+  dp.name = "no such gpu anywhere";
+  EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT(dev == NULL);
+  dp = reach_device_default_params();
+  dp.size = 0;
+  EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_ERROR_INVALID_ARGUMENT);
+  dp = reach_device_default_params();
+  dp.low_priority = 1;
+  EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_OK);
+  if (!dev) {
+    fprintf(stderr, "no device: cannot go on\n%d passed, %d failed\n", g_passed, g_failed + 1);
+    return 1;
+  }
+  reach_device_info dinfo;
+  dinfo.size = sizeof dinfo;
+  EXPECT_STATUS(reach_device_describe(dev, &dinfo), REACH_OK);
+  EXPECT(strcmp(dinfo.name, info.name) == 0 || count > 1);
+
+  /* Models: bad paths, cancel, load. */
+  reach_model* model = NULL;
+  EXPECT_STATUS(reach_model_load(dev, "/nonexistent/model/dir", NULL, &model), REACH_ERROR_IO);
+  EXPECT(strstr(reach_last_error(), "/nonexistent/model/dir") != NULL);
+  EXPECT_STATUS(reach_model_load(dev, NULL, NULL, &model), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(reach_model_load(NULL, model_dir, NULL, &model), REACH_ERROR_INVALID_ARGUMENT);
+  int keep_going = 0;
+  reach_model_params mp = reach_model_default_params();
+  mp.progress = on_progress;
+  mp.progress_user = &keep_going;
+  EXPECT_STATUS(reach_model_load(dev, model_dir, &mp, &model), REACH_ERROR_CANCELLED);
+  EXPECT(model == NULL);
+  keep_going = 1;
+  g_progress_calls = 0;
+  EXPECT_STATUS(reach_model_load(dev, model_dir, &mp, &model), REACH_OK);
+  EXPECT(g_progress_calls > 0);
+  if (!model) {
+    reach_device_free(dev);
+    fprintf(stderr, "no model: cannot go on\n%d passed, %d failed\n", g_passed, g_failed + 1);
+    return 1;
+  }
+  EXPECT_STATUS(reach_device_free(dev), REACH_ERROR_INVALID_STATE); /* a model is alive */
+
+  reach_model_info mi;
+  mi.size = sizeof mi;
+  EXPECT_STATUS(reach_model_get_info(model, &mi), REACH_OK);
+  EXPECT(mi.vocab_size > 0 && mi.n_layers > 0 && mi.has_tokenizer);
+
+  /* Text. */
+  const char* text = "The quick brown fox jumps over the lazy dog.";
+  size_t n_ids = 0;
+  EXPECT_STATUS(reach_tokenize(model, text, strlen(text), 1, NULL, 0, &n_ids), REACH_OK);
+  EXPECT(n_ids > 1);
+  int32_t ids[256];
+  size_t got = 0;
+  EXPECT_STATUS(reach_tokenize(model, text, strlen(text), 1, ids, 1, &got), REACH_ERROR_BUFFER_TOO_SMALL);
+  EXPECT(got == n_ids);
+  EXPECT_STATUS(reach_tokenize(model, text, strlen(text), 1, ids, 256, &got), REACH_OK);
+  char back[512];
+  size_t len = 0;
+  EXPECT_STATUS(reach_detokenize(model, ids, got, 1, NULL, 0, &len), REACH_OK);
+  EXPECT_STATUS(reach_detokenize(model, ids, got, 1, back, len, &len), REACH_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_STATUS(reach_detokenize(model, ids, got, 1, back, sizeof back, &len), REACH_OK);
+  EXPECT(strcmp(back, text) == 0);
+
+  /* Sessions: wrong order first. */
+  reach_session* s = NULL;
+  reach_session_params sp = reach_session_default_params();
+  sp.scheme_flags = "--no-such-flag 3";
+  EXPECT_STATUS(reach_session_create(model, &sp, &s), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT(strstr(reach_last_error(), "--no-such-flag") != NULL);
+  sp = reach_session_default_params();
+  sp.rope_scaling = "warp_drive";
+  EXPECT(reach_session_create(model, &sp, &s) != REACH_OK && s == NULL);
+  sp = reach_session_default_params();
+  sp.context = 64;
+  sp.sampling.temperature = 0; /* greedy */
+  EXPECT_STATUS(reach_session_create(model, &sp, &s), REACH_OK);
+  int32_t tok = -1;
+  int eos = 0;
+  const float* logits = NULL;
+  size_t n_logits = 0;
+  EXPECT_STATUS(reach_session_decode(s, 1), REACH_ERROR_INVALID_STATE);
+  EXPECT_STATUS(reach_session_sample(s, &tok, &eos), REACH_ERROR_INVALID_STATE);
+  EXPECT_STATUS(reach_session_logits(s, &logits, &n_logits), REACH_ERROR_INVALID_STATE);
+  EXPECT_STATUS(reach_session_step_async(s, 1), REACH_ERROR_INVALID_STATE);
+  EXPECT_STATUS(reach_session_prefill(s, NULL, 3), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(reach_session_prefill(NULL, ids, got), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(reach_model_free(model), REACH_ERROR_INVALID_STATE); /* a session is alive */
+
+  /* Prefill, greedy generation. */
+  EXPECT_STATUS(reach_session_prefill(s, ids, got), REACH_OK);
+  EXPECT_STATUS(reach_session_logits(s, &logits, &n_logits), REACH_OK);
+  EXPECT(n_logits == (size_t)mi.vocab_size);
+  EXPECT_STATUS(reach_session_sample(s, &tok, &eos), REACH_OK);
+  EXPECT(tok == argmax(logits, n_logits));
+  int32_t gen[8];
+  gen[0] = tok;
+  for (int i = 1; i < 8; ++i) EXPECT_STATUS(reach_session_step(s, gen[i - 1], &gen[i], &eos), REACH_OK);
+  uint32_t pos = 0, cap = 0;
+  EXPECT_STATUS(reach_session_position(s, &pos, &cap), REACH_OK);
+  EXPECT(pos == got + 7 && cap == 64);
+  EXPECT_STATUS(reach_session_decode(s, mi.vocab_size + 10), REACH_ERROR_INVALID_ARGUMENT);
+
+  /* Rewind to the prompt: the same tokens come again; logits are gone until a decode. */
+  EXPECT_STATUS(reach_session_rewind(s, (uint32_t)got + 100), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(reach_session_rewind(s, (uint32_t)got), REACH_OK);
+  EXPECT_STATUS(reach_session_sample(s, &tok, &eos), REACH_ERROR_INVALID_STATE);
+  int same = 1;
+  for (int i = 1; i < 8; ++i) {
+    EXPECT_STATUS(reach_session_step(s, gen[i - 1], &tok, &eos), REACH_OK);
+    same = same && tok == gen[i];
+  }
+  EXPECT(same);
+
+  /* Frame-budget mode: step_async + poll gives the same chain. */
+  EXPECT_STATUS(reach_session_rewind(s, (uint32_t)got), REACH_OK);
+  same = 1;
+  for (int i = 1; i < 8; ++i) {
+    int done = 0;
+    EXPECT_STATUS(reach_session_step_async(s, gen[i - 1]), REACH_OK);
+    if (i == 1) {
+      EXPECT_STATUS(reach_session_step_async(s, gen[i - 1]), REACH_ERROR_INVALID_STATE);
+      EXPECT_STATUS(reach_session_prefill(s, ids, 1), REACH_ERROR_INVALID_STATE);
+      uint64_t fence = 0;
+      EXPECT_STATUS(reach_session_fence(s, &fence), REACH_OK);
+      EXPECT(fence != 0);
+    }
+    EXPECT_STATUS(reach_session_poll(s, &done), REACH_OK);
+    if (!done) EXPECT_STATUS(reach_session_wait(s, UINT64_MAX, &done), REACH_OK);
+    EXPECT(done == 1);
+    EXPECT_STATUS(reach_session_sample(s, &tok, &eos), REACH_OK);
+    same = same && tok == gen[i];
+  }
+  EXPECT(same);
+  EXPECT_STATUS(reach_session_end_decode(s), REACH_ERROR_INVALID_STATE);
+  EXPECT_STATUS(reach_session_begin_decode(s, gen[0]), REACH_ERROR_INVALID_STATE); /* nothing recorded */
+
+  /* Sampling with temperature is reproducible from the seed. */
+  reach_sampling_params smp = reach_sampling_default_params();
+  smp.temperature = 1.0f;
+  smp.seed = 7;
+  int32_t a[4], b[4];
+  EXPECT_STATUS(reach_session_set_sampling(s, &smp), REACH_OK);
+  for (int i = 0; i < 4; ++i) EXPECT_STATUS(reach_session_sample(s, &a[i], NULL), REACH_OK);
+  EXPECT_STATUS(reach_session_set_sampling(s, &smp), REACH_OK);
+  for (int i = 0; i < 4; ++i) EXPECT_STATUS(reach_session_sample(s, &b[i], NULL), REACH_OK);
+  EXPECT(memcmp(a, b, sizeof a) == 0);
+
+  /* Streaming detokenizer. */
+  reach_stream* st = NULL;
+  EXPECT_STATUS(reach_stream_create(model, 1, &st), REACH_OK);
+  char streamed[512] = "";
+  for (size_t i = 0; i < got; ++i) {
+    const char* piece;
+    size_t plen;
+    EXPECT_STATUS(reach_stream_push(st, ids[i], &piece, &plen), REACH_OK);
+    strncat(streamed, piece, plen);
+  }
+  {
+    const char* piece;
+    size_t plen;
+    EXPECT_STATUS(reach_stream_flush(st, &piece, &plen), REACH_OK);
+    strncat(streamed, piece, plen);
+  }
+  EXPECT(strcmp(streamed, text) == 0);
+  EXPECT_STATUS(reach_stream_free(st), REACH_OK);
+
+  /* Context overflow. */
+  reach_session* small = NULL;
+  sp = reach_session_default_params();
+  sp.context = 4;
+  EXPECT_STATUS(reach_session_create(model, &sp, &small), REACH_OK);
+  EXPECT_STATUS(reach_session_prefill(small, ids, 5), REACH_ERROR_CONTEXT_OVERFLOW);
+  EXPECT(strstr(reach_last_error(), "context") != NULL);
+  EXPECT_STATUS(reach_session_prefill(small, ids, 4), REACH_OK);
+  EXPECT_STATUS(reach_session_decode(small, ids[0]), REACH_ERROR_CONTEXT_OVERFLOW);
+  EXPECT_STATUS(reach_session_step_async(small, ids[0]), REACH_ERROR_CONTEXT_OVERFLOW);
+  EXPECT_STATUS(reach_session_reset(small), REACH_OK);
+  EXPECT_STATUS(reach_session_prefill(small, ids, 2), REACH_OK);
+  EXPECT_STATUS(reach_session_free(small), REACH_OK);
+  EXPECT_STATUS(reach_session_prefill(small, ids, 1), REACH_ERROR_INVALID_ARGUMENT); /* freed */
+  EXPECT(strstr(reach_last_error(), "not a live handle") != NULL);
+
+  /* Free in order; freeing NULL is fine. */
+  EXPECT_STATUS(reach_session_free(s), REACH_OK);
+  EXPECT_STATUS(reach_model_free(model), REACH_OK);
+  EXPECT_STATUS(reach_model_free(model), REACH_ERROR_INVALID_ARGUMENT); /* twice */
+  EXPECT_STATUS(reach_device_free(dev), REACH_OK);
+  EXPECT_STATUS(reach_session_free(NULL), REACH_OK);
+  EXPECT_STATUS(reach_model_free(NULL), REACH_OK);
+  EXPECT_STATUS(reach_device_free(NULL), REACH_OK);
+  EXPECT(g_vulkan_errors == 0);
+
+  reach_set_log_callback(NULL, NULL);
+  if (argc <= 1) {
+    snprintf(cmd, sizeof cmd, "rm -rf %s", model_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", model_dir);
+  }
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
+}

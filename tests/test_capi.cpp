@@ -1,0 +1,354 @@
+// The C API (include/reach.h) from C++: an adopted host device generates the
+// same tokens as a device reach owns (sync, step_async and record_decode into
+// a host command buffer), and misuse returns codes with messages.
+#include <doctest/doctest.h>
+#include <reach.h>
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/model_fixture.hpp"
+
+namespace {
+
+std::atomic<int> g_vulkan_errors{0};
+
+void on_log(void*, int level, const char* message) {
+  if (level == REACH_LOG_ERROR && std::strncmp(message, "vulkan:", 7) == 0) {
+    g_vulkan_errors++;
+    MESSAGE("validation: " << message);
+  }
+}
+
+#define REQUIRE_OK(call)                                                                      \
+  do {                                                                                        \
+    reach_status st_ = (call);                                                                \
+    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
+    REQUIRE(st_ == REACH_OK);                                                                 \
+  } while (0)
+
+// A failing call: the expected code and a message that is not empty.
+#define CHECK_FAILS(call, want)                                                               \
+  do {                                                                                        \
+    reach_status st_ = (call);                                                                \
+    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
+    CHECK(st_ == (want));                                                                     \
+    CHECK(std::strlen(reach_last_error()) > 0);                                               \
+  } while (0)
+
+std::string tiny() { return reach::test::tiny_model("").string(); }
+
+// The host application's own Vulkan objects (raw Vulkan, validation on).
+struct HostVulkan {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice phys = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  VkCommandPool pool = VK_NULL_HANDLE;
+
+  HostVulkan() {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ici.pApplicationInfo = &app;
+    const char* layer = "VK_LAYER_KHRONOS_validation";
+    ici.enabledLayerCount = 1;
+    ici.ppEnabledLayerNames = &layer;
+    REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
+    uint32_t n = 1;
+    vkEnumeratePhysicalDevices(instance, &n, &phys);
+    REQUIRE(n >= 1);
+    uint32_t qn = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
+    std::vector<VkQueueFamilyProperties> qfs(qn);
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
+    while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+    REQUIRE(family < qn);
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &prio;
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    REQUIRE(vkCreateDevice(phys, &dci, nullptr, &device) == VK_SUCCESS);
+    vkGetDeviceQueue(device, family, 0, &queue);
+    VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    cpi.queueFamilyIndex = family;
+    REQUIRE(vkCreateCommandPool(device, &cpi, nullptr, &pool) == VK_SUCCESS);
+  }
+  ~HostVulkan() {
+    if (pool) vkDestroyCommandPool(device, pool, nullptr);
+    if (device) vkDestroyDevice(device, nullptr);
+    if (instance) vkDestroyInstance(instance, nullptr);
+  }
+};
+
+struct Counts {
+  std::atomic<int> locks{0}, unlocks{0};
+};
+void count_lock(void* user, int lock) {
+  auto* c = static_cast<Counts*>(user);
+  (lock ? c->locks : c->unlocks)++;
+}
+
+std::vector<int32_t> prompt_ids(reach_model* m) {
+  const char* text = "Once upon a time, there was a little girl";
+  size_t n = 0;
+  REQUIRE_OK(reach_tokenize(m, text, std::strlen(text), 1, nullptr, 0, &n));
+  std::vector<int32_t> ids(n);
+  REQUIRE_OK(reach_tokenize(m, text, std::strlen(text), 1, ids.data(), ids.size(), &n));
+  return ids;
+}
+
+reach_session* greedy_session(reach_model* m) {
+  reach_session_params sp = reach_session_default_params();
+  sp.context = 64;
+  sp.sampling.temperature = 0;
+  reach_session* s = nullptr;
+  REQUIRE_OK(reach_session_create(m, &sp, &s));
+  return s;
+}
+
+// Prefill, then n greedy tokens with reach_session_step.
+std::vector<int32_t> generate_sync(reach_session* s, const std::vector<int32_t>& ids, int n) {
+  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+  std::vector<int32_t> out(1);
+  REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
+  while (int(out.size()) < n) {
+    int32_t next = 0;
+    REQUIRE_OK(reach_session_step(s, out.back(), &next, nullptr));
+    out.push_back(next);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync, async, host command buffer)") {
+  reach_set_log_callback(on_log, nullptr);
+  g_vulkan_errors = 0;
+  const std::string dir = tiny();
+  const int n = 16;
+
+  // Once per process (doctest re-runs the case body for each SUBCASE).
+  static std::vector<int32_t> owned_tokens;
+  if (owned_tokens.empty()) {
+    reach_device* dev = nullptr;
+    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    reach_model* m = nullptr;
+    REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+    reach_session* s = greedy_session(m);
+    owned_tokens = generate_sync(s, prompt_ids(m), n);
+    REQUIRE_OK(reach_session_free(s));
+    REQUIRE_OK(reach_model_free(m));
+    REQUIRE_OK(reach_device_free(dev));
+  }
+  REQUIRE(owned_tokens.size() == size_t(n));
+
+  HostVulkan host;
+  Counts counts;
+  {
+    reach_adopt_params ap = reach_adopt_default_params();
+    ap.instance = host.instance;
+    ap.physical_device = host.phys;
+    ap.device = host.device;
+    ap.queue_family = host.family;
+    ap.queue = host.queue;
+    ap.queue_lock = count_lock;
+    ap.queue_lock_user = &counts;
+    reach_device* dev = nullptr;
+    REQUIRE_OK(reach_device_adopt(&ap, &dev));
+    reach_model* m = nullptr;
+    REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+    const std::vector<int32_t> ids = prompt_ids(m);
+
+    SUBCASE("synchronous steps") {
+      reach_session* s = greedy_session(m);
+      CHECK(generate_sync(s, ids, n) == owned_tokens);
+      REQUIRE_OK(reach_session_free(s));
+    }
+    SUBCASE("step_async + poll, one step per frame") {
+      reach_session* s = greedy_session(m);
+      REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+      std::vector<int32_t> out(1);
+      REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
+      while (int(out.size()) < n) {
+        REQUIRE_OK(reach_session_step_async(s, out.back()));
+        int done = 0;
+        reach_status st = REACH_OK;
+        for (int frame = 0; st == REACH_OK && !done && frame < 100000; ++frame) st = reach_session_poll(s, &done);
+        REQUIRE_OK(st);
+        if (!done) REQUIRE_OK(reach_session_wait(s, UINT64_MAX, &done));
+        REQUIRE(done == 1);
+        int32_t next = 0;
+        REQUIRE_OK(reach_session_sample(s, &next, nullptr));
+        out.push_back(next);
+      }
+      CHECK(out == owned_tokens);
+      // Freeing with a step in flight waits for it.
+      REQUIRE_OK(reach_session_step_async(s, out.back()));
+      REQUIRE_OK(reach_session_free(s));
+    }
+    SUBCASE("record_decode into the host's command buffer") {
+      reach_session* s = greedy_session(m);
+      REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+      std::vector<int32_t> out(1);
+      REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
+      VkCommandBuffer cmd;
+      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      ai.commandPool = host.pool;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = 1;
+      REQUIRE(vkAllocateCommandBuffers(host.device, &ai, &cmd) == VK_SUCCESS);
+      VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VkFence fence;
+      REQUIRE(vkCreateFence(host.device, &fi, nullptr, &fence) == VK_SUCCESS);
+      CHECK_FAILS(reach_session_end_decode(s), REACH_ERROR_INVALID_STATE);
+      while (int(out.size()) < n) {
+        // A fresh recording every "frame", as a game re-records its frame.
+        REQUIRE(vkResetCommandBuffer(cmd, 0) == VK_SUCCESS);
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        REQUIRE(vkBeginCommandBuffer(cmd, &bi) == VK_SUCCESS);
+        REQUIRE_OK(reach_session_record_decode(s, cmd));
+        REQUIRE(vkEndCommandBuffer(cmd) == VK_SUCCESS);
+        REQUIRE_OK(reach_session_begin_decode(s, out.back()));
+        CHECK_FAILS(reach_session_decode(s, out.back()), REACH_ERROR_INVALID_STATE);   // pending
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        REQUIRE(vkQueueSubmit(host.queue, 1, &si, fence) == VK_SUCCESS);
+        REQUIRE(vkWaitForFences(host.device, 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+        REQUIRE(vkResetFences(host.device, 1, &fence) == VK_SUCCESS);
+        REQUIRE_OK(reach_session_end_decode(s));
+        int32_t next = 0;
+        REQUIRE_OK(reach_session_sample(s, &next, nullptr));
+        out.push_back(next);
+      }
+      CHECK(out == owned_tokens);
+      REQUIRE_OK(reach_session_release_recording(s, cmd));
+      REQUIRE_OK(reach_session_free(s));
+      vkDestroyFence(host.device, fence, nullptr);
+      vkFreeCommandBuffers(host.device, host.pool, 1, &cmd);
+    }
+    REQUIRE_OK(reach_model_free(m));
+    REQUIRE_OK(reach_device_free(dev));
+  }
+  CHECK(counts.locks > 0);
+  CHECK(counts.locks == counts.unlocks);
+  CHECK(vkDeviceWaitIdle(host.device) == VK_SUCCESS);   // the host's device survived reach
+  CHECK(g_vulkan_errors == 0);
+  reach_set_log_callback(nullptr, nullptr);
+}
+
+TEST_CASE("capi: bad calls return codes with messages and never abort") {
+  reach_set_log_callback(on_log, nullptr);
+  int32_t tok = 0;
+  int flag = 0;
+  size_t sz = 0;
+  uint32_t u = 0;
+  const float* lp = nullptr;
+  const char* text = nullptr;
+  reach_device* dev = nullptr;
+  reach_model* m = nullptr;
+  reach_session* s = nullptr;
+  reach_stream* st = nullptr;
+
+  SUBCASE("null handles") {
+    CHECK_FAILS(reach_model_load(nullptr, "x", nullptr, &m), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_device_describe(nullptr, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_model_get_info(nullptr, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_model_is_eos(nullptr, 0, &flag), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_tokenize(nullptr, "a", 1, 1, nullptr, 0, &sz), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_detokenize(nullptr, &tok, 1, 1, nullptr, 0, &sz), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_stream_create(nullptr, 1, &st), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_stream_push(nullptr, 0, &text, &sz), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_create(nullptr, nullptr, &s), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_prefill(nullptr, &tok, 1), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_decode(nullptr, 0), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_sample(nullptr, &tok, &flag), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_step(nullptr, 0, &tok, &flag), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_logits(nullptr, &lp, &sz), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_position(nullptr, &u, &u), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_rewind(nullptr, 0), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_reset(nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_step_async(nullptr, 0), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_poll(nullptr, &flag), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_wait(nullptr, 0, &flag), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_record_decode(nullptr, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_begin_decode(nullptr, 0), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_end_decode(nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_device_adopt(nullptr, &dev), REACH_ERROR_INVALID_ARGUMENT);
+    reach_adopt_params ap = reach_adopt_default_params();
+    CHECK_FAILS(reach_device_adopt(&ap, &dev), REACH_ERROR_INVALID_ARGUMENT);   // VK_NULL_HANDLEs
+    CHECK(dev == nullptr);
+    // A pointer that is not a handle is reported, not dereferenced.
+    int not_a_handle = 0;
+    CHECK_FAILS(reach_session_decode(reinterpret_cast<reach_session*>(&not_a_handle), 0),
+                REACH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(reach_last_error()).find("not a live handle") != std::string::npos);
+  }
+
+  SUBCASE("files: missing folder, malformed config, cancelled load") {
+    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    CHECK_FAILS(reach_model_load(dev, "/no/such/model", nullptr, &m), REACH_ERROR_IO);
+    CHECK(m == nullptr);
+    const auto bad = reach::test::temp_dir("capi-bad-model");
+    std::filesystem::copy(tiny(), bad, std::filesystem::copy_options::overwrite_existing);
+    std::ofstream(bad / "config.json") << "{ \"hidden_size\": 64, oops";
+    CHECK_FAILS(reach_model_load(dev, bad.string().c_str(), nullptr, &m), REACH_ERROR_FORMAT);
+    reach_model_params mp = reach_model_default_params();
+    mp.progress = [](void*, uint64_t, uint64_t) { return 0; };
+    CHECK_FAILS(reach_model_load(dev, tiny().c_str(), &mp, &m), REACH_ERROR_CANCELLED);
+    CHECK(m == nullptr);
+    REQUIRE_OK(reach_device_free(dev));
+  }
+
+  SUBCASE("wrong order, context overflow, freed handles") {
+    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &m));
+    reach_session_params sp = reach_session_default_params();
+    sp.context = 8;
+    REQUIRE_OK(reach_session_create(m, &sp, &s));
+    CHECK_FAILS(reach_session_decode(s, 1), REACH_ERROR_INVALID_STATE);
+    CHECK_FAILS(reach_session_sample(s, &tok, &flag), REACH_ERROR_INVALID_STATE);
+    CHECK_FAILS(reach_session_logits(s, &lp, &sz), REACH_ERROR_INVALID_STATE);
+    CHECK_FAILS(reach_session_prefill(s, &tok, 0), REACH_ERROR_INVALID_ARGUMENT);   // empty prompt
+    std::vector<int32_t> ids(9, 5);
+    CHECK_FAILS(reach_session_prefill(s, ids.data(), 9), REACH_ERROR_CONTEXT_OVERFLOW);
+    REQUIRE_OK(reach_session_prefill(s, ids.data(), 7));
+    REQUIRE_OK(reach_session_decode(s, 5));
+    CHECK_FAILS(reach_session_decode(s, 5), REACH_ERROR_CONTEXT_OVERFLOW);
+    CHECK(std::string(reach_last_error()).find("context") != std::string::npos);
+    CHECK_FAILS(reach_session_rewind(s, 100), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_model_free(m), REACH_ERROR_INVALID_STATE);
+    CHECK_FAILS(reach_device_free(dev), REACH_ERROR_INVALID_STATE);
+    reach_session_params zero{};
+    reach_session* s2 = nullptr;
+    CHECK_FAILS(reach_session_create(m, &zero, &s2), REACH_ERROR_INVALID_ARGUMENT);   // size 0
+    reach_session_params bad = reach_session_default_params();
+    bad.rope_scaling = "yarn";
+    bad.leaky_k = 4;   // does not apply to yarn
+    CHECK(reach_session_create(m, &bad, &s2) != REACH_OK);
+    CHECK(s2 == nullptr);
+    bad = reach_session_default_params();
+    bad.scheme_flags = "--rope-scaling linear --rope-factor 2";
+    REQUIRE_OK(reach_session_create(m, &bad, &s2));
+    REQUIRE_OK(reach_session_free(s2));
+    REQUIRE_OK(reach_session_free(s));
+    CHECK_FAILS(reach_session_free(s), REACH_ERROR_INVALID_ARGUMENT);   // twice
+    REQUIRE_OK(reach_model_free(m));
+    CHECK_FAILS(reach_session_create(m, nullptr, &s2), REACH_ERROR_INVALID_ARGUMENT);   // freed model
+    REQUIRE_OK(reach_device_free(dev));
+    CHECK_FAILS(reach_model_load(dev, tiny().c_str(), nullptr, &m), REACH_ERROR_INVALID_ARGUMENT);
+  }
+  reach_set_log_callback(nullptr, nullptr);
+}
