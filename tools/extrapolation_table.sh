@@ -8,7 +8,7 @@
 #                                     [-s SCHEMES] [VARIANT...]
 #   MODELS_DIR  models (default: models) holding heldout.txt and <variant>/ folders
 #   REACH       the reach binary (default: $REACH, else build/tools/reach)
-#   SAMPLES     held-out samples per cell (default 8): sample k = BOS + 8N held-out bytes starting
+#   SAMPLES     held-out samples per cell (default 4): sample k = BOS + 8N held-out bytes starting
 #               at byte k * ((len - 8N) / K), ids = byte values (whitespace-separated)
 #   OUT_DIR     where ids files, per-run JSON, table.md and the plots go (default MODELS_DIR/extrapolation)
 #   SCHEMES     default: default,ntk,yarn,rerope,leaky_rerope,logn
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 MODELS=models
 REACH_BIN=${REACH:-build/tools/reach}
-K=8
+K=4
 OUT=
 SCHEMES=default,ntk,yarn,rerope,leaky_rerope,logn
 while getopts "m:r:k:o:s:h" opt; do
@@ -43,7 +43,8 @@ if [ ${#VARIANTS[@]} -eq 0 ]; then
 fi
 [ ${#VARIANTS[@]} -gt 0 ] || { echo "no models under $MODELS (run tools/train_tiny.py)" >&2; exit 1; }
 [ -f "$MODELS/heldout.txt" ] || { echo "$MODELS/heldout.txt missing (tools/train_tiny.py --write-heldout)" >&2; exit 1; }
-if ! "$REACH_BIN" eval --help 2>&1 | grep -q -- "--score-last"; then
+help=$("$REACH_BIN" eval --help 2>&1 || true)   # no `| grep -q`: SIGPIPE + pipefail races
+if [[ "$help" != *--score-last* ]]; then
   echo "$REACH_BIN has no 'eval --score-last' yet (set REACH= or -r to a newer build)" >&2
   exit 1
 fi
