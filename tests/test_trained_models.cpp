@@ -80,7 +80,7 @@ TEST_CASE("trained models: reach logits equal the PyTorch training model's") {
         err = std::max(err, std::fabs(got[r * cols + c] - want[r * cols + c]));
       }
       // f16 weights on both sides; f32 accumulation in reach vs PyTorch f32:
-      // the f16 tolerance (2e-2 x max|logit|) is far above the ~1e-5 seen.
+      // the f16 tolerance of the model tests (2e-2 x max|logit|) is far above the ~1e-5 seen.
       INFO("row " << r << ": max|err| " << err << ", tolerance 2e-2 x " << scale);
       REQUIRE(err <= 2e-2f * scale);
     }
