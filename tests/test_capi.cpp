@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/model_fixture.hpp"
+#include "tests/test_device.hpp"
 
 namespace {
 
@@ -43,54 +44,7 @@ void on_log(void*, int level, const char* message) {
 
 std::string tiny() { return reach::test::tiny_model("").string(); }
 
-// The host application's own Vulkan objects (raw Vulkan, validation on).
-struct HostVulkan {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice phys = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t family = 0;
-  VkCommandPool pool = VK_NULL_HANDLE;
-
-  HostVulkan() {
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.apiVersion = VK_API_VERSION_1_2;
-    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    ici.pApplicationInfo = &app;
-    const char* layer = "VK_LAYER_KHRONOS_validation";
-    ici.enabledLayerCount = 1;
-    ici.ppEnabledLayerNames = &layer;
-    REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
-    uint32_t n = 1;
-    vkEnumeratePhysicalDevices(instance, &n, &phys);
-    REQUIRE(n >= 1);
-    uint32_t qn = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
-    std::vector<VkQueueFamilyProperties> qfs(qn);
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
-    while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-    REQUIRE(family < qn);
-    float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qci.queueFamilyIndex = family;
-    qci.queueCount = 1;
-    qci.pQueuePriorities = &prio;
-    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.queueCreateInfoCount = 1;
-    dci.pQueueCreateInfos = &qci;
-    REQUIRE(vkCreateDevice(phys, &dci, nullptr, &device) == VK_SUCCESS);
-    vkGetDeviceQueue(device, family, 0, &queue);
-    VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    cpi.queueFamilyIndex = family;
-    REQUIRE(vkCreateCommandPool(device, &cpi, nullptr, &pool) == VK_SUCCESS);
-  }
-  ~HostVulkan() {
-    if (pool) vkDestroyCommandPool(device, pool, nullptr);
-    if (device) vkDestroyDevice(device, nullptr);
-    if (instance) vkDestroyInstance(instance, nullptr);
-  }
-};
+using reach::test::HostVulkan;
 
 struct Counts {
   std::atomic<int> locks{0}, unlocks{0};

@@ -26,6 +26,21 @@ struct Gpu {
   std::vector<float> download_f32(const Buffer& b, size_t count, VkDeviceSize offset = 0);
 };
 
+// A host application's own Vulkan objects, made with raw Vulkan (validation
+// layer on), for the adopted-device tests.  Destroyed in reverse order.
+struct HostVulkan {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice phys = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  HostVulkan();
+  ~HostVulkan();
+  HostVulkan(const HostVulkan&) = delete;
+  HostVulkan& operator=(const HostVulkan&) = delete;
+};
+
 // Created on first use; lives until the process exits.
 Gpu& gpu();
 // The validation callback used by every device the tests create.

@@ -156,47 +156,16 @@ TEST_CASE("kernel add: sizes and broadcast") {
 
 TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
   // Create a device with raw Vulkan, as a host application would.
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.apiVersion = VK_API_VERSION_1_2;
-  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ici.pApplicationInfo = &app;
-  const char* layer = "VK_LAYER_KHRONOS_validation";
-  ici.enabledLayerCount = 1;
-  ici.ppEnabledLayerNames = &layer;
-  VkInstance instance;
-  REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
-  uint32_t n = 1;
-  VkPhysicalDevice phys;
-  vkEnumeratePhysicalDevices(instance, &n, &phys);
-  REQUIRE(n >= 1);
-  uint32_t qn = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
-  std::vector<VkQueueFamilyProperties> qfs(qn);
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
-  uint32_t family = 0;
-  while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-  REQUIRE(family < qn);
-  float prio = 1.0f;
-  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qci.queueFamilyIndex = family;
-  qci.queueCount = 1;
-  qci.pQueuePriorities = &prio;
-  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dci.queueCreateInfoCount = 1;
-  dci.pQueueCreateInfos = &qci;
-  VkDevice vkdev;
-  REQUIRE(vkCreateDevice(phys, &dci, nullptr, &vkdev) == VK_SUCCESS);
-  VkQueue queue;
-  vkGetDeviceQueue(vkdev, family, 0, &queue);
+  reach::test::HostVulkan host;
 
   int locks = 0, unlocks = 0;
   {
     AdoptedDevice h;
-    h.instance = instance;
-    h.physical_device = phys;
-    h.device = vkdev;
-    h.queue_family = family;
-    h.queue = queue;
+    h.instance = host.instance;
+    h.physical_device = host.phys;
+    h.device = host.device;
+    h.queue_family = host.family;
+    h.queue = host.queue;
     h.queue_lock = [&](bool lock) { (lock ? locks : unlocks)++; };
     auto dev = Device::adopt(h);
     CHECK(!dev->owns_device());
@@ -221,9 +190,7 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
   CHECK(locks > 0);
   CHECK(locks == unlocks);
   // reach destroyed nothing of the host's: the device is still usable.
-  CHECK(vkDeviceWaitIdle(vkdev) == VK_SUCCESS);
-  vkDestroyDevice(vkdev, nullptr);
-  vkDestroyInstance(instance, nullptr);
+  CHECK(vkDeviceWaitIdle(host.device) == VK_SUCCESS);
 }
 
 TEST_CASE("errors: Vulkan failures name the call and the result") {

@@ -501,45 +501,14 @@ TEST_CASE("kernel embed: an f16 table larger than maxStorageBufferRange") {
 // A device without 16-bit storage (a host that did not enable it) refuses the
 // 16-bit paths with Error(unsupported); the f32 paths still run.
 TEST_CASE("kernels: 16-bit paths need storageBuffer16BitAccess") {
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.apiVersion = VK_API_VERSION_1_2;
-  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ici.pApplicationInfo = &app;
-  const char* layer = "VK_LAYER_KHRONOS_validation";
-  ici.enabledLayerCount = 1;
-  ici.ppEnabledLayerNames = &layer;
-  VkInstance instance;
-  REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
-  uint32_t count = 1;
-  VkPhysicalDevice phys;
-  vkEnumeratePhysicalDevices(instance, &count, &phys);
-  REQUIRE(count >= 1);
-  uint32_t qn = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
-  std::vector<VkQueueFamilyProperties> qfs(qn);
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
-  uint32_t family = 0;
-  while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-  REQUIRE(family < qn);
-  float prio = 1.0f;
-  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qci.queueFamilyIndex = family;
-  qci.queueCount = 1;
-  qci.pQueuePriorities = &prio;
-  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dci.queueCreateInfoCount = 1;
-  dci.pQueueCreateInfos = &qci;
-  VkDevice vkdev;
-  REQUIRE(vkCreateDevice(phys, &dci, nullptr, &vkdev) == VK_SUCCESS);
-  VkQueue queue;
-  vkGetDeviceQueue(vkdev, family, 0, &queue);
+  reach::test::HostVulkan host;
   {
     AdoptedDevice h;
-    h.instance = instance;
-    h.physical_device = phys;
-    h.device = vkdev;
-    h.queue_family = family;
-    h.queue = queue;
+    h.instance = host.instance;
+    h.physical_device = host.phys;
+    h.device = host.device;
+    h.queue_family = host.family;
+    h.queue = host.queue;
     h.on_validation = reach::test::on_validation_message;
     auto dev = Device::adopt(h);
     REQUIRE(!dev->caps().storage_16bit);
@@ -575,7 +544,5 @@ TEST_CASE("kernels: 16-bit paths need storageBuffer16BitAccess") {
     CHECK(out[0] == 3.0f);
     CHECK(out[1] == 4.0f);
   }
-  vkDeviceWaitIdle(vkdev);
-  vkDestroyDevice(vkdev, nullptr);
-  vkDestroyInstance(instance, nullptr);
+
 }
