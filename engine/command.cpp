@@ -114,7 +114,8 @@ VkBufferView CommandList::texel_view(const Pipeline& p, uint32_t binding, const 
     texel_align_ = std::max<VkDeviceSize>(props.limits.minTexelBufferOffsetAlignment, 1);
     max_texels_ = props.limits.maxTexelBufferElements;
   }
-  const uint32_t tb = texel_bytes(p.texel_format);
+  const VkFormat format = p.texel_formats.at(binding);
+  const uint32_t tb = texel_bytes(format);
   const std::string where = p.name + ": texel binding " + std::to_string(binding);
   if (tb == 0) throw Error(ErrorCode::internal, where + ": unsupported texel format");
   if (b.offset % texel_align_)
@@ -125,7 +126,7 @@ VkBufferView CommandList::texel_view(const Pipeline& p, uint32_t binding, const 
                                          " bytes: not a whole number of texels or more than maxTexelBufferElements");
   VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
   ci.buffer = b.buffer;
-  ci.format = p.texel_format;
+  ci.format = format;
   ci.offset = b.offset;
   ci.range = b.size;
   VkBufferView view;

@@ -34,7 +34,7 @@ class CommandList {
 
   void begin();   // drops what was recorded and starts again
   // Bindings the pipeline marks as texel buffers (Pipeline::texel_buffers) get
-  // a VkBufferView of p.texel_format over their range, owned by this list
+  // a VkBufferView of p.texel_formats[binding] over their range, owned by this list
   // until the next begin() (offset: minTexelBufferOffsetAlignment; size: a
   // multiple of the texel size, at most maxTexelBufferElements texels).
   void dispatch(const Pipeline& p, std::span<const BufferRange> buffers, const void* push, uint32_t push_bytes,

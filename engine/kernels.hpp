@@ -70,6 +70,8 @@ struct KernelConfig {
   // (gemm_tex_* / matvec_tex_*) where the format supports it: CPU devices,
   // where llvmpipe vectorises texel fetches but not per-lane SSBO loads.
   bool weights_texel = false;
+  // With weights_texel: X too, where shapes are 4-aligned (R32G32B32A32 texels).
+  bool activations_texel = false;
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (rmsnorm, softmax, embed)
   static KernelConfig from(const Capabilities& caps);

@@ -37,7 +37,9 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
                  caps.subgroup_size <= max_inv && (caps.subgroup_ops & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                  (caps.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     gemm_wg = gemm_bcast ? caps.subgroup_size : std::min(64u, max_inv);
-    gemm_tm = 4;
+    // 1 x 4: measured best on lavapipe with texel X and W (576^3 f16: 6.7
+    // GFLOP/s per CPU-second vs 2.8 at 4 x 4, whose accumulators spill).
+    gemm_tm = 1;
     gemm_tn = 4;
     matvec_mode = 0;
     matvec_wg = std::min(16u, max_inv);
@@ -49,6 +51,8 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     // Used only where the weight format supports uniform texel buffers
     // (checked when recording).
     weights_texel = true;
+    // The same for the activations X (with texel weights and aligned shapes).
+    activations_texel = true;
   } else {
     // GPUs: shared-memory tiled GEMM; matvec with lanes splitting K and a
     // subgroup (or shared-memory) reduction, so W reads are coalesced.
@@ -70,6 +74,7 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     matvec_rows = 8;
     linear_matvec_max_m = 1;
     weights_texel = false;   // SSBO loads are coalesced on GPUs
+    activations_texel = false;
   }
 }
 
@@ -186,6 +191,11 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   // Spec constants and grid.
   const std::string kernel = std::string(op) + "_" + wtype_name(w.type);
   const std::string tex_kernel = std::string(op) + "_tex_" + wtype_name(w.type);
+  const std::string xtex_kernel = std::string(op) + "_xtex_" + wtype_name(w.type);
+  // X through a texel buffer too (with texel weights, aligned shapes, X in an
+  // arena whose buffers have texel usage).
+  const bool x_arena_tex = x.buffer->arena() == Arena::weights || x.buffer->arena() == Arena::cache ||
+                           x.buffer->arena() == Arena::scratch;
   uint32_t gx_per = 1, gy_per = 1;
   std::vector<uint32_t> spec;
   uint32_t aligned = (K % 4 == 0) ? 1u : 0u;
@@ -232,7 +242,8 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
 
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
-    const Bound xb = bind(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4, align);
+    const Bound xb = bind(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4,
+                          tex ? walign : align);
     const Bound yb = bind(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     for (const RowChunk& c : chunks) {
       const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
@@ -251,11 +262,11 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       }
       const bool al = aligned && xb.elem_off % 4 == 0 && wb.elem_off % 4 == 0;
       spec[use_matvec ? 3 : 7] = al ? 1u : 0u;
-      PipelineDesc desc{tex_chunk ? tex_kernel : kernel, 3, sizeof(LinearPush), spec};
-      if (tex_chunk) {
-        desc.texel_buffers = 1u << 1;
-        desc.texel_format = tformat;
-      }
+      const bool xtex = tex_chunk && al && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
+                        xb.range.size / 16 <= tl.max_texels;
+      PipelineDesc desc{xtex ? xtex_kernel : tex_chunk ? tex_kernel : kernel, 3, sizeof(LinearPush), spec};
+      if (tex_chunk) desc.texel(1, tformat);
+      if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
       const auto& pipe = device.pipelines().get(desc);
       LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
       const uint32_t gx = groups_for(c.rows, gx_per);

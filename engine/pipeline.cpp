@@ -20,8 +20,8 @@ uint32_t float_bits(float f) {
 }
 
 bool PipelineDesc::operator<(const PipelineDesc& o) const {
-  return std::tie(kernel, buffers, push_bytes, spec, required_subgroup, texel_buffers, texel_format) <
-         std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup, o.texel_buffers, o.texel_format);
+  return std::tie(kernel, buffers, push_bytes, spec, required_subgroup, texel_buffers, texel_formats) <
+         std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup, o.texel_buffers, o.texel_formats);
 }
 
 static std::string default_cache_dir() {
@@ -100,9 +100,11 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   p->buffers = desc.buffers;
   p->push_bytes = desc.push_bytes;
   p->texel_buffers = desc.texel_buffers;
-  p->texel_format = desc.texel_format;
-  if (desc.texel_buffers && desc.texel_format == VK_FORMAT_UNDEFINED)
-    throw Error(ErrorCode::internal, desc.kernel + ": texel-buffer bindings need a texel_format");
+  p->texel_formats = desc.texel_formats;
+  for (uint32_t i = 0; i < 32; ++i)
+    if ((desc.texel_buffers >> i & 1) &&
+        (i >= PipelineDesc::kMaxTexelBindings || desc.texel_formats[i] == VK_FORMAT_UNDEFINED))
+      throw Error(ErrorCode::internal, desc.kernel + ": texel binding " + std::to_string(i) + " has no texel format");
   if (desc.push_bytes > device_.caps().max_push_constants)
     throw Error(ErrorCode::internal, desc.kernel + ": push constants of " + std::to_string(desc.push_bytes) +
                                          " bytes exceed the device limit");

@@ -2,6 +2,7 @@
 // Compute pipelines from embedded SPIR-V, specialised by constants (tile
 // sizes, subgroup size, head dim) and created lazily on first use.  The
 // driver's VkPipelineCache is saved to disk, keyed by device and driver.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,10 +23,16 @@ struct PipelineDesc {
   std::vector<uint32_t> spec;    // specialization constants 0..n-1 (floats as bit patterns)
   uint32_t required_subgroup = 0;   // pin the subgroup size (needs subgroupSizeControl); 0 = driver's choice
   // Bit i set: binding i is a uniform texel buffer (samplerBuffer) of
-  // texel_format instead of a storage buffer; CommandList::dispatch makes the
-  // VkBufferView from the BufferRange bound there.
+  // texel_formats[i] instead of a storage buffer; CommandList::dispatch makes
+  // the VkBufferView from the BufferRange bound there.
+  static constexpr uint32_t kMaxTexelBindings = 8;
   uint32_t texel_buffers = 0;
-  VkFormat texel_format = VK_FORMAT_UNDEFINED;
+  std::array<VkFormat, kMaxTexelBindings> texel_formats{};
+  PipelineDesc& texel(uint32_t binding, VkFormat format) {
+    texel_buffers |= 1u << binding;
+    texel_formats.at(binding) = format;
+    return *this;
+  }
 
   bool operator<(const PipelineDesc& o) const;
 };
@@ -38,7 +45,7 @@ struct Pipeline {
   uint32_t buffers = 0;
   uint32_t push_bytes = 0;
   uint32_t texel_buffers = 0;   // see PipelineDesc
-  VkFormat texel_format = VK_FORMAT_UNDEFINED;
+  std::array<VkFormat, PipelineDesc::kMaxTexelBindings> texel_formats{};
 };
 
 class PipelineCache {

@@ -165,6 +165,7 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
     t.split_min = 128;
   }
   t.max_splits = 256;
+  t.texel = caps.is_cpu() ? 2 : 1;
   return t;
 }
 
@@ -177,6 +178,16 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
   if (!tuning_.decode_keys) tuning_.decode_keys = d.decode_keys;
   if (!tuning_.split_min) tuning_.split_min = d.split_min;
   if (!tuning_.max_splits) tuning_.max_splits = d.max_splits;
+  if (!tuning_.texel) tuning_.texel = d.texel;
+}
+
+// The kernel name and texel bindings of prefill/decode: bindings 2..5 (K, V,
+// table 1, table 2) become R32G32B32A32 texel buffers in the texel variant.
+void Attention::select_variant(PipelineDesc& desc, const char* kernel) const {
+  desc.kernel = kernel;
+  if (tuning_.texel != 2) return;
+  desc.kernel += "_tex";
+  for (uint32_t b = 2; b <= 5; ++b) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
 }
 
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
@@ -249,15 +260,19 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   const uint32_t hpw = std::min(gq, wg), nhc = (gq + hpw - 1) / hpw;
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
-  PipelineDesc desc{"attention_prefill", 7, sizeof(AttnPush),
+  PipelineDesc desc{"", 7, sizeof(AttnPush),
                     {wg, hpw, rows, spec.head_dim, gq, rot_pairs(spec), spec.rope ? 1u : 0u,
                      spec.cache == KeyCacheMode::raw ? 1u : 0u, dual ? 1u : 0u, t2 ? 1u : 0u, uint32_t(spec.q2_mode),
                      uint32_t(spec.k2_mode), uint32_t(spec.norm), spec.alibi_max_bias > 0 ? 1u : 0u}};
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
+  select_variant(desc, "attention_prefill");
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = max_new;
-  const BufferRange r1 = table_range(table1, step);
+  // Unused tables still need a binding: the step buffer, or for texel
+  // bindings the K cache (a whole number of texels, never read).
+  const BufferRange dummy = tuning_.texel == 2 ? cache.k->range(0, 16) : step;
+  const BufferRange r1 = table_range(table1, dummy);
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
   for (const HeadChunk& hc :
@@ -324,12 +339,15 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
                                     uint32_t(spec.k2_mode),
                                     uint32_t(spec.norm),
                                     spec.alibi_max_bias > 0 ? 1u : 0u};
-  const Pipeline& p = device_.pipelines().get({"attention_decode", 7, sizeof(AttnPush), sc});
+  PipelineDesc desc{"", 7, sizeof(AttnPush), sc};
+  select_variant(desc, "attention_decode");
+  const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = 1;
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
-  const BufferRange r1 = table_range(table1, step);
+  const BufferRange dummy = tuning_.texel == 2 ? cache.k->range(0, 16) : step;
+  const BufferRange r1 = table_range(table1, dummy);
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const BufferRange part{scratch.buffer, scratch.offset, need};
   const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;

@@ -94,6 +94,10 @@ struct AttentionTuning {
   uint32_t decode_keys = 0;    // keys per decode tile
   uint32_t split_min = 0;      // decode: fewest keys per split
   uint32_t max_splits = 0;     // decode: most splits (more keys per split beyond)
+  // Read the K/V cache and rope tables through uniform texel buffers (CPU
+  // devices: llvmpipe vectorises texel fetches, not per-lane buffer loads).
+  // 0 = choose, 1 = storage buffers, 2 = texel buffers.
+  uint32_t texel = 0;
   static AttentionTuning from(const Capabilities& caps);
 };
 
@@ -148,6 +152,8 @@ class Attention {
   void prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const;
 
  private:
+  void select_variant(PipelineDesc& desc, const char* kernel) const;
+
   Device& device_;
   AttentionTuning tuning_;
 };

@@ -23,7 +23,14 @@ layout(push_constant) uniform PC {
 } pc;
 
 // The including shader declares the buffer `tab1` (and `tab2` with
-// ATTN_HAS_TAB2 defined), vec4 arrays, before including this file.
+// ATTN_HAS_TAB2 defined), vec4 arrays, before including this file, or defines
+// TAB1(i) / TAB2(i) to read them another way (texel buffers, KV_TEX).
+#ifndef TAB1
+#define TAB1(i) tab1[i]
+#endif
+#ifndef TAB2
+#define TAB2(i) tab2[i]
+#endif
 
 #define LOG2E 1.4426950408889634
 #define NEG (-1.0e30)
@@ -46,7 +53,7 @@ int k2_position(uint mode, int m, int group) {
 void table_cs1(int p, uint c4, out vec4 c, out vec4 s) {
   const uint pp = uint(clamp(p, 0, int(pc.tab1_positions) - 1));
   const uint base = (pp * pc.tab1_pairs) / 2u + c4 * 2u;   // vec4 = two (cos, sin) pairs
-  const vec4 a = tab1[base], b = tab1[base + 1u];
+  const vec4 a = TAB1(base), b = TAB1(base + 1u);
   c = vec4(a.x, a.z, b.x, b.z);
   s = vec4(a.y, a.w, b.y, b.w);
 }
@@ -55,7 +62,7 @@ void table_cs1(int p, uint c4, out vec4 c, out vec4 s) {
 void table_cs2(int p, uint c4, out vec4 c, out vec4 s) {
   const uint pp = uint(clamp(p, 0, int(pc.tab2_positions) - 1));
   const uint base = (pp * pc.tab2_pairs) / 2u + c4 * 2u;   // vec4 = two (cos, sin) pairs
-  const vec4 a = tab2[base], b = tab2[base + 1u];
+  const vec4 a = TAB2(base), b = TAB2(base + 1u);
   c = vec4(a.x, a.z, b.x, b.z);
   s = vec4(a.y, a.w, b.y, b.w);
 }

@@ -33,10 +33,26 @@ const uint ACCN = (D4 + WG - 1u) / WG;
 
 layout(binding = 0) readonly buffer Step { uint step[]; };
 layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+#if defined(KV_TEX)
+// Texel-buffer variant for CPU devices: llvmpipe gathers texel fetches as
+// vectors but runs a lane-varying storage-buffer load lane by lane, with a
+// bounds check each; these are the loads inside the key loop.
+layout(binding = 2) uniform samplerBuffer kc_t;
+layout(binding = 3) uniform samplerBuffer vc_t;
+layout(binding = 4) uniform samplerBuffer tab1_t;
+layout(binding = 5) uniform samplerBuffer tab2_t;
+#define KC(i) texelFetch(kc_t, int(i))
+#define VC(i) texelFetch(vc_t, int(i))
+#define TAB1(i) texelFetch(tab1_t, int(i))
+#define TAB2(i) texelFetch(tab2_t, int(i))
+#else
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
 layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+#define KC(i) kc[i]
+#define VC(i) vc[i]
+#endif
 layout(binding = 6) writeonly buffer Part { float part[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
@@ -52,15 +68,15 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
 }
 
 vec4 rotated_key(uint base, uint c, int p, bool t2) {
-  const vec4 x = kc[base + c];
+  const vec4 x = KC(base + c);
   if (c >= 2u * R4) return x;
   vec4 cs, sn;
   if (c < R4) {
     cs_at(t2, p, c, cs, sn);
-    return x * cs - kc[base + c + R4] * sn;
+    return x * cs - KC(base + c + R4) * sn;
   }
   cs_at(t2, p, c - R4, cs, sn);
-  return x * cs + kc[base + c - R4] * sn;
+  return x * cs + KC(base + c - R4) * sn;
 }
 
 void main() {
@@ -143,9 +159,9 @@ void main() {
       vec4 kr[D4];
       if (b2) {
         const int pk = k2_position(K2MODE, m, pc.group);
-        for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == 0u ? kc[base + c] : rotated_key(base, c, pk, TABLE2);
+        for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == 0u ? KC(base + c) : rotated_key(base, c, pk, TABLE2);
       } else {
-        for (uint c = 0u; c < D4; ++c) kr[c] = (ROPE && RAW) ? rotated_key(base, c, m, false) : kc[base + c];
+        for (uint c = 0u; c < D4; ++c) kr[c] = (ROPE && RAW) ? rotated_key(base, c, m, false) : KC(base + c);
       }
       const bool vis = key_visible(i, m);
       for (uint hq = 0u; hq < GQ; ++hq) {
@@ -189,7 +205,7 @@ void main() {
       for (uint a = 0u; a < ACCN; ++a) {
         const uint c = lane + a * WG;
         if (c >= D4) break;
-        const vec4 v = vc[base + c];
+        const vec4 v = VC(base + c);
         for (uint hq = 0u; hq < GQ; ++hq) acc[hq * ACCN + a] += sP[hq * BC + j] * v;
       }
     }

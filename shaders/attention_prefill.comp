@@ -44,10 +44,26 @@ const uint NHC = (GQ + HPW - 1u) / HPW;           // head chunks per kv head
 
 layout(binding = 0) readonly buffer Step { uint step[]; };
 layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+#if defined(KV_TEX)
+// Texel-buffer variant for CPU devices: llvmpipe gathers texel fetches as
+// vectors but runs a lane-varying storage-buffer load lane by lane, with a
+// bounds check each; these are the loads inside the key loop.
+layout(binding = 2) uniform samplerBuffer kc_t;
+layout(binding = 3) uniform samplerBuffer vc_t;
+layout(binding = 4) uniform samplerBuffer tab1_t;
+layout(binding = 5) uniform samplerBuffer tab2_t;
+#define KC(i) texelFetch(kc_t, int(i))
+#define VC(i) texelFetch(vc_t, int(i))
+#define TAB1(i) texelFetch(tab1_t, int(i))
+#define TAB2(i) texelFetch(tab2_t, int(i))
+#else
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
 layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+#define KC(i) kc[i]
+#define VC(i) vc[i]
+#endif
 layout(binding = 6) writeonly buffer O { vec4 obuf[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
@@ -63,9 +79,9 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   {                                                                             \
     [[unroll]] for (uint c = 0u; c < D4; ++c) {                                 \
       if (c >= R4 && c < 2u * R4 && (ROT_K)) continue;                          \
-      vec4 k_lo = kc[base + c], k_hi = vec4(0.0);                               \
+      vec4 k_lo = KC(base + c), k_hi = vec4(0.0);                               \
       if ((ROT_K) && c < R4) {                                                  \
-        const vec4 x_hi = kc[base + c + R4];                                    \
+        const vec4 x_hi = KC(base + c + R4);                                    \
         vec4 cs, sn;                                                            \
         cs_at(T2, kp, c, cs, sn);                                               \
         k_hi = x_hi * cs + k_lo * sn;                                           \
@@ -173,7 +189,7 @@ void main() {
     l_run = l_run * alpha + psum;
     m_run = m_new;
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
-      const vec4 v = vc[base + c];
+      const vec4 v = VC(base + c);
       vec4 a = o[c] * alpha;
       [[unroll]] for (uint jj = 0u; jj < WG; ++jj) a += s1[jj] * subgroupShuffle(v, jj);
       o[c] = a;

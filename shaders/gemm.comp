@@ -38,6 +38,11 @@ const uint XS_STRIDE = BK + 1;   // +1: no bank conflicts on the column reads
 shared float xs[TILE_M * XS_STRIDE];
 shared float ws[TILE_N * XS_STRIDE];
 
+// a · b + c as a chain of four fused multiply-adds.
+float fma4(vec4 a, vec4 b, float c) {
+  return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, c))));
+}
+
 void gemm_registers() {
   const uint l = gl_LocalInvocationID.x;
   const uint m0 = gl_WorkGroupID.y * TM;
@@ -79,8 +84,39 @@ void gemm_registers() {
 // Register tiles with X rows shared across the subgroup: a subgroup covers
 // SUBGROUP*TM rows of X and SUBGROUP*TN rows of W; lane l loads X rows
 // m0 + j*S + l and W rows n0 + j*S + l, and computes its W rows against all
-// SUBGROUP*TM X rows, taking the other lanes' X values by shuffles.  Every
+// SUBGROUP*TM X rows, taking the other lanes' X values by broadcasts.  Every
 // loaded element is reused S*TN (X) or S*TM (W) times.
+const uint BC_ACC = SUBGROUP * TM * TN;
+
+// One 4-deep K step at k: acc[(j*S + s)*TN + t] += X row (j, lane s) · W row t.
+void bcast_step4(uint k, uint xrow[TM], uint wrow[TN], inout float acc[BC_ACC]) {
+  const uint S = SUBGROUP;
+  vec4 xl[TM], wl[TN];
+  for (uint j = 0; j < TM; ++j) xl[j] = load_x4(xrow[j] + k);
+  for (uint t = 0; t < TN; ++t) wl[t] = load_w4(wrow[t] + k);
+  // subgroupBroadcast with a constant lane is an element extract on CPU
+  // devices; subgroupShuffle (any lane count) may be a per-lane loop.
+#define BCAST_STEP(s)                                                  \
+  {                                                                    \
+    const vec4 xb = subgroupBroadcast(xl[j], s);                      \
+    for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] = fma4(xb, wl[t], acc[(j * S + s) * TN + t]); \
+  }
+  for (uint j = 0; j < TM; ++j) {
+    if (S == 8) {
+      BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
+      BCAST_STEP(4) BCAST_STEP(5) BCAST_STEP(6) BCAST_STEP(7)
+    } else if (S == 4) {
+      BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
+    } else {
+      for (uint s = 0; s < S; ++s) {
+        const vec4 xb = subgroupShuffle(xl[j], s);
+        for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] = fma4(xb, wl[t], acc[(j * S + s) * TN + t]);
+      }
+    }
+  }
+#undef BCAST_STEP
+}
+
 void gemm_registers_bcast() {
   const uint S = SUBGROUP;
   const uint lane = gl_SubgroupInvocationID;
@@ -92,35 +128,11 @@ void gemm_registers_bcast() {
   for (uint j = 0; j < TM; ++j) xrow[j] = p.x_off + min(m0 + j * S + lane, M - 1) * K;
   uint wrow[TN];
   for (uint t = 0; t < TN; ++t) wrow[t] = p.w_off + min(n0 + t * S + lane, N - 1) * K;
-  float acc[S * TM * TN];
-  for (uint a = 0; a < S * TM * TN; ++a) acc[a] = 0.0;
+  float acc[BC_ACC];
+  for (uint a = 0; a < BC_ACC; ++a) acc[a] = 0.0;
 
   const uint K4 = K & ~3u;
-  for (uint k = 0; k < K4; k += 4) {
-    vec4 xl[TM], wl[TN];
-    for (uint j = 0; j < TM; ++j) xl[j] = load_x4(xrow[j] + k);
-    for (uint t = 0; t < TN; ++t) wl[t] = load_w4(wrow[t] + k);
-    // subgroupBroadcast with a constant lane is an element extract on CPU
-    // devices; subgroupShuffle (any lane count) may be a per-lane loop.
-#define BCAST_STEP(s)                                                          \
-  {                                                                            \
-    const vec4 xb = subgroupBroadcast(xl[j], s);                              \
-    for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] += dot(xb, wl[t]); \
-  }
-    for (uint j = 0; j < TM; ++j) {
-      if (S == 8) {
-        BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
-        BCAST_STEP(4) BCAST_STEP(5) BCAST_STEP(6) BCAST_STEP(7)
-      } else if (S == 4) {
-        BCAST_STEP(0) BCAST_STEP(1) BCAST_STEP(2) BCAST_STEP(3)
-      } else {
-        for (uint s = 0; s < S; ++s) {
-          const vec4 xb = subgroupShuffle(xl[j], s);
-          for (uint t = 0; t < TN; ++t) acc[(j * S + s) * TN + t] += dot(xb, wl[t]);
-        }
-      }
-    }
-  }
+  for (uint k = 0; k < K4; k += 4) bcast_step4(k, xrow, wrow, acc);
   for (uint k = K4; k < K; ++k) {
     float xl[TM], wl[TN];
     for (uint j = 0; j < TM; ++j) xl[j] = load_x(xrow[j] + k);

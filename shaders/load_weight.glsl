@@ -62,7 +62,17 @@ vec4 load_w4(uint e) {
 }
 #endif
 
-// f32 activations X at binding 0, with the same two views.
+// f32 activations X at binding 0, with the same two views; with X_TEX a
+// uniform texel buffer of 4 floats per texel (CPU devices, aligned shapes
+// only: the host picks it only when ALIGNED holds).
+#if defined(X_TEX)
+layout(binding = 0) uniform samplerBuffer xt;
+float load_x(uint e) { return texelFetch(xt, int(e >> 2))[e & 3u]; }
+vec4 load_x4(uint e) {
+  if (ALIGNED != 0) return texelFetch(xt, int(e >> 2));
+  return vec4(load_x(e), load_x(e + 1), load_x(e + 2), load_x(e + 3));
+}
+#else
 layout(binding = 0) readonly buffer X1 { float x1[]; };
 layout(binding = 0) readonly buffer X4 { vec4 x4[]; };
 float load_x(uint e) { return x1[e]; }
@@ -70,6 +80,7 @@ vec4 load_x4(uint e) {
   if (ALIGNED != 0) return x4[e >> 2];
   return vec4(x1[e], x1[e + 1], x1[e + 2], x1[e + 3]);
 }
+#endif
 
 // Y (f32) at binding 2.
 layout(binding = 2) writeonly buffer Y1 { float y1[]; };

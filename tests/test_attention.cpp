@@ -353,9 +353,12 @@ void expect_ok(Harness h) {
 }
 
 // Small decode tiles and splits (many splits at n ~ 200; prefill tiles are the
-// subgroup size, 8 on lavapipe, already small).
+// subgroup size, 8 on lavapipe, already small), and storage-buffer K/V reads:
+// the default on a CPU device is the texel variant, so the cases that use
+// small_tiles() cover the storage-buffer kernels GPUs run.
 AttentionTuning small_tiles() {
   AttentionTuning t;
+  t.texel = 1;
   t.decode_keys = 8;
   t.split_min = 16;
   t.max_splits = 256;

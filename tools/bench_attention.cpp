@@ -5,7 +5,7 @@
 // a test: nothing is asserted.
 //
 //   reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2]
-//                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1]
+//                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1] [--texel 1|2]
 //                         [--schemes default,rerope,leaky_rerope,yarn]
 //                         [--decode]
 #include <chrono>
@@ -83,11 +83,12 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = uint32_t(std::stoul(next()));
     else if (a == "--schemes") schemes = parse_names(next());
     else if (a == "--decode") decode = true;
+    else if (a == "--texel") tune.texel = uint32_t(std::stoul(next()));
     else {
       std::fprintf(stderr,
                    "usage: reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2] [--dim 64]\n"
                    "  [--window 512] [--leaky-k 16] [--reps 1] [--schemes default,rerope,leaky_rerope,yarn]\n"
-                   "  [--decode]\n");
+                   "  [--decode] [--texel 1|2]  (K/V reads: 1 storage buffers, 2 texel buffers; default: by device)\n");
       return 2;
     }
   }
