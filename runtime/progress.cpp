@@ -66,6 +66,13 @@ void Progress::advance(uint64_t n) {
   draw(false);
 }
 
+void Progress::println(const std::string& line) {
+  if (drawn_ && !finished_) std::fputs("\r\033[K", stderr);   // clear the bar; the next advance redraws it
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  drawn_ = false;
+}
+
 void Progress::finish() {
   if (finished_) return;
   finished_ = true;

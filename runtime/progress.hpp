@@ -22,6 +22,9 @@ class Progress {
   void advance(uint64_t n);
   // Draws the final state (if anything was drawn) and ends the line.
   void finish();
+  // Prints `line` (and a newline) on stderr above the bar: a partial result
+  // of a long operation stays on screen, and in a log, as it completes.
+  void println(const std::string& line);
 
   bool active() const { return active_; }   // will it draw at all?
   uint64_t done() const { return done_; }

@@ -339,6 +339,11 @@ int cmd_eval(const Args& args) {
                                    w.input_begin + w.n_prefix + 1, size_t(chunk), bar, want ? &positions : nullptr,
                                    want ? &lps : nullptr);
         row.seconds = seconds_since(t0);
+        // Each cell as it completes: a long run's results so far survive an interruption.
+        char line[256];
+        std::snprintf(line, sizeof line, "%s @ %lld: mean NLL %.4f (ppl %.3f, top-1 %.1f%%) in %.1f s", scheme.c_str(),
+                      (long long)L, row.score.mean_nll(), row.score.ppl(), 100.0 * row.score.accuracy(), row.seconds);
+        bar.println(line);
         if (want) dump += logprob_block(scheme, L, positions, slice(sample, w.target_begin, w.n_scored), lps);
         rows.push_back(row);
       }
