@@ -144,6 +144,10 @@ struct DecodeShape {
 
 }  // namespace
 
+bool wants_rotated_keys(const AttentionSpec& spec) {
+  return spec.rope && spec.cache == KeyCacheMode::raw && spec.dual();
+}
+
 std::string TileCounts::str() const {
   std::ostringstream o;
   o << "window " << window << ", outside " << outside << ", mixed " << mixed << ", skipped " << skipped;
@@ -181,13 +185,14 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
   if (!tuning_.texel) tuning_.texel = d.texel;
 }
 
-// The kernel name and texel bindings of prefill/decode: bindings 2..5 (K, V,
-// table 1, table 2) become R32G32B32A32 texel buffers in the texel variant.
+// The kernel name and texel bindings of prefill/decode: bindings 2..5 and 7
+// (K, V, table 1, table 2, rotated K) become R32G32B32A32 texel buffers in the
+// texel variant.
 void Attention::select_variant(PipelineDesc& desc, const char* kernel) const {
   desc.kernel = kernel;
   if (tuning_.texel != 2) return;
   desc.kernel += "_tex";
-  for (uint32_t b = 2; b <= 5; ++b) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
+  for (uint32_t b : {2u, 3u, 4u, 5u, 7u}) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
 }
 
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
@@ -232,8 +237,10 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == ScoreNorm::key || spec.norm == ScoreNorm::cos;
   const uint32_t wg = 64;
-  const Pipeline& p = device_.pipelines().get(
-      {"attention_kv_store", 6, sizeof(AttnPush), {wg, spec.head_dim, rot_pairs(spec), rotate ? 1u : 0u, normalize ? 1u : 0u}});
+  const bool store_rot = cache.k_rot && wants_rotated_keys(spec);
+  const Pipeline& p = device_.pipelines().get({"attention_kv_store", 7, sizeof(AttnPush),
+                                               {wg, spec.head_dim, rot_pairs(spec), rotate ? 1u : 0u,
+                                                normalize ? 1u : 0u, store_rot ? 1u : 0u}});
   const uint64_t mb = max_binding(device_.caps());
   const auto chunks = head_chunks(spec, cache.capacity, mb, device_.caps().min_storage_buffer_offset_alignment);
   if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
@@ -241,7 +248,9 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   push.max_rows = k_new.rows;
   const uint64_t cbytes = uint64_t(spec.n_kv_heads) * cache.capacity * spec.head_dim * 4;
   const BufferRange t1 = table_range(table1, step);
-  cmd.dispatch(p, {step, k_new.range(), v_new.range(), cache.k->range(0, cbytes), cache.v->range(0, cbytes), t1}, &push,
+  const BufferRange kr = store_rot ? cache.k_rot->range(0, cbytes) : cache.k->range(0, cbytes);
+  cmd.dispatch(p, {step, k_new.range(), v_new.range(), cache.k->range(0, cbytes), cache.v->range(0, cbytes), t1, kr},
+               &push,
                sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
 }
 
@@ -260,10 +269,11 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   const uint32_t hpw = std::min(gq, wg), nhc = (gq + hpw - 1) / hpw;
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
-  PipelineDesc desc{"", 7, sizeof(AttnPush),
+  const bool krot = cache.k_rot && wants_rotated_keys(spec);
+  PipelineDesc desc{"", 8, sizeof(AttnPush),
                     {wg, hpw, rows, spec.head_dim, gq, rot_pairs(spec), spec.rope ? 1u : 0u,
                      spec.cache == KeyCacheMode::raw ? 1u : 0u, dual ? 1u : 0u, t2 ? 1u : 0u, uint32_t(spec.q2_mode),
-                     uint32_t(spec.k2_mode), uint32_t(spec.norm), spec.alibi_max_bias > 0 ? 1u : 0u}};
+                     uint32_t(spec.k2_mode), uint32_t(spec.norm), spec.alibi_max_bias > 0 ? 1u : 0u, krot ? 1u : 0u}};
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
   select_variant(desc, "attention_prefill");
   const Pipeline& p = device_.pipelines().get(desc);
@@ -278,9 +288,11 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   for (const HeadChunk& hc :
        head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
+    const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
                  {step, q.range(), cache.k->range(hc.first * slab, hc.count * slab),
-                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, out.range()},
+                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, out.range(),
+                  kr->range(hc.first * slab, hc.count * slab)},
                  &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
 }
@@ -326,6 +338,7 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   const uint32_t gq = group_size(spec);
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
+  const bool krot = cache.k_rot && wants_rotated_keys(spec);
   const std::vector<uint32_t> sc = {d.wg,
                                     d.bc,
                                     spec.head_dim,
@@ -338,8 +351,9 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
                                     uint32_t(spec.q2_mode),
                                     uint32_t(spec.k2_mode),
                                     uint32_t(spec.norm),
-                                    spec.alibi_max_bias > 0 ? 1u : 0u};
-  PipelineDesc desc{"", 7, sizeof(AttnPush), sc};
+                                    spec.alibi_max_bias > 0 ? 1u : 0u,
+                                    krot ? 1u : 0u};
+  PipelineDesc desc{"", 8, sizeof(AttnPush), sc};
   select_variant(desc, "attention_decode");
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
@@ -355,9 +369,11 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   for (const HeadChunk& hc :
        head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
+    const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
                  {step, q1, cache.k->range(hc.first * slab, hc.count * slab),
-                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, part},
+                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, part,
+                  kr->range(hc.first * slab, hc.count * slab)},
                  &push, sizeof push, d.n_splits, hc.count, 1, "attention_decode");
   }
   cmd.barrier();

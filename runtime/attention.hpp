@@ -116,7 +116,15 @@ struct LayerCache {
   const Buffer* k = nullptr;
   const Buffer* v = nullptr;
   uint32_t capacity = 0;
+  // Optional, for a raw cache with a dual-branch spec (ReRoPE, Leaky,
+  // Self-Extend): the same keys rotated at their positions, written by
+  // store_kv, so branch 1 (the window) reads them like plain RoPE instead of
+  // rotating raw keys on every read.  Same shape as k.
+  const Buffer* k_rot = nullptr;
 };
+
+// Whether a cache for `spec` benefits from LayerCache::k_rot.
+bool wants_rotated_keys(const AttentionSpec& spec);
 
 class Attention {
  public:

@@ -44,6 +44,11 @@ Session::Session(Model& model, const SessionOptions& options)
     const std::string name = "kv cache layer " + std::to_string(l);
     k_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "k " + name));
     v_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "v " + name));
+    // Dual-branch layers keep rotated keys too (LayerCache::k_rot): the
+    // window branch then costs what plain RoPE does, for 50 % more cache.
+    k_rot_.push_back(wants_rotated_keys(schemes_.layers[size_t(l)])
+                         ? A.allocate(Arena::cache, kvd * capacity_ * 4, "rotated k " + name)
+                         : Buffer{});
   }
   const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
                  V = uint64_t(c.vocab_size), n = chunk_;
@@ -115,7 +120,7 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
       K.add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
       cmd.barrier();
     }
-    LayerCache cache{&k_cache_[l], &v_cache_[l], capacity_};
+    LayerCache cache{&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr};
     attention_.store_kv(cmd, spec, table1_, step, k, v, cache);
     cmd.barrier();
     if (n == 1) {

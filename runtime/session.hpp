@@ -85,6 +85,7 @@ class Session {
   Buffer rope1_, rope2_;
   RopeTable table1_, table2_;
   std::vector<Buffer> k_cache_, v_cache_;
+  std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
   Buffer ids_, step_;
   Buffer x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_, decode_scratch_;
   std::vector<float> logits_;

@@ -26,6 +26,7 @@ layout(constant_id = 9) const uint Q2MODE = 0;
 layout(constant_id = 10) const uint K2MODE = 0;
 layout(constant_id = 11) const uint NORM = 0;
 layout(constant_id = 12) const bool ALIBI = false;
+layout(constant_id = 13) const bool KROT = false;  // raw cache + pre-rotated keys at binding 7 (branch 1)
 const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
@@ -38,6 +39,8 @@ layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
 // vectors but runs a lane-varying storage-buffer load lane by lane, with a
 // bounds check each; these are the loads inside the key loop.
 layout(binding = 2) uniform samplerBuffer kc_t;
+layout(binding = 7) uniform samplerBuffer kr_t;
+#define KR(i) texelFetch(kr_t, int(i))
 layout(binding = 3) uniform samplerBuffer vc_t;
 layout(binding = 4) uniform samplerBuffer tab1_t;
 layout(binding = 5) uniform samplerBuffer tab2_t;
@@ -47,6 +50,8 @@ layout(binding = 5) uniform samplerBuffer tab2_t;
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
+layout(binding = 7) readonly buffer KRot { vec4 kr_buf[]; };
+#define KR(i) kr_buf[i]
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
 layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
@@ -161,7 +166,8 @@ void main() {
         const int pk = k2_position(K2MODE, m, pc.group);
         for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == 0u ? KC(base + c) : rotated_key(base, c, pk, TABLE2);
       } else {
-        for (uint c = 0u; c < D4; ++c) kr[c] = (ROPE && RAW) ? rotated_key(base, c, m, false) : KC(base + c);
+        for (uint c = 0u; c < D4; ++c)
+          kr[c] = KROT ? KR(base + c) : (ROPE && RAW) ? rotated_key(base, c, m, false) : KC(base + c);
       }
       const bool vis = key_visible(i, m);
       for (uint hq = 0u; hq < GQ; ++hq) {

@@ -4,11 +4,14 @@
 // KeyNorm / CosA keys are stored L2-normalised (norm of the un-rotated key);
 // with a rotated cache the key is then rotated at its position (table 1).
 // Positions come from the step buffer; rows past the capacity are dropped.
+// STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
+// 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint D = 64;        // head_dim (multiple of 8)
 layout(constant_id = 2) const uint ROTP = 32;     // rotating pairs (multiple of 4)
 layout(constant_id = 3) const bool ROTATE = true;
 layout(constant_id = 4) const bool NORMALIZE = false;
+layout(constant_id = 5) const bool STORE_ROT = false;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 
@@ -18,6 +21,7 @@ layout(binding = 2) readonly buffer VN { vec4 v_new[]; };
 layout(binding = 3) writeonly buffer KC { vec4 kc[]; };
 layout(binding = 4) writeonly buffer VC { vec4 vc[]; };
 layout(binding = 5) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = 6) writeonly buffer KR { vec4 krot[]; };
 #include "attention_common.glsl"
 
 void main() {
@@ -39,7 +43,7 @@ void main() {
   for (uint c = 0u; c < D4; ++c) {
     const vec4 x = k_new[src + c] * f;
     vec4 y = x;
-    if (ROTATE && c < 2u * R4) {
+    if ((ROTATE || STORE_ROT) && c < 2u * R4) {
       vec4 cs, sn;
       if (c < R4) {
         table_cs1(int(pos), c, cs, sn);
@@ -49,7 +53,8 @@ void main() {
         y = x * cs + k_new[src + c - R4] * f * sn;
       }
     }
-    kc[dst + c] = y;
+    kc[dst + c] = ROTATE ? y : x;
+    if (STORE_ROT) krot[dst + c] = y;
     vc[dst + c] = v_new[src + c];
   }
 }

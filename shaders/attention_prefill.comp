@@ -37,6 +37,7 @@ layout(constant_id = 10) const uint Q2MODE = 0;
 layout(constant_id = 11) const uint K2MODE = 0;
 layout(constant_id = 12) const uint NORM = 0;     // 0 none, 1 key (in cache), 2 query, 3 cos
 layout(constant_id = 13) const bool ALIBI = false;
+layout(constant_id = 14) const bool KROT = false;  // raw cache + pre-rotated keys at binding 7 (branch 1)
 const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
@@ -49,6 +50,8 @@ layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
 // vectors but runs a lane-varying storage-buffer load lane by lane, with a
 // bounds check each; these are the loads inside the key loop.
 layout(binding = 2) uniform samplerBuffer kc_t;
+layout(binding = 7) uniform samplerBuffer kr_t;
+#define KR(i) texelFetch(kr_t, int(i))
 layout(binding = 3) uniform samplerBuffer vc_t;
 layout(binding = 4) uniform samplerBuffer tab1_t;
 layout(binding = 5) uniform samplerBuffer tab2_t;
@@ -58,6 +61,8 @@ layout(binding = 5) uniform samplerBuffer tab2_t;
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
 layout(binding = 2) readonly buffer KC { vec4 kc[]; };
+layout(binding = 7) readonly buffer KRot { vec4 kr[]; };
+#define KR(i) kr[i]
 layout(binding = 3) readonly buffer VC { vec4 vc[]; };
 layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
@@ -75,13 +80,13 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
 
 // s[jj] += q · key(k0 + jj) for the WG keys of the tile; this lane supplies
 // key k0 + lane (at `base`), rotated at position `kp` when ROT_K.
-#define QK(s, q, ROT_K, kp, T2)                                                 \
+#define QK(s, q, ROT_K, kp, T2, LOADK)                                          \
   {                                                                             \
     [[unroll]] for (uint c = 0u; c < D4; ++c) {                                 \
       if (c >= R4 && c < 2u * R4 && (ROT_K)) continue;                          \
-      vec4 k_lo = KC(base + c), k_hi = vec4(0.0);                               \
+      vec4 k_lo = LOADK(base + c), k_hi = vec4(0.0);                            \
       if ((ROT_K) && c < R4) {                                                  \
-        const vec4 x_hi = KC(base + c + R4);                                    \
+        const vec4 x_hi = LOADK(base + c + R4);                                 \
         vec4 cs, sn;                                                            \
         cs_at(T2, kp, c, cs, sn);                                               \
         k_hi = x_hi * cs + k_lo * sn;                                           \
@@ -95,6 +100,63 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
       }                                                                         \
     }                                                                           \
   }
+
+// Per-invocation state of one query row: rotated queries (branch 1, 2),
+// f32 online-softmax state and output accumulator.
+vec4 q1[D4];
+vec4 q2[DUAL ? D4 : 1u];
+vec4 o[D4];
+float m_run, l_run, slope;
+
+// One key tile [k0, k0 + WG) of class `cls` (1: branch 1 only, 2: branch 2
+// only, 3: both, per-element select) into the row state above.  Every call
+// site passes a constant class, so each loop below compiles to one branch.
+void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W) {
+  const int k_hi = min(k0 + int(WG) - 1, q_hi);
+  const bool need1 = !DUAL || cls != 2u;
+  const bool need2 = DUAL && cls != 1u;
+  // This lane's key (clamped to a written one; keys past k_hi are masked).
+  const int mk = min(k0 + int(lane), k_hi);
+  const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+
+  float s1[WG], s2[WG];
+  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+    s1[jj] = 0.0;
+    s2[jj] = 0.0;
+  }
+  if (need1) {
+    if (KROT) QK(s1, q1, false, mk, false, KR)
+    else QK(s1, q1, ROPE && RAW, mk, false, KC)
+  }
+  if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
+
+  // Select, ALiBi, masks (log2 domain), then the online softmax update.
+  float tmax = NEG;
+  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+    const int m = k0 + int(jj);
+    float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
+    if (ALIBI) s -= slope * float(i - m);
+    s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
+    s1[jj] = s;
+    tmax = max(tmax, s);
+  }
+  const float m_new = max(m_run, tmax);
+  const float alpha = exp2(m_run - m_new);
+  float psum = 0.0;
+  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
+    const float p = s1[jj] > NEG_HALF ? exp2(s1[jj] - m_new) : 0.0;
+    s1[jj] = p;
+    psum += p;
+  }
+  l_run = l_run * alpha + psum;
+  m_run = m_new;
+  [[unroll]] for (uint c = 0u; c < D4; ++c) {
+    const vec4 v = VC(base + c);
+    vec4 a = o[c] * alpha;
+    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) a += s1[jj] * subgroupShuffle(v, jj);
+    o[c] = a;
+  }
+}
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -116,8 +178,6 @@ void main() {
   const int W = int(min(pc.branch_window, 0x7fffffffu));
 
   // Query row: norms, logn, scale, log2(e), then the rotation(s).
-  vec4 q1[D4];
-  vec4 q2[DUAL ? D4 : 1u];
   {
     const uint qb = (tt * H + h) * D4;
     float n2 = 0.0;
@@ -144,57 +204,35 @@ void main() {
         }
       }
   }
-  const float slope = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
-
-  vec4 o[D4];
+  slope = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
   [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] = vec4(0.0);
-  float m_run = NEG, l_run = 0.0;
+  m_run = NEG;
+  l_run = 0.0;
 
-  for (int k0 = 0; k0 <= q_hi; k0 += int(WG)) {
-    const int k_hi = min(k0 + int(WG) - 1, q_hi);
-    const int r_min = max(0, q_lo - k_hi), r_max = q_hi - k0;
-    if (pc.window != 0u && r_min >= int(pc.window) && k0 >= int(pc.sinks)) continue;   // fully masked
-    const bool need1 = !DUAL || r_min < W;
-    const bool need2 = DUAL && r_max >= W;
-    // This lane's key (clamped to a written one; keys past k_hi are masked).
-    const int mk = min(k0 + int(lane), k_hi);
-    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
-
-    float s1[WG], s2[WG];
-    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-      s1[jj] = 0.0;
-      s2[jj] = 0.0;
-    }
-    if (need1) QK(s1, q1, ROPE && RAW, mk, false);
-    if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2);
-
-    // Select, ALiBi, masks (log2 domain), then the online softmax update.
-    float tmax = NEG;
-    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-      const int m = k0 + int(jj);
-      float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
-      if (ALIBI) s -= slope * float(i - m);
-      s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
-      s1[jj] = s;
-      tmax = max(tmax, s);
-    }
-    const float m_new = max(m_run, tmax);
-    const float alpha = exp2(m_run - m_new);
-    float psum = 0.0;
-    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-      const float p = s1[jj] > NEG_HALF ? exp2(s1[jj] - m_new) : 0.0;
-      s1[jj] = p;
-      psum += p;
-    }
-    l_run = l_run * alpha + psum;
-    m_run = m_new;
-    [[unroll]] for (uint c = 0u; c < D4; ++c) {
-      const vec4 v = VC(base + c);
-      vec4 a = o[c] * alpha;
-      [[unroll]] for (uint jj = 0u; jj < WG; ++jj) a += s1[jj] * subgroupShuffle(v, jj);
-      o[c] = a;
-    }
+  // Tile classes form contiguous ranges of the key-tile index (module
+  // comment): [0, n_out) branch 2 only, [n_out, t_win) both, [t_win, t_end]
+  // branch 1 only.  Separate loops with uniform bounds, because llvmpipe runs
+  // both sides of a data-dependent branch; GPUs lose nothing.  Tiles that the
+  // sliding window masks completely ([n_sink, n_masked), past the sinks) are
+  // never visited.
+  const int B = int(WG);
+  const int t_end = q_hi / B;
+  const int n_out = DUAL ? min(max(q_lo - W + 1, 0) / B, t_end + 1) : 0;
+  const int t_win = DUAL ? clamp(q_hi - W < 0 ? 0 : (q_hi - W) / B + 1, n_out, t_end + 1) : 0;
+  const int n_masked = pc.window == 0u ? 0 : min(max(q_lo - int(pc.window) + 1, 0) / B, t_end + 1);
+  const int n_sink = min((int(pc.sinks) + B - 1) / B, n_masked);
+#define TILE_RANGE(a, b, CLS)                                                   \
+  {                                                                             \
+    const int lo_ = (a), hi_ = (b);                                             \
+    for (int kt = lo_; kt < min(hi_, n_sink); ++kt) key_tile(kt * B, CLS, lane, g_local, i, q_hi, W); \
+    for (int kt = max(lo_, n_masked); kt < hi_; ++kt) key_tile(kt * B, CLS, lane, g_local, i, q_hi, W); \
   }
+  if (DUAL) {
+    TILE_RANGE(0, n_out, 2u)
+    TILE_RANGE(n_out, t_win, 3u)
+  }
+  TILE_RANGE(t_win, t_end + 1, 1u)
+#undef TILE_RANGE
 
   if (!valid) return;
   const float inv = l_run > 0.0 ? 1.0 / l_run : 0.0;

@@ -228,6 +228,7 @@ struct Harness {
   uint32_t decode_steps = 0;
   AttentionTuning tuning{};
   uint32_t seed = 1;
+  bool rotated_keys = true;        // give dual-branch specs a pre-rotated key cache (LayerCache::k_rot)
 
   std::string describe() const {
     std::ostringstream o;
@@ -235,7 +236,7 @@ struct Harness {
       << " d=" << s.spec.head_dim << " n=" << n << " chunks=";
     for (uint32_t c : chunks) o << c << ",";
     o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",split=" << tuning.split_min
-      << ")";
+      << ",texel=" << tuning.texel << ") rotated_keys=" << rotated_keys;
     return o.str();
   }
 
@@ -269,7 +270,12 @@ struct Harness {
     std::vector<uint32_t> nan(size_t(Hkv) * cap * d, 0x7fc00000u);
     Buffer kc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "k cache");
     Buffer vc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "v cache");
+    Buffer krc;
     LayerCache cache{&kc, &vc, cap};
+    if (rotated_keys && wants_rotated_keys(a)) {
+      krc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "rotated k cache");
+      cache.k_rot = &krc;
+    }
     uint32_t max_chunk = 1;
     for (uint32_t c : chunks) max_chunk = std::max(max_chunk, c);
     Buffer qb = g.zeros(size_t(max_chunk) * qd * 4, "q");
@@ -427,9 +433,13 @@ TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, 
         uint32_t w = W;
         if (kind == Kind::self_extend) w = std::max<uint32_t>(4, W / 4 * 4);   // G | W
         const uint32_t n = std::min<uint32_t>(300, 2 * w + 3 * bc + 5);
+        // Both key paths of branch 1 (pre-rotated cache, raw keys rotated on
+        // read) under both tunings (texel / storage-buffer reads).
         Harness one{make_scheme(kind, 4, 2, 64, w), n, {n}, 2, tune};
+        one.rotated_keys = small;
         expect_ok(one);
         Harness ch{make_scheme(kind, 4, 1, 16, w), n, {5, bc + 3, n - bc - 8}, 1, tune};
+        ch.rotated_keys = !small;
         expect_ok(ch);
       }
     // Sliding-window mask edges at the tile size.

@@ -5,7 +5,7 @@
 // a test: nothing is asserted.
 //
 //   reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2]
-//                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1] [--texel 1|2]
+//                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1] [--texel 1|2] [--no-rotated-keys]
 //                         [--schemes default,rerope,leaky_rerope,yarn]
 //                         [--decode]
 #include <chrono>
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   uint32_t H = 8, Hkv = 2, D = 64, W = 512, leaky_k = 16, reps = 1;
   std::vector<std::string> schemes = {"default", "rerope", "leaky_rerope", "yarn"};
   AttentionTuning tune{};
-  bool decode = false;
+  bool decode = false, rotated_keys = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -84,11 +84,13 @@ int main(int argc, char** argv) {
     else if (a == "--schemes") schemes = parse_names(next());
     else if (a == "--decode") decode = true;
     else if (a == "--texel") tune.texel = uint32_t(std::stoul(next()));
+    else if (a == "--no-rotated-keys") rotated_keys = false;
     else {
       std::fprintf(stderr,
                    "usage: reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2] [--dim 64]\n"
                    "  [--window 512] [--leaky-k 16] [--reps 1] [--schemes default,rerope,leaky_rerope,yarn]\n"
-                   "  [--decode] [--texel 1|2]  (K/V reads: 1 storage buffers, 2 texel buffers; default: by device)\n");
+                   "  [--decode] [--texel 1|2]  (K/V reads: 1 storage buffers, 2 texel buffers; default: by device)\n"
+                   "  [--no-rotated-keys]  (dual-branch schemes rotate raw keys on every read)\n");
       return 2;
     }
   }
@@ -137,7 +139,9 @@ int main(int argc, char** argv) {
       Buffer step = alloc.allocate(Arena::scratch, 16, "step");
       uint32_t st[4] = {0, n, 0, 0};
       xfer.upload(step, 0, st, 16);
-      LayerCache cache{&kc, &vc, n};
+      // The dual-branch schemes also get pre-rotated keys, as sessions give them
+      // (--no-rotated-keys: raw keys rotated on every read).
+      Buffer krc = rotated_keys ? alloc.allocate(Arena::cache, size_t(n) * kvd * 4, "rotated k cache") : Buffer{};
       double default_ms = 0;
       for (const std::string& name : schemes) {
         AttentionSpec s;
@@ -168,6 +172,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "unknown scheme %s\n", name.c_str());
           return 2;
         }
+        LayerCache cache{&kc, &vc, n, wants_rotated_keys(s) && krc ? &krc : nullptr};
         // Fill the cache and create the pipelines (not timed), then time the prefill dispatch alone.
         {
           CommandList c(*dev);
