@@ -108,6 +108,10 @@ bool Allocator::suballocate(Block& b, VkDeviceSize size, VkDeviceSize align, VkD
   return false;
 }
 
+bool arena_texel_readable(Arena a) {
+  return a == Arena::weights || a == Arena::cache || a == Arena::scratch;
+}
+
 Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& label) {
   if (size == 0) size = 4;
   const auto& caps = device_.caps();
@@ -117,11 +121,9 @@ Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& la
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  // Weights, caches and activations may also be read through uniform texel
-  // buffers (the kernels' texel variants for CPU devices, KernelConfig::
-  // weights_texel, AttentionTuning::texel).
-  if (arena == Arena::weights || arena == Arena::cache || arena == Arena::scratch)
-    bi.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
+  // The kernels' texel variants for CPU devices (KernelConfig::weights_texel,
+  // AttentionTuning::texel) read these through uniform texel buffers.
+  if (arena_texel_readable(arena)) bi.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   Buffer out;
   vk_check(vkCreateBuffer(device_.handle(), &bi, nullptr, &out.buffer_), "vkCreateBuffer");

@@ -15,6 +15,9 @@ class Device;
 
 enum class Arena : uint8_t { weights = 0, cache, scratch, staging, readback, count_ };
 const char* arena_name(Arena a);
+// Whether buffers of this arena may back uniform texel buffers (the device-local
+// arenas: weights, caches, activations), for the kernels' texel variants.
+bool arena_texel_readable(Arena a);
 
 // A window of a buffer as a descriptor binding sees it: never VK_WHOLE_SIZE.
 struct BufferRange {

@@ -145,12 +145,12 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   if (x.rows == 0 || w.rows == 0) return;
   const auto& caps = device.caps();
   const uint32_t esize = wtype_size(w.type);
-  // Texel-buffer weights: only from the weights arena (the buffers with
-  // UNIFORM_TEXEL_BUFFER usage) and where the format is supported.
+  // Texel-buffer weights: only from arenas whose buffers have
+  // UNIFORM_TEXEL_BUFFER usage and where the format is supported.
   const VkFormat tformat = texel_format(w.type);
   const uint64_t tbytes = 4ull * esize;   // 4 weights per texel
   TexelLimits tl;
-  bool tex = cfg.weights_texel && w.buffer->arena() == Arena::weights;
+  bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena());
   if (tex) {
     tl = texel_limits(device, tformat);
     tex = tl.supported && tl.max_texels * tbytes > 1024;
@@ -192,10 +192,8 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   const std::string kernel = std::string(op) + "_" + wtype_name(w.type);
   const std::string tex_kernel = std::string(op) + "_tex_" + wtype_name(w.type);
   const std::string xtex_kernel = std::string(op) + "_xtex_" + wtype_name(w.type);
-  // X through a texel buffer too (with texel weights, aligned shapes, X in an
-  // arena whose buffers have texel usage).
-  const bool x_arena_tex = x.buffer->arena() == Arena::weights || x.buffer->arena() == Arena::cache ||
-                           x.buffer->arena() == Arena::scratch;
+  // X through a texel buffer too (with texel weights and aligned shapes).
+  const bool x_arena_tex = arena_texel_readable(x.buffer->arena());
   uint32_t gx_per = 1, gy_per = 1;
   std::vector<uint32_t> spec;
   uint32_t aligned = (K % 4 == 0) ? 1u : 0u;

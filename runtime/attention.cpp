@@ -104,6 +104,17 @@ AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable&
   return p;
 }
 
+// Whether the kernels read branch-1 keys from cache.k_rot.
+bool reads_rotated_keys(const AttentionSpec& spec, const LayerCache& cache) {
+  return cache.k_rot && wants_rotated_keys(spec);
+}
+
+// What an unused table binding gets: the step buffer, or for texel bindings
+// the K cache (a whole number of texels; never read).
+BufferRange unused_table(bool texel, const LayerCache& cache, const BufferRange& step) {
+  return texel ? cache.k->range(0, 16) : step;
+}
+
 BufferRange table_range(const RopeTable& t, const BufferRange& dummy) {
   if (!t.buffer) return dummy;
   return t.buffer->range(0, uint64_t(t.positions) * t.pairs * 8);
@@ -237,7 +248,7 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == ScoreNorm::key || spec.norm == ScoreNorm::cos;
   const uint32_t wg = 64;
-  const bool store_rot = cache.k_rot && wants_rotated_keys(spec);
+  const bool store_rot = reads_rotated_keys(spec, cache);
   const Pipeline& p = device_.pipelines().get({"attention_kv_store", 7, sizeof(AttnPush),
                                                {wg, spec.head_dim, rot_pairs(spec), rotate ? 1u : 0u,
                                                 normalize ? 1u : 0u, store_rot ? 1u : 0u}});
@@ -269,7 +280,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   const uint32_t hpw = std::min(gq, wg), nhc = (gq + hpw - 1) / hpw;
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
-  const bool krot = cache.k_rot && wants_rotated_keys(spec);
+  const bool krot = reads_rotated_keys(spec, cache);
   PipelineDesc desc{"", 8, sizeof(AttnPush),
                     {wg, hpw, rows, spec.head_dim, gq, rot_pairs(spec), spec.rope ? 1u : 0u,
                      spec.cache == KeyCacheMode::raw ? 1u : 0u, dual ? 1u : 0u, t2 ? 1u : 0u, uint32_t(spec.q2_mode),
@@ -279,10 +290,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = max_new;
-  // Unused tables still need a binding: the step buffer, or for texel
-  // bindings the K cache (a whole number of texels, never read).
-  const BufferRange dummy = tuning_.texel == 2 ? cache.k->range(0, 16) : step;
-  const BufferRange r1 = table_range(table1, dummy);
+  const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
   for (const HeadChunk& hc :
@@ -338,7 +346,7 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   const uint32_t gq = group_size(spec);
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
-  const bool krot = cache.k_rot && wants_rotated_keys(spec);
+  const bool krot = reads_rotated_keys(spec, cache);
   const std::vector<uint32_t> sc = {d.wg,
                                     d.bc,
                                     spec.head_dim,
@@ -360,8 +368,7 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   push.max_rows = 1;
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
-  const BufferRange dummy = tuning_.texel == 2 ? cache.k->range(0, 16) : step;
-  const BufferRange r1 = table_range(table1, dummy);
+  const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const BufferRange part{scratch.buffer, scratch.offset, need};
   const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
