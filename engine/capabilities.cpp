@@ -1,10 +1,18 @@
 #include "engine/capabilities.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <vector>
 
 namespace reach {
+
+bool Capabilities::supports_uniform_texel(VkFormat f) const {
+  for (size_t i = 0; i < std::size(kTexelFormats); ++i)
+    if (kTexelFormats[i] == f) return uniform_texel[i];
+  return false;
+}
 
 const char* Capabilities::type_name() const {
   switch (type) {
@@ -118,6 +126,13 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
     c.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   }
   c.max_push_constants = p.limits.maxPushConstantsSize;
+  c.min_texel_buffer_offset_alignment = std::max<uint64_t>(p.limits.minTexelBufferOffsetAlignment, 1);
+  c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
+  for (size_t i = 0; i < std::size(Capabilities::kTexelFormats); ++i) {
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(phys, Capabilities::kTexelFormats[i], &fp);
+    c.uniform_texel[i] = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  }
   c.timestamp_period_ns = p.limits.timestampPeriod;
 
   c.max_buffer_size = v13 ? m4.maxBufferSize : m3.maxMemoryAllocationSize;

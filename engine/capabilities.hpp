@@ -40,11 +40,20 @@ struct Capabilities {
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};
   uint32_t max_push_constants = 0;
+  uint64_t min_texel_buffer_offset_alignment = 1;
+  uint64_t max_texel_buffer_elements = 0;
+  // Formats the kernels' texel variants read, and whether each can back a
+  // uniform texel buffer on this device.
+  static constexpr VkFormat kTexelFormats[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
+                                                VK_FORMAT_R16G16B16A16_UINT};
+  bool uniform_texel[3] = {};
 
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;
   bool unified_memory = false;   // device-local memory is also host-visible
 
+  // Whether `f` (one of kTexelFormats) can back a uniform texel buffer.
+  bool supports_uniform_texel(VkFormat f) const;
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   bool has_subgroup_arithmetic() const { return subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT; }
   const char* type_name() const;

@@ -108,20 +108,16 @@ static uint32_t texel_bytes(VkFormat f) {
 }
 
 VkBufferView CommandList::texel_view(const Pipeline& p, uint32_t binding, const BufferRange& b) {
-  if (texel_align_ == 0) {
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(device_.physical_device(), &props);
-    texel_align_ = std::max<VkDeviceSize>(props.limits.minTexelBufferOffsetAlignment, 1);
-    max_texels_ = props.limits.maxTexelBufferElements;
-  }
+  const uint64_t texel_align = device_.caps().min_texel_buffer_offset_alignment;
+  const uint64_t max_texels = device_.caps().max_texel_buffer_elements;
   const VkFormat format = p.texel_formats.at(binding);
   const uint32_t tb = texel_bytes(format);
   const std::string where = p.name + ": texel binding " + std::to_string(binding);
   if (tb == 0) throw Error(ErrorCode::internal, where + ": unsupported texel format");
-  if (b.offset % texel_align_)
+  if (b.offset % texel_align)
     throw Error(ErrorCode::internal, where + " offset " + std::to_string(b.offset) +
                                          " is not aligned to minTexelBufferOffsetAlignment");
-  if (b.size == 0 || b.size % tb || b.size / tb > max_texels_)
+  if (b.size == 0 || b.size % tb || b.size / tb > max_texels)
     throw Error(ErrorCode::internal, where + " spans " + std::to_string(b.size) +
                                          " bytes: not a whole number of texels or more than maxTexelBufferElements");
   VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};

@@ -73,8 +73,6 @@ class CommandList {
   VkFence fence_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> desc_pools_;
   std::vector<VkBufferView> views_;   // texel-buffer views of what is recorded
-  VkDeviceSize texel_align_ = 0;      // minTexelBufferOffsetAlignment (0: not queried yet)
-  uint64_t max_texels_ = 0;           // maxTexelBufferElements
   size_t desc_pool_used_ = 0;     // index of the pool in use
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   uint32_t query_capacity_ = 0;

@@ -13,12 +13,6 @@
 
 namespace reach {
 
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 bool PipelineDesc::operator<(const PipelineDesc& o) const {
   return std::tie(kernel, buffers, push_bytes, spec, required_subgroup, texel_buffers, texel_formats) <
          std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup, o.texel_buffers, o.texel_formats);
@@ -93,10 +87,11 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
 
-  auto code = embedded_shader(desc.kernel);
+  const EmbeddedShader& code = embedded_shader(desc.kernel);
+  const std::string name = code.name;
   VkDevice d = device_.handle();
   auto p = std::make_unique<Pipeline>();
-  p->name = desc.kernel;
+  p->name = name;
   p->buffers = desc.buffers;
   p->push_bytes = desc.push_bytes;
   p->texel_buffers = desc.texel_buffers;
@@ -104,9 +99,9 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   for (uint32_t i = 0; i < 32; ++i)
     if ((desc.texel_buffers >> i & 1) &&
         (i >= PipelineDesc::kMaxTexelBindings || desc.texel_formats[i] == VK_FORMAT_UNDEFINED))
-      throw Error(ErrorCode::internal, desc.kernel + ": texel binding " + std::to_string(i) + " has no texel format");
+      throw Error(ErrorCode::internal, name + ": texel binding " + std::to_string(i) + " has no texel format");
   if (desc.push_bytes > device_.caps().max_push_constants)
-    throw Error(ErrorCode::internal, desc.kernel + ": push constants of " + std::to_string(desc.push_bytes) +
+    throw Error(ErrorCode::internal, name + ": push constants of " + std::to_string(desc.push_bytes) +
                                          " bytes exceed the device limit");
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(desc.buffers);
@@ -132,20 +127,23 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   }
 
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  mi.codeSize = code.size() * 4;
-  mi.pCode = code.data();
+  mi.codeSize = code.words * 4;
+  mi.pCode = code.code;
   VkShaderModule module = VK_NULL_HANDLE;
   r = vkCreateShaderModule(d, &mi, nullptr, &module);
   if (r < 0) {
     vkDestroyPipelineLayout(d, p->layout, nullptr);
     vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
-    vk_check(r, ("vkCreateShaderModule(" + desc.kernel + ")").c_str());
+    vk_check(r, ("vkCreateShaderModule(" + name + ")").c_str());
   }
 
   std::vector<VkSpecializationMapEntry> entries(desc.spec.size());
-  for (uint32_t i = 0; i < desc.spec.size(); ++i) entries[i] = {i, i * 4u, 4};
-  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), desc.spec.size() * 4,
-                          desc.spec.data()};
+  std::vector<uint32_t> values(desc.spec.size());
+  for (uint32_t i = 0; i < desc.spec.size(); ++i) {
+    entries[i] = {desc.spec[i].id, i * 4u, 4};
+    values[i] = desc.spec[i].value;
+  }
+  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rss{
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
   rss.requiredSubgroupSize = desc.required_subgroup;
@@ -165,7 +163,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   if (r < 0) {
     vkDestroyPipelineLayout(d, p->layout, nullptr);
     vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
-    vk_check(r, ("vkCreateComputePipelines(" + desc.kernel + ")").c_str());
+    vk_check(r, ("vkCreateComputePipelines(" + name + ")").c_str());
   }
   auto& ref = *p;
   pipelines_.emplace(desc, std::move(p));

@@ -12,15 +12,27 @@
 
 #include <vulkan/vulkan.h>
 
+#include "engine/shader_registry.hpp"
+
 namespace reach {
 
 class Device;
 
+// One specialization constant: its constant_id in the shader and its 32-bit
+// value (bools as 0/1).  Kernels build these from typed structs generated from
+// the same list the shader includes (kernels/spec.hpp), never by position.
+struct SpecConstant {
+  uint32_t id = 0;
+  uint32_t value = 0;
+  auto operator<=>(const SpecConstant&) const = default;
+};
+using SpecConstants = std::vector<SpecConstant>;
+
 struct PipelineDesc {
-  std::string kernel;            // embedded shader name, e.g. "gemm_f16"
+  ShaderId kernel{};             // embedded kernel (generated enum)
   uint32_t buffers = 1;          // storage buffers at set 0, bindings 0..buffers-1
   uint32_t push_bytes = 0;       // push-constant block size (<= 128 bytes)
-  std::vector<uint32_t> spec;    // specialization constants 0..n-1 (floats as bit patterns)
+  SpecConstants spec;            // specialization constants by id
   uint32_t required_subgroup = 0;   // pin the subgroup size (needs subgroupSizeControl); 0 = driver's choice
   // Bit i set: binding i is a uniform texel buffer (samplerBuffer) of
   // texel_formats[i] instead of a storage buffer; CommandList::dispatch makes
@@ -67,8 +79,5 @@ class PipelineCache {
   std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
   std::mutex mutex_;
 };
-
-// Reinterpret a float for a specialization or push constant word.
-uint32_t float_bits(float f);
 
 }  // namespace reach

@@ -6,12 +6,15 @@
 
 namespace reach {
 
-std::span<const EmbeddedShader> embedded_shaders() { return {g_embedded_shaders, g_embedded_shader_count}; }
+std::span<const EmbeddedShader> embedded_shaders() { return {g_embedded_shaders, kShaderCount}; }
 
-std::span<const uint32_t> embedded_shader(std::string_view name) {
-  for (const auto& s : embedded_shaders())
-    if (name == s.name) return {s.code, s.words};
-  throw Error(ErrorCode::internal, "no embedded shader named '" + std::string(name) + "' (is it listed in shaders/meson.build?)");
+const EmbeddedShader& embedded_shader(ShaderId id) {
+  const auto i = static_cast<uint32_t>(id);
+  if (i >= kShaderCount || g_embedded_shaders[i].id != id)
+    throw Error(ErrorCode::internal, "no embedded shader with id " + std::to_string(i));
+  return g_embedded_shaders[i];
 }
+
+const char* shader_name(ShaderId id) { return embedded_shader(id).name; }
 
 }  // namespace reach

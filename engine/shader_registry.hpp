@@ -1,23 +1,26 @@
 #pragma once
-// SPIR-V modules compiled at build time and embedded in the binary.
+// SPIR-V modules compiled at build time and embedded in the binary, named by
+// the generated `ShaderId` enum (shaders/embedded_shaders.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "shaders/embedded_shaders.hpp"
+
 namespace reach {
 
 struct EmbeddedShader {
+  ShaderId id;
   const char* name;
   const uint32_t* code;
   size_t words;
 };
 
-extern const EmbeddedShader g_embedded_shaders[];
-extern const size_t g_embedded_shader_count;
+extern const EmbeddedShader g_embedded_shaders[kShaderCount];
 
-// Throws Error(internal) if no kernel has this name.
-std::span<const uint32_t> embedded_shader(std::string_view name);
+const EmbeddedShader& embedded_shader(ShaderId id);
+const char* shader_name(ShaderId id);
 std::span<const EmbeddedShader> embedded_shaders();
 
 }  // namespace reach

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/tokenizer.hpp"

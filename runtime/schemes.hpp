@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention.hpp"
+#include "kernels/attention.hpp"
 #include "runtime/model_config.hpp"
 
 namespace reach {

@@ -5,7 +5,7 @@
 
 #include "engine/device.hpp"
 #include "engine/error.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/transfer.hpp"
 
 namespace reach {

@@ -13,7 +13,7 @@
 
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
-#include "runtime/attention.hpp"
+#include "kernels/attention.hpp"
 #include "runtime/model.hpp"
 #include "runtime/schemes.hpp"
 

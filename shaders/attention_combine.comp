@@ -3,8 +3,8 @@
 // partials (acc, max, sum) written by attention_decode into the output row.
 // The live split count comes from the step buffer (the decode command buffer is
 // recorded once); splits with an empty sum (fully masked) are skipped.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint D = 64;
+#include "contract.glsl"
+#include "spec/attention_combine.h"
 const uint D4 = D / 4u;
 
 layout(binding = 0) readonly buffer Step { uint step[]; };

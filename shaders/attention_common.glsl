@@ -11,15 +11,10 @@
 //  * masked scores are NEG (finite, so max/alpha arithmetic never meets
 //    inf - inf); their probability is forced to 0.
 //
-// Push constants every attention kernel shares (struct AttnPush in
-// runtime/attention.cpp, same order).
+// Push constants every attention kernel shares (the list in
+// spec/attention_push.h; struct AttnPush in kernels/attention.cpp).
 layout(push_constant) uniform PC {
-  uint n_heads; uint n_kv_heads; uint capacity; uint kv_base;
-  uint branch_window; int q2_const; int group; uint window;
-  uint sinks; uint tab1_positions; uint tab1_pairs; uint tab2_positions;
-  uint tab2_pairs; uint max_rows; float scale_log2; float logn_inv_ln;
-  float cos_n; float alibi_m0; float alibi_m1; uint alibi_nlog2;
-  uint split_len; uint n_splits;
+#include "spec/attention_push.h"
 } pc;
 
 // The including shader declares the buffer `tab1` (and `tab2` with

@@ -13,20 +13,8 @@
 // only the live ones.  Partials: acc [splits][H][D], then (max, sum) [splits][H].
 // ReRoPE keys outside the window use the raw key (no rotation), so the extra
 // work of a ReRoPE step is O(w·d); Leaky / Self-Extend rotate every branch-2 key.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint BC = 32;       // keys per tile
-layout(constant_id = 2) const uint D = 64;
-layout(constant_id = 3) const uint GQ = 1;
-layout(constant_id = 4) const uint ROTP = 32;
-layout(constant_id = 5) const bool ROPE = true;
-layout(constant_id = 6) const bool RAW = false;
-layout(constant_id = 7) const bool DUAL = false;
-layout(constant_id = 8) const bool TABLE2 = false;
-layout(constant_id = 9) const uint Q2MODE = 0;
-layout(constant_id = 10) const uint K2MODE = 0;
-layout(constant_id = 11) const uint NORM = 0;
-layout(constant_id = 12) const bool ALIBI = false;
-layout(constant_id = 13) const bool KROT = false;  // raw cache + pre-rotated keys at binding 7 (branch 1)
+#include "contract.glsl"
+#include "spec/attention_decode.h"
 const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;

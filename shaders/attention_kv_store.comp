@@ -6,12 +6,8 @@
 // Positions come from the step buffer; rows past the capacity are dropped.
 // STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint D = 64;        // head_dim (multiple of 8)
-layout(constant_id = 2) const uint ROTP = 32;     // rotating pairs (multiple of 4)
-layout(constant_id = 3) const bool ROTATE = true;
-layout(constant_id = 4) const bool NORMALIZE = false;
-layout(constant_id = 5) const bool STORE_ROT = false;
+#include "contract.glsl"
+#include "spec/attention_kv_store.h"
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 

@@ -23,21 +23,8 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
-layout(local_size_x_id = 0) in;                   // WG = subgroup size = keys per tile
-layout(constant_id = 1) const uint HPW = 1;       // query heads per workgroup (<= WG)
-layout(constant_id = 2) const uint ROWS = 8;      // query rows per workgroup (WG / HPW)
-layout(constant_id = 3) const uint D = 64;        // head_dim (multiple of 8)
-layout(constant_id = 4) const uint GQ = 1;        // query heads per kv head
-layout(constant_id = 5) const uint ROTP = 32;     // rotating pairs (multiple of 4)
-layout(constant_id = 6) const bool ROPE = true;   // false: NoPE layer
-layout(constant_id = 7) const bool RAW = false;   // cache holds un-rotated keys
-layout(constant_id = 8) const bool DUAL = false;  // two branches (branch_window)
-layout(constant_id = 9) const bool TABLE2 = false;  // branch 2 rotates with table 2
-layout(constant_id = 10) const uint Q2MODE = 0;
-layout(constant_id = 11) const uint K2MODE = 0;
-layout(constant_id = 12) const uint NORM = 0;     // 0 none, 1 key (in cache), 2 query, 3 cos
-layout(constant_id = 13) const bool ALIBI = false;
-layout(constant_id = 14) const bool KROT = false;  // raw cache + pre-rotated keys at binding 7 (branch 1)
+#include "contract.glsl"
+#include "spec/attention_prefill.h"
 const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;

@@ -10,7 +10,8 @@
 // chunk with first_row == 0.
 // Variants: f32 table (default), f16 (-DW_F16), bf16 (-DW_BF16) bit patterns.
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
+#include "contract.glsl"
+#include "spec/elementwise.h"
 #if defined(W_F16) || defined(W_BF16)
 layout(binding = 0) readonly buffer T { uint16_t t[]; };
 #else

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "engine/error.hpp"
-#include "runtime/attention.hpp"
+#include "kernels/attention.hpp"
 #include "tests/attention_reference.hpp"
 #include "tests/test_device.hpp"
 

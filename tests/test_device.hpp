@@ -8,7 +8,7 @@
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
 

@@ -108,12 +108,19 @@ TEST_CASE("transfer: staged and mapped paths round-trip") {
 TEST_CASE("pipeline: embedded SPIR-V, lazy creation, cache reuse") {
   auto& g = gpu();
   auto& cache = g.device->pipelines();
-  const auto& p1 = cache.get({"add_f32", 3, 8, {64}});
-  const auto& p2 = cache.get({"add_f32", 3, 8, {64}});
+  const auto& p1 = cache.get({ShaderId::add_f32, 3, 8, {{0, 64}}});
+  const auto& p2 = cache.get({ShaderId::add_f32, 3, 8, {{0, 64}}});
   CHECK(&p1 == &p2);
-  const auto& p3 = cache.get({"add_f32", 3, 8, {128}});
+  CHECK(p1.name == "add_f32");
+  const auto& p3 = cache.get({ShaderId::add_f32, 3, 8, {{0, 128}}});
   CHECK(&p1 != &p3);
-  CHECK_THROWS_AS(cache.get({"no_such_kernel", 1, 0, {}}), Error);
+  // Every generated id names its own embedded module.
+  for (uint32_t i = 0; i < kShaderCount; ++i) {
+    const auto id = static_cast<ShaderId>(i);
+    CHECK(embedded_shader(id).id == id);
+    CHECK(embedded_shader(id).words > 5);
+  }
+  CHECK_THROWS_AS(embedded_shader(static_cast<ShaderId>(kShaderCount)), Error);
 }
 
 TEST_CASE("command list: record once, submit many times") {

@@ -25,7 +25,7 @@
 #include "engine/error.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
-#include "runtime/attention.hpp"
+#include "kernels/attention.hpp"
 
 using namespace reach;
 

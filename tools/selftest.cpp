@@ -13,7 +13,7 @@
 #include "engine/command.hpp"
 #include "engine/device.hpp"
 #include "engine/error.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
 #include "tools/commands.hpp"

@@ -1,4 +1,4 @@
-// Row reductions: rmsnorm and softmax.  One workgroup per row; the workgroup
+// The norm family (shaders/norm_*.comp): rmsnorm and softmax, row reductions.  One workgroup per row; the workgroup
 // size is KernelConfig::reduce_wg (the subgroup size on CPU devices, so the
 // reduction is a single subgroupAdd/subgroupMax with no barrier; 256 on GPUs).
 #include <algorithm>
@@ -6,7 +6,8 @@
 
 #include "engine/device.hpp"
 #include "engine/error.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/spec.hpp"
 
 namespace reach {
 
@@ -23,12 +24,12 @@ uint64_t trips(uint32_t cols, uint32_t wg, uint32_t passes) {
   return uint64_t(passes) * (groups_for(cols, uint64_t(4) * wg) + 4) + 2 * uint64_t(wg) + 16;
 }
 
-// Spec constants {workgroup size, upper bound on subgroups per workgroup}.
+// Spec constants: workgroup size and an upper bound on subgroups per workgroup.
 // The workgroup is config.reduce_wg, doubled while a row would need more loop
 // trips than kMaxTrips (softmax rows of > ~650k columns at 8 invocations).  The bound uses
 // the smallest subgroup the device may pick; when it is 1 the shaders'
 // shared-memory path (and its barriers) is specialised away.
-std::vector<uint32_t> reduce_spec(const Device& device, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
+spec::NormSpec reduce_spec(const Device& device, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
                                   const char* op) {
   const auto& caps = device.caps();
   if (!caps.has_subgroup_arithmetic())
@@ -45,17 +46,10 @@ std::vector<uint32_t> reduce_spec(const Device& device, const KernelConfig& cfg,
     throw Error(ErrorCode::unsupported, std::string(op) + ": rows of " + std::to_string(cols) +
                                             " columns are too long for one workgroup on this device");
   const uint32_t sg_min = std::max(caps.subgroup_min, 1u);
-  return {wg, (wg + sg_min - 1) / sg_min};
-}
-
-// One workgroup per row on a 2D grid; the shaders compute row = y * num_x + x.
-void row_grid(const Device& device, uint32_t rows, uint32_t& gx, uint32_t& gy, const char* op) {
-  const auto& caps = device.caps();
-  const uint32_t max_x = std::min<uint32_t>(caps.max_workgroup_count[0] ? caps.max_workgroup_count[0] : 65535u, 65535u);
-  gx = std::min(rows, max_x);
-  gy = groups_for(rows, gx);
-  if (caps.max_workgroup_count[1] && gy > caps.max_workgroup_count[1])
-    throw Error(ErrorCode::internal, std::string(op) + ": " + std::to_string(rows) + " rows exceed the dispatch grid");
+  spec::NormSpec s;
+  s.wg = wg;
+  s.max_subgroups = (wg + sg_min - 1) / sg_min;
+  return s;
 }
 
 void check_act(const Act& a, const char* op, const char* what) {
@@ -79,21 +73,21 @@ void Kernels::rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, cons
     throw Error(ErrorCode::internal, "rmsnorm: weight of " + std::to_string(w.size) + " bytes is smaller than cols=" +
                                          std::to_string(x.cols) + " floats");
   if (x.rows == 0 || x.cols == 0) return;
-  const auto& p = device_.pipelines().get({"rmsnorm_f32", 3, 12, reduce_spec(device_, config_, x.cols, 2, "rmsnorm")});
   struct { uint32_t rows, cols; float eps; } push{x.rows, x.cols, eps};
-  uint32_t gx, gy;
-  row_grid(device_, x.rows, gx, gy, "rmsnorm");
-  cmd.dispatch(p, {x.range(), w, y.range()}, &push, sizeof push, gx, gy, 1, "rmsnorm");
+  const auto& p = device_.pipelines().get(
+      {ShaderId::rmsnorm_f32, 3, sizeof push, reduce_spec(device_, config_, x.cols, 2, "rmsnorm").constants()});
+  const RowGrid g = row_grid(device_.caps(), x.rows, "rmsnorm");
+  cmd.dispatch(p, {x.range(), w, y.range()}, &push, sizeof push, g.x, g.y, 1, "rmsnorm");
 }
 
 void Kernels::softmax(CommandList& cmd, const Act& x, float scale) {
   check_act(x, "softmax", "x");
   if (x.rows == 0 || x.cols == 0) return;
-  const auto& p = device_.pipelines().get({"softmax_f32", 1, 12, reduce_spec(device_, config_, x.cols, 3, "softmax")});
   struct { uint32_t rows, cols; float scale; } push{x.rows, x.cols, scale};
-  uint32_t gx, gy;
-  row_grid(device_, x.rows, gx, gy, "softmax");
-  cmd.dispatch(p, {x.range()}, &push, sizeof push, gx, gy, 1, "softmax");
+  const auto& p = device_.pipelines().get(
+      {ShaderId::softmax_f32, 1, sizeof push, reduce_spec(device_, config_, x.cols, 3, "softmax").constants()});
+  const RowGrid g = row_grid(device_.caps(), x.rows, "softmax");
+  cmd.dispatch(p, {x.range()}, &push, sizeof push, g.x, g.y, 1, "softmax");
 }
 
 }  // namespace reach

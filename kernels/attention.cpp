@@ -1,9 +1,6 @@
-// STATUS: store_kv, prefill and decode work for every scheme of
-// runtime/attention.hpp (plain RoPE rotated cache, raw cache, ReRoPE, Leaky
-// ReRoPE, Self-Extend, logn, key/query/cos norms, window + sinks, NoPE, ALiBi),
-// tested against a float64 reference in tests/test_attention.cpp.
-//
-// Host side of the attention kernels (shaders/attention_*.comp).  Tile sizes
+// The attention family: host side of shaders/attention_*.comp for every
+// scheme of kernels/attention.hpp, tested against a float64 reference in
+// tests/test_kernels_attention.cpp.  Tile sizes
 // and workgroup sizes are specialization constants chosen from Capabilities:
 //   prefill: workgroup = one subgroup (8 lanes on lavapipe); lanes = rows x
 //     query heads of one GQA group (Br = subgroup / group heads), Bc = subgroup
@@ -12,7 +9,7 @@
 //     distinct data to every lane);
 //   decode: workgroup = subgroup size on CPU devices, 64 on GPUs; 32 / 64 keys
 //     per tile; splits of >= 256 / 128 keys, at most 256 splits.
-#include "runtime/attention.hpp"
+#include "kernels/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +18,8 @@
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "engine/pipeline.hpp"
+#include "kernels/binding.hpp"
+#include "kernels/spec.hpp"
 
 namespace reach {
 
@@ -28,19 +27,8 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-// Same order as the push-constant block of shaders/attention_common.glsl.
-struct AttnPush {
-  uint32_t n_heads, n_kv_heads, capacity, kv_base;
-  uint32_t branch_window;
-  int32_t q2_const, group;
-  uint32_t window;
-  uint32_t sinks, tab1_positions, tab1_pairs, tab2_positions;
-  uint32_t tab2_pairs, max_rows;
-  float scale_log2, logn_inv_ln;
-  float cos_n, alibi_m0, alibi_m1;
-  uint32_t alibi_nlog2;
-  uint32_t split_len, n_splits;
-};
+// The push-constant block of every attention kernel (shaders/spec/attention_push.h).
+using AttnPush = spec::AttentionPush;
 static_assert(sizeof(AttnPush) == 88);
 
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
@@ -143,10 +131,20 @@ std::vector<HeadChunk> head_chunks(const AttentionSpec& s, uint32_t capacity, ui
   return out;
 }
 
-uint64_t max_binding(const Capabilities& c) {
-  uint64_t m = c.max_storage_buffer_range ? c.max_storage_buffer_range : (128ull << 20);
-  if (c.max_buffer_size && c.max_buffer_size < m) m = c.max_buffer_size;
-  return m;
+uint64_t max_binding(const Capabilities& c) { return binding_span(c); }
+
+// The scheme block shared by the prefill and decode kernels (shaders/spec/attention_scheme.h).
+template <class Spec>
+void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
+  sc.rope = spec.rope;
+  sc.raw = spec.cache == KeyCacheMode::raw;
+  sc.dual = spec.dual();
+  sc.table2 = spec.dual() && spec.branch2_table2;
+  sc.q2_mode = uint32_t(spec.q2_mode);
+  sc.k2_mode = uint32_t(spec.k2_mode);
+  sc.norm = uint32_t(spec.norm);
+  sc.alibi = spec.alibi_max_bias > 0;
+  sc.krot = krot;
 }
 
 struct DecodeShape {
@@ -196,13 +194,13 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
   if (!tuning_.texel) tuning_.texel = d.texel;
 }
 
-// The kernel name and texel bindings of prefill/decode: bindings 2..5 and 7
-// (K, V, table 1, table 2, rotated K) become R32G32B32A32 texel buffers in the
-// texel variant.
-void Attention::select_variant(PipelineDesc& desc, const char* kernel) const {
-  desc.kernel = kernel;
+// The kernel and texel bindings of prefill/decode: bindings 2..5 and 7 (K, V,
+// table 1, table 2, rotated K) become R32G32B32A32 texel buffers in the texel
+// variant.
+void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const {
+  desc.kernel = storage_kernel;
   if (tuning_.texel != 2) return;
-  desc.kernel += "_tex";
+  desc.kernel = texel_kernel;
   for (uint32_t b : {2u, 3u, 4u, 5u, 7u}) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
 }
 
@@ -249,9 +247,14 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   const bool normalize = spec.norm == ScoreNorm::key || spec.norm == ScoreNorm::cos;
   const uint32_t wg = 64;
   const bool store_rot = reads_rotated_keys(spec, cache);
-  const Pipeline& p = device_.pipelines().get({"attention_kv_store", 7, sizeof(AttnPush),
-                                               {wg, spec.head_dim, rot_pairs(spec), rotate ? 1u : 0u,
-                                                normalize ? 1u : 0u, store_rot ? 1u : 0u}});
+  spec::AttentionKvStoreSpec sc;
+  sc.wg = wg;
+  sc.head_dim = spec.head_dim;
+  sc.rot_pairs = rot_pairs(spec);
+  sc.rotate = rotate;
+  sc.normalize = normalize;
+  sc.store_rot = store_rot;
+  const Pipeline& p = device_.pipelines().get({ShaderId::attention_kv_store, 7, sizeof(AttnPush), sc.constants()});
   const uint64_t mb = max_binding(device_.caps());
   const auto chunks = head_chunks(spec, cache.capacity, mb, device_.caps().min_storage_buffer_offset_alignment);
   if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
@@ -281,12 +284,17 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
   const bool krot = reads_rotated_keys(spec, cache);
-  PipelineDesc desc{"", 8, sizeof(AttnPush),
-                    {wg, hpw, rows, spec.head_dim, gq, rot_pairs(spec), spec.rope ? 1u : 0u,
-                     spec.cache == KeyCacheMode::raw ? 1u : 0u, dual ? 1u : 0u, t2 ? 1u : 0u, uint32_t(spec.q2_mode),
-                     uint32_t(spec.k2_mode), uint32_t(spec.norm), spec.alibi_max_bias > 0 ? 1u : 0u, krot ? 1u : 0u}};
+  spec::AttentionPrefillSpec sc;
+  sc.wg = wg;
+  sc.hpw = hpw;
+  sc.rows = rows;
+  sc.head_dim = spec.head_dim;
+  sc.gq = gq;
+  sc.rot_pairs = rot_pairs(spec);
+  set_scheme(sc, spec, krot);
+  PipelineDesc desc{ShaderId::attention_prefill, 8, sizeof(AttnPush), sc.constants()};
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
-  select_variant(desc, "attention_prefill");
+  select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex);
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = max_new;
@@ -347,22 +355,15 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
   const bool krot = reads_rotated_keys(spec, cache);
-  const std::vector<uint32_t> sc = {d.wg,
-                                    d.bc,
-                                    spec.head_dim,
-                                    gq,
-                                    rot_pairs(spec),
-                                    spec.rope ? 1u : 0u,
-                                    spec.cache == KeyCacheMode::raw ? 1u : 0u,
-                                    dual ? 1u : 0u,
-                                    t2 ? 1u : 0u,
-                                    uint32_t(spec.q2_mode),
-                                    uint32_t(spec.k2_mode),
-                                    uint32_t(spec.norm),
-                                    spec.alibi_max_bias > 0 ? 1u : 0u,
-                                    krot ? 1u : 0u};
-  PipelineDesc desc{"", 8, sizeof(AttnPush), sc};
-  select_variant(desc, "attention_decode");
+  spec::AttentionDecodeSpec sc;
+  sc.wg = d.wg;
+  sc.keys = d.bc;
+  sc.head_dim = spec.head_dim;
+  sc.gq = gq;
+  sc.rot_pairs = rot_pairs(spec);
+  set_scheme(sc, spec, krot);
+  PipelineDesc desc{ShaderId::attention_decode, 8, sizeof(AttnPush), sc.constants()};
+  select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = 1;
@@ -385,7 +386,10 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   }
   cmd.barrier();
   const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));
-  const Pipeline& pc = device_.pipelines().get({"attention_combine", 3, sizeof(AttnPush), {cwg, spec.head_dim}});
+  spec::AttentionCombineSpec csc;
+  csc.wg = cwg;
+  csc.head_dim = spec.head_dim;
+  const Pipeline& pc = device_.pipelines().get({ShaderId::attention_combine, 3, sizeof(AttnPush), csc.constants()});
   const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
   cmd.dispatch(pc, {step, part, o1}, &push, sizeof push, spec.n_heads, 1, 1, "attention_combine");
 }

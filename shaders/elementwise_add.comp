@@ -1,7 +1,8 @@
 #version 450
 // y[i] = a[i] + b[i % b_period]
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
+#include "contract.glsl"
+#include "spec/elementwise.h"
 layout(binding = 0) readonly buffer A { float a[]; };
 layout(binding = 1) readonly buffer B { float b[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };

@@ -20,8 +20,8 @@
 #include "common.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint MAX_SUBGROUPS = 1;
+#include "contract.glsl"
+#include "spec/norm.h"
 layout(binding = 0) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer W { float w[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };

@@ -1,4 +1,4 @@
-// Embedding gather.  The table may be larger than one binding may span
+// The embed family (shaders/embed.comp): the embedding gather.  The table may be larger than one binding may span
 // (maxStorageBufferRange, 128 MiB on lavapipe): it is bound as row chunks from
 // split_rows, one dispatch per chunk; each dispatch writes only the tokens whose
 // id falls in its chunk, so the dispatches write disjoint rows of y.
@@ -9,7 +9,8 @@
 
 #include "engine/device.hpp"
 #include "engine/error.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/spec.hpp"
 
 namespace reach {
 
@@ -27,37 +28,38 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
   if (ids.size < uint64_t(n_tokens) * 4)
     throw Error(ErrorCode::internal, "embed: ids hold " + std::to_string(ids.size / 4) + " int32, need " +
                                          std::to_string(n_tokens));
-  if (table.type != WType::f32 && !caps.storage_16bit)
-    throw Error(ErrorCode::unsupported, std::string("embed: a ") + wtype_name(table.type) +
-                                            " table needs 16-bit storage buffers (storageBuffer16BitAccess), which this "
-                                            "device does not support or enable");
+  if (table.type != WType::f32) require_16bit_storage(caps, std::string("embed: a ") + wtype_name(table.type) + " table");
   if (n_tokens == 0 || table.cols == 0) return;
   if (table.rows == 0) throw Error(ErrorCode::internal, "embed: empty table");
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 1);
   if (table.offset % align)
     throw Error(ErrorCode::internal, "embed: table offset " + std::to_string(table.offset) +
                                          " is not aligned to minStorageBufferOffsetAlignment");
-  const uint64_t max_range = std::min<uint64_t>(config_.max_binding ? config_.max_binding : caps.max_storage_buffer_range,
-                                                caps.max_storage_buffer_range);
-  const char* kernel = table.type == WType::f32 ? "embed_f32" : table.type == WType::f16 ? "embed_f16" : "embed_bf16";
+  const uint64_t max_range = binding_span(caps, config_.max_binding);
+  const ShaderId kernel = table.type == WType::f32   ? ShaderId::embed_f32
+                          : table.type == WType::f16 ? ShaderId::embed_f16
+                                                     : ShaderId::embed_bf16;
   // One workgroup per token; each invocation copies cols/wg values.  llvmpipe
   // drops loop trips past 65535 per invocation (see ops_norm.cpp): widen the
   // workgroup for (unrealistically) wide rows.
   uint32_t wg = std::max(config_.reduce_wg, 1u);
   const uint32_t max_wg = std::max(std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]), 1u);
   while (groups_for(table.cols, wg) > 60000 && wg * 2 <= max_wg) wg *= 2;
-  const auto& p = device_.pipelines().get({kernel, 3, 20, {wg}});
+  spec::ElementwiseSpec sc;
+  sc.wg = wg;
+  struct Push {
+    uint32_t n_tokens, cols, first_row, chunk_rows, table_rows;
+  };
+  const auto& p = device_.pipelines().get({kernel, 3, sizeof(Push), sc.constants()});
   const uint64_t row_bytes = uint64_t(table.cols) * wtype_size(table.type);
   const BufferRange ids_r{ids.buffer, ids.offset, uint64_t(n_tokens) * 4};
   const BufferRange y_r = y.buffer->range(y.offset, uint64_t(n_tokens) * y.cols * 4);
   // One workgroup per token on a 2D grid (token = y * num_x + x).
-  const uint32_t gx = std::min<uint32_t>(n_tokens, std::min<uint32_t>(caps.max_workgroup_count[0], 65535u));
-  const uint32_t gy = groups_for(n_tokens, gx);
+  const RowGrid g = row_grid(caps, n_tokens, "embed");
   for (const RowChunk& c : split_rows(table, max_range, align)) {
     const BufferRange t = table.buffer->range(table.offset + c.first_row * row_bytes, uint64_t(c.rows) * row_bytes);
-    struct { uint32_t n_tokens, cols, first_row, chunk_rows, table_rows; } push{n_tokens, table.cols, c.first_row, c.rows,
-                                                                                  table.rows};
-    cmd.dispatch(p, {t, ids_r, y_r}, &push, sizeof push, gx, gy, 1, "embed");
+    const Push push{n_tokens, table.cols, c.first_row, c.rows, table.rows};
+    cmd.dispatch(p, {t, ids_r, y_r}, &push, sizeof push, g.x, g.y, 1, "embed");
   }
 }
 

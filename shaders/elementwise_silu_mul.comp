@@ -1,7 +1,8 @@
 #version 450
 // y[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
+#include "contract.glsl"
+#include "spec/elementwise.h"
 layout(binding = 0) readonly buffer G { float g[]; };
 layout(binding = 1) readonly buffer U { float u[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };

@@ -88,6 +88,5 @@ layout(binding = 2) writeonly buffer Y1 { float y1[]; };
 // Push constants shared by gemm and matvec (32 bytes).  Offsets are element
 // offsets inside the bound ranges; Y element (m, n) is y1[y_off + m * ldy + n].
 layout(push_constant) uniform LinearPush {
-  uint M, N, K;
-  uint x_off, w_off, y_off, ldy, pad_;
+#include "spec/linear_push.h"
 } p;

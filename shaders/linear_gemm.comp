@@ -13,25 +13,17 @@
 //                  output tile per workgroup, BK-deep slabs of X and W staged
 //                  in shared memory, each invocation a TM x TN sub-tile
 //                  (WG must equal (TILE_M/TM) * (TILE_N/TN)).
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TM = 4;
-layout(constant_id = 2) const uint TN = 2;
-layout(constant_id = 3) const uint USE_SHARED = 0;
-layout(constant_id = 4) const uint TILE_M = 32;
-layout(constant_id = 5) const uint TILE_N = 32;
-layout(constant_id = 6) const uint BK = 16;
+#include "contract.glsl"
+#include "spec/linear_gemm.h"
 // 1: K % 4 == 0 and every element offset % 4 == 0, so vec4 views may be used.
-layout(constant_id = 7) const uint ALIGNED = 0;
 // Register variant only: 1 = the lanes of a subgroup (SUBGROUP of them, which
 // must be the real subgroup size) each load different X rows and share them
 // with subgroupShuffle, instead of every lane loading the same X rows.
-layout(constant_id = 8) const uint BCAST = 0;
-layout(constant_id = 9) const uint SUBGROUP = 8;
 
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_ballot : require
-#include "load_weight.glsl"
+#include "linear_load_weight.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
 const uint XS_STRIDE = BK + 1;   // +1: no bank conflicts on the column reads

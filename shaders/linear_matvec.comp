@@ -15,12 +15,10 @@
 //     reduces (no subgroup ops; WG must be a power of two).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint ROWS = 4;
-layout(constant_id = 2) const uint MODE = 0;
-layout(constant_id = 3) const uint ALIGNED = 0;
+#include "contract.glsl"
+#include "spec/linear_matvec.h"
 
-#include "load_weight.glsl"
+#include "linear_load_weight.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
 shared float red[MODE == 2 ? ROWS * WG : 1];

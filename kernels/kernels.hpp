@@ -1,5 +1,7 @@
 #pragma once
-// The engine's kernels, recorded into a CommandList.  Activations are f32;
+// The kernels of the non-attention families, recorded into a CommandList:
+// linear (kernels/linear.cpp), norm (norm.cpp), embed (embed.cpp) and
+// elementwise (elementwise.cpp); attention has its own header.  Activations are f32;
 // weights are f32, f16 or bf16 (f32 accumulation everywhere).  Variants and
 // tile sizes come from the device's Capabilities, never from vendor checks.
 //
@@ -12,6 +14,7 @@
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
+#include "kernels/binding.hpp"
 
 namespace reach {
 
@@ -41,13 +44,11 @@ struct Act {
   BufferRange range() const { return buffer->range(offset, bytes()); }
 };
 
-struct RowChunk {
-  uint32_t first_row;
-  uint32_t rows;
-};
 // Row ranges of `m` each of whose byte span fits in max_range and starts at an
 // offset aligned to `align` (relative to m.offset, which must itself be aligned).
-std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64_t align);
+inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64_t align) {
+  return split_rows(m.rows, uint64_t(m.cols) * wtype_size(m.type), max_range, align);
+}
 
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
@@ -113,8 +114,5 @@ class Kernels {
   Device& device_;
   KernelConfig config_;
 };
-
-// Workgroups needed to cover n items with `per_group` each.
-inline uint32_t groups_for(uint64_t n, uint64_t per_group) { return static_cast<uint32_t>((n + per_group - 1) / per_group); }
 
 }  // namespace reach

@@ -10,8 +10,8 @@
 #include "common.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint MAX_SUBGROUPS = 1;
+#include "contract.glsl"
+#include "spec/norm.h"
 layout(binding = 0) buffer X { float x[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float scale; } p;
 

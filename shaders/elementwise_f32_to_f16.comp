@@ -5,7 +5,8 @@
 // Overflow -> ±inf, NaN -> quiet NaN (sign kept), f16 subnormals rounded
 // correctly, tiny values -> ±0.
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
+#include "contract.glsl"
+#include "spec/elementwise.h"
 layout(binding = 0) readonly buffer In { uint a[]; };   // f32 bit patterns
 layout(binding = 1) writeonly buffer Out { uint16_t b[]; };
 layout(push_constant) uniform P { uint n; } p;

@@ -1,7 +1,8 @@
-// Kernels::linear / gemm / matvec: Y[M, N] = X[M, K] · Wᵀ, W [N, K] in f32,
-// f16 or bf16, f32 accumulation (shaders/gemm.comp, shaders/matvec.comp).
+// The linear family: Kernels::linear / gemm / matvec, Y[M, N] = X[M, K] · Wᵀ,
+// W [N, K] in f32, f16 or bf16, f32 accumulation (shaders/linear_gemm.comp,
+// shaders/linear_matvec.comp).
 //
-// Binding rules handled here:
+// Binding rules (kernels/binding.hpp) as they apply here:
 //  * every descriptor offset is rounded down to minStorageBufferOffsetAlignment
 //    and the remainder passed as an element offset in push constants;
 //  * a weight larger than max_binding (maxStorageBufferRange) is bound as row
@@ -18,7 +19,8 @@
 
 #include "engine/device.hpp"
 #include "engine/error.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/spec.hpp"
 
 namespace reach {
 
@@ -80,25 +82,8 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
 
 namespace {
 
-struct LinearPush {
-  uint32_t M, N, K;
-  uint32_t x_off, w_off, y_off, ldy, pad;
-};
+using spec::LinearPush;
 static_assert(sizeof(LinearPush) == 32);
-
-struct Bound {
-  BufferRange range;
-  uint32_t elem_off = 0;   // element index of the first wanted element inside range
-};
-
-// Bind bytes [offset, offset + bytes) of `buf` starting at an aligned offset.
-Bound bind(const Buffer& buf, VkDeviceSize offset, VkDeviceSize bytes, uint32_t esize, uint64_t align) {
-  const VkDeviceSize base = offset / align * align;
-  Bound b;
-  b.range = buf.range(base, offset - base + bytes);
-  b.elem_off = static_cast<uint32_t>((offset - base) / esize);
-  return b;
-}
 
 VkFormat texel_format(WType t) {
   switch (t) {
@@ -108,23 +93,15 @@ VkFormat texel_format(WType t) {
   }
 }
 
-// Texel-buffer limits of the device and whether `f` can back a uniform texel buffer.
-struct TexelLimits {
-  bool supported = false;
-  uint64_t align = 1;        // minTexelBufferOffsetAlignment
-  uint64_t max_texels = 0;   // maxTexelBufferElements
-};
-TexelLimits texel_limits(Device& device, VkFormat f) {
-  TexelLimits t;
-  VkFormatProperties fp{};
-  vkGetPhysicalDeviceFormatProperties(device.physical_device(), f, &fp);
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(device.physical_device(), &props);
-  t.supported = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
-  t.align = std::max<uint64_t>(props.limits.minTexelBufferOffsetAlignment, 1);
-  t.max_texels = props.limits.maxTexelBufferElements;
-  return t;
-}
+// Kernel variants by [op][read path][weight type]; read path 0: storage
+// buffers, 1: W through texel buffers, 2: W and X through texel buffers.
+constexpr ShaderId kLinearKernels[2][3][3] = {
+    {{ShaderId::gemm_f32, ShaderId::gemm_f16, ShaderId::gemm_bf16},
+     {ShaderId::gemm_tex_f32, ShaderId::gemm_tex_f16, ShaderId::gemm_tex_bf16},
+     {ShaderId::gemm_xtex_f32, ShaderId::gemm_xtex_f16, ShaderId::gemm_xtex_bf16}},
+    {{ShaderId::matvec_f32, ShaderId::matvec_f16, ShaderId::matvec_bf16},
+     {ShaderId::matvec_tex_f32, ShaderId::matvec_tex_f16, ShaderId::matvec_tex_bf16},
+     {ShaderId::matvec_xtex_f32, ShaderId::matvec_xtex_f16, ShaderId::matvec_xtex_bf16}}};
 
 std::string shape(const Act& x, const Mat& w, const Act& y) {
   return "X[" + std::to_string(x.rows) + "," + std::to_string(x.cols) + "] W[" + std::to_string(w.rows) + "," +
@@ -149,21 +126,14 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   // UNIFORM_TEXEL_BUFFER usage and where the format is supported.
   const VkFormat tformat = texel_format(w.type);
   const uint64_t tbytes = 4ull * esize;   // 4 weights per texel
-  TexelLimits tl;
-  bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena());
-  if (tex) {
-    tl = texel_limits(device, tformat);
-    tex = tl.supported && tl.max_texels * tbytes > 1024;
-  }
-  if (w.type != WType::f32 && !caps.storage_16bit && !tex)
-    throw Error(ErrorCode::unsupported,
-                std::string(op) + ": " + wtype_name(w.type) +
-                    " weights need storageBuffer16BitAccess, which this device lacks; convert the weights to f32");
+  const uint64_t max_texels = caps.max_texel_buffer_elements;
+  bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena()) && caps.supports_uniform_texel(tformat) &&
+             max_texels * tbytes > 1024;
+  if (w.type != WType::f32 && !tex) require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights");
   if (x.offset % 4 || y.offset % 4 || w.offset % esize)
     throw Error(ErrorCode::internal, std::string(op) + ": offsets must be multiples of the element size");
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
-  uint64_t max_binding = cfg.max_binding ? cfg.max_binding : caps.max_storage_buffer_range;
-  max_binding = std::min<uint64_t>(max_binding, caps.max_storage_buffer_range);
+  const uint64_t max_binding = binding_span(caps, cfg.max_binding);
   if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
   const uint64_t room = max_binding - align;   // an aligned-down start adds < align bytes
 
@@ -181,22 +151,23 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   // Texel views also need minTexelBufferOffsetAlignment (a power of two like
   // the storage alignment) and at most maxTexelBufferElements texels, plus up
   // to one texel of rounding at the end.
-  if (tex && std::min<uint64_t>(max_binding, tl.max_texels * tbytes - tbytes) <= 2 * std::max<uint64_t>(align, tl.align))
+  const uint64_t talign = caps.min_texel_buffer_offset_alignment;
+  if (tex && std::min<uint64_t>(max_binding, max_texels * tbytes - tbytes) <= 2 * std::max<uint64_t>(align, talign))
     tex = false;
-  const uint64_t walign = tex ? std::max<uint64_t>(align, tl.align) : align;
+  const uint64_t walign = tex ? std::max<uint64_t>(align, talign) : align;
   uint64_t wroom = room;
-  if (tex) wroom = std::min<uint64_t>(max_binding, tl.max_texels * tbytes - tbytes) - walign;
+  if (tex) wroom = std::min<uint64_t>(max_binding, max_texels * tbytes - tbytes) - walign;
   const auto chunks = split_rows(w, wroom, w.offset % walign ? 1 : walign);
 
   // Spec constants and grid.
-  const std::string kernel = std::string(op) + "_" + wtype_name(w.type);
-  const std::string tex_kernel = std::string(op) + "_tex_" + wtype_name(w.type);
-  const std::string xtex_kernel = std::string(op) + "_xtex_" + wtype_name(w.type);
+  const auto& kernels = kLinearKernels[use_matvec ? 1 : 0];
+  const auto wt = static_cast<uint32_t>(w.type);
   // X through a texel buffer too (with texel weights and aligned shapes).
   const bool x_arena_tex = arena_texel_readable(x.buffer->arena());
   uint32_t gx_per = 1, gy_per = 1;
-  std::vector<uint32_t> spec;
-  uint32_t aligned = (K % 4 == 0) ? 1u : 0u;
+  spec::MatvecSpec mv;
+  spec::GemmSpec gm;
+  const bool aligned = K % 4 == 0;
   if (use_matvec) {
     const uint32_t wg = cfg.matvec_wg, rows = std::max(cfg.matvec_rows, 1u);
     if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
@@ -204,7 +175,9 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
                                            std::to_string(cfg.matvec_mode) + ")");
     gx_per = cfg.matvec_mode == 0 ? wg * rows : rows;
-    spec = {wg, rows, cfg.matvec_mode, 0};
+    mv.wg = wg;
+    mv.rows = rows;
+    mv.mode = cfg.matvec_mode;
   } else {
     const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
     uint32_t wg = cfg.gemm_wg;
@@ -234,18 +207,25 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     }
     if (wg == 0 || wg > caps.max_workgroup_invocations)
       throw Error(ErrorCode::internal, "gemm: workgroup of " + std::to_string(wg) + " invocations not allowed");
-    const uint32_t bcast = (!cfg.gemm_shared && cfg.gemm_bcast) ? 1u : 0u;
-    spec = {wg, tm, tn, cfg.gemm_shared ? 1u : 0u, tile_m, tile_n, bk, 0, bcast, std::max(cfg.subgroup, 1u)};
+    gm.wg = wg;
+    gm.tm = tm;
+    gm.tn = tn;
+    gm.use_shared = cfg.gemm_shared ? 1u : 0u;
+    gm.tile_m = tile_m;
+    gm.tile_n = tile_n;
+    gm.bk = bk;
+    gm.bcast = (!cfg.gemm_shared && cfg.gemm_bcast) ? 1u : 0u;
+    gm.subgroup = std::max(cfg.subgroup, 1u);
   }
 
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
-    const Bound xb = bind(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4,
+    const Bound xb = bind_aligned(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4,
                           tex ? walign : align);
-    const Bound yb = bind(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
+    const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     for (const RowChunk& c : chunks) {
       const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
-      Bound wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, tex ? walign : align);
+      Bound wb = bind_aligned(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, tex ? walign : align);
       // A texel view spans whole texels; if rounding up would pass the end
       // of the buffer this chunk falls back to the storage-buffer kernel.
       const VkDeviceSize tsize = (wb.range.size + tbytes - 1) / tbytes * tbytes;
@@ -253,16 +233,16 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       if (tex_chunk) {
         wb.range.size = tsize;
       } else if (tex) {
-        if (w.type != WType::f32 && !caps.storage_16bit)
-          throw Error(ErrorCode::unsupported, std::string(op) + ": " + wtype_name(w.type) +
-                                                  " weights need storageBuffer16BitAccess or whole texels");
-        wb = bind(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
+        if (w.type != WType::f32)
+          require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights (a chunk of partial texels)");
+        wb = bind_aligned(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
       }
       const bool al = aligned && xb.elem_off % 4 == 0 && wb.elem_off % 4 == 0;
-      spec[use_matvec ? 3 : 7] = al ? 1u : 0u;
+      mv.aligned = gm.aligned = al ? 1u : 0u;
       const bool xtex = tex_chunk && al && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
-                        xb.range.size / 16 <= tl.max_texels;
-      PipelineDesc desc{xtex ? xtex_kernel : tex_chunk ? tex_kernel : kernel, 3, sizeof(LinearPush), spec};
+                        xb.range.size / 16 <= max_texels;
+      PipelineDesc desc{kernels[xtex ? 2 : tex_chunk ? 1 : 0][wt], 3, sizeof(LinearPush),
+                        use_matvec ? mv.constants() : gm.constants()};
       if (tex_chunk) desc.texel(1, tformat);
       if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
       const auto& pipe = device.pipelines().get(desc);

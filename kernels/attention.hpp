@@ -13,7 +13,7 @@
 
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
-#include "engine/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 
 namespace reach {
@@ -160,7 +160,7 @@ class Attention {
   void prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const;
 
  private:
-  void select_variant(PipelineDesc& desc, const char* kernel) const;
+  void select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const;
 
   Device& device_;
   AttentionTuning tuning_;

@@ -1,0 +1,66 @@
+// Element-wise kernels (shaders/elementwise_*.comp): add / bias broadcast,
+// silu·mul and the bf16 -> f32 / f32 -> f16 conversions.  Grid-stride loops,
+// so any n fits the dispatch grid.
+#include <algorithm>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/spec.hpp"
+
+namespace reach {
+
+namespace {
+constexpr uint32_t kGroup = 256;
+
+void need(const BufferRange& b, uint64_t bytes, const char* op, const char* what, uint32_t n) {
+  if (b.size < bytes)
+    throw Error(ErrorCode::internal, std::string(op) + ": " + what + " holds " + std::to_string(b.size) +
+                                         " bytes, n=" + std::to_string(n) + " needs " + std::to_string(bytes));
+}
+
+const Pipeline& pipeline(Device& device, ShaderId kernel, uint32_t buffers, uint32_t push_bytes) {
+  spec::ElementwiseSpec s;
+  s.wg = kGroup;
+  return device.pipelines().get({kernel, buffers, push_bytes, s.constants()});
+}
+}  // namespace
+
+void Kernels::add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
+                  uint32_t b_period) {
+  if (b_period == 0 || a.size < uint64_t(n) * 4 || y.size < uint64_t(n) * 4 || b.size < uint64_t(std::min(n, b_period)) * 4)
+    throw Error(ErrorCode::internal, "add: buffers smaller than n=" + std::to_string(n));
+  struct { uint32_t n, b_period; } push{n, b_period};
+  const auto& p = pipeline(device_, ShaderId::add_f32, 3, sizeof push);
+  cmd.dispatch(p, {a, b, y}, &push, sizeof push, stride_groups(n, kGroup), 1, 1, "add");
+}
+
+void Kernels::silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n) {
+  need(g, uint64_t(n) * 4, "silu_mul", "g", n);
+  need(u, uint64_t(n) * 4, "silu_mul", "u", n);
+  need(y, uint64_t(n) * 4, "silu_mul", "y", n);
+  if (n == 0) return;
+  const auto& p = pipeline(device_, ShaderId::silu_mul_f32, 3, sizeof n);
+  cmd.dispatch(p, {g, u, y}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "silu_mul");
+}
+
+void Kernels::bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
+  require_16bit_storage(device_.caps(), "bf16_to_f32");
+  need(in, uint64_t(n) * 2, "bf16_to_f32", "in", n);
+  need(out, uint64_t(n) * 4, "bf16_to_f32", "out", n);
+  if (n == 0) return;
+  const auto& p = pipeline(device_, ShaderId::bf16_to_f32, 2, sizeof n);
+  cmd.dispatch(p, {in, out}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "bf16_to_f32");
+}
+
+void Kernels::f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
+  require_16bit_storage(device_.caps(), "f32_to_f16");
+  need(in, uint64_t(n) * 4, "f32_to_f16", "in", n);
+  need(out, uint64_t(n) * 2, "f32_to_f16", "out", n);
+  if (n == 0) return;
+  const auto& p = pipeline(device_, ShaderId::f32_to_f16, 2, sizeof n);
+  cmd.dispatch(p, {in, out}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "f32_to_f16");
+}
+
+}  // namespace reach

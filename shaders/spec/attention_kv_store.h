@@ -1,0 +1,7 @@
+// attention_kv_store.comp: one invocation per (token, kv head).
+SPEC_WG(wg)
+SPEC_UINT(1, D, head_dim, 64)          // multiple of 8
+SPEC_UINT(2, ROTP, rot_pairs, 32)      // rotating pairs (multiple of 4)
+SPEC_BOOL(3, ROTATE, rotate, true)     // rotated cache: store R(m)·k
+SPEC_BOOL(4, NORMALIZE, normalize, false)   // key / cos norm: store k/|k|
+SPEC_BOOL(5, STORE_ROT, store_rot, false)   // also store R(m)·k at binding 6 (LayerCache::k_rot)

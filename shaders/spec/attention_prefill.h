@@ -1,0 +1,8 @@
+// attention_prefill.comp: one workgroup = one subgroup; lanes = rows x heads of a GQA group.
+SPEC_WG(wg)                            // = subgroup size = keys per tile
+SPEC_UINT(1, HPW, hpw, 1)              // query heads per workgroup (<= WG)
+SPEC_UINT(2, ROWS, rows, 8)            // query rows per workgroup (WG / HPW)
+SPEC_UINT(3, D, head_dim, 64)          // multiple of 8
+SPEC_UINT(4, GQ, gq, 1)                // query heads per kv head
+SPEC_UINT(5, ROTP, rot_pairs, 32)      // rotating pairs (multiple of 4)
+#include "attention_scheme.h"

@@ -1,0 +1,2 @@
+// elementwise_*.comp and embed.comp: one invocation per element (grid stride).
+SPEC_WG(wg)
