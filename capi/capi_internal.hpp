@@ -39,19 +39,12 @@ struct reach_stream {
 };
 
 struct reach_session {
-  enum class Pending { none, async, host };
   reach_model* model = nullptr;
-  std::unique_ptr<reach::Session> s;
+  std::unique_ptr<reach::Session> s;   // owns step_async's program and fence (Session::decode_async)
   std::unique_ptr<reach::Sampler> sampler;
   bool logits_valid = false;
-  Pending pending = Pending::none;
+  bool host_pending = false;               // between begin_decode and end_decode
   std::vector<VkCommandBuffer> recorded;   // host buffers recorded into
-  // step_async's own command buffer (recorded once, resubmitted).
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  bool async_recorded = false;
-  ~reach_session();
 };
 
 namespace reach::capi {

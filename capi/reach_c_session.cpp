@@ -1,19 +1,11 @@
 // The C API (include/reach.h): sessions, sampling, and the frame-budget modes
-// (step_async on reach's own command buffer; record_decode into the host's).
+// (step_async: Session::decode_async on its own program; record_decode into the host's).
 #include <sstream>
 
 #include "capi/capi_internal.hpp"
 
 using namespace reach;
 using namespace reach::capi;
-
-reach_session::~reach_session() {
-  VkDevice dev = model->device->dev->handle();
-  if (pending == Pending::async && fence) vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX);
-  s.reset();   // its recordings (descriptor pools) go before the command buffer
-  if (fence) vkDestroyFence(dev, fence, nullptr);
-  if (pool) vkDestroyCommandPool(dev, pool, nullptr);
-}
 
 namespace {
 
@@ -32,10 +24,10 @@ SamplerParams sampler_params(const reach_sampling_params& p) {
 }
 
 void need_idle(const reach_session* s) {
-  if (s->pending == reach_session::Pending::async)
+  if (s->s->decode_pending())
     throw ApiError{REACH_ERROR_INVALID_STATE,
                    "a step_async is in flight: reach_session_poll / reach_session_wait until done first"};
-  if (s->pending == reach_session::Pending::host)
+  if (s->host_pending)
     throw ApiError{REACH_ERROR_INVALID_STATE,
                    "a host-submitted decode is pending: call reach_session_end_decode after it completed"};
 }
@@ -70,48 +62,14 @@ void decode(reach_session* s, int32_t token) {
   s->logits_valid = true;
 }
 
-// Completes a finished async step; returns whether the step is done.
-bool complete_async(reach_session* s, uint64_t timeout_ns) {
-  if (s->pending == reach_session::Pending::none) return true;
-  need(s->pending == reach_session::Pending::async, REACH_ERROR_INVALID_STATE,
+// Completes a finished async step (Session::poll_decode / wait_decode); returns whether none is in flight.
+bool complete_async(reach_session* s, bool wait, uint64_t timeout_ns) {
+  need(!s->host_pending, REACH_ERROR_INVALID_STATE,
        "a host-submitted decode is pending: the host waits for it and calls reach_session_end_decode");
-  VkDevice dev = s->model->device->dev->handle();
-  VkResult r = timeout_ns == 0 ? vkGetFenceStatus(dev, s->fence)
-                               : vkWaitForFences(dev, 1, &s->fence, VK_TRUE, timeout_ns);
-  if (r == VK_NOT_READY || r == VK_TIMEOUT) return false;
-  s->pending = reach_session::Pending::none;   // also on failure: the step is over either way
-  vk_check(r, timeout_ns == 0 ? "vkGetFenceStatus" : "vkWaitForFences");
-  s->s->finish_decode_step();
+  if (!s->s->decode_pending()) return true;
+  if (!(wait ? s->s->wait_decode(timeout_ns) : s->s->poll_decode())) return false;
   s->logits_valid = true;
   return true;
-}
-
-void ensure_async_program(reach_session* s) {
-  if (s->async_recorded) return;
-  Device& d = *s->model->device->dev;
-  if (!s->pool) {
-    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;   // re-recorded if a recording failed
-    pi.queueFamilyIndex = d.queue_family();
-    vk_check(vkCreateCommandPool(d.handle(), &pi, nullptr, &s->pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = s->pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    vk_check(vkAllocateCommandBuffers(d.handle(), &ai, &s->cmd), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    vk_check(vkCreateFence(d.handle(), &fi, nullptr, &s->fence), "vkCreateFence");
-  }
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  vk_check(vkBeginCommandBuffer(s->cmd, &bi), "vkBeginCommandBuffer");
-  try {
-    s->s->record_decode(s->cmd);
-  } catch (...) {
-    vkEndCommandBuffer(s->cmd);
-    throw;
-  }
-  vk_check(vkEndCommandBuffer(s->cmd), "vkEndCommandBuffer");
-  s->async_recorded = true;
 }
 
 }  // namespace
@@ -288,16 +246,8 @@ reach_status reach_session_step_async(reach_session* session, int32_t token) {
     auto l = lock(s);
     need_idle(s);
     need_started(s);
-    ensure_async_program(s);
-    s->s->begin_decode_step(token);
-    Device& d = *s->model->device->dev;
-    vk_check(vkResetFences(d.handle(), 1, &s->fence), "vkResetFences");
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &s->cmd;
+    s->s->decode_async(token);   // checks the token and the capacity before it submits
     s->logits_valid = false;
-    d.submit(si, s->fence);
-    s->pending = reach_session::Pending::async;
   });
 }
 
@@ -306,7 +256,7 @@ reach_status reach_session_poll(reach_session* session, int* done) {
     reach_session* s = live(session, Kind::session, "session");
     need(done, REACH_ERROR_INVALID_ARGUMENT, "done is NULL");
     auto l = lock(s);
-    *done = complete_async(s, 0);
+    *done = complete_async(s, false, 0);
   });
 }
 
@@ -315,7 +265,7 @@ reach_status reach_session_wait(reach_session* session, uint64_t timeout_ns, int
     reach_session* s = live(session, Kind::session, "session");
     need(done, REACH_ERROR_INVALID_ARGUMENT, "done is NULL");
     auto l = lock(s);
-    *done = complete_async(s, timeout_ns == 0 ? 1 : timeout_ns);
+    *done = complete_async(s, true, timeout_ns);
   });
 }
 
@@ -324,7 +274,7 @@ reach_status reach_session_fence(reach_session* session, uint64_t* vk_fence) {
     reach_session* s = live(session, Kind::session, "session");
     need(vk_fence, REACH_ERROR_INVALID_ARGUMENT, "vk_fence is NULL");
     auto l = lock(s);
-    *vk_fence = (uint64_t)(uintptr_t)s->fence;
+    *vk_fence = (uint64_t)(uintptr_t)s->s->decode_fence();
   });
 }
 
@@ -334,8 +284,7 @@ reach_status reach_session_record_decode(reach_session* session, void* vk_comman
     need(vk_command_buffer, REACH_ERROR_INVALID_ARGUMENT, "vk_command_buffer is NULL");
     auto cmd = static_cast<VkCommandBuffer>(vk_command_buffer);
     auto l = lock(s);
-    need(cmd != s->cmd, REACH_ERROR_INVALID_ARGUMENT, "that command buffer belongs to reach (step_async)");
-    s->s->record_decode(cmd);
+    s->s->record_decode(cmd);   // refuses the session's own command buffers
     if (std::find(s->recorded.begin(), s->recorded.end(), cmd) == s->recorded.end()) s->recorded.push_back(cmd);
   });
 }
@@ -350,7 +299,7 @@ reach_status reach_session_begin_decode(reach_session* session, int32_t token) {
          "nothing recorded: call reach_session_record_decode into the host's command buffer first");
     s->s->begin_decode_step(token);
     s->logits_valid = false;
-    s->pending = reach_session::Pending::host;
+    s->host_pending = true;
   });
 }
 
@@ -358,9 +307,9 @@ reach_status reach_session_end_decode(reach_session* session) {
   return guard(__func__, [&] {
     reach_session* s = live(session, Kind::session, "session");
     auto l = lock(s);
-    need(s->pending == reach_session::Pending::host, REACH_ERROR_INVALID_STATE,
+    need(s->host_pending, REACH_ERROR_INVALID_STATE,
          "no host decode is pending: call reach_session_begin_decode before submitting the recording");
-    s->pending = reach_session::Pending::none;
+    s->host_pending = false;
     s->s->finish_decode_step();
     s->logits_valid = true;
   });

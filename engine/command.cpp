@@ -41,6 +41,7 @@ CommandList::CommandList(Device& device, VkCommandBuffer external) : device_(dev
 
 CommandList::~CommandList() {
   VkDevice d = device_.handle();
+  // The GPU may still read the descriptor sets and the command buffer: let it finish.
   if (pending_) vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
   for (auto p : desc_pools_) vkDestroyDescriptorPool(d, p, nullptr);
   for (auto v : views_) vkDestroyBufferView(d, v, nullptr);
@@ -220,11 +221,22 @@ void CommandList::submit() {
   pending_ = true;
 }
 
-void CommandList::wait() {
-  if (!pending_) return;
-  VkResult r = vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX);
+bool CommandList::poll() {
+  if (!pending_) return true;
+  VkResult r = vkGetFenceStatus(device_.handle(), fence_);
+  if (r == VK_NOT_READY) return false;
+  pending_ = false;   // also on failure: the submission is over either way
+  vk_check(r, "vkGetFenceStatus");
+  return true;
+}
+
+bool CommandList::wait_for(uint64_t timeout_ns) {
+  if (!pending_) return true;
+  VkResult r = vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
+  if (r == VK_TIMEOUT) return false;
   pending_ = false;
   vk_check(r, "vkWaitForFences");
+  return true;
 }
 
 std::vector<KernelTiming> CommandList::timings() const {

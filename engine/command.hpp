@@ -50,11 +50,23 @@ class CommandList {
   void fill(const BufferRange& dst, uint32_t word);
   void end();
 
+  // Submitting, polling and waiting (Kompute's eval / evalAsync / evalAwait).
+  // A failed wait or poll (device lost ...) throws and ends the submission.
   void submit();   // may be called again after wait() without re-recording
-  void wait();
+  // Without blocking: true when nothing is in flight (a finished submission
+  // is over: its results are visible to the host), false while it runs.
+  bool poll();
+  // As poll, waiting up to timeout_ns; false on timeout (nothing changed).
+  bool wait_for(uint64_t timeout_ns);
+  void wait() { wait_for(UINT64_MAX); }
   void run() { submit(); wait(); }
+  bool pending() const { return pending_; }
 
   VkCommandBuffer handle() const { return cmd_; }
+  // Signalled when a submission completes, for hosts that wait on it
+  // themselves (then poll() to end the submission).  Never reset it:
+  // submit() does.  VK_NULL_HANDLE over a host command buffer.
+  VkFence fence() const { return fence_; }
   uint32_t dispatch_count() const { return dispatches_; }
   bool profiling() const { return profile_; }
   // After wait(): GPU time of each dispatch, in recording order.

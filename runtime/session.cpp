@@ -69,9 +69,25 @@ Session::Session(Model& model, const SessionOptions& options)
   logits_.assign(size_t(V), 0.0f);
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // The buffers a decode_async step reads and writes go with the members.
+  if (decode_pending()) {
+    try {
+      async_->wait();
+    } catch (const Error&) {   // device lost: nothing runs any more
+    }
+  }
+}
+
+void Session::need_idle(const char* what) const {
+  if (decode_pending())
+    throw Error(ErrorCode::invalid_argument, std::string(what) +
+                                                 ": a decode_async step is in flight: poll_decode / wait_decode "
+                                                 "until it is done first");
+}
 
 void Session::rewind(uint32_t n) {
+  need_idle("rewind");
   if (n > pos_)
     throw Error(ErrorCode::invalid_argument, "cannot rewind to position " + std::to_string(n) +
                                                  ": the session holds only " + tok(pos_));
@@ -166,9 +182,7 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
                                                    std::to_string(pos_ + i) + " is outside the vocabulary of " +
                                                    std::to_string(V));
   Program& p = program(n, all_logits != nullptr);
-  std::memcpy(ids_.mapped(), ids, size_t(n) * 4);
-  StepParams sp{pos_, n, 0, 0};
-  std::memcpy(step_.mapped(), &sp, sizeof sp);
+  write_step_inputs(ids, n);
   p.cmd->run();
   last_ = p.cmd.get();
   const uint32_t rows = all_logits ? n : 1;
@@ -184,7 +198,14 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   pos_ += n;
 }
 
+void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
+  std::memcpy(ids_.mapped(), ids, size_t(n) * 4);
+  StepParams sp{pos_, n, 0, 0};
+  std::memcpy(step_.mapped(), &sp, sizeof sp);
+}
+
 void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
+  need_idle("prefill");
   if (ids.empty())
     throw Error(ErrorCode::invalid_argument, "the prompt is empty: give at least one token (a BOS token counts)");
   if (uint64_t(pos_) + ids.size() > capacity_)
@@ -200,10 +221,35 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
 }
 
 void Session::decode(int32_t id) {
+  need_idle("decode");
   if (pos_ + 1 > capacity_)
     throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
                                                  " is full: raise --ctx or generate fewer tokens (-n)");
   run_step(&id, 1, nullptr);
+}
+
+void Session::decode_async(int32_t id) {
+  need_idle("decode_async");
+  check_decode_token(id);
+  Program& p = program(1, false);
+  write_step_inputs(&id, 1);
+  async_ = p.cmd.get();
+  last_ = async_;
+  async_->submit();
+}
+
+bool Session::poll_decode() {
+  if (!decode_pending()) return true;
+  if (!async_->poll()) return false;
+  read_decode_logits();
+  return true;
+}
+
+bool Session::wait_decode(uint64_t timeout_ns) {
+  if (!decode_pending()) return true;
+  if (!async_->wait_for(timeout_ns)) return false;
+  read_decode_logits();
+  return true;
 }
 
 std::vector<KernelTiming> Session::last_timings() const {
@@ -212,6 +258,10 @@ std::vector<KernelTiming> Session::last_timings() const {
 
 void Session::record_decode(VkCommandBuffer cmd) {
   if (!cmd) throw Error(ErrorCode::invalid_argument, "record_decode: the command buffer is VK_NULL_HANDLE");
+  for (const auto& [key, p] : programs_)
+    if (p.cmd->handle() == cmd)
+      throw Error(ErrorCode::invalid_argument, "record_decode: that command buffer belongs to the session "
+                                               "(its own programs, decode_async)");
   auto& list = recordings_[cmd];
   if (!list) list = std::make_unique<CommandList>(model_.device(), cmd);
   list->begin();   // reuses its descriptor pools: the buffer is not pending (the host reset it)
@@ -222,6 +272,12 @@ void Session::record_decode(VkCommandBuffer cmd) {
 void Session::forget_recording(VkCommandBuffer cmd) { recordings_.erase(cmd); }
 
 void Session::begin_decode_step(int32_t id) {
+  need_idle("begin_decode_step");
+  check_decode_token(id);
+  write_step_inputs(&id, 1);
+}
+
+void Session::check_decode_token(int32_t id) const {
   if (pos_ + 1 > capacity_)
     throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
                                                  " is full: raise --ctx or generate fewer tokens (-n)");
@@ -229,12 +285,14 @@ void Session::begin_decode_step(int32_t id) {
     throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " at position " +
                                                  std::to_string(pos_) + " is outside the vocabulary of " +
                                                  std::to_string(config_.vocab_size));
-  std::memcpy(ids_.mapped(), &id, 4);
-  StepParams sp{pos_, 1, 0, 0};
-  std::memcpy(step_.mapped(), &sp, sizeof sp);
 }
 
 void Session::finish_decode_step() {
+  need_idle("finish_decode_step");
+  read_decode_logits();
+}
+
+void Session::read_decode_logits() {
   Transfer T(model_.allocator());
   T.download(logits_buf_, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
   pos_ += 1;

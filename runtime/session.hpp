@@ -39,6 +39,21 @@ class Session {
   void prefill(std::span<const int32_t> ids, std::vector<float>* all_logits = nullptr);
   // Appends one token with the recorded decode program.
   void decode(int32_t id);
+
+  // decode(id) without waiting: the same recorded program, submitted.  While
+  // the step is in flight every call that touches the session's buffers
+  // (prefill, decode, rewind, a second decode_async, begin/finish_decode_step)
+  // is an invalid_argument Error.  poll_decode (never blocks) and wait_decode
+  // (up to timeout_ns; UINT64_MAX: until done) return true once no step is in
+  // flight; the one that sees the step finish reads the logits, position + 1.
+  // A failed poll or wait (device lost ...) throws and ends the step.
+  void decode_async(int32_t id);
+  bool poll_decode();
+  bool wait_decode(uint64_t timeout_ns);
+  bool decode_pending() const { return async_ && async_->pending(); }
+  // Signalled when a decode_async step completes, for hosts that wait on it
+  // themselves (then poll_decode).  VK_NULL_HANDLE before the first decode_async.
+  VkFence decode_fence() const { return async_ ? async_->fence() : VK_NULL_HANDLE; }
   std::span<const float> logits() const { return logits_; }
 
   uint32_t position() const { return pos_; }
@@ -59,6 +74,8 @@ class Session {
   // again, forget_recording(cmd), or the Session dies.  Around each execution:
   // begin_decode_step checks the id and the capacity and writes the inputs;
   // finish_decode_step (after the GPU finished) reads the logits, position + 1.
+  // Recording is allowed while a decode_async step is in flight (it reads and
+  // writes no buffer); begin/finish_decode_step are not.
   void record_decode(VkCommandBuffer cmd);
   void forget_recording(VkCommandBuffer cmd);
   void begin_decode_step(int32_t id);
@@ -73,6 +90,10 @@ class Session {
   Program& program(uint32_t n, bool all_logits);
   void record(CommandList& cmd, uint32_t n, bool all_logits);
   void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
+  void need_idle(const char* what) const;
+  void check_decode_token(int32_t id) const;
+  void write_step_inputs(const int32_t* ids, uint32_t n);
+  void read_decode_logits();
 
   Model& model_;
   SessionOptions options_;
@@ -91,6 +112,7 @@ class Session {
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, bool>, Program> programs_;
   CommandList* last_ = nullptr;
+  CommandList* async_ = nullptr;   // the decode program, once decode_async submitted it
   std::map<VkCommandBuffer, std::unique_ptr<CommandList>> recordings_;   // record_decode
 };
 

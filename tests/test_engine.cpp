@@ -1,8 +1,11 @@
 // Device, memory, transfer, pipeline and command-recording tests.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "engine/error.hpp"
 #include "engine/pipeline.hpp"
@@ -140,6 +143,105 @@ TEST_CASE("command list: record once, submit many times") {
     auto y = g.download_f32(by, n);
     for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == doctest::Approx(a[i] + b[i]).epsilon(1e-6));
   }
+}
+
+namespace {
+
+// A VkEvent the host sets: a command list that waits on it stays in flight
+// until then, so "still running" is certain rather than a race with the GPU.
+struct HostEvent {
+  VkDevice device;
+  VkEvent event = VK_NULL_HANDLE;
+  explicit HostEvent(Device& d) : device(d.handle()) {
+    VkEventCreateInfo ci{VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    REQUIRE(vkCreateEvent(device, &ci, nullptr, &event) == VK_SUCCESS);
+  }
+  ~HostEvent() { vkDestroyEvent(device, event, nullptr); }
+  void wait_in(CommandList& cmd) {
+    vkCmdWaitEvents(cmd.handle(), 1, &event, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                    nullptr, 0, nullptr, 0, nullptr);
+  }
+  void set() { REQUIRE(vkSetEvent(device, event) == VK_SUCCESS); }
+};
+
+}  // namespace
+
+TEST_CASE("command list: poll and wait_for see a submission through, and time out while it runs") {
+  auto& g = gpu();
+  const uint32_t n = 4096;
+  auto a = reach::test::random_floats(n, 11), b = reach::test::random_floats(n, 12);
+  Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
+  HostEvent gate(*g.device);
+  CommandList cmd(*g.device);
+  // Nothing submitted yet: nothing pending, and polling or waiting is a no-op that reports done.
+  CHECK(!cmd.pending());
+  CHECK(cmd.poll());
+  CHECK(cmd.wait_for(0));
+  CHECK(cmd.fence() != VK_NULL_HANDLE);
+  cmd.begin();
+  gate.wait_in(cmd);
+  g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+  cmd.end();
+  cmd.submit();
+  CHECK(cmd.pending());
+  // Held by the event: poll and wait_for report "not yet" and leave the submission pending.
+  CHECK(!cmd.poll());
+  CHECK(!cmd.wait_for(0));
+  CHECK(!cmd.wait_for(2'000'000));   // 2 ms
+  CHECK(cmd.pending());
+  CHECK(vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_NOT_READY);
+  gate.set();
+  bool done = false;
+  for (int i = 0; i < 1000000 && !done; ++i) done = cmd.poll();
+  if (!done) done = cmd.wait_for(UINT64_MAX);
+  CHECK(done);
+  CHECK(!cmd.pending());
+  CHECK(vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_SUCCESS);
+  // A finished list: wait_for(0) and poll report done at once.
+  CHECK(cmd.wait_for(0));
+  CHECK(cmd.poll());
+  auto y = g.download_f32(by, n);
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i]);
+  // Resubmitted, the host waits on the fence itself; poll then ends the submission.
+  for (auto& x : a) x *= 2.0f;
+  g.transfer->upload(ba, 0, a.data(), n * 4);
+  cmd.submit();
+  CHECK(cmd.pending());
+  VkFence f = cmd.fence();
+  REQUIRE(vkWaitForFences(g.device->handle(), 1, &f, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+  CHECK(cmd.pending());   // the list learns of it only when asked
+  CHECK(cmd.poll());
+  CHECK(!cmd.pending());
+  y = g.download_f32(by, n);
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i]);
+}
+
+TEST_CASE("command list: destroying one with a submission in flight waits for it") {
+  auto& g = gpu();
+  const uint32_t n = 4096;
+  auto a = reach::test::random_floats(n, 21), b = reach::test::random_floats(n, 22);
+  Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
+  HostEvent gate(*g.device);
+  std::atomic<bool> released{false};
+  std::thread host;
+  {
+    CommandList cmd(*g.device);
+    cmd.begin();
+    gate.wait_in(cmd);
+    g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+    cmd.end();
+    cmd.submit();
+    REQUIRE(cmd.pending());
+    host = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      released = true;   // before the GPU may go on
+      vkSetEvent(gate.device, gate.event);
+    });
+  }   // ~CommandList: blocks until the GPU is through (validation reports anything destroyed in use)
+  CHECK(released);
+  host.join();
+  auto y = g.download_f32(by, n);
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i]);
 }
 
 TEST_CASE("kernel add: sizes and broadcast") {

@@ -179,3 +179,92 @@ TEST_CASE("session: context overflow, empty prompt and bad ids are clear errors"
     CHECK(e.code() == ErrorCode::context_overflow);
   }
 }
+
+namespace {
+
+// Runs f, which must throw invalid_argument naming the way out (poll / wait first).
+template <class F>
+void check_busy(F&& f, const char* what) {
+  CAPTURE(what);
+  try {
+    f();
+    FAIL("no error while a decode_async step is in flight");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()).find("poll_decode") != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("session: decode_async gives decode()'s logits; the session is busy until polled") {
+  auto dir = tiny_model(kF32);
+  auto model = load(dir);
+  auto ids = random_ids(24, 300, 31);
+  Session sync(*model, opts(64, 16)), async(*model, opts(64, 16));
+  sync.prefill(std::span<const int32_t>(ids.data(), 16));
+  async.prefill(std::span<const int32_t>(ids.data(), 16));
+  CHECK(!async.decode_pending());
+  CHECK(async.decode_fence() == VK_NULL_HANDLE);   // before the first decode_async
+  CHECK(async.poll_decode());                      // nothing in flight: done
+  CHECK(async.wait_decode(0));
+  VkFence fence = VK_NULL_HANDLE;
+  for (size_t i = 16; i < ids.size(); ++i) {
+    CAPTURE(i);
+    sync.decode(ids[i]);
+    const std::vector<float> before(async.logits().begin(), async.logits().end());
+    async.decode_async(ids[i]);
+    REQUIRE(async.decode_pending());
+    if (i == 16) fence = async.decode_fence();
+    CHECK(fence != VK_NULL_HANDLE);
+    CHECK(async.decode_fence() == fence);   // one fence, resubmitted
+    // Until the step is completed nothing moves and every buffer-touching call is refused.
+    CHECK(async.position() == i);
+    CHECK(std::equal(before.begin(), before.end(), async.logits().begin()));
+    if (i == 16) {
+      check_busy([&] { async.decode_async(ids[i]); }, "decode_async");
+      check_busy([&] { async.decode(ids[i]); }, "decode");
+      check_busy([&] { async.prefill(std::span<const int32_t>(ids.data(), 1)); }, "prefill");
+      check_busy([&] { async.rewind(0); }, "rewind");
+      check_busy([&] { async.begin_decode_step(ids[i]); }, "begin_decode_step");
+      check_busy([&] { async.finish_decode_step(); }, "finish_decode_step");
+      CHECK(async.decode_pending());   // the refused calls changed nothing
+      CHECK(async.position() == i);
+    }
+    if (i % 2 == 0) {
+      // A frame loop: poll (never blocks) until done.
+      bool done = false;
+      for (int frame = 0; frame < 10000000 && !done; ++frame) done = async.poll_decode();
+      if (!done) done = async.wait_decode(UINT64_MAX);
+      CHECK(done);
+    } else {
+      // The host waits on the fence itself, then completes the step with wait_decode(0).
+      REQUIRE(vkWaitForFences(model->device().handle(), 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+      CHECK(async.decode_pending());
+      CHECK(async.wait_decode(0));
+    }
+    CHECK(!async.decode_pending());
+    CHECK(async.poll_decode());   // completed once, not again
+    CHECK(async.position() == i + 1);
+    // The same recorded program on the same inputs: the same bits.
+    REQUIRE(async.logits().size() == sync.logits().size());
+    CHECK(std::equal(sync.logits().begin(), sync.logits().end(), async.logits().begin()));
+  }
+  // Bad tokens and a full context are refused before anything is submitted.
+  CHECK_THROWS_AS(async.decode_async(300), Error);
+  CHECK(!async.decode_pending());
+  Session full(*model, opts(16, 16));
+  full.prefill(std::span<const int32_t>(ids.data(), 16));
+  try {
+    full.decode_async(ids[16]);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::context_overflow);
+  }
+  CHECK(!full.decode_pending());
+  // The session still decodes synchronously afterwards, and dies safely with a step in flight.
+  async.decode(ids[0]);
+  CHECK(async.position() == ids.size() + 1);
+  async.decode_async(ids[1]);
+  CHECK(async.decode_pending());
+}
