@@ -91,7 +91,7 @@ reach_session_params reach_session_default_params(void) {
   reach_session_params p{};
   p.size = sizeof p;
   p.context = 0;
-  p.chunk = 256;
+  p.chunk = reach::kDefaultPrefillChunk;
   p.l_test = 0;
   p.original_ctx = p.rerope_window = p.self_extend_group = p.self_extend_window = -1;
   p.logn = p.attn_window = p.attn_sinks = -1;

@@ -18,6 +18,8 @@ struct Capabilities {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
 
+  // Reported for `reach info`; a device reach creates enables only
+  // storage_16bit and subgroup_size_control (what the shaders use).
   bool fp16_arithmetic = false;   // shaderFloat16
   bool storage_16bit = false;     // storageBuffer16BitAccess
   bool storage_8bit = false;      // storageBuffer8BitAccess

@@ -20,7 +20,7 @@ Session::Session(Model& model, const SessionOptions& options)
   const ModelConfig& c = config_;
   capacity_ = options.context ? options.context
                               : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
-  chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : 256u, capacity_));
+  chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : kDefaultPrefillChunk, capacity_));
   const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
   schemes_ = resolve_schemes(c, capacity_, l_test);
 

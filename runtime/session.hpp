@@ -19,9 +19,13 @@
 
 namespace reach {
 
+// Prefill chunk length when none is given: long enough to keep the GEMMs
+// efficient, short enough that a chunk's scratch stays small.
+inline constexpr uint32_t kDefaultPrefillChunk = 256;
+
 struct SessionOptions {
   uint32_t context = 0;          // KV-cache capacity in tokens; 0 = min(max_position_embeddings, 4096)
-  uint32_t chunk = 256;          // prefill chunk length
+  uint32_t chunk = kDefaultPrefillChunk;   // prefill chunk length; 0 = the default
   int64_t l_test = 0;            // dynamic scaling's L_test (prompt + max new tokens); 0 = context
   SchemeOverrides overrides;     // CLI / API overrides of config.json's schemes
   bool profile = false;          // timestamps per dispatch

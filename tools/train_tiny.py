@@ -36,9 +36,9 @@ Speed (2 shared cores, load ~15): 0.7-1.6 s/step at batch 16 with ONE thread; to
 OpenMP threads took ~5 s/step there.  Debian's torch links the reference libblas.so.3; the models
 in models/ were trained with OpenBLAS taken from the libopenblas0-pthread .deb unpacked into /tmp
 (`apt-get download libopenblas0-pthread; dpkg-deb -x *.deb x`, then LD_LIBRARY_PATH=
-x/usr/lib/x86_64-linux-gnu/openblas-pthread OPENBLAS_NUM_THREADS=1, as COMMAND.txt records) so the
-system BLAS alternative stays untouched; without it training is slower, results differ only by
-float rounding.
+x/usr/lib/x86_64-linux-gnu/openblas-pthread OPENBLAS_NUM_THREADS=1) so the system BLAS
+alternative stays untouched; without it training is slower, results differ only by float
+rounding.  COMMAND.txt records the command without that machine-local library path.
 
 Output directory: config.json (LlamaForCausalLM + max_position_embeddings = N + reach_attention),
 model.safetensors (f16), tokenizer.json (byte-level, no merges, BOS/EOS added tokens 256/257),
@@ -398,10 +398,10 @@ def main(argv=None):
     t0 = time.time()
     if not a.time_only:
         os.makedirs(out, exist_ok=True)
+        # A command anyone can rerun from the repository root: the thread counts
+        # matter for speed only, and a machine-local library path not at all.
         with open(os.path.join(out, "COMMAND.txt"), "w") as f:
-            env = " ".join("%s=%s" % (k, shlex.quote(os.environ[k])) for k in
-                           ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "LD_LIBRARY_PATH") if k in os.environ)
-            f.write((env + " " if env else "") + "nice -n 15 /usr/bin/python3 tools/train_tiny.py "
+            f.write("OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tools/train_tiny.py "
                     + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])) + "\n")
     for step in range(steps):
         for g in opt.param_groups:
