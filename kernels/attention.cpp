@@ -59,7 +59,7 @@ void validate(const AttentionSpec& s, const RopeTable& t1, const RopeTable* t2) 
 
 float scale_log2(const AttentionSpec& s) {
   double sc = s.scale;
-  if (sc == 0) sc = s.norm == ScoreNorm::none ? 1.0 / std::sqrt(double(s.head_dim)) : 1.0;
+  if (sc == 0) sc = s.norm == QkNorm::none ? 1.0 / std::sqrt(double(s.head_dim)) : 1.0;
   return float(sc * kLog2e);
 }
 
@@ -83,11 +83,10 @@ AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable&
   p.logn_inv_ln = s.logn_train_len > 1 ? float(1.0 / std::log(double(s.logn_train_len))) : 0.0f;
   p.cos_n = s.cos_n;
   if (s.alibi_max_bias > 0) {
-    uint32_t n = 1;
-    while (n * 2 <= s.n_heads) n *= 2;
-    p.alibi_nlog2 = n;
-    p.alibi_m0 = float(std::pow(2.0, -double(s.alibi_max_bias) / n));
-    p.alibi_m1 = float(std::pow(2.0, -double(s.alibi_max_bias) / 2.0 / n));
+    const AlibiParams a = alibi_params(s.n_heads, s.alibi_max_bias);
+    p.alibi_nlog2 = a.n_head_log2;
+    p.alibi_m0 = a.m0;
+    p.alibi_m1 = a.m1;
   }
   return p;
 }
@@ -244,7 +243,7 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
     fail("store_kv: k/v rows must be [n, " + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("store_kv: no cache");
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
-  const bool normalize = spec.norm == ScoreNorm::key || spec.norm == ScoreNorm::cos;
+  const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
   const uint32_t wg = 64;
   const bool store_rot = reads_rotated_keys(spec, cache);
   spec::AttentionKvStoreSpec sc;

@@ -1,6 +1,6 @@
 #pragma once
-// Attention on the KV cache: the per-layer description every kernel takes,
-// the KV-cache store, flash-style tiled prefill and split-K decode.
+// Attention on the KV cache: the KV-cache store, flash-style tiled prefill and
+// split-K decode, for the per-layer AttentionSpec of kernels/attention_spec.hpp.
 //
 // One kernel family covers every position scheme through the dual-branch
 // contract of docs EXTRAPOLATION.md §1.2 / §5.6:
@@ -15,61 +15,11 @@
 #include "engine/command.hpp"
 #include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
+#include "kernels/attention_spec.hpp"
 
 namespace reach {
 
 class Device;
-
-enum class KeyCacheMode : uint32_t {
-  rotated = 0,   // cache holds R(m)·k (plain RoPE, PI, NTK, YaRN, llama3)
-  raw = 1,       // cache holds un-rotated k; kernels rotate tiles as needed
-};
-
-// Branch-2 positions (EXTRAPOLATION.md §5.6).
-enum class Q2Pos : uint32_t {
-  constant = 0,   // q2 at q2_const                   (ReRoPE: w)
-  shifted = 1,    // q2 at i + q2_const                (Leaky ReRoPE: w(k-1), table 2)
-  grouped = 2,    // q2 at floor(i/G) + q2_const       (Self-Extend: W - W/G)
-};
-enum class K2Pos : uint32_t {
-  unrotated = 0,  // raw key                            (ReRoPE)
-  same = 1,       // rotated at m                       (Leaky, with table 2)
-  grouped = 2,    // rotated at floor(m/G)              (Self-Extend)
-};
-
-enum class ScoreNorm : uint32_t { none = 0, key = 1, query = 2, cos = 3 };
-
-// Everything one layer's attention needs, resolved on the host from
-// config.json and CLI overrides (runtime/schemes).
-struct AttentionSpec {
-  uint32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  uint32_t rotary_dim = 0;          // pairs j < rotary_dim/2 rotate (half-split layout)
-  bool rope = true;                 // false: no rotation at all (NoPE layer, e.g. HWFA's full layer)
-  KeyCacheMode cache = KeyCacheMode::rotated;
-  float scale = 0;                  // logit multiplier in every mode (1/sqrt(head_dim) for plain attention,
-                                    // 1 with a norm); 0 means 1/sqrt(head_dim) without a norm, 1 with one
-
-  // Dual branch; branch_window == UINT32_MAX means a single branch.
-  uint32_t branch_window = UINT32_MAX;
-  Q2Pos q2_mode = Q2Pos::constant;
-  int32_t q2_const = 0;
-  K2Pos k2_mode = K2Pos::unrotated;
-  uint32_t group = 1;
-  bool branch2_table2 = false;      // branch 2 rotates with the second table (θ/k for Leaky ReRoPE)
-
-  // Masks: key m is visible to query i iff m <= i and (window == 0 or i - m < window or m < sinks).
-  uint32_t window = 0;
-  uint32_t sinks = 0;
-
-  float logn_train_len = 0;         // > 0: q *= max(1, ln(i+1)/ln(L))
-  ScoreNorm norm = ScoreNorm::none; // key: q·k/|k|; query: q·k/|q|; cos: λ·cos(q,k)
-                                    // (norms of the un-rotated vectors; store_kv caches keys
-                                    // already divided by |k| for key and cos)
-  float cos_n = 0;                  // λ = 4 ln(n); n = cos_n, or i+1 when 0
-  float alibi_max_bias = 0;         // > 0: ALiBi slopes as in ggml (m0, m1, n_head_log2)
-
-  bool dual() const { return branch_window != UINT32_MAX; }
-};
 
 // cos/sin tables: element [p][j] = (cos(p·θ_j)·af, sin(p·θ_j)·af) as two f32,
 // p in [0, positions), j in [0, rotary_dim/2).  Computed on the host in double.

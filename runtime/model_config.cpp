@@ -18,8 +18,11 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kSupportedArchs = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
-constexpr const char* kKnownRopeTypes =
-    "default, linear, dynamic, yarn, llama3 (Hugging Face) and ntk, rerope, leaky_rerope, self_extend, none (reach)";
+// "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
+std::string known_rope_types() {
+  return rope_type_names(", ", [](const RopeTypeInfo& t) { return t.hf; }) + " (Hugging Face) and " +
+         rope_type_names(", ", [](const RopeTypeInfo& t) { return !t.hf; }) + " (reach)";
+}
 
 // A short description of a JSON value for "wrong type" messages.  Containers
 // are never dumped (they could be huge or deeply nested).
@@ -111,7 +114,7 @@ struct Reader {
   }
 
   // Every key must be one of `allowed` (for reach-only objects: typos must not pass).
-  void only_keys(std::initializer_list<const char*> allowed) const {
+  void only_keys(const std::vector<const char*>& allowed) const {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || it.key() == a;
@@ -146,32 +149,6 @@ std::vector<int32_t> parse_token_ids(const Reader& r, const char* key, int64_t v
 
 }  // namespace
 
-const char* rope_type_name(RopeType t) {
-  switch (t) {
-    case RopeType::none_: return "none";
-    case RopeType::default_: return "default";
-    case RopeType::linear: return "linear";
-    case RopeType::dynamic: return "dynamic";
-    case RopeType::yarn: return "yarn";
-    case RopeType::llama3: return "llama3";
-    case RopeType::ntk: return "ntk";
-    case RopeType::rerope: return "rerope";
-    case RopeType::leaky_rerope: return "leaky_rerope";
-    case RopeType::self_extend: return "self_extend";
-  }
-  return "?";
-}
-
-const char* qk_norm_name(QkNorm n) {
-  switch (n) {
-    case QkNorm::none: return "none";
-    case QkNorm::key: return "key";
-    case QkNorm::query: return "query";
-    case QkNorm::cos: return "cos";
-  }
-  return "?";
-}
-
 RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
   RopeScaling rs;
   if (obj.is_null()) return rs;
@@ -187,81 +164,88 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
   if (!type) {
     if (r.has("factor"))
       r.fail(ErrorCode::format, std::string("has 'factor' but no 'rope_type' - add \"rope_type\" (one of ") +
-                                    kKnownRopeTypes + ")");
+                                    known_rope_types() + ")");
     type = "default";
   }
   const std::string& t = *type;
+  const RopeTypeInfo* info = rope_type_from_config(t);
+  if (!info && rope_type_unsupported(t))
+    r.fail(ErrorCode::unsupported, "rope_type \"" + t + "\" is not supported by reach yet (supported: " +
+                                       known_rope_types() + ")");
+  if (!info) r.fail(ErrorCode::unsupported, "unknown rope_type \"" + t + "\" (known: " + known_rope_types() + ")");
+  rs.type = info->type;
+  if (!info->hf) {   // reach's own types: a misspelt key must not pass
+    std::vector<const char*> keys = {"rope_type", "type"};
+    for (const char* k : rope_param_keys(info->params)) keys.push_back(k);
+    keys.insert(keys.end(), {"rope_theta", "partial_rotary_factor"});
+    r.only_keys(keys);
+  }
   const std::string fhint = "rope_type \"" + t + "\" needs it (the scaling factor s = new context / trained context)";
   auto common_hf = [&] {   // keys every HF type may carry (v5 standardizes original_max_position_embeddings)
     if (auto o = r.opt_int("original_max_position_embeddings"))
       rs.original_max_position = r.positive("original_max_position_embeddings", *o);
   };
-  if (t == "default") {
-    rs.type = RopeType::default_;
-    common_hf();
-  } else if (t == "linear" || t == "dynamic") {
-    rs.type = t == "linear" ? RopeType::linear : RopeType::dynamic;
-    rs.factor = r.positive("factor", r.req_num("factor", fhint));
-    common_hf();
-  } else if (t == "yarn") {
-    rs.type = RopeType::yarn;
-    rs.factor = r.positive("factor", r.req_num("factor", fhint));
-    common_hf();
-    // HF reads these with `get(...) or default`: null and 0 fall back.
-    if (auto v = r.opt_num("beta_fast"); v && *v != 0) rs.beta_fast = r.positive("beta_fast", *v);
-    if (auto v = r.opt_num("beta_slow"); v && *v != 0) rs.beta_slow = r.positive("beta_slow", *v);
-    rs.attention_factor = r.opt_num("attention_factor");
-    if (rs.attention_factor) r.positive("attention_factor", *rs.attention_factor);
-    rs.mscale = r.opt_num("mscale");
-    rs.mscale_all_dim = r.opt_num("mscale_all_dim");
-    rs.truncate = r.opt_bool("truncate").value_or(true);
-  } else if (t == "llama3") {
-    rs.type = RopeType::llama3;
-    const std::string h = "rope_type \"llama3\" requires factor, low_freq_factor, high_freq_factor and "
-                          "original_max_position_embeddings (Llama 3.1 uses 8, 1, 4, 8192)";
-    rs.factor = r.positive("factor", r.req_num("factor", h));
-    rs.low_freq_factor = r.positive("low_freq_factor", r.req_num("low_freq_factor", h));
-    rs.high_freq_factor = r.positive("high_freq_factor", r.req_num("high_freq_factor", h));
-    rs.original_max_position =
-        r.positive("original_max_position_embeddings", r.req_int("original_max_position_embeddings", h));
-    if (rs.high_freq_factor < rs.low_freq_factor)
-      r.fail(ErrorCode::format, "high_freq_factor " + json(rs.high_freq_factor).dump() + " < low_freq_factor " +
-                                    json(rs.low_freq_factor).dump() + " - swap them");
-  } else if (t == "ntk") {
-    rs.type = RopeType::ntk;
-    r.only_keys({"rope_type", "type", "factor", "rope_theta", "partial_rotary_factor"});
-    rs.factor = r.positive("factor", r.req_num("factor", fhint));
-  } else if (t == "rerope") {
-    rs.type = RopeType::rerope;
-    r.only_keys({"rope_type", "type", "window", "rope_theta", "partial_rotary_factor"});
-    rs.window = r.positive("window", r.req_int("window", "ReRoPE clamps relative positions at 'window' (e.g. 512)"));
-  } else if (t == "leaky_rerope") {
-    rs.type = RopeType::leaky_rerope;
-    r.only_keys({"rope_type", "type", "window", "factor", "rope_theta", "partial_rotary_factor"});
-    const std::string h = "Leaky ReRoPE needs 'window' w and 'factor' k (positions beyond w advance by 1/k; "
-                          "e.g. 512 and 16)";
-    rs.window = r.positive("window", r.req_int("window", h));
-    rs.leaky_k = r.positive("factor", r.req_num("factor", h));
-  } else if (t == "self_extend") {
-    rs.type = RopeType::self_extend;
-    r.only_keys({"rope_type", "type", "group", "window", "rope_theta", "partial_rotary_factor"});
-    const std::string h = "Self-Extend needs 'group' G and neighbour 'window' W (e.g. 4 and 1024)";
-    rs.group = r.positive("group", r.req_int("group", h));
-    rs.window = r.positive("window", r.req_int("window", h));
-    if (rs.window % rs.group != 0)
-      r.fail(ErrorCode::format, "self_extend window " + std::to_string(rs.window) + " is not a multiple of group " +
-                                    std::to_string(rs.group) +
-                                    ": the grouped positions floor(i/G) + W - W/G only continue the neighbour "
-                                    "positions when G divides W - use e.g. window " +
-                                    std::to_string((rs.window / rs.group + 1) * rs.group));
-  } else if (t == "none") {
-    rs.type = RopeType::none_;
-    r.only_keys({"rope_type", "type", "rope_theta", "partial_rotary_factor"});
-  } else if (t == "longrope" || t == "su" || t == "mrope" || t == "deepseek_yarn" || t == "proportional") {
-    r.fail(ErrorCode::unsupported, "rope_type \"" + t + "\" is not supported by reach yet (supported: " +
-                                       kKnownRopeTypes + ")");
-  } else {
-    r.fail(ErrorCode::unsupported, "unknown rope_type \"" + t + "\" (known: " + kKnownRopeTypes + ")");
+  switch (rs.type) {
+    case RopeType::default_:
+      common_hf();
+      break;
+    case RopeType::linear:
+    case RopeType::dynamic:
+      rs.factor = r.positive("factor", r.req_num("factor", fhint));
+      common_hf();
+      break;
+    case RopeType::yarn:
+      rs.factor = r.positive("factor", r.req_num("factor", fhint));
+      common_hf();
+      // HF reads these with `get(...) or default`: null and 0 fall back.
+      if (auto v = r.opt_num("beta_fast"); v && *v != 0) rs.beta_fast = r.positive("beta_fast", *v);
+      if (auto v = r.opt_num("beta_slow"); v && *v != 0) rs.beta_slow = r.positive("beta_slow", *v);
+      rs.attention_factor = r.opt_num("attention_factor");
+      if (rs.attention_factor) r.positive("attention_factor", *rs.attention_factor);
+      rs.mscale = r.opt_num("mscale");
+      rs.mscale_all_dim = r.opt_num("mscale_all_dim");
+      rs.truncate = r.opt_bool("truncate").value_or(true);
+      break;
+    case RopeType::llama3: {
+      const std::string h = "rope_type \"llama3\" requires factor, low_freq_factor, high_freq_factor and "
+                            "original_max_position_embeddings (Llama 3.1 uses 8, 1, 4, 8192)";
+      rs.factor = r.positive("factor", r.req_num("factor", h));
+      rs.low_freq_factor = r.positive("low_freq_factor", r.req_num("low_freq_factor", h));
+      rs.high_freq_factor = r.positive("high_freq_factor", r.req_num("high_freq_factor", h));
+      rs.original_max_position =
+          r.positive("original_max_position_embeddings", r.req_int("original_max_position_embeddings", h));
+      if (rs.high_freq_factor < rs.low_freq_factor)
+        r.fail(ErrorCode::format, "high_freq_factor " + json(rs.high_freq_factor).dump() + " < low_freq_factor " +
+                                      json(rs.low_freq_factor).dump() + " - swap them");
+      break;
+    }
+    case RopeType::ntk:
+      rs.factor = r.positive("factor", r.req_num("factor", fhint));
+      break;
+    case RopeType::rerope:
+      rs.window = r.positive("window", r.req_int("window", "ReRoPE clamps relative positions at 'window' (e.g. 512)"));
+      break;
+    case RopeType::leaky_rerope: {
+      const std::string h = "Leaky ReRoPE needs 'window' w and 'factor' k (positions beyond w advance by 1/k; "
+                            "e.g. 512 and 16)";
+      rs.window = r.positive("window", r.req_int("window", h));
+      rs.leaky_k = r.positive("factor", r.req_num("factor", h));
+      break;
+    }
+    case RopeType::self_extend: {
+      const std::string h = "Self-Extend needs 'group' G and neighbour 'window' W (e.g. 4 and 1024)";
+      rs.group = r.positive("group", r.req_int("group", h));
+      rs.window = r.positive("window", r.req_int("window", h));
+      if (rs.window % rs.group != 0)
+        r.fail(ErrorCode::format, "self_extend window " + std::to_string(rs.window) + " is not a multiple of group " +
+                                      std::to_string(rs.group) +
+                                      ": the grouped positions floor(i/G) + W - W/G only continue the neighbour "
+                                      "positions when G divides W - use e.g. window " +
+                                      std::to_string((rs.window / rs.group + 1) * rs.group));
+      break;
+    }
+    case RopeType::none_:
+      break;
   }
   return rs;
 }
@@ -280,11 +264,9 @@ ReachAttention parse_reach_attention(const json& obj, const std::string& where, 
                                 "context length, e.g. 4096, or 0 to disable");
   }
   if (auto v = r.opt_str("qk_norm")) {
-    if (*v == "none") a.qk_norm = QkNorm::none;
-    else if (*v == "key") a.qk_norm = QkNorm::key;
-    else if (*v == "query") a.qk_norm = QkNorm::query;
-    else if (*v == "cos") a.qk_norm = QkNorm::cos;
-    else r.fail(ErrorCode::format, "'qk_norm' is \"" + *v + "\", expected \"none\", \"key\", \"query\" or \"cos\"");
+    const std::optional<QkNorm> n = parse_qk_norm(*v);
+    if (!n) r.fail(ErrorCode::format, "'qk_norm' is \"" + *v + "\", expected " + qk_norm_names("\"", ", ", " or "));
+    a.qk_norm = *n;
   }
   if (auto v = r.opt_num("cos_n")) {
     a.cos_n = r.positive("cos_n", *v);

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-namespace reach {
+#include "kernels/attention_spec.hpp"   // QkNorm
+#include "runtime/rope_types.hpp"
 
-enum class RopeType { none_, default_, linear, dynamic, yarn, llama3, ntk, rerope, leaky_rerope, self_extend };
-const char* rope_type_name(RopeType type);   // "default", "yarn", "leaky_rerope", ...
+namespace reach {
 
 struct RopeScaling {
   RopeType type = RopeType::default_;
@@ -35,9 +35,6 @@ struct LayerAttention {   // per-layer overrides of ReachAttention
   std::optional<bool> rope;
   std::optional<bool> logn;
 };
-
-enum class QkNorm { none, key, query, cos };
-const char* qk_norm_name(QkNorm n);
 
 struct ReachAttention {   // top-level "reach_attention" object
   int64_t logn_train_len = 0;   // 0 = no log-n scaling

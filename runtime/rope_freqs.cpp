@@ -1,5 +1,5 @@
-// inv_freq / attention factor of every RoPE-table scheme (EXTRAPOLATION.md §2),
-// the cos/sin table and ALiBi slopes.  float64 throughout, formulas as in
+// inv_freq / attention factor of every RoPE-table scheme (EXTRAPOLATION.md §2)
+// and the cos/sin table.  float64 throughout, formulas as in
 // tools/refmodel/rope.py (which follows HF modeling_rope_utils).
 #include <algorithm>
 #include <cmath>
@@ -138,23 +138,6 @@ std::vector<float> rope_table(const RopeFreqs& f, uint32_t positions) {
   const auto pairs = static_cast<uint32_t>(f.inv_freq.size());
   std::vector<float> out(static_cast<size_t>(positions) * pairs * 2);
   fill_rope_table(f, positions, pairs, out.data());
-  return out;
-}
-
-double logn_factor(int64_t pos, double train_len) {
-  if (!(train_len > 1)) return 1.0;
-  return std::max(1.0, std::log(static_cast<double>(pos) + 1.0) / std::log(train_len));
-}
-
-std::vector<float> alibi_slopes(uint32_t n_heads, float max_bias) {
-  std::vector<float> out(n_heads);
-  if (n_heads == 0) return out;
-  uint32_t n_log2 = 1;
-  while (n_log2 * 2 <= n_heads) n_log2 *= 2;
-  const double m0 = std::pow(2.0, -static_cast<double>(max_bias) / n_log2);
-  const double m1 = std::pow(2.0, -static_cast<double>(max_bias) / 2.0 / n_log2);
-  for (uint32_t h = 0; h < n_heads; ++h)
-    out[h] = static_cast<float>(h < n_log2 ? std::pow(m0, h + 1) : std::pow(m1, 2 * (h - n_log2) + 1));
   return out;
 }
 

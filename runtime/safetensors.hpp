@@ -19,7 +19,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 namespace reach {
@@ -122,13 +121,5 @@ class ModelWeights {
 void convert_to_f32(const TensorInfo& t, float* out);
 float f16_to_f32(uint16_t bits);
 float bf16_to_f32(uint16_t bits);
-
-// A minimal writer, used by tests and tools to craft files.  Tensors are laid
-// out in the given order; the header is padded with spaces to 8 bytes.
-// Throws invalid_argument when a tensor's bytes do not match shape x dtype,
-// io when the file cannot be written.
-using TensorToWrite = std::tuple<std::string, DType, std::vector<int64_t>, std::vector<std::byte>>;
-void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace reach

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kRopeTypes = "default, none, linear, dynamic, yarn, llama3, ntk, rerope, leaky_rerope, self_extend";
+// --rope-scaling's spellings and their list, from the rope-type table (runtime/rope_types).
+const std::string kRopeTypes = rope_type_names(", ");
 
 std::string fmt(double v) {
   std::ostringstream o;
@@ -46,46 +47,35 @@ double parse_num(const std::string& flag, const std::string& v, const char* expe
   return x;
 }
 
-// "leaky-rerope" / "self-extend" spellings are accepted as well.
-std::string normalize_type(std::string t) {
-  for (char& c : t)
-    if (c == '-') c = '_';
-  return t;
+// The canonical name of a --rope-scaling spelling ("leaky-rerope" -> "leaky_rerope"); others unchanged.
+std::string normalize_type(const std::string& t) {
+  const RopeTypeInfo* info = rope_type_from_flag(t);
+  return info ? info->name : t;
 }
 
-bool known_type(const std::string& t) {
-  for (const char* k : {"default", "none", "linear", "dynamic", "yarn", "llama3", "ntk", "rerope", "leaky_rerope",
-                        "self_extend"})
-    if (t == k) return true;
-  return false;
-}
+bool known_type(const std::string& t) { return rope_type_from_flag(t) != nullptr; }
 
+// config.json's rope_scaling for r: the keys of the parameters its type takes.
 json rope_to_json(const RopeScaling& r) {
-  json j = {{"rope_type", rope_type_name(r.type)}};
-  const bool hf = r.type == RopeType::default_ || r.type == RopeType::linear || r.type == RopeType::dynamic ||
-                  r.type == RopeType::yarn || r.type == RopeType::llama3;
-  if (hf && r.original_max_position > 0) j["original_max_position_embeddings"] = r.original_max_position;
-  switch (r.type) {
-    case RopeType::linear: case RopeType::dynamic: case RopeType::ntk: j["factor"] = r.factor; break;
-    case RopeType::yarn:
-      j["factor"] = r.factor;
-      j["beta_fast"] = r.beta_fast;
-      j["beta_slow"] = r.beta_slow;
-      if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
-      if (r.mscale) j["mscale"] = *r.mscale;
-      if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
-      j["truncate"] = r.truncate;
-      break;
-    case RopeType::llama3:
-      j["factor"] = r.factor;
-      j["low_freq_factor"] = r.low_freq_factor;
-      j["high_freq_factor"] = r.high_freq_factor;
-      break;
-    case RopeType::rerope: j["window"] = r.window; break;
-    case RopeType::leaky_rerope: j["window"] = r.window; j["factor"] = r.leaky_k; break;
-    case RopeType::self_extend: j["window"] = r.window; j["group"] = r.group; break;
-    default: break;
+  const RopeTypeInfo& info = rope_type_info(r.type);
+  json j = {{"rope_type", info.name}};
+  if (info.hf && r.original_max_position > 0) j["original_max_position_embeddings"] = r.original_max_position;
+  if (info.takes(RopeParam::factor)) j["factor"] = r.factor;
+  if (info.takes(RopeParam::yarn)) {
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
+    if (r.mscale) j["mscale"] = *r.mscale;
+    if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
+    j["truncate"] = r.truncate;
   }
+  if (info.takes(RopeParam::llama3)) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (info.takes(RopeParam::rerope_window) || info.takes(RopeParam::se_window)) j["window"] = r.window;
+  if (info.takes(RopeParam::leaky_k)) j["factor"] = r.leaky_k;
+  if (info.takes(RopeParam::se_group)) j["group"] = r.group;
   return j;
 }
 
@@ -153,10 +143,10 @@ std::string layer_desc(const AttentionSpec& s) {
   }
   if (s.logn_train_len > 0) o << ", logn " << fmt(s.logn_train_len);
   switch (s.norm) {
-    case ScoreNorm::none: o << ", scale " << fmt(s.scale); break;
-    case ScoreNorm::key: o << ", key norm"; break;
-    case ScoreNorm::query: o << ", query norm"; break;
-    case ScoreNorm::cos:
+    case QkNorm::none: o << ", scale " << fmt(s.scale); break;
+    case QkNorm::key: o << ", key norm"; break;
+    case QkNorm::query: o << ", query norm"; break;
+    case QkNorm::cos:
       o << ", cos norm (lambda = 4 ln ";
       if (s.cos_n > 0) o << fmt(s.cos_n);
       else o << "(i+1)";
@@ -237,7 +227,7 @@ bool parse_scheme_flag(const std::vector<std::string>& args, size_t& i, SchemeOv
     if (l == 1) bad_flag(flag, value, "0 (off) or the training length > 1 (e.g. 4096)");
     out.logn = l;
   } else if (flag == "--qk-norm") {
-    if (value != "none" && value != "key" && value != "query" && value != "cos")
+    if (!parse_qk_norm(value))
       bad_flag(flag, value, "none, key, query or cos");
     out.qk_norm = value;
   } else if (flag == "--cos-n") {
@@ -252,17 +242,18 @@ bool parse_scheme_flag(const std::vector<std::string>& args, size_t& i, SchemeOv
 }
 
 std::string scheme_flags_help() {
+  auto taking = [](RopeParam p) { return rope_type_names("/", [p](const RopeTypeInfo& t) { return t.takes(p); }); };
   return "position schemes (override config.json rope_scaling / reach_attention):\n"
-         "  --rope-scaling TYPE       default|none|linear|dynamic|yarn|llama3|ntk|rerope|leaky_rerope|self_extend\n"
+         "  --rope-scaling TYPE       " + rope_type_names("|") + "\n"
          "                            (replaces the config's rope_scaling; llama3 keeps low/high_freq_factor)\n"
-         "  --rope-factor S           scaling factor of linear/dynamic/yarn/llama3/ntk\n"
-         "  --original-ctx N          original (trained) context of dynamic/yarn/llama3\n"
+         "  --rope-factor S           scaling factor of " + taking(RopeParam::factor) + "\n"
+         "  --original-ctx N          original (trained) context of " + taking(RopeParam::original_ctx) + "\n"
          "  --rerope-window W         ReRoPE / Leaky ReRoPE window (alone: implies rerope)\n"
          "  --leaky-k K               Leaky ReRoPE slope divisor (implies leaky_rerope; W·(K−1) must be whole)\n"
          "  --self-extend-group G     Self-Extend group size (implies self_extend)\n"
          "  --self-extend-window W    Self-Extend neighbour window (a multiple of G)\n"
          "  --logn L                  log-n query scaling with training length L (0 = off)\n"
-         "  --qk-norm MODE            none|key|query|cos (KeyNorm / QueryNorm / CosA)\n"
+         "  --qk-norm MODE            " + qk_norm_names("", "|", "|") + " (KeyNorm / QueryNorm / CosA)\n"
          "  --cos-n N                 CosA lambda = 4 ln N (default: query position + 1)\n"
          "  --attn-window W           sliding window for every layer (0 = full)\n"
          "  --attn-sinks S            first S tokens stay visible with a window\n";
@@ -274,64 +265,67 @@ void apply_overrides(ModelConfig& cfg, const SchemeOverrides& o) {
   const bool rope_flags = o.rope_scaling || o.rope_factor || o.original_ctx || o.rerope_window || o.leaky_k ||
                           o.se_group || o.se_window;
   if (rope_flags) {
-    const RopeType cur = cfg.rope.type;
-    const std::string cur_name = rope_type_name(cur);
-    std::string kind;
+    const RopeTypeInfo& cur = rope_type_info(cfg.rope.type);
+    const RopeTypeInfo* kind;
     bool fresh;
     if (o.rope_scaling) {
-      kind = normalize_type(*o.rope_scaling);
-      if (!known_type(kind))
+      kind = rope_type_from_flag(*o.rope_scaling);
+      if (!kind)
         throw Error(ErrorCode::invalid_argument, where + ": unknown --rope-scaling '" + *o.rope_scaling + "' (known: " +
                                                      kRopeTypes + ")");
       fresh = true;
     } else if (o.rerope_window || o.leaky_k) {
-      kind = o.leaky_k || cur == RopeType::leaky_rerope ? "leaky_rerope" : "rerope";
-      fresh = kind != cur_name;
+      const bool leaky = o.leaky_k || cur.type == RopeType::leaky_rerope;
+      kind = &rope_type_info(leaky ? RopeType::leaky_rerope : RopeType::rerope);
+      fresh = kind != &cur;
     } else if (o.se_group || o.se_window) {
-      kind = "self_extend";
-      fresh = kind != cur_name;
+      kind = &rope_type_info(RopeType::self_extend);
+      fresh = kind != &cur;
     } else {
-      kind = cur_name;
+      kind = &cur;
       fresh = false;
     }
-    auto reject = [&](bool given, const char* flag, const char* applies) {
-      if (given)
-        throw Error(ErrorCode::invalid_argument, where + ": " + flag + " does not apply to rope scaling \"" + kind +
-                                                     "\" (it applies to " + applies + ")");
+    // Each rope flag, the parameter it sets (whose config key takes its value) and that value.
+    struct RopeFlag {
+      const char* flag;
+      RopeParam param;
+      std::optional<json> value;
     };
-    const bool takes_factor = kind == "linear" || kind == "dynamic" || kind == "yarn" || kind == "llama3" || kind == "ntk";
-    reject(o.rope_factor && !takes_factor, "--rope-factor",
-           kind == "leaky_rerope" ? "linear, dynamic, yarn, llama3, ntk; use --leaky-k for Leaky ReRoPE"
-                                  : "linear, dynamic, yarn, llama3, ntk");
-    reject(o.original_ctx && kind != "dynamic" && kind != "yarn" && kind != "llama3", "--original-ctx",
-           "dynamic, yarn, llama3");
-    reject(o.rerope_window && kind != "rerope" && kind != "leaky_rerope", "--rerope-window", "rerope, leaky_rerope");
-    reject(o.leaky_k && kind != "leaky_rerope", "--leaky-k", "leaky_rerope");
-    reject(o.se_group && kind != "self_extend", "--self-extend-group", "self_extend");
-    reject(o.se_window && kind != "self_extend", "--self-extend-window", "self_extend");
+    auto value = [](const auto& v) { return v ? std::optional<json>(*v) : std::nullopt; };
+    const RopeFlag rope_flags_given[] = {
+        {"--rope-factor", RopeParam::factor, value(o.rope_factor)},
+        {"--original-ctx", RopeParam::original_ctx, value(o.original_ctx)},
+        {"--rerope-window", RopeParam::rerope_window, value(o.rerope_window)},
+        {"--leaky-k", RopeParam::leaky_k, value(o.leaky_k)},
+        {"--self-extend-group", RopeParam::se_group, value(o.se_group)},
+        {"--self-extend-window", RopeParam::se_window, value(o.se_window)},
+    };
+    for (const RopeFlag& f : rope_flags_given) {
+      if (!f.value || kind->takes(f.param)) continue;
+      std::string applies = rope_type_names(", ", [&](const RopeTypeInfo& t) { return t.takes(f.param); });
+      if (f.param == RopeParam::factor && kind->takes(RopeParam::leaky_k))
+        applies += "; use --leaky-k for Leaky ReRoPE";
+      throw Error(ErrorCode::invalid_argument, where + ": " + f.flag + " does not apply to rope scaling \"" +
+                                                   kind->name + "\" (it applies to " + applies + ")");
+    }
 
     json r;
     if (!fresh) {
       r = rope_to_json(cfg.rope);
     } else {
-      r = json{{"rope_type", kind}};
+      r = json{{"rope_type", kind->name}};
       // An implied switch between rerope and leaky_rerope keeps the window.
-      const bool rr_family = kind == "rerope" || kind == "leaky_rerope";
-      if (!o.rope_scaling && rr_family && (cur == RopeType::rerope || cur == RopeType::leaky_rerope))
+      if (!o.rope_scaling && kind->takes(RopeParam::rerope_window) && cur.takes(RopeParam::rerope_window))
         r["window"] = cfg.rope.window;
-      if (kind == "llama3") {   // as tools/reference_forward.py
+      if (kind->type == RopeType::llama3) {   // as tools/reference_forward.py
         r["low_freq_factor"] = cfg.rope.low_freq_factor;
         r["high_freq_factor"] = cfg.rope.high_freq_factor;
         r["original_max_position_embeddings"] =
             cfg.rope.original_max_position > 0 ? cfg.rope.original_max_position : cfg.max_position_embeddings;
       }
     }
-    if (o.rope_factor) r["factor"] = *o.rope_factor;
-    if (o.original_ctx) r["original_max_position_embeddings"] = *o.original_ctx;
-    if (o.rerope_window) r["window"] = *o.rerope_window;
-    if (o.leaky_k) r["factor"] = *o.leaky_k;
-    if (o.se_group) r["group"] = *o.se_group;
-    if (o.se_window) r["window"] = *o.se_window;
+    for (const RopeFlag& f : rope_flags_given)
+      if (f.value) r[rope_param_keys(uint32_t(f.param)).front()] = *f.value;
     try {
       cfg.rope = parse_rope_scaling(r, where + ": rope_scaling");
     } catch (const Error& e) {
@@ -382,23 +376,12 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
     fail(ErrorCode::unsupported, std::string("reach_attention.alibi_max_bias replaces RoPE, but rope_scaling is \"") +
                                      rope_type_name(cfg.rope.type) + "\" - remove one of them");
 
-  AttentionSpec base;
-  base.n_heads = static_cast<uint32_t>(cfg.n_heads);
-  base.n_kv_heads = static_cast<uint32_t>(cfg.n_kv_heads);
-  base.head_dim = static_cast<uint32_t>(cfg.head_dim);
-  base.rotary_dim = static_cast<uint32_t>(cfg.rotary_dim);
-  base.rope = !alibi;
-  base.alibi_max_bias = alibi ? static_cast<float>(*at.alibi_max_bias) : 0.0f;
-  switch (at.qk_norm) {
-    case QkNorm::none: base.norm = ScoreNorm::none; break;
-    case QkNorm::key: base.norm = ScoreNorm::key; break;
-    case QkNorm::query: base.norm = ScoreNorm::query; break;
-    case QkNorm::cos: base.norm = ScoreNorm::cos; break;
-  }
-  // The normalised modes carry their own temperature (EXTRAPOLATION.md seeds): no 1/sqrt(d).
-  base.scale = base.norm == ScoreNorm::none ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) : 1.0f;
-  base.cos_n = at.cos_n ? static_cast<float>(*at.cos_n) : 0.0f;
-  base.logn_train_len = static_cast<float>(at.logn_train_len);
+  AttentionSpec base = AttentionSpec::plain(static_cast<uint32_t>(cfg.n_heads), static_cast<uint32_t>(cfg.n_kv_heads),
+                                            static_cast<uint32_t>(cfg.head_dim))
+                           .with_rotary_dim(static_cast<uint32_t>(cfg.rotary_dim))
+                           .with_norm(at.qk_norm, at.cos_n ? static_cast<float>(*at.cos_n) : 0.0f)
+                           .with_logn(static_cast<float>(at.logn_train_len));
+  if (alibi) base = base.with_alibi(static_cast<float>(*at.alibi_max_bias));
 
   auto u32 = [](int64_t v, const char* what) -> uint32_t {
     if (v < 0 || v >= static_cast<int64_t>(INT32_MAX))
@@ -413,11 +396,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
   const RopeScaling& rs = cfg.rope;
   switch (rs.type) {
     case RopeType::rerope: {
-      base.branch_window = u32(rs.window, "rerope window");
-      base.q2_mode = Q2Pos::constant;
-      base.q2_const = static_cast<int32_t>(rs.window);
-      base.k2_mode = K2Pos::unrotated;
-      base.cache = KeyCacheMode::raw;
+      base = base.with_rerope(u32(rs.window, "rerope window"));
       R.table1_positions = std::max<uint32_t>(context, static_cast<uint32_t>(rs.window) + 1);
       break;
     }
@@ -431,12 +410,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
                                          "−1) = " + fmt(shift) +
                                          " is not a whole number of positions; the cos/sin tables are indexed by "
                                          "integer positions - choose k so that window·(k−1) is whole (e.g. an integer k)");
-      base.branch_window = u32(rs.window, "leaky_rerope window");
-      base.q2_mode = Q2Pos::shifted;
-      base.q2_const = static_cast<int32_t>(shift);
-      base.k2_mode = K2Pos::same;
-      base.branch2_table2 = true;
-      base.cache = KeyCacheMode::raw;
+      base = base.with_leaky_rerope(u32(rs.window, "leaky_rerope window"), static_cast<int32_t>(shift));
       RopeFreqs t2;
       t2.inv_freq = R.table1.inv_freq;
       for (double& x : t2.inv_freq) x /= rs.leaky_k;
@@ -451,12 +425,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
       const int64_t G = rs.group, W = rs.window;
       if (G < 1 || W < 1 || W % G)
         fail(ErrorCode::invalid_argument, "self_extend group " + std::to_string(G) + " must divide window " + std::to_string(W));
-      base.branch_window = u32(W, "self_extend window");
-      base.q2_mode = Q2Pos::grouped;
-      base.q2_const = static_cast<int32_t>(W - W / G);
-      base.k2_mode = K2Pos::grouped;
-      base.group = static_cast<uint32_t>(G);
-      base.cache = KeyCacheMode::raw;
+      base = base.with_self_extend(static_cast<uint32_t>(G), u32(W, "self_extend window"));
       const int64_t max_q2 = (static_cast<int64_t>(context) - 1) / G + W - W / G;
       R.table1_positions = static_cast<uint32_t>(std::max<int64_t>(context, max_q2 + 1));
       break;
@@ -477,22 +446,12 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
           fail(ErrorCode::invalid_argument, "reach_attention.layers[" + std::to_string(li) +
                                                 "] asks for logn but logn_train_len is not set - add "
                                                 "\"logn_train_len\" (or --logn L)");
-        s.logn_train_len = *lo.logn ? static_cast<float>(L) : 0.0f;
+        s = s.with_logn(*lo.logn ? static_cast<float>(L) : 0.0f);
       }
-      if (lo.rope && !*lo.rope) {   // NoPE layer: no rotation, single branch
-        s.rope = false;
-        s.branch_window = UINT32_MAX;
-        s.q2_mode = Q2Pos::constant;
-        s.q2_const = 0;
-        s.k2_mode = K2Pos::unrotated;
-        s.group = 1;
-        s.branch2_table2 = false;
-        s.cache = KeyCacheMode::rotated;   // nothing is rotated: the cache holds k as is
-      }
+      if (lo.rope && !*lo.rope) s = s.without_rope();   // NoPE layer: no rotation, single branch
     }
-    s.window = u32(window, "attention window");
-    s.sinks = s.window ? u32(at.sinks, "attention sinks") : 0;
-    R.layers.push_back(s);
+    const uint32_t w = u32(window, "attention window");
+    R.layers.push_back(s.with_window(w, w ? u32(at.sinks, "attention sinks") : 0));
   }
   return R;
 }

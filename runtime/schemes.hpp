@@ -19,14 +19,14 @@ namespace reach {
 //   --self-extend-group G --self-extend-window W --logn L --qk-norm MODE --cos-n N
 //   --attn-window W --attn-sinks S
 struct SchemeOverrides {
-  std::optional<std::string> rope_scaling;   // default|none|linear|dynamic|yarn|llama3|ntk|rerope|leaky_rerope|self_extend
+  std::optional<std::string> rope_scaling;   // a rope type's name or alias (runtime/rope_types.hpp)
   std::optional<double> rope_factor;
   std::optional<int64_t> original_ctx;
   std::optional<int64_t> rerope_window;
   std::optional<double> leaky_k;
   std::optional<int64_t> se_group, se_window;
   std::optional<int64_t> logn;               // logn_train_len; 0 = off
-  std::optional<std::string> qk_norm;        // none|key|query|cos
+  std::optional<std::string> qk_norm;        // a QkNorm name (kernels/attention_spec.hpp)
   std::optional<double> cos_n;
   std::optional<int64_t> attn_window, attn_sinks;
   bool empty() const;
@@ -91,13 +91,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
 // out[(p·pairs + j)·2 + {0,1}] = (cos, sin)(p·inv_freq[j])·attention_factor
 // for p < positions, j < pairs (pairs <= inv_freq.size()); angles in double.
 void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, float* out);
-std::vector<float> rope_table(const RopeFreqs& f, uint32_t positions);   // all pairs
-
-// log-n query factor max(1, ln(pos+1)/ln(train_len)); 1 when train_len <= 1.
-double logn_factor(int64_t pos, double train_len);
-
-// ALiBi slopes in ggml form: n_head_log2 = 2^floor(log2 H), m0 = 2^(−b/n),
-// m1 = 2^(−b/2/n), slope(h) = h < n ? m0^(h+1) : m1^(2(h−n)+1).
-std::vector<float> alibi_slopes(uint32_t n_heads, float max_bias);
+// The whole table (all pairs), as a Session uploads it.
+std::vector<float> rope_table(const RopeFreqs& f, uint32_t positions);
 
 }  // namespace reach

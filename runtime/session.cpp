@@ -26,11 +26,10 @@ Session::Session(Model& model, const SessionOptions& options)
 
   Allocator& A = model.allocator();
   Transfer T(A);
-  const uint32_t pairs = uint32_t(c.rotary_dim / 2);
   auto make_table = [&](const RopeFreqs& f, uint32_t positions, Buffer& buf, RopeTable& t, const char* label) {
     positions = std::max<uint32_t>(positions, 1);
-    std::vector<float> data(size_t(positions) * pairs * 2);
-    fill_rope_table(f, positions, pairs, data.data());
+    const uint32_t pairs = uint32_t(f.inv_freq.size());   // rotary_dim / 2
+    const std::vector<float> data = rope_table(f, positions);
     buf = A.allocate(Arena::cache, data.size() * 4, label);
     T.upload(buf, 0, data.data(), data.size() * 4);
     t = {&buf, positions, pairs};

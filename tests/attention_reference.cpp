@@ -4,6 +4,8 @@
 #include <limits>
 #include <sstream>
 
+#include "tests/support/position_formulas.hpp"
+
 namespace reach::test {
 
 namespace {
@@ -88,7 +90,7 @@ std::vector<double> attention_reference(const std::vector<float>& q, const std::
         for (double& e : qq) e /= n;
       }
       double f = scale;
-      if (s.logn_train_len > 1) f *= std::max(1.0, std::log(double(i) + 1) / std::log(s.logn_train_len));
+      f *= logn_factor(i, s.logn_train_len);
       if (s.norm == 3) f *= 4.0 * std::log(s.cos_n > 0 ? s.cos_n : double(i) + 1);
       for (double& e : qq) e *= f;
       const std::vector<double> q1 =

@@ -1,6 +1,6 @@
 // Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
 // the naive float64 reference of tests/attention_reference.cpp, for every
-// position scheme of runtime/attention.hpp.
+// position scheme of kernels/attention_spec.hpp.
 //
 // Tolerance: max abs error 1e-4 on outputs of size O(1).  The kernels
 // accumulate in f32 (relative rounding ~6e-8 per operation): logits of
@@ -45,24 +45,21 @@ std::vector<double> inv_freqs(uint32_t pairs, uint32_t rot_dim, double base) {
   return f;
 }
 
+// The spec comes from AttentionSpec's named constructors (the ones resolve_schemes
+// uses); the reference is set up from the formulas' parameters alone.
 Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W = 0, uint32_t window = 0,
                    uint32_t sinks = 0) {
   Scheme s;
+  const AttentionSpec plain = AttentionSpec::plain(H, Hkv, d);
   AttentionSpec& a = s.spec;
-  a.n_heads = H;
-  a.n_kv_heads = Hkv;
-  a.head_dim = d;
-  a.rotary_dim = d;
-  a.rope = true;
-  a.cache = KeyCacheMode::rotated;
-  a.scale = float(1.0 / std::sqrt(double(d)));
+  a = plain;
   RefScheme& r = s.ref;
   r.inv_freq = inv_freqs(d / 2, d, s.base);
   switch (kind) {
     case Kind::rope_rotated: s.name = "rope (rotated cache)"; break;
     case Kind::rope_raw:
       s.name = "rope (raw cache)";
-      a.cache = KeyCacheMode::raw;
+      a = plain.with_raw_cache();
       break;
     case Kind::yarn_af:
       s.name = "yarn-like table (af 1.25, base 500)";
@@ -73,12 +70,7 @@ Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W =
       break;
     case Kind::rerope:
       s.name = "rerope";
-      a.cache = KeyCacheMode::raw;
-      a.branch_window = W;
-      a.q2_mode = Q2Pos::constant;
-      a.q2_const = int32_t(W);
-      a.k2_mode = K2Pos::unrotated;
-      a.logn_train_len = 32;
+      a = plain.with_rerope(W).with_logn(32);
       r.method = RefScheme::rerope;
       r.window = W;
       r.logn_train_len = 32;
@@ -86,13 +78,7 @@ Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W =
     case Kind::leaky: {
       s.name = "leaky_rerope k=4";
       const int k = 4;
-      a.cache = KeyCacheMode::raw;
-      a.branch_window = W;
-      a.q2_mode = Q2Pos::shifted;
-      a.q2_const = int32_t(W * (k - 1));
-      a.k2_mode = K2Pos::same;
-      a.branch2_table2 = true;
-      a.logn_train_len = 32;
+      a = plain.with_leaky_rerope(W, int32_t(W * (k - 1))).with_logn(32);
       r.method = RefScheme::leaky_rerope;
       r.window = W;
       r.leaky_k = k;
@@ -102,12 +88,7 @@ Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W =
     case Kind::self_extend: {
       s.name = "self_extend G=4";
       const uint32_t G = 4;
-      a.cache = KeyCacheMode::raw;
-      a.branch_window = W;
-      a.q2_mode = Q2Pos::grouped;
-      a.q2_const = int32_t(W - W / G);
-      a.k2_mode = K2Pos::grouped;
-      a.group = G;
+      a = plain.with_self_extend(G, W);
       r.method = RefScheme::self_extend;
       r.window = W;
       r.group = G;
@@ -115,53 +96,40 @@ Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W =
     }
     case Kind::logn:
       s.name = "logn L=16";
-      a.logn_train_len = 16;
+      a = plain.with_logn(16);
       r.logn_train_len = 16;
       break;
     case Kind::key_norm:
       s.name = "key norm";
-      a.norm = ScoreNorm::key;
-      a.scale = 1;
+      a = plain.with_norm(QkNorm::key);
       r.norm = 1;
       break;
     case Kind::query_norm:
       s.name = "query norm (raw cache)";
-      a.norm = ScoreNorm::query;
-      a.cache = KeyCacheMode::raw;
-      a.scale = 1;
+      a = plain.with_norm(QkNorm::query).with_raw_cache();
       r.norm = 2;
       break;
     case Kind::cos_norm:
       s.name = "cos norm n=i+1 + logn";
-      a.norm = ScoreNorm::cos;
-      a.scale = 1;
-      a.logn_train_len = 64;
+      a = plain.with_norm(QkNorm::cos).with_logn(64);
       r.norm = 3;
       r.logn_train_len = 64;
       break;
     case Kind::cos_norm_fixed:
       s.name = "cos norm n=256 (raw cache)";
-      a.norm = ScoreNorm::cos;
-      a.cache = KeyCacheMode::raw;
-      a.cos_n = 256;
-      a.scale = 1;
+      a = plain.with_norm(QkNorm::cos, 256).with_raw_cache();
       r.norm = 3;
       r.cos_n = 256;
       break;
     case Kind::window_sinks:
       s.name = "window+sinks";
-      a.window = window;
-      a.sinks = sinks;
+      a = plain.with_window(window, sinks);
       r.attn_window = window;
       r.attn_sinks = sinks;
       break;
     case Kind::window_rerope:
       s.name = "rerope + window+sinks";
-      a.cache = KeyCacheMode::raw;
-      a.branch_window = W;
-      a.q2_const = int32_t(W);
-      a.window = window;
-      a.sinks = sinks;
+      a = plain.with_rerope(W).with_window(window, sinks);
       r.method = RefScheme::rerope;
       r.window = W;
       r.attn_window = window;
@@ -169,17 +137,13 @@ Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W =
       break;
     case Kind::nope:
       s.name = "nope + logn";
-      a.rope = false;
-      a.rotary_dim = 0;
-      a.logn_train_len = 16;
+      a = plain.without_rope().with_logn(16);
       r.inv_freq.clear();
       r.logn_train_len = 16;
       break;
     case Kind::alibi:
       s.name = "alibi max_bias 8 (no rope)";
-      a.rope = false;
-      a.rotary_dim = 0;
-      a.alibi_max_bias = 8;
+      a = plain.with_alibi(8);
       r.inv_freq.clear();
       r.alibi_max_bias = 8;
       break;
@@ -393,7 +357,7 @@ TEST_CASE("attention: head dims 8, 80, 96, 128 and partial rotary") {
     expect_ok(h);
   }
   Scheme s = make_scheme(Kind::rope_raw, 4, 2, 64);
-  s.spec.rotary_dim = 32;
+  s.spec = s.spec.with_rotary_dim(32);
   s.ref.inv_freq = inv_freqs(16, 32, s.base);
   Harness h{s, 90, {41, 49}, 2};
   expect_ok(h);

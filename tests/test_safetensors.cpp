@@ -18,6 +18,7 @@
 #include "engine/error.hpp"
 #include "runtime/progress.hpp"
 #include "runtime/safetensors.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 namespace fs = std::filesystem;
 using reach::DType;

@@ -13,6 +13,7 @@
 #include "engine/error.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/schemes.hpp"
+#include "tests/support/position_formulas.hpp"
 
 using nlohmann::json;
 using reach::ErrorCode;
@@ -228,18 +229,21 @@ TEST_CASE("T7 llama3, d=8 and d=16") {
   for (int j : {5, 6, 7}) check_rel(f.inv_freq[j], std::pow(5e5, -j / 8.0) / 8, 1e-12);
 }
 
-TEST_CASE("T9 logn factor and T11 ALiBi slopes") {
-  CHECK(reach::logn_factor(0, 4096) == 1.0);
-  CHECK(reach::logn_factor(4095, 4096) == 1.0);
-  check_rel(reach::logn_factor(8191, 4096), 1.0833333, 1e-6);
-  check_rel(reach::logn_factor(16383, 4096), 1.1666667, 1e-6);
-  CHECK(reach::logn_factor(100000, 0) == 1.0);
-  auto sl = reach::alibi_slopes(8, 8.0f);
-  REQUIRE(sl.size() == 8);
-  for (int h = 0; h < 8; ++h) CHECK(sl[h] == doctest::Approx(std::pow(0.5, h + 1)).epsilon(1e-6));
+TEST_CASE("T9 logn factor (the references') and T11 ALiBi slopes (the kernels' push parameters)") {
+  using reach::test::logn_factor;
+  CHECK(logn_factor(0, 4096) == 1.0);
+  CHECK(logn_factor(4095, 4096) == 1.0);
+  check_rel(logn_factor(8191, 4096), 1.0833333, 1e-6);
+  check_rel(logn_factor(16383, 4096), 1.1666667, 1e-6);
+  CHECK(logn_factor(100000, 0) == 1.0);
+  auto a = reach::alibi_params(8, 8.0f);
+  CHECK(a.n_head_log2 == 8);
+  for (uint32_t h = 0; h < 8; ++h) CHECK(a.slope(h) == doctest::Approx(std::pow(0.5, h + 1)).epsilon(1e-6));
   // Non power of two: 12 heads -> 8 slopes of the 8-set, then every other slope of the 16-set.
-  sl = reach::alibi_slopes(12, 8.0f);
-  for (int h = 0; h < 4; ++h) CHECK(sl[8 + h] == doctest::Approx(std::pow(2.0, -0.5 * (2 * h + 1))).epsilon(1e-6));
+  a = reach::alibi_params(12, 8.0f);
+  CHECK(a.n_head_log2 == 8);
+  for (uint32_t h = 0; h < 4; ++h)
+    CHECK(a.slope(8 + h) == doctest::Approx(std::pow(2.0, -0.5 * (2 * h + 1))).epsilon(1e-6));
 }
 
 TEST_CASE("fill_rope_table: long positions vs long double, partial pairs, layout") {
@@ -460,7 +464,7 @@ TEST_CASE("resolve_schemes: plain RoPE and the table schemes") {
     CHECK(s.window == 0);
     CHECK(s.sinks == 0);
     CHECK(s.logn_train_len == 0);
-    CHECK(s.norm == reach::ScoreNorm::none);
+    CHECK(s.norm == reach::QkNorm::none);
     CHECK(s.alibi_max_bias == 0);
   }
   CHECK(r.table1.inv_freq.size() == 8);
@@ -562,13 +566,13 @@ TEST_CASE("resolve_schemes: Self-Extend") {
 TEST_CASE("resolve_schemes: KeyNorm / CosA / logn / window / sinks / Mistral / ALiBi") {
   auto c = cfg_of({{"reach_attention", {{"qk_norm", "key"}}}});
   auto r = reach::resolve_schemes(c, 64, 0);
-  CHECK(r.layers[0].norm == reach::ScoreNorm::key);
+  CHECK(r.layers[0].norm == reach::QkNorm::key);
   CHECK(r.layers[0].scale == 1.0f);
   c = cfg_of({{"reach_attention", {{"qk_norm", "query"}}}});
-  CHECK(reach::resolve_schemes(c, 64, 0).layers[1].norm == reach::ScoreNorm::query);
+  CHECK(reach::resolve_schemes(c, 64, 0).layers[1].norm == reach::QkNorm::query);
   c = cfg_of({{"reach_attention", {{"qk_norm", "cos"}, {"cos_n", 128}, {"logn_train_len", 64}}}});
   r = reach::resolve_schemes(c, 64, 0);
-  CHECK(r.layers[2].norm == reach::ScoreNorm::cos);
+  CHECK(r.layers[2].norm == reach::QkNorm::cos);
   CHECK(r.layers[2].cos_n == 128.0f);
   CHECK(r.layers[2].scale == 1.0f);
   CHECK(r.layers[2].logn_train_len == 64.0f);

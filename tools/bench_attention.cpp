@@ -144,28 +144,12 @@ int main(int argc, char** argv) {
       Buffer krc = rotated_keys ? alloc.allocate(Arena::cache, size_t(n) * kvd * 4, "rotated k cache") : Buffer{};
       double default_ms = 0;
       for (const std::string& name : schemes) {
-        AttentionSpec s;
-        s.n_heads = H;
-        s.n_kv_heads = Hkv;
-        s.head_dim = D;
-        s.rotary_dim = D;
-        s.scale = float(1.0 / std::sqrt(double(D)));
+        AttentionSpec s = AttentionSpec::plain(H, Hkv, D);
         RopeTable r1{&t1, positions, D / 2}, r2{&t2, positions, D / 2};
         if (name == "rerope") {
-          s.cache = KeyCacheMode::raw;
-          s.branch_window = W;
-          s.q2_mode = Q2Pos::constant;
-          s.q2_const = int32_t(W);
-          s.k2_mode = K2Pos::unrotated;
-          s.logn_train_len = 4096;
+          s = s.with_rerope(W).with_logn(4096);
         } else if (name == "leaky_rerope") {
-          s.cache = KeyCacheMode::raw;
-          s.branch_window = W;
-          s.q2_mode = Q2Pos::shifted;
-          s.q2_const = int32_t(W * (leaky_k - 1));
-          s.k2_mode = K2Pos::same;
-          s.branch2_table2 = true;
-          s.logn_train_len = 4096;
+          s = s.with_leaky_rerope(W, int32_t(W * (leaky_k - 1))).with_logn(4096);
         } else if (name == "yarn") {
           r1 = RopeTable{&ty, positions, D / 2};
         } else if (name != "default") {

@@ -212,9 +212,9 @@ int cmd_eval(const Args& args) {
     // --original-ctx says what the trained context is: L_train of the presets.  It
     // stays a scheme flag of `default` / `logn` only where that scheme takes it.
     L_train = *user.original_ctx;
-    std::string t = user.rope_scaling ? *user.rope_scaling : rope_type_name(cfg.rope.type);
-    std::replace(t.begin(), t.end(), '-', '_');
-    if (t != "dynamic" && t != "yarn" && t != "llama3") user.original_ctx.reset();
+    const RopeTypeInfo* t =
+        user.rope_scaling ? rope_type_from_flag(*user.rope_scaling) : &rope_type_info(cfg.rope.type);
+    if (!t || !t->takes(RopeParam::original_ctx)) user.original_ctx.reset();
   }
   if (L_train <= 0) throw Error(ErrorCode::invalid_argument, "the model config has no max_position_embeddings");
 

@@ -19,6 +19,10 @@ namespace {
 
 std::string num(size_t v) { return std::to_string(v); }
 
+// The rope types that have a preset of their name (runtime/rope_types); pi is linear too.
+constexpr RopeType kPresetTypes[] = {RopeType::linear, RopeType::ntk, RopeType::dynamic, RopeType::yarn,
+                                     RopeType::rerope, RopeType::leaky_rerope, RopeType::self_extend};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -118,11 +122,13 @@ int64_t training_length(const ModelConfig& cfg) {
 std::string normalize_preset(const std::string& name) {
   std::string t;
   for (char c : name) t += c == '-' ? '_' : char(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* k : {"default", "linear", "pi", "ntk", "dynamic", "yarn", "rerope", "leaky_rerope", "self_extend",
-                        "logn"})
-    if (t == k) return t;
-  bad("unknown scheme '" + name +
-      "' in --schemes (known: default, linear, pi, ntk, dynamic, yarn, rerope, leaky_rerope, self_extend, logn)");
+  if (t == "default" || t == "pi" || t == "logn") return t;
+  const RopeTypeInfo* rt = rope_type_from_flag(t);
+  if (rt && std::find(std::begin(kPresetTypes), std::end(kPresetTypes), rt->type) != std::end(kPresetTypes)) return t;
+  std::string known = "default";
+  for (RopeType p : kPresetTypes)
+    known += std::string(", ") + rope_type_name(p) + (p == RopeType::linear ? ", pi" : "");
+  bad("unknown scheme '" + name + "' in --schemes (known: " + known + ", logn)");
 }
 
 const char* preset_help() {
@@ -187,26 +193,21 @@ SchemeRun preset_overrides(const std::string& preset_in, int64_t L, int64_t L_tr
     o.attn_window = user.attn_window;
     o.attn_sinks = user.attn_sinks;
     const double s = preset_factor(L, L_train);
+    o.rope_scaling = rope_type_name(preset == "pi" ? RopeType::linear : rope_type_from_flag(preset)->type);
     if (preset == "linear" || preset == "pi") {
-      o.rope_scaling = "linear";
       o.rope_factor = s;
     } else if (preset == "ntk") {
-      o.rope_scaling = "ntk";
       o.rope_factor = s;
     } else if (preset == "dynamic" || preset == "yarn") {
-      o.rope_scaling = preset;
       o.rope_factor = s;
       o.original_ctx = L_train;
     } else if (preset == "rerope") {
-      o.rope_scaling = "rerope";
       o.rerope_window = user.rerope_window.value_or(preset_window(L_train));
     } else if (preset == "leaky_rerope") {
-      o.rope_scaling = "leaky_rerope";
       const int64_t w = user.rerope_window.value_or(preset_window(L_train));
       o.rerope_window = w;
       o.leaky_k = user.leaky_k.value_or(preset_leaky_k(L, L_train, w));
     } else if (preset == "self_extend") {
-      o.rope_scaling = "self_extend";
       const auto [G, W] = preset_self_extend(L, L_train, user.se_group, user.se_window);
       o.se_group = G;
       o.se_window = W;

@@ -1,11 +1,12 @@
-// write_safetensors: a small writer for tests and tools (see safetensors.hpp).
+// write_safetensors: the tests' writer of crafted files (tests/support/safetensors_writer.hpp).
+#include "tests/support/safetensors_writer.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
-#include "runtime/safetensors.hpp"
 
 namespace reach {
 
