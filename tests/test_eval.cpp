@@ -1,5 +1,5 @@
-// `reach eval`: the pure protocol functions (tools/eval_protocols.*,
-// tools/eval_report.*) and the real binary on a tiny model against the
+// `reach eval`: the pure protocol functions (cli/eval_protocols.*,
+// cli/eval_report.*) and the real binary on a tiny model against the
 // float64 NumPy reference (tools/reference_forward.py).
 #include <doctest/doctest.h>
 
@@ -14,8 +14,8 @@
 #include "runtime/schemes.hpp"
 #include "tests/model_fixture.hpp"
 #include "tests/test_device.hpp"
-#include "tools/eval_protocols.hpp"
-#include "tools/eval_report.hpp"
+#include "cli/eval_protocols.hpp"
+#include "cli/eval_report.hpp"
 
 using namespace reach;
 using namespace reach::eval;
@@ -41,7 +41,7 @@ void write_ids(const fs::path& p, const std::vector<int32_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) f << ids[i] << ((i + 1) % 16 ? ' ' : '\n');
 }
 
-std::string reach_bin() { return (build_root() / "tools" / "reach").string(); }
+std::string reach_bin() { return (build_root() / "cli" / "reach").string(); }
 
 // Runs `reach eval ARGS`, stdout to `out`; returns stderr (run_command fails the test on rc != 0).
 std::string run_eval(const std::string& args, const fs::path& out) {

@@ -1,5 +1,5 @@
 // Pure pieces of `reach eval`: windows, chunks, presets, passkey, scoring.
-#include "tools/eval_protocols.hpp"
+#include "cli/eval_protocols.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "tools/cli_common.hpp"
+#include "cli/options.hpp"
 
 #include <cstdlib>
 

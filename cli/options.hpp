@@ -10,7 +10,7 @@
 #include "engine/memory.hpp"
 #include "runtime/model.hpp"
 #include "runtime/schemes.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace reach::cli {
 

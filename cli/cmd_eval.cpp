@@ -5,7 +5,7 @@
 //   repeat   §7.4: the sample's first M tokens repeated, then `last`
 //   ppl      llama-perplexity compatible chunked perplexity
 //   passkey  §7.3 retrieval accuracy over lengths × insertion depths
-// The pure parts live in tools/eval_protocols.* and tools/eval_report.*.
+// The pure parts live in cli/eval_protocols.* and cli/eval_report.*.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,9 +20,9 @@
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
 #include "runtime/tokenizer.hpp"
-#include "tools/cli_common.hpp"
-#include "tools/eval_protocols.hpp"
-#include "tools/eval_report.hpp"
+#include "cli/options.hpp"
+#include "cli/eval_protocols.hpp"
+#include "cli/eval_report.hpp"
 
 namespace reach::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/error.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace {
 
