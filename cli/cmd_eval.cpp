@@ -17,8 +17,8 @@
 #include "cli/eval_modes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/options.hpp"
+#include "cli/progress_bar.hpp"
 #include "engine/error.hpp"
-#include "runtime/progress.hpp"
 #include "runtime/tokenizer.hpp"
 
 namespace reach::cli {
@@ -250,7 +250,7 @@ int cmd_eval(const Args& args) {
   if (o.verbose)
     std::fprintf(stderr, "device: %s\n%s\n", e.device->caps().summary().c_str(), model.config().describe().c_str());
 
-  Progress bar("eval [tokens]", total_tokens(plan) * kTokenUnit, !o.verbose && o.mode != "ppl");
+  ProgressBar bar("eval [tokens]", total_tokens(plan) * kTokenUnit, !o.verbose && o.mode != "ppl");
   std::string dump;
   if (o.mode == "last" || o.mode == "repeat") eval_last_segment(model, plan, bar, &dump);
   else if (o.mode == "ppl") eval_ppl(model, plan, bar, &dump);

@@ -39,7 +39,7 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
 }
 
 // Feeds ids in pieces of at most `chunk` tokens (so the progress bar moves).
-void prefill_plain(Session& s, const int32_t* ids, size_t n, size_t chunk, Progress& bar) {
+void prefill_plain(Session& s, const int32_t* ids, size_t n, size_t chunk, ProgressBar& bar) {
   for (size_t off = 0; off < n; off += chunk) {
     const size_t k = std::min(chunk, n - off);
     s.prefill({ids + off, k});
@@ -50,7 +50,7 @@ void prefill_plain(Session& s, const int32_t* ids, size_t n, size_t chunk, Progr
 // Feeds ids[0, n) with logits and scores row r against targets[r]; logits
 // are held for one chunk at a time (chunk × vocab floats).
 Score prefill_scored(Session& s, const int32_t* ids, size_t n, const int32_t* targets, size_t first_position,
-                     size_t chunk, Progress& bar, std::vector<size_t>* positions, std::vector<double>* logprobs) {
+                     size_t chunk, ProgressBar& bar, std::vector<size_t>* positions, std::vector<double>* logprobs) {
   Score sc;
   std::vector<float> logits;
   for (size_t off = 0; off < n; off += chunk) {
@@ -76,7 +76,7 @@ std::vector<int32_t> slice(const std::vector<int32_t>& v, size_t begin, size_t n
 std::string model_name(const Model& model) { return model.dir().filename().string(); }
 
 // One (scheme, context) cell of the last-segment protocol.
-LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string& scheme, size_t ci, Progress& bar,
+LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string& scheme, size_t ci, ProgressBar& bar,
                           std::string* dump) {
   const EvalOptions& o = plan.opt;
   const int64_t L = plan.ctxs[ci];
@@ -114,7 +114,7 @@ void write_file(const std::string& path, const std::string& text, const char* wh
   if (!f) throw Error(ErrorCode::io, std::string("error writing ") + what + " '" + path + "'");
 }
 
-void eval_last_segment(Model& model, const EvalPlan& plan, Progress& bar, std::string* dump) {
+void eval_last_segment(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump) {
   const EvalOptions& o = plan.opt;
   const bool repeat = o.mode == "repeat";
   const std::string protocol = repeat ? "repeat" : "last-segment";
@@ -143,7 +143,7 @@ void eval_last_segment(Model& model, const EvalPlan& plan, Progress& bar, std::s
              "plot");
 }
 
-void eval_ppl(Model& model, const EvalPlan& plan, Progress& bar, std::string* dump) {
+void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump) {
   const EvalOptions& o = plan.opt;
   const size_t n_ctx = size_t(plan.ctxs[0]);
   const std::optional<int32_t> bos = model.bos_id();
@@ -193,7 +193,7 @@ void eval_ppl(Model& model, const EvalPlan& plan, Progress& bar, std::string* du
 namespace {
 
 // Greedy answer to one passkey prompt: at most kPasskeyGen tokens, up to an end-of-sequence id.
-std::string passkey_answer(Session& session, const Model& model, const PasskeyTrial& t, size_t chunk, Progress& bar,
+std::string passkey_answer(Session& session, const Model& model, const PasskeyTrial& t, size_t chunk, ProgressBar& bar,
                            const Tokenizer& tok) {
   const auto& eos = model.eos_ids();
   session.reset();
@@ -224,7 +224,7 @@ std::string printable(const std::string& answer) {
 
 }  // namespace
 
-void eval_passkey(Model& model, const EvalPlan& plan, Progress& bar) {
+void eval_passkey(Model& model, const EvalPlan& plan, ProgressBar& bar) {
   const EvalOptions& o = plan.opt;
   std::vector<PasskeyCell> cells;
   std::fprintf(stderr, "passkey: %zu contexts x %zu depths x %lld trials, greedy %zu tokens\n", plan.ctxs.size(),

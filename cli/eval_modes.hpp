@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "cli/eval_protocols.hpp"
+#include "cli/progress_bar.hpp"
 #include "runtime/model.hpp"
-#include "runtime/progress.hpp"
 #include "runtime/schemes.hpp"
 #include "runtime/tokenizer.hpp"
 
 namespace reach::cli {
 
 constexpr size_t kPasskeyGen = 10;   // greedy tokens decoded per passkey trial
-// runtime/progress.hpp formats byte counts in MiB: one token is counted as
+// The progress bar formats byte counts in MiB: one token is counted as
 // 1 MiB so the bar's numbers read as tokens and tokens/s.
 constexpr uint64_t kTokenUnit = uint64_t(1) << 20;
 
@@ -57,9 +57,9 @@ struct EvalPlan {
 
 // Each mode prints its progress on stderr and its table on stdout, writes
 // --plot, and appends its --dump-logprobs blocks to *dump.
-void eval_last_segment(Model& model, const EvalPlan& plan, Progress& bar, std::string* dump);   // last, repeat
-void eval_ppl(Model& model, const EvalPlan& plan, Progress& bar, std::string* dump);
-void eval_passkey(Model& model, const EvalPlan& plan, Progress& bar);
+void eval_last_segment(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump);   // last, repeat
+void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump);
+void eval_passkey(Model& model, const EvalPlan& plan, ProgressBar& bar);
 
 // Throws Error(io) naming `what` and the path.
 void write_file(const std::string& path, const std::string& text, const char* what);

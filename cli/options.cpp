@@ -1,7 +1,9 @@
 #include "cli/options.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 
+#include "cli/progress_bar.hpp"
 #include "engine/error.hpp"
 
 namespace reach::cli {
@@ -52,7 +54,10 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
   auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.require_tokenizer = require_tokenizer;
+  ProgressBar bar("loading " + std::filesystem::path(model_dir).filename().string(), 0, true);
+  lo.on_progress = bar.callback();
   e.model = Model::load(*e.device, *e.allocator, model_dir, lo);
+  bar.finish();
   e.load_seconds = seconds_since(t0);
   return e;
 }

@@ -42,7 +42,6 @@ struct Loaded {
 std::unique_ptr<Model> load(const std::filesystem::path& dir) {
   auto& g = gpu();
   LoadOptions lo;
-  lo.progress = false;
   return Model::load(*g.device, *g.allocator, dir, lo);
 }
 

@@ -124,7 +124,6 @@ std::unique_ptr<Model> load(bool f32, const json& ref) {
   CHECK(bytes == ref.at("safetensors_bytes").get<uint64_t>());
   auto& g = gpu();
   LoadOptions lo;
-  lo.progress = false;
   return Model::load(*g.device, *g.allocator, dir, lo);
 }
 
