@@ -73,8 +73,8 @@ int cmd_run(const Args& args) {
 
   const int64_t needed = int64_t(ids.size()) + n_predict;
   if (ctx == 0) ctx = needed;
-  if (needed > ctx)
-    throw Error(ErrorCode::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens + " +
+  if (needed > ctx)   // an option error, named in flags: no hint is added
+    throw Error(ErrorCode::invalid_argument, "prompt of " + std::to_string(ids.size()) + " tokens + " +
                                                  std::to_string(n_predict) + " new tokens needs a context of " +
                                                  std::to_string(needed) + ", more than --ctx " + std::to_string(ctx) +
                                                  ": raise --ctx or lower -n");
