@@ -105,6 +105,36 @@ LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string&
   return row;
 }
 
+// Greedy answer to one passkey prompt: at most kPasskeyGen tokens, up to an end-of-sequence id.
+std::string passkey_answer(Session& session, const Model& model, const PasskeyTrial& t, size_t chunk, ProgressBar& bar,
+                           const Tokenizer& tok) {
+  const auto& eos = model.eos_ids();
+  session.reset();
+  prefill_plain(session, t.ids.data(), t.ids.size(), chunk, bar);
+  std::vector<int32_t> gen;
+  int32_t next = argmax(session.logits());
+  while (true) {
+    gen.push_back(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end() || gen.size() >= kPasskeyGen) break;
+    session.decode(next);
+    bar.advance(kTokenUnit);
+    next = argmax(session.logits());
+  }
+  bar.advance((kPasskeyGen - gen.size()) * kTokenUnit);
+  return tok.decode(gen);
+}
+
+// One line, control characters escaped.
+std::string printable(const std::string& answer) {
+  std::string shown;
+  for (unsigned char ch : answer) {
+    if (ch == '\n') shown += "\\n";
+    else if (ch < 0x20 || ch == 0x7f) shown += '?';
+    else shown += char(ch);
+  }
+  return shown;
+}
+
 }  // namespace
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
@@ -189,40 +219,6 @@ void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string*
   for (const auto& r : rows) series.push_back({r.scheme, {{double(r.ctx), r.score.mean_nll()}}});
   write_file(o.plot_path, plot_svg(series, model_name(model) + ": perplexity-mode loss", "mean NLL (nats)"), "plot");
 }
-
-namespace {
-
-// Greedy answer to one passkey prompt: at most kPasskeyGen tokens, up to an end-of-sequence id.
-std::string passkey_answer(Session& session, const Model& model, const PasskeyTrial& t, size_t chunk, ProgressBar& bar,
-                           const Tokenizer& tok) {
-  const auto& eos = model.eos_ids();
-  session.reset();
-  prefill_plain(session, t.ids.data(), t.ids.size(), chunk, bar);
-  std::vector<int32_t> gen;
-  int32_t next = argmax(session.logits());
-  while (true) {
-    gen.push_back(next);
-    if (std::find(eos.begin(), eos.end(), next) != eos.end() || gen.size() >= kPasskeyGen) break;
-    session.decode(next);
-    bar.advance(kTokenUnit);
-    next = argmax(session.logits());
-  }
-  bar.advance((kPasskeyGen - gen.size()) * kTokenUnit);
-  return tok.decode(gen);
-}
-
-// One line, control characters escaped.
-std::string printable(const std::string& answer) {
-  std::string shown;
-  for (unsigned char ch : answer) {
-    if (ch == '\n') shown += "\\n";
-    else if (ch < 0x20 || ch == 0x7f) shown += '?';
-    else shown += char(ch);
-  }
-  return shown;
-}
-
-}  // namespace
 
 void eval_passkey(Model& model, const EvalPlan& plan, ProgressBar& bar) {
   const EvalOptions& o = plan.opt;
