@@ -116,7 +116,8 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
 // Option combinations, before any file is read.
 void check_eval_options(const EvalOptions& o) {
   if (o.model_dir.empty())
-    throw Error(ErrorCode::invalid_argument, "no model given: pass -m DIR (a folder with config.json and model.safetensors)");
+    throw Error(ErrorCode::invalid_argument,
+                "no model given: pass -m DIR (a folder with config.json and model.safetensors)");
   if (o.mode == "passkey") {
     if (!o.text_file.empty() || !o.tokens_file.empty())
       throw Error(ErrorCode::invalid_argument, "--passkey builds its own prompts: drop -f / --tokens");
@@ -172,9 +173,9 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
     p.sample = parse_token_ids(read_file(o.tokens_file, "token file"), o.tokens_file);
     for (size_t k = 0; k < p.sample.size(); ++k)
       if (p.sample[k] >= vocab_size)
-        throw Error(ErrorCode::invalid_argument, o.tokens_file + ": token id " + std::to_string(p.sample[k]) +
-                                                     " (item " + std::to_string(k + 1) + ") is outside the vocabulary of " +
-                                                     std::to_string(vocab_size));
+        throw Error(ErrorCode::invalid_argument,
+                    o.tokens_file + ": token id " + std::to_string(p.sample[k]) + " (item " + std::to_string(k + 1) +
+                        ") is outside the vocabulary of " + std::to_string(vocab_size));
   }
   if (o.mode == "repeat") {
     const size_t M = size_t(o.repeat_len.value_or(p.L_train));

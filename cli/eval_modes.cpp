@@ -30,7 +30,8 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
   try {
     s = std::make_unique<Session>(model, so);
   } catch (const Error& e) {
-    throw Error(e.code(), "scheme '" + run.name + "' at ctx " + std::to_string(L) + " (" + run.params + "): " + e.what());
+    throw Error(e.code(),
+                "scheme '" + run.name + "' at ctx " + std::to_string(L) + " (" + run.params + "): " + e.what());
   }
   if (verbose)
     std::fprintf(stderr, "scheme %s, ctx %lld: %s\n  %s\n", run.name.c_str(), (long long)L, run.params.c_str(),
@@ -149,13 +150,14 @@ void eval_last_segment(Model& model, const EvalPlan& plan, ProgressBar& bar, std
   const bool repeat = o.mode == "repeat";
   const std::string protocol = repeat ? "repeat" : "last-segment";
   const size_t T = plan.sample.size(), N = plan.N;
+  const std::string repeated =
+      repeat ? " (first " + std::to_string(o.repeat_len.value_or(plan.L_train)) + " tokens repeated)" : "";
   std::fprintf(stderr, "%s: sample of %zu tokens%s, scoring the last %zu predictions (targets %zu..%zu) at every L\n",
-               protocol.c_str(), T,
-               repeat ? (" (first " + std::to_string(o.repeat_len.value_or(plan.L_train)) + " tokens repeated)").c_str() : "",
-               N, T - N, T - 1);
+               protocol.c_str(), T, repeated.c_str(), N, T - N, T - 1);
   std::vector<LossRow> rows;
   for (const auto& scheme : plan.schemes)
-    for (size_t ci = 0; ci < plan.ctxs.size(); ++ci) rows.push_back(last_segment_cell(model, plan, scheme, ci, bar, dump));
+    for (size_t ci = 0; ci < plan.ctxs.size(); ++ci)
+      rows.push_back(last_segment_cell(model, plan, scheme, ci, bar, dump));
   bar.finish();
   std::fputs(o.format == "json" ? loss_json(rows, protocol).c_str() : loss_markdown(rows, protocol, o.verbose).c_str(),
              stdout);
@@ -167,18 +169,17 @@ void eval_last_segment(Model& model, const EvalPlan& plan, ProgressBar& bar, std
       if (r.scheme == scheme) s.points.emplace_back(double(r.ctx), r.score.mean_nll());
     series.push_back(s);
   }
-  write_file(o.plot_path,
-             plot_svg(series, model_name(model) + ": " + protocol + " loss of the last " + std::to_string(N) + " tokens",
-                      "mean NLL (nats)"),
-             "plot");
+  const std::string title = model_name(model) + ": " + protocol + " loss of the last " + std::to_string(N) + " tokens";
+  write_file(o.plot_path, plot_svg(series, title, "mean NLL (nats)"), "plot");
 }
 
 void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump) {
   const EvalOptions& o = plan.opt;
   const size_t n_ctx = size_t(plan.ctxs[0]);
   const std::optional<int32_t> bos = model.bos_id();
+  const std::string bos_note = bos ? ", BOS " + std::to_string(*bos) + " first" : "";
   std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of n_ctx %zu%s, scoring the second half of each\n",
-               plan.sample.size(), plan.chunks.size(), n_ctx, bos ? (", BOS " + std::to_string(*bos) + " first").c_str() : "");
+               plan.sample.size(), plan.chunks.size(), n_ctx, bos_note.c_str());
   std::vector<PplRow> rows;
   for (const auto& scheme : plan.schemes) {
     const SchemeRun run = preset_overrides(scheme, int64_t(n_ctx), plan.L_train, o.user);
