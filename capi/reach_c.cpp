@@ -278,7 +278,6 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
     m->device = d;
     m->alloc = std::make_unique<Allocator>(*d->dev);
     LoadOptions lo;
-    lo.progress = false;
     lo.require_tokenizer = p.require_tokenizer != 0;
     if (p.progress) {
       auto cb = p.progress;

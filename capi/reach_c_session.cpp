@@ -131,7 +131,8 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
       for (std::string w; in >> w;) args.push_back(w);
       for (size_t i = 0; i < args.size(); ++i)
         need(parse_scheme_flag(args, i, o), REACH_ERROR_INVALID_ARGUMENT,
-             "scheme_flags: unknown flag '" + args[i] + "' (see `reach run --help`)");
+             "scheme_flags: unknown flag '" + args[i] + "' (the flags are those named beside the fields of "
+             "reach_session_params in reach.h)");
     }
     std::unique_lock<std::recursive_mutex> l(m->device->mu);
     auto s = std::make_unique<reach_session>();

@@ -168,19 +168,21 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
       else name = env;
     }
   }
+  auto available = [&] {   // "\n  INDEX: NAME" per device, for the errors below
+    std::string all;
+    for (size_t i = 0; i < devs.size(); ++i) all += "\n  " + std::to_string(i) + ": " + query_capabilities(devs[i]).device_name;
+    return all;
+  };
   int chosen = -1;
   if (!name.empty()) {
     for (size_t i = 0; i < devs.size(); ++i)
       if (lower(query_capabilities(devs[i]).device_name).find(lower(name)) != std::string::npos) { chosen = int(i); break; }
-    if (chosen < 0) {
-      std::string all;
-      for (size_t i = 0; i < devs.size(); ++i) all += "\n  " + std::to_string(i) + ": " + query_capabilities(devs[i]).device_name;
-      throw Error(ErrorCode::invalid_argument, "no Vulkan device matches '" + name + "'; available:" + all);
-    }
+    if (chosen < 0)
+      throw Error(ErrorCode::invalid_argument, "no Vulkan device matches '" + name + "'; available:" + available());
   } else if (index >= 0) {
     if (index >= static_cast<int>(devs.size()))
       throw Error(ErrorCode::invalid_argument, "device index " + std::to_string(index) + " is out of range: " +
-                                                   std::to_string(devs.size()) + " device(s) (see `reach info`)");
+                                                   std::to_string(devs.size()) + " device(s); available:" + available());
     chosen = index;
   } else {
     int best_rank = -1;

@@ -53,7 +53,7 @@ void vk_check(VkResult result, const char* call, const char* hint) {
   ErrorCode code = ErrorCode::vulkan;
   if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
     code = ErrorCode::out_of_memory;
-    if (!hint) hint = "use a smaller context (--ctx), a smaller model or f16 weights";
+    if (!hint) hint = "use a smaller context, a smaller model or f16 weights";
   } else if (result == VK_ERROR_DEVICE_LOST) {
     if (!hint) hint = "the GPU reset or the driver crashed; restart the program";
   } else if (result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_INITIALIZATION_FAILED) {

@@ -59,7 +59,7 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
     fail_after_ = -1;
     throw Error(ErrorCode::out_of_memory, "out of device memory allocating " + mib(size) + " for '" + label +
                                               "' (" + arena_name(arena) + " arena, injected failure): "
-                                              "use a smaller context (--ctx) or a smaller model");
+                                              "use a smaller context or a smaller model");
   }
   if (fail_after_ > 0) --fail_after_;
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
@@ -72,7 +72,7 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
     throw Error(ErrorCode::out_of_memory,
                 "out of device memory allocating " + mib(size) + " for '" + label + "' (" + arena_name(arena) +
                     " arena; held: weights " + mib(w.reserved_bytes) + ", kv-cache " + mib(c.reserved_bytes) +
-                    ", scratch " + mib(s.reserved_bytes) + "): use a smaller context (--ctx) or a smaller model");
+                    ", scratch " + mib(s.reserved_bytes) + "): use a smaller context or a smaller model");
   }
   vk_check(r, "vkAllocateMemory");
   b.size = size;

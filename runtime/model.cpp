@@ -5,7 +5,6 @@
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "engine/transfer.hpp"
-#include "runtime/progress.hpp"
 #include "runtime/safetensors.hpp"
 
 namespace reach {
@@ -15,8 +14,7 @@ namespace fs = std::filesystem;
 class ModelLoader {
  public:
   ModelLoader(Model& m, const ModelWeights& w, const LoadOptions& opt, uint64_t total)
-      : m_(m), w_(w), opt_(opt), transfer_(m.allocator_), total_(total),
-        bar_("loading " + m.dir_.filename().string(), total, opt.progress && Progress::stderr_allows()) {}
+      : m_(m), w_(w), opt_(opt), transfer_(m.allocator_), total_(total) {}
 
   // A matrix [rows, cols] in the model's weight type.
   Mat matrix(const std::string& name, int64_t rows, int64_t cols, const std::string& why) {
@@ -40,8 +38,6 @@ class ModelLoader {
     return buf;
   }
 
-  void finish() { bar_.finish(); }
-
  private:
   void check_dtype(const TensorInfo& t) {
     if (!dtype_is_compute(t.dtype))
@@ -56,7 +52,7 @@ class ModelLoader {
                       (wt == WType::bf16 && t.dtype == DType::BF16);
     auto tick = [&](uint64_t) {};
     if (same) {
-      // Straight from the mmap, in chunks so the progress bar moves.
+      // Straight from the mmap, in chunks so progress is reported as it goes.
       const uint64_t chunk = 16ull << 20;
       for (uint64_t off = 0; off < t.nbytes; off += chunk) {
         const uint64_t len = std::min<uint64_t>(chunk, t.nbytes - off);
@@ -80,7 +76,6 @@ class ModelLoader {
 
   void advance(uint64_t bytes) {
     done_ += bytes;
-    bar_.advance(bytes);
     if (opt_.on_progress && !opt_.on_progress(done_, total_))
       throw Error(ErrorCode::cancelled, "loading " + m_.dir_.string() + " was cancelled by the progress callback");
   }
@@ -121,7 +116,6 @@ class ModelLoader {
   const LoadOptions& opt_;
   Transfer transfer_;
   uint64_t total_ = 0, done_ = 0;
-  Progress bar_;
 };
 
 std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const fs::path& dir,
@@ -156,7 +150,7 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
                           ", heads=" + std::to_string(c.n_heads) + "x" + std::to_string(d) +
                           ", kv_heads=" + std::to_string(c.n_kv_heads);
 
-  // Everything that will be read, for the progress bar.
+  // Everything that will be read, for progress reports.
   ModelLoader L(*m, w, options, w.total_bytes());
   m->embed_ = L.matrix("model.embed_tokens.weight", V, H, why);
   m->layers_.resize(size_t(c.n_layers));
@@ -189,7 +183,6 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
   } else {
     m->lm_head_ = L.matrix("lm_head.weight", V, H, why);
   }
-  L.finish();
 
   for (const auto& name : w.names()) m->n_params_ += uint64_t(w.get(name).numel());
   for (const auto& b : m->storage_) m->weight_bytes_ += b.size();

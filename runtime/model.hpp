@@ -13,6 +13,7 @@
 #include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model_config.hpp"
+#include "runtime/progress.hpp"
 #include "runtime/tokenizer.hpp"
 
 namespace reach {
@@ -26,10 +27,9 @@ struct LayerWeights {
 };
 
 struct LoadOptions {
-  bool progress = true;            // a progress bar on stderr for long loads
   bool require_tokenizer = true;   // false: token ids only (eval --tokens)
-  // Return false to cancel the load (bytes done, bytes total).
-  std::function<bool(uint64_t, uint64_t)> on_progress;
+  // Weight bytes uploaded and the total, after each piece; return false to cancel the load.
+  ProgressFn on_progress;
   std::optional<WType> weight_type;   // convert weights; default keeps the file's dtype when the device can read it
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine/error.hpp"
+#include "runtime/flag_values.hpp"
 
 namespace reach {
 
@@ -26,25 +27,6 @@ std::string fmt(double v) {
   o.precision(10);
   o << v;
   return o.str();
-}
-
-[[noreturn]] void bad_flag(const std::string& flag, const std::string& value, const std::string& expected) {
-  throw Error(ErrorCode::invalid_argument, "option " + flag + " expects " + expected + ", got '" + value + "'");
-}
-
-int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, const char* expected) {
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || errno == ERANGE || x < lo || x > INT32_MAX) bad_flag(flag, v, expected);
-  return x;
-}
-
-double parse_num(const std::string& flag, const std::string& v, const char* expected) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x) || !(x > 0)) bad_flag(flag, v, expected);
-  return x;
 }
 
 // The canonical name of a --rope-scaling spelling ("leaky-rerope" -> "leaky_rerope"); others unchanged.
@@ -208,34 +190,33 @@ bool parse_scheme_flag(const std::vector<std::string>& args, size_t& i, SchemeOv
   }
   if (flag == "--rope-scaling") {
     std::string t = normalize_type(value);
-    if (!known_type(t)) bad_flag(flag, value, std::string("one of ") + kRopeTypes);
+    if (!known_type(t)) bad_flag_value(flag, value, std::string("one of ") + kRopeTypes);
     out.rope_scaling = t;
   } else if (flag == "--rope-factor") {
-    out.rope_factor = parse_num(flag, value, "a number > 0 (the scaling factor s)");
+    out.rope_factor = flag_positive_number(flag, value, "a number > 0 (the scaling factor s)");
   } else if (flag == "--original-ctx") {
-    out.original_ctx = parse_int(flag, value, 1, "an integer > 0 (the trained context length)");
+    out.original_ctx = flag_integer(flag, value, 1, INT32_MAX, "an integer > 0 (the trained context length)");
   } else if (flag == "--rerope-window") {
-    out.rerope_window = parse_int(flag, value, 1, "an integer > 0 (e.g. 512)");
+    out.rerope_window = flag_integer(flag, value, 1, INT32_MAX, "an integer > 0 (e.g. 512)");
   } else if (flag == "--leaky-k") {
-    out.leaky_k = parse_num(flag, value, "a number > 0 (e.g. 16)");
+    out.leaky_k = flag_positive_number(flag, value, "a number > 0 (e.g. 16)");
   } else if (flag == "--self-extend-group") {
-    out.se_group = parse_int(flag, value, 1, "an integer > 0 (e.g. 4)");
+    out.se_group = flag_integer(flag, value, 1, INT32_MAX, "an integer > 0 (e.g. 4)");
   } else if (flag == "--self-extend-window") {
-    out.se_window = parse_int(flag, value, 1, "an integer > 0 and a multiple of the group (e.g. 1024)");
+    out.se_window = flag_integer(flag, value, 1, INT32_MAX, "an integer > 0 and a multiple of the group (e.g. 1024)");
   } else if (flag == "--logn") {
-    const int64_t l = parse_int(flag, value, 0, "0 (off) or the training length > 1 (e.g. 4096)");
-    if (l == 1) bad_flag(flag, value, "0 (off) or the training length > 1 (e.g. 4096)");
+    const int64_t l = flag_integer(flag, value, 0, INT32_MAX, "0 (off) or the training length > 1 (e.g. 4096)");
+    if (l == 1) bad_flag_value(flag, value, "0 (off) or the training length > 1 (e.g. 4096)");
     out.logn = l;
   } else if (flag == "--qk-norm") {
-    if (!parse_qk_norm(value))
-      bad_flag(flag, value, "none, key, query or cos");
+    if (!parse_qk_norm(value)) bad_flag_value(flag, value, qk_norm_names("", ", ", " or "));
     out.qk_norm = value;
   } else if (flag == "--cos-n") {
-    out.cos_n = parse_num(flag, value, "a number > 0 (lambda = 4 ln n)");
+    out.cos_n = flag_positive_number(flag, value, "a number > 0 (lambda = 4 ln n)");
   } else if (flag == "--attn-window") {
-    out.attn_window = parse_int(flag, value, 0, "an integer >= 0 (0 = full attention)");
+    out.attn_window = flag_integer(flag, value, 0, INT32_MAX, "an integer >= 0 (0 = full attention)");
   } else if (flag == "--attn-sinks") {
-    out.attn_sinks = parse_int(flag, value, 0, "an integer >= 0");
+    out.attn_sinks = flag_integer(flag, value, 0, INT32_MAX, "an integer >= 0");
   }
   i = j;
   return true;

@@ -35,7 +35,7 @@ struct SchemeOverrides {
 
 // Consumes one scheme flag at args[i] ("--flag VALUE" or "--flag=VALUE") and
 // returns true, leaving i on the last element consumed (the value), like
-// tools/cli_common value_of: the caller's loop does ++i.  Returns false (i
+// the CLI's value_of: the caller's loop does ++i.  Returns false (i
 // unchanged) when args[i] is not a scheme flag.  Throws
 // Error(invalid_argument) naming the flag on a missing or bad value.
 bool parse_scheme_flag(const std::vector<std::string>& args, size_t& i, SchemeOverrides& out);

@@ -210,7 +210,7 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
   if (uint64_t(pos_) + ids.size() > capacity_)
     throw Error(ErrorCode::context_overflow,
                 "prompt of " + tok(ids.size()) + " at position " + std::to_string(pos_) +
-                    " does not fit the context of " + tok(capacity_) + ": raise --ctx or shorten the prompt");
+                    " does not fit the context of " + tok(capacity_) + ": raise the context or shorten the prompt");
   for (size_t done = 0; done < ids.size();) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
     // A single token goes through the decode program (it is recorded anyway).
@@ -223,7 +223,7 @@ void Session::decode(int32_t id) {
   need_idle("decode");
   if (pos_ + 1 > capacity_)
     throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
-                                                 " is full: raise --ctx or generate fewer tokens (-n)");
+                                                 " is full: raise the context or generate fewer tokens");
   run_step(&id, 1, nullptr);
 }
 
@@ -279,7 +279,7 @@ void Session::begin_decode_step(int32_t id) {
 void Session::check_decode_token(int32_t id) const {
   if (pos_ + 1 > capacity_)
     throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
-                                                 " is full: raise --ctx or generate fewer tokens (-n)");
+                                                 " is full: raise the context or generate fewer tokens");
   if (id < 0 || id >= config_.vocab_size)
     throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " at position " +
                                                  std::to_string(pos_) + " is outside the vocabulary of " +

@@ -1,5 +1,5 @@
-// `reach eval`: the pure protocol functions (tools/eval_protocols.*,
-// tools/eval_report.*) and the real binary on a tiny model against the
+// `reach eval`: the pure protocol functions (cli/eval_protocols.*,
+// cli/eval_report.*), the CLI's progress line, and the real binary on a tiny model against the
 // float64 NumPy reference (tools/reference_forward.py).
 #include <doctest/doctest.h>
 
@@ -14,10 +14,12 @@
 #include "runtime/schemes.hpp"
 #include "tests/model_fixture.hpp"
 #include "tests/test_device.hpp"
-#include "tools/eval_protocols.hpp"
-#include "tools/eval_report.hpp"
+#include "cli/eval_protocols.hpp"
+#include "cli/eval_report.hpp"
+#include "cli/progress_bar.hpp"
 
 using namespace reach;
+using namespace reach::cli;
 using namespace reach::eval;
 using namespace reach::test;
 namespace fs = std::filesystem;
@@ -41,7 +43,7 @@ void write_ids(const fs::path& p, const std::vector<int32_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) f << ids[i] << ((i + 1) % 16 ? ' ' : '\n');
 }
 
-std::string reach_bin() { return (build_root() / "tools" / "reach").string(); }
+std::string reach_bin() { return (build_root() / "cli" / "reach").string(); }
 
 // Runs `reach eval ARGS`, stdout to `out`; returns stderr (run_command fails the test on rc != 0).
 std::string run_eval(const std::string& args, const fs::path& out) {
@@ -428,4 +430,30 @@ TEST_CASE("eval binary: markdown table, repeat mode and an SVG with one series p
   CHECK(out.find("series " + std::to_string(schemes.size()) + " " + list) != std::string::npos);
   CHECK(out.find("points 3 3 3 3 3 3 3 3") != std::string::npos);
   CHECK(out.find("title 1") != std::string::npos);
+}
+
+TEST_CASE("progress bar: line format and quiet when disabled") {
+  auto has = [](const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; };
+  const std::string line = ProgressBar::format_line("upload", 512ull << 20, 1024ull << 20, 2.0);
+  CHECK_MESSAGE(has(line, "upload"), line);
+  CHECK_MESSAGE(has(line, " 50%"), line);
+  CHECK_MESSAGE(has(line, "512.0/1024.0 MiB"), line);
+  CHECK_MESSAGE(has(line, "256.0 MiB/s"), line);
+  CHECK_MESSAGE(has(line, "ETA 2s"), line);
+  const std::string done = ProgressBar::format_line("upload", 10, 10, 1.0);
+  CHECK_MESSAGE(has(done, "100%"), done);
+  CHECK(!has(done, "ETA"));
+  CHECK(has(ProgressBar::format_line("x", 0, 0, 0.0), "100%"));   // empty total: no division by zero
+
+  ProgressBar off("quiet", 100, false);
+  CHECK_FALSE(off.active());
+  off.advance(60);
+  off.advance(40);
+  CHECK(off.done() == 100);
+  // Driven by a library ProgressFn: absolute positions, never cancels.
+  ProgressFn fn = off.callback();
+  CHECK(fn(150, 300));
+  CHECK(off.done() == 150);
+  off.finish();
+  off.finish();   // idempotent
 }

@@ -42,7 +42,6 @@ struct Loaded {
 std::unique_ptr<Model> load(const std::filesystem::path& dir) {
   auto& g = gpu();
   LoadOptions lo;
-  lo.progress = false;
   return Model::load(*g.device, *g.allocator, dir, lo);
 }
 
@@ -165,7 +164,7 @@ TEST_CASE("session: context overflow, empty prompt and bad ids are clear errors"
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::context_overflow);
-    CHECK(std::string(e.what()).find("--ctx") != std::string::npos);
+    CHECK(std::string(e.what()).find("raise the context") != std::string::npos);
   }
   CHECK(s.position() == 0);
   CHECK_THROWS_AS(s.prefill(std::span<const int32_t>()), Error);

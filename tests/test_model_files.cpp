@@ -28,7 +28,6 @@ fs::path copy_model(const std::string& name) {
 std::string load_error(const fs::path& dir) {
   auto& g = gpu();
   LoadOptions lo;
-  lo.progress = false;
   try {
     Model::load(*g.device, *g.allocator, dir, lo);
   } catch (const Error& e) {

@@ -1,5 +1,5 @@
-// safetensors reading/validation, sharded model directories, host conversions,
-// and the progress line.  Bad files are generated into a temp dir per test.
+// safetensors reading/validation, sharded model directories and host
+// conversions.  Bad files are generated into a temp dir per test.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "engine/error.hpp"
-#include "runtime/progress.hpp"
 #include "runtime/safetensors.hpp"
 #include "tests/support/safetensors_writer.hpp"
 
@@ -496,25 +495,4 @@ TEST_CASE("model weights: sharded index that is malformed or escapes the directo
   std::ofstream(dir / "model.safetensors.index.json") << R"({"metadata":{}})";
   msg = error_of([&] { reach::ModelWeights::open_dir(dir.path); }, ErrorCode::format);
   CHECK_HAS(msg, "weight_map");
-}
-
-TEST_CASE("progress: line format and quiet when disabled") {
-  const std::string line = reach::Progress::format_line("upload", 512ull << 20, 1024ull << 20, 2.0);
-  CHECK_HAS(line, "upload");
-  CHECK_HAS(line, " 50%");
-  CHECK_HAS(line, "512.0/1024.0 MiB");
-  CHECK_HAS(line, "256.0 MiB/s");
-  CHECK_HAS(line, "ETA 2s");
-  const std::string done = reach::Progress::format_line("upload", 10, 10, 1.0);
-  CHECK_HAS(done, "100%");
-  CHECK(done.find("ETA") == std::string::npos);
-  CHECK_HAS(reach::Progress::format_line("x", 0, 0, 0.0), "100%");   // empty total: no division by zero
-
-  reach::Progress off("quiet", 100, false);
-  CHECK_FALSE(off.active());
-  off.advance(60);
-  off.advance(40);
-  CHECK(off.done() == 100);
-  off.finish();
-  off.finish();   // idempotent
 }

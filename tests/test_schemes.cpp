@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/error.hpp"
+#include "runtime/flag_values.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/schemes.hpp"
 #include "tests/support/position_formulas.hpp"
@@ -657,4 +658,33 @@ TEST_CASE("resolve_schemes: HWFA layout per layer (refmodel layer_schemes overla
   auto msg = error_of([&] { reach::resolve_schemes(c, 64, 0); }, ErrorCode::invalid_argument);
   CHECK_HAS(msg, "layers[3]");
   CHECK_HAS(msg, "logn_train_len");
+}
+
+TEST_CASE("flag values: one parser and one error style for the CLI and the scheme flags") {
+  CHECK(reach::to_integer("42") == 42);
+  CHECK(reach::to_integer("-7") == -7);
+  CHECK_FALSE(reach::to_integer(""));
+  CHECK_FALSE(reach::to_integer("4k"));
+  CHECK_FALSE(reach::to_integer("1.5"));
+  CHECK_FALSE(reach::to_integer("99999999999999999999"));   // outside int64
+  CHECK(reach::to_number("0.25") == 0.25);
+  CHECK_FALSE(reach::to_number("1.5x"));
+  CHECK_FALSE(reach::to_number(""));
+
+  CHECK(reach::flag_integer("-n", "16", 0, 100) == 16);
+  CHECK(error_of([] { reach::flag_integer("-n", "abc", 0, 16777216); }, ErrorCode::invalid_argument) ==
+        "option -n expects an integer in [0, 16777216], got 'abc'");
+  CHECK(error_of([] { reach::flag_integer("--logn", "-5", 0, 10, "0 (off) or a length"); },
+                 ErrorCode::invalid_argument) == "option --logn expects 0 (off) or a length, got '-5'");
+  CHECK(reach::flag_number("--temp", "-0.5") == -0.5);
+  CHECK(error_of([] { reach::flag_number("--temp", "1.5x"); }, ErrorCode::invalid_argument) ==
+        "option --temp expects a number, got '1.5x'");
+  CHECK(reach::flag_positive_number("--leaky-k", "16", "a number > 0") == 16);
+  for (const char* bad : {"0", "-1", "inf", "nan"}) {
+    auto positive = [&] { reach::flag_positive_number("--leaky-k", bad, "a number > 0"); };
+    CHECK(error_of(positive, ErrorCode::invalid_argument) == "option --leaky-k expects a number > 0, got '" +
+                                                                 std::string(bad) + "'");
+  }
+  CHECK(error_of([] { reach::missing_flag_value("--ctx"); }, ErrorCode::invalid_argument) ==
+        "option --ctx needs a value");
 }

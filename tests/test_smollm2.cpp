@@ -124,7 +124,6 @@ std::unique_ptr<Model> load(bool f32, const json& ref) {
   CHECK(bytes == ref.at("safetensors_bytes").get<uint64_t>());
   auto& g = gpu();
   LoadOptions lo;
-  lo.progress = false;
   return Model::load(*g.device, *g.allocator, dir, lo);
 }
 
@@ -271,7 +270,7 @@ TEST_CASE("smollm2: `reach run --temp 0` prints the reference's greedy chain" * 
   const auto& p = ref.at("prompts").at(1);   // plain-text prompt: no EOS inside 32 tokens
   const auto gen = p.at("generated").get<std::vector<int32_t>>();
   std::string text = p.at("text").get<std::string>();
-  const std::string out = run_command((build_root() / "tools" / "reach").string() + " run -m '" +
+  const std::string out = run_command((build_root() / "cli" / "reach").string() + " run -m '" +
                                       model_dir(false).string() + "' -p '" + text + "' -n " +
                                       std::to_string(gen.size()) + " --temp 0 --ids");
   const auto at = out.find("generated ids: ");

@@ -63,7 +63,6 @@ TEST_CASE("trained models: reach logits equal the PyTorch training model's") {
     const auto want = read_npy_f32(dir / "check_logits.npy", rows, cols);
     REQUIRE(rows == ids.size());
     LoadOptions lo;
-    lo.progress = false;
     auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
     REQUIRE(size_t(model->config().vocab_size) == cols);
     SessionOptions so;

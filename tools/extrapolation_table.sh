@@ -7,7 +7,7 @@
 # usage: tools/extrapolation_table.sh [-m MODELS_DIR] [-r REACH] [-k SAMPLES] [-o OUT_DIR]
 #                                     [-s SCHEMES] [VARIANT...]
 #   MODELS_DIR  models (default: models) holding heldout.txt and <variant>/ folders
-#   REACH       the reach binary (default: $REACH, else build/tools/reach)
+#   REACH       the reach binary (default: $REACH, else build/cli/reach)
 #   SAMPLES     held-out samples per cell (default 4): sample k = BOS + 8N held-out bytes starting
 #               at byte k * ((len - 8N) / K), ids = byte values (whitespace-separated)
 #   OUT_DIR     where ids files, per-run JSON, table.md and the plots go (default MODELS_DIR/extrapolation)
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODELS=models
-REACH_BIN=${REACH:-build/tools/reach}
+REACH_BIN=${REACH:-build/cli/reach}
 K=4
 OUT=
 SCHEMES=default,ntk,yarn,rerope,leaky_rerope,logn

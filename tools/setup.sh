@@ -24,4 +24,4 @@ if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release >/dev/null
 fi
 ninja -C build >/dev/null
-echo "reach setup: built ./build/tools/reach" >&2
+echo "reach setup: built ./build/cli/reach" >&2

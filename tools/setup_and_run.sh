@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-./build/tools/reach info
-./build/tools/reach selftest
+./build/cli/reach info
+./build/cli/reach selftest
 model="$(bash tools/get_smollm2.sh)"
 prompt=$'<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nWhat are three good reasons to learn to cook at home?<|im_end|>\n<|im_start|>assistant\n'
-./build/tools/reach run -m "$model" -p "$prompt" -n 48 --temp 0
+./build/cli/reach run -m "$model" -p "$prompt" -n 48 --temp 0

@@ -10,11 +10,13 @@
 #include "engine/memory.hpp"
 #include "runtime/model.hpp"
 #include "runtime/schemes.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace reach::cli {
 
-// Throws Error(invalid_argument) naming the flag when the value is missing or bad.
+// The value after the flag args[i], advancing i to it.  Throws
+// Error(invalid_argument) naming the flag when the value is missing or bad,
+// in the style of runtime/flag_values.hpp.
 const std::string& value_of(const Args& args, size_t& i);
 int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi);
 double float_of(const Args& args, size_t& i);

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/error.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace {
 
@@ -21,6 +21,19 @@ void usage(FILE* out) {
                "\n"
                "Run `reach COMMAND --help` for a command's options.\n"
                "Environment: REACH_DEVICE (index or name), REACH_VALIDATION=1, REACH_CACHE_DIR.\n");
+}
+
+// Library errors name parameters ("the context"); the CLI adds the flags of
+// `cmd` that set them.
+std::string flag_hint(const std::string& cmd, const reach::Error& e) {
+  using reach::ErrorCode;
+  if (e.code() != ErrorCode::context_overflow && e.code() != ErrorCode::out_of_memory) return "";
+  if (cmd == "run")
+    return e.code() == ErrorCode::context_overflow ? " (--ctx N sets the context, -n N the tokens to generate)"
+                                                   : " (--ctx N sets the context)";
+  if (cmd == "eval") return " (--ctx L1,L2,... sets the contexts)";
+  if (cmd == "bench") return " (the context is -d N + max(-p N, -n N) + 1)";
+  return "";
 }
 
 }  // namespace
@@ -42,7 +55,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   } catch (const reach::Error& e) {
-    std::fprintf(stderr, "reach %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "reach %s: error: %s%s\n", cmd.c_str(), e.what(), flag_hint(cmd, e).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "reach %s: error: %s\n", cmd.c_str(), e.what());

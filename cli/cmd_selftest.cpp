@@ -16,7 +16,7 @@
 #include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace reach::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/eval_protocols.hpp"
+#include "cli/eval_protocols.hpp"
 
 namespace reach::eval {
 

@@ -11,7 +11,7 @@
 
 #include "engine/error.hpp"
 #include "runtime/session.hpp"
-#include "tools/cli_common.hpp"
+#include "cli/options.hpp"
 
 namespace reach::cli {
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "engine/device.hpp"
-#include "tools/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace reach::cli {
 

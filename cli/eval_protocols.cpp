@@ -1,15 +1,15 @@
 // Pure pieces of `reach eval`: windows, chunks, presets, passkey, scoring.
-#include "tools/eval_protocols.hpp"
+#include "cli/eval_protocols.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
 #include "engine/error.hpp"
+#include "runtime/flag_values.hpp"
 
 namespace reach::eval {
 
@@ -340,27 +340,23 @@ std::vector<int64_t> parse_int_list(const std::string& s, const std::string& fla
       mult = 1024;
       item.pop_back();
     }
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end || errno == ERANGE || v < 1 || v > (int64_t(1) << 30) / mult)
-      bad("option " + flag + " expects a comma list of positive integers (e.g. 512,1024,2k), got '" + s + "'");
-    out.push_back(v * mult);
+    const std::optional<int64_t> v = to_integer(item);
+    if (!v || *v < 1 || *v > (int64_t(1) << 30) / mult)
+      bad_flag_value(flag, s, "a comma list of positive integers (e.g. 512,1024,2k)");
+    out.push_back(*v * mult);
   }
-  if (out.empty()) bad("option " + flag + " expects a comma list of positive integers, got '" + s + "'");
+  if (out.empty()) bad_flag_value(flag, s, "a comma list of positive integers");
   return out;
 }
 
 std::vector<double> parse_float_list(const std::string& s, const std::string& flag) {
   std::vector<double> out;
   for (const std::string& item : split_list(s)) {
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end || !std::isfinite(v) || v < 0 || v > 1)
-      bad("option " + flag + " expects a comma list of numbers in [0, 1], got '" + s + "'");
-    out.push_back(v);
+    const std::optional<double> v = to_number(item);
+    if (!v || !std::isfinite(*v) || *v < 0 || *v > 1) bad_flag_value(flag, s, "a comma list of numbers in [0, 1]");
+    out.push_back(*v);
   }
-  if (out.empty()) bad("option " + flag + " expects a comma list of numbers in [0, 1], got '" + s + "'");
+  if (out.empty()) bad_flag_value(flag, s, "a comma list of numbers in [0, 1]");
   return out;
 }
 
@@ -377,13 +373,11 @@ std::vector<int32_t> parse_token_ids(const std::string& text, const std::string&
     size_t j = i;
     while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
     const std::string tok = text.substr(i, j - i);
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(tok.c_str(), &end, 10);
-    if (*end || errno == ERANGE || v < 0 || v > INT32_MAX)
+    const std::optional<int64_t> v = to_integer(tok);
+    if (!v || *v < 0 || *v > INT32_MAX)
       throw Error(ErrorCode::format, origin + ":" + std::to_string(line) + ": '" + tok +
                                          "' is not a token id (expected whitespace-separated non-negative integers)");
-    out.push_back(int32_t(v));
+    out.push_back(int32_t(*v));
     i = j;
   }
   return out;

@@ -1,5 +1,5 @@
 // Tables, log-prob dump and SVG of `reach eval`.
-#include "tools/eval_report.hpp"
+#include "cli/eval_report.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,14 @@
-#include "runtime/progress.hpp"
+#include "cli/progress_bar.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
-namespace reach {
+namespace reach::cli {
 
 namespace {
 constexpr double kShowAfterSeconds = 0.5;
@@ -15,21 +17,21 @@ constexpr int kBarWidth = 20;
 constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
 
-bool Progress::stderr_allows() {
+bool ProgressBar::stderr_allows() {
   const char* env = std::getenv("REACH_PROGRESS");
   if (env && std::strcmp(env, "1") == 0) return true;
   if (env && std::strcmp(env, "0") == 0) return false;
   return isatty(STDERR_FILENO) == 1;
 }
 
-Progress::Progress(std::string label, uint64_t total_bytes, bool enabled)
+ProgressBar::ProgressBar(std::string label, uint64_t total_bytes, bool enabled)
     : label_(std::move(label)), total_(total_bytes), active_(enabled && stderr_allows()) {
   start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
-Progress::~Progress() { finish(); }
+ProgressBar::~ProgressBar() { finish(); }
 
-std::string Progress::format_line(const std::string& label, uint64_t done, uint64_t total, double seconds) {
+std::string ProgressBar::format_line(const std::string& label, uint64_t done, uint64_t total, double seconds) {
   const double frac = total ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
   const int filled = static_cast<int>(frac * kBarWidth);
   std::string bar(static_cast<size_t>(filled), '#');
@@ -46,7 +48,7 @@ std::string Progress::format_line(const std::string& label, uint64_t done, uint6
   return label + " " + buf;
 }
 
-void Progress::draw(bool final_draw) {
+void ProgressBar::draw(bool final_draw) {
   const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - start_).count();
   std::string line = format_line(label_, done_, total_, seconds);
@@ -57,8 +59,11 @@ void Progress::draw(bool final_draw) {
   last_draw_ = now;
 }
 
-void Progress::advance(uint64_t n) {
-  done_ += n;
+void ProgressBar::advance(uint64_t n) { set(done_ + n, total_); }
+
+void ProgressBar::set(uint64_t done, uint64_t total) {
+  done_ = done;
+  total_ = total;
   if (!active_ || finished_) return;
   const auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - start_).count() < kShowAfterSeconds) return;
@@ -66,17 +71,24 @@ void Progress::advance(uint64_t n) {
   draw(false);
 }
 
-void Progress::println(const std::string& line) {
+ProgressFn ProgressBar::callback() {
+  return [this](uint64_t done, uint64_t total) {
+    set(done, total);
+    return true;
+  };
+}
+
+void ProgressBar::println(const std::string& line) {
   if (drawn_ && !finished_) std::fputs("\r\033[K", stderr);   // clear the bar; the next advance redraws it
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
   drawn_ = false;
 }
 
-void Progress::finish() {
+void ProgressBar::finish() {
   if (finished_) return;
   finished_ = true;
   if (active_ && drawn_) draw(true);   // nothing drawn: the operation was short, stay quiet
 }
 
-}  // namespace reach
+}  // namespace reach::cli

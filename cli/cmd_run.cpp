@@ -7,7 +7,7 @@
 #include "engine/error.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
-#include "tools/cli_common.hpp"
+#include "cli/options.hpp"
 
 namespace reach::cli {
 
@@ -22,12 +22,12 @@ void run_usage() {
       "  --temp T            temperature, 0 = greedy (default 0.8)\n"
       "  --top-k K           (default 40)   --top-p P (default 0.95)   --seed S (default 0)\n"
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
-      "  --chunk N           prefill chunk length (default 256)\n"
+      "  --chunk N           prefill chunk length (default %u)\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
       "  -v                  print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s",
-      scheme_flags_help().c_str());
+      kDefaultPrefillChunk, scheme_flags_help().c_str());
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -41,7 +41,7 @@ std::string ids_line(const std::vector<int32_t>& ids) {
 int cmd_run(const Args& args) {
   std::string model_dir, prompt, device;
   bool have_prompt = false, print_ids = false, verbose = false;
-  int64_t n_predict = 64, ctx = 0, chunk = 256;
+  int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
   SamplerParams sp;
   SessionOptions so;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -73,8 +73,8 @@ int cmd_run(const Args& args) {
 
   const int64_t needed = int64_t(ids.size()) + n_predict;
   if (ctx == 0) ctx = needed;
-  if (needed > ctx)
-    throw Error(ErrorCode::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens + " +
+  if (needed > ctx)   // an option error, named in flags: no hint is added
+    throw Error(ErrorCode::invalid_argument, "prompt of " + std::to_string(ids.size()) + " tokens + " +
                                                  std::to_string(n_predict) + " new tokens needs a context of " +
                                                  std::to_string(needed) + ", more than --ctx " + std::to_string(ctx) +
                                                  ": raise --ctx or lower -n");
