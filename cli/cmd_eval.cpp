@@ -9,7 +9,9 @@
 // cli/eval_modes.cpp, the pure parts in cli/eval_protocols.* and cli/eval_report.*.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -27,14 +29,16 @@ namespace reach::cli {
 namespace {
 
 using namespace reach::eval;
+namespace fs = std::filesystem;
 
 void eval_usage() {
   std::printf(
       "usage: reach eval -m DIR (-f TEXT_FILE | --tokens IDS_FILE) [options]\n"
       "       reach eval -m DIR --passkey [options]\n"
       "  -m, --model DIR       model folder (config.json, *.safetensors, tokenizer.json)\n"
-      "  -f, --file FILE       the sample: a long text, tokenized with the model's tokenizer (BOS at its start)\n"
-      "  --tokens FILE         the sample as whitespace-separated token ids (no tokenizer needed)\n"
+      "  -f, --file FILE       the sample: a long text, tokenized with the model's tokenizer and the special\n"
+      "                        tokens its post-processor adds (--mode ppl: BOS or nothing first, see below)\n"
+      "  --tokens FILE         the sample as whitespace-separated token ids, used as given (no tokenizer needed)\n"
       "  --ctx L1,L2,...       context lengths (k = x1024; default L_train,2·L_train,4·L_train;\n"
       "                        --mode ppl: n_ctx = the first value, default 512)\n"
       "  --schemes S1,S2,...   position-scheme presets (default: default), see below\n"
@@ -51,6 +55,7 @@ void eval_usage() {
       "  --dump-logprobs FILE  per scored prediction: position<TAB>target_id<TAB>logprob (natural log;\n"
       "                        position = index of the target in the evaluated token sequence), with a\n"
       "                        '# scheme=S ctx=L' line before each (scheme, context) block\n"
+      "  --chunks N            --mode ppl: evaluate at most the first N chunks (default -1 = all)\n"
       "  --chunk N             prefill chunk length (default %u)\n"
       "  --original-ctx N      L_train of the presets (default: config.json, see below)\n"
       "  -v, --verbose         the scheme parameters per (scheme, L) and the resolved schemes (stderr)\n"
@@ -58,8 +63,14 @@ void eval_usage() {
       "\n"
       "last-segment protocol: for every L the model reads tokens[T-L-1 : T-1] of the T-token sample and\n"
       "is scored on its last N predictions (targets tokens[T-N : T]): every L scores the same tokens.\n"
-      "ppl: non-overlapping chunks of n_ctx, BOS replaces each chunk's first token, the second half of\n"
-      "each chunk is scored (as llama-perplexity; running values [i]ppl on stderr).\n"
+      "\n"
+      "ppl (llama-perplexity's perplexity): the sample of T tokens (T >= 2*n_ctx) is cut into min(floor(T/n_ctx),\n"
+      "--chunks) non-overlapping chunks of n_ctx tokens, each read alone from position 0.  Only when the tokenizer\n"
+      "adds a BOS (tokenizer_config.json add_bos_token if a boolean, else the tokenizer.json post-processor) does\n"
+      "BOS start a -f sample and replace token 0 of every chunk; otherwise token 0 is kept.  With first = n_ctx/2,\n"
+      "the predictions of chunk tokens first+1 .. n_ctx-1 are scored (n_ctx-1-first per chunk, N in all):\n"
+      "PPL = exp(mean NLL), printed as [i]PPL on stderr after chunk i, and\n"
+      "PPL +/- PPL*sqrt((mean(NLL^2) - mean(NLL)^2) / (N-1))  (\"Final estimate\" line, the table's +/- column).\n"
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above:\n%s",
       kDefaultPrefillChunk, preset_help(), scheme_flags_help().c_str());
@@ -106,6 +117,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     } else if (a == "--plot") o.plot_path = value_of(args, i);
     else if (a == "--dump-logprobs") o.dump_path = value_of(args, i);
     else if (a == "--chunk") o.chunk = int_of(args, i, 1, 1 << 16);
+    else if (a == "--chunks") o.chunks = int_of(args, i, -1, 1 << 30);
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--device") o.device = value_of(args, i);
     else if (parse_scheme_flag(args, i, o.user)) continue;
@@ -130,6 +142,7 @@ void check_eval_options(const EvalOptions& o) {
   if (o.repeat_len && o.mode != "repeat") throw Error(ErrorCode::invalid_argument, "--repeat-len needs --repeat");
   if (o.score_last && (o.mode == "ppl" || o.mode == "passkey"))
     throw Error(ErrorCode::invalid_argument, "--score-last applies to the last-segment and repeat modes only");
+  if (o.chunks && o.mode != "ppl") throw Error(ErrorCode::invalid_argument, "--chunks needs --mode ppl");
 }
 
 // Schemes, L_train and the context lengths; returns the model's config.json.
@@ -169,7 +182,13 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
   const int64_t L_min = *std::min_element(p.ctxs.begin(), p.ctxs.end());
   if (!o.text_file.empty()) {
     const std::string text = read_file(o.text_file, "text file");
-    p.sample = p.tokenizer->encode(text, true);
+    if (o.mode == "ppl") {   // as llama-perplexity: BOS first only when the vocabulary adds one, never EOS
+      if (p.bos.add) p.sample.push_back(p.bos.id);
+      const std::vector<int32_t> ids = p.tokenizer->encode(text, false);
+      p.sample.insert(p.sample.end(), ids.begin(), ids.end());
+    } else {
+      p.sample = p.tokenizer->encode(text, true);
+    }
   } else {
     p.sample = parse_token_ids(read_file(o.tokens_file, "token file"), o.tokens_file);
     for (size_t k = 0; k < p.sample.size(); ++k)
@@ -187,8 +206,37 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
   if (o.mode == "last" || o.mode == "repeat") {
     for (int64_t L : p.ctxs) p.windows.push_back(last_segment_window(T, size_t(L), p.N));   // throws on a short sample
   } else if (o.mode == "ppl") {
-    p.chunks = ppl_chunks(T, size_t(p.ctxs[0]));
+    std::optional<size_t> max_chunks;   // --chunks -1: all, as llama-perplexity
+    if (o.chunks && *o.chunks >= 0) max_chunks = size_t(*o.chunks);
+    p.chunks = ppl_chunks(T, size_t(p.ctxs[0]), max_chunks);
   }
+}
+
+// llama-perplexity's add-BOS setting (eval::ppl_bos): tokenizer_config.json, then tokenizer.json.
+void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
+  const fs::path dir = p.opt.model_dir;
+  std::optional<bool> config_add_bos;
+  const fs::path tc = dir / "tokenizer_config.json";
+  if (fs::exists(tc)) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(tc.string(), "tokenizer config"));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorCode::format, tc.string() + ": malformed JSON (" + e.what() + ")");
+    }
+    // Only a boolean counts, as for the GGUF converter.
+    if (j.is_object() && j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
+      config_add_bos = j["add_bos_token"].get<bool>();
+  }
+  if (!p.tokenizer && fs::exists(dir / "tokenizer.json")) p.tokenizer = Tokenizer::load(dir);
+  std::optional<bool> adds;
+  std::optional<int32_t> prefix_id, named;
+  if (p.tokenizer) {
+    adds = p.tokenizer->adds_bos();
+    if (*adds) prefix_id = p.tokenizer->special_prefix().front();
+    named = p.tokenizer->bos_id();
+  }
+  p.bos = ppl_bos(config_add_bos, adds, prefix_id, !cfg.bos_ids.empty() ? std::optional(cfg.bos_ids.front()) : named);
 }
 
 // The passkey prompts, tokenized: trials per (context, depth).
@@ -242,6 +290,7 @@ int cmd_eval(const Args& args) {
   const bool passkey = o.mode == "passkey";
   const ModelConfig cfg = plan_grid(plan);
   if (passkey || !o.text_file.empty()) plan.tokenizer = Tokenizer::load(o.model_dir);
+  if (o.mode == "ppl") plan_ppl_bos(plan, cfg);
   if (passkey) plan_passkey(plan);
   else plan_sample(plan, cfg.vocab_size);
 

@@ -176,10 +176,13 @@ void eval_last_segment(Model& model, const EvalPlan& plan, ProgressBar& bar, std
 void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string* dump) {
   const EvalOptions& o = plan.opt;
   const size_t n_ctx = size_t(plan.ctxs[0]);
-  const std::optional<int32_t> bos = model.bos_id();
-  const std::string bos_note = bos ? ", BOS " + std::to_string(*bos) + " first" : "";
-  std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of n_ctx %zu%s, scoring the second half of each\n",
-               plan.sample.size(), plan.chunks.size(), n_ctx, bos_note.c_str());
+  const PplBos& bos = plan.bos;
+  const std::string bos_note = bos.add ? "BOS " + std::to_string(bos.id) + " replaces token 0 of each chunk"
+                                       : "no BOS: token 0 of each chunk kept";
+  std::fprintf(stderr,
+               "perplexity: %zu tokens, %zu of %zu chunks of n_ctx %zu, scoring tokens %zu..%zu of each; %s (%s)\n",
+               plan.sample.size(), plan.chunks.size(), plan.sample.size() / n_ctx, n_ctx, n_ctx / 2 + 1, n_ctx - 1,
+               bos_note.c_str(), bos.source.c_str());
   std::vector<PplRow> rows;
   for (const auto& scheme : plan.schemes) {
     const SchemeRun run = preset_overrides(scheme, int64_t(n_ctx), plan.L_train, o.user);
@@ -198,7 +201,7 @@ void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string*
     for (size_t c = 0; c < plan.chunks.size(); ++c) {
       const PplChunk& k = plan.chunks[c];
       std::vector<int32_t> ids = slice(plan.sample, k.begin, k.n_ctx);
-      if (bos) ids[0] = *bos;
+      if (bos.add) ids[0] = bos.id;
       session->reset();
       prefill_plain(*session, ids.data(), k.first, size_t(o.chunk), bar);
       row.score.add(prefill_scored(*session, ids.data() + k.first, k.n_scored, ids.data() + k.first + 1,

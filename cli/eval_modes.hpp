@@ -27,6 +27,7 @@ struct EvalOptions {
   std::string model_dir, text_file, tokens_file, device, format = "md", plot_path, dump_path, mode = "last";
   std::string ctx_arg, schemes_arg = "default", depths_arg = "0,0.25,0.5,0.75,1";
   std::optional<int64_t> score_last, repeat_len;
+  std::optional<int64_t> chunks;   // --chunks (ppl): at most this many, -1 = all
   int64_t trials = 5, chunk = kDefaultPrefillChunk;
   uint64_t seed = 0;
   bool verbose = false;
@@ -52,6 +53,7 @@ struct EvalPlan {
   size_t N = 0;                         // predictions scored at every L (last / repeat)
   std::vector<eval::Window> windows;    // per ctxs[i] (last / repeat)
   std::vector<eval::PplChunk> chunks;   // ppl
+  eval::PplBos bos;                     // ppl
   std::vector<PasskeyTrial> passkey_trials;
   std::vector<size_t> prompt_max;       // passkey: longest prompt per (ci, di), ci * depths.size() + di
 };

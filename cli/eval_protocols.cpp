@@ -46,13 +46,15 @@ Window last_segment_window(size_t T, size_t L, size_t N) {
   return w;
 }
 
-std::vector<PplChunk> ppl_chunks(size_t T, size_t n_ctx) {
+std::vector<PplChunk> ppl_chunks(size_t T, size_t n_ctx, std::optional<size_t> max_chunks) {
   if (n_ctx < 2) bad("--mode ppl needs a context of at least 2 tokens, got " + num(n_ctx));
+  if (max_chunks && *max_chunks == 0) bad("--chunks 0: give at least 1, or -1 for all chunks");
   if (T < 2 * n_ctx)
     bad("you need at least " + num(2 * n_ctx) + " tokens to evaluate perplexity with a context of " + num(n_ctx) +
         " (the sample has " + num(T) + ")");
+  const size_t n = std::min(T / n_ctx, max_chunks.value_or(T / n_ctx));
   std::vector<PplChunk> out;
-  for (size_t c = 0; c < T / n_ctx; ++c) {
+  for (size_t c = 0; c < n; ++c) {
     PplChunk k;
     k.begin = c * n_ctx;
     k.n_ctx = n_ctx;
@@ -61,6 +63,28 @@ std::vector<PplChunk> ppl_chunks(size_t T, size_t n_ctx) {
     out.push_back(k);
   }
   return out;
+}
+
+PplBos ppl_bos(std::optional<bool> config_add_bos, std::optional<bool> tokenizer_adds,
+               std::optional<int32_t> prefix_id, std::optional<int32_t> config_bos) {
+  PplBos b;
+  if (config_add_bos) {
+    b.add = *config_add_bos;
+    b.source = std::string("tokenizer_config.json add_bos_token ") + (b.add ? "true" : "false");
+  } else if (tokenizer_adds) {
+    b.add = *tokenizer_adds;
+    b.source = b.add ? "the tokenizer.json post-processor adds it" : "the tokenizer.json post-processor adds none";
+  } else {
+    b.source = "no tokenizer.json or add_bos_token in tokenizer_config.json";
+  }
+  if (!b.add) return b;
+  // What the tokenizer itself prepends, else config.json's id.
+  const std::optional<int32_t> id = tokenizer_adds.value_or(false) && prefix_id ? prefix_id : config_bos;
+  if (!id)
+    bad("--mode ppl: " + b.source + " says to add a BOS token, but neither tokenizer.json's post-processor nor "
+        "config.json (bos_token_id) names one");
+  b.id = *id;
+  return b;
 }
 
 std::vector<int32_t> repeat_tokens(const std::vector<int32_t>& tokens, size_t M, size_t total) {

@@ -33,20 +33,40 @@ struct Window {
 Window last_segment_window(size_t T, size_t L, size_t N);
 
 // ---------------------------------------------------------------------------
-// llama-perplexity compatible chunks (`--mode ppl`)
+// llama-perplexity's perplexity (`--mode ppl`, tools/perplexity/perplexity.cpp)
 
-// Chunk c covers tokens[begin, begin + n_ctx); its first token is replaced by
-// BOS when the model has one; rows first..n_ctx−2 are scored (first =
-// n_ctx/2), i.e. targets tokens[begin + first + 1, begin + n_ctx).
+// Chunk c covers tokens[begin, begin + n_ctx) and is read alone from position
+// 0; its first token is replaced by BOS only when the tokenizer adds a BOS
+// (PplBos::add); rows first..n_ctx−2 are scored (first = n_ctx/2), i.e.
+// targets tokens[begin + first + 1, begin + n_ctx).
 struct PplChunk {
   size_t begin = 0;
   size_t n_ctx = 0;
   size_t first = 0;       // first scored row
   size_t n_scored = 0;    // n_ctx − 1 − first
 };
-// floor(T / n_ctx) chunks; throws Error(invalid_argument) when T < 2·n_ctx
-// (llama-perplexity's requirement) or n_ctx < 2.
-std::vector<PplChunk> ppl_chunks(size_t T, size_t n_ctx);
+// min(floor(T / n_ctx), max_chunks) chunks; throws Error(invalid_argument)
+// when T < 2·n_ctx (llama-perplexity's requirement, whatever --chunks says),
+// n_ctx < 2 or max_chunks == 0.
+std::vector<PplChunk> ppl_chunks(size_t T, size_t n_ctx, std::optional<size_t> max_chunks = std::nullopt);
+
+// The vocabulary's add-BOS setting as llama-perplexity sees it, i.e. as the
+// GGUF converter writes tokenizer.ggml.add_bos_token: a boolean add_bos_token
+// in tokenizer_config.json, else whether the tokenizer.json post-processor
+// puts a token before the text (Tokenizer::adds_bos()).
+struct PplBos {
+  bool add = false;     // BOS starts a -f sample and replaces token 0 of every chunk
+  int32_t id = -1;      // valid when add
+  std::string source;   // where the setting came from, for the log
+};
+// config_add_bos: tokenizer_config.json's add_bos_token when it is a boolean;
+// tokenizer_adds / prefix_id: Tokenizer::adds_bos() and the token it puts
+// first (nullopt without a tokenizer.json); config_bos: config.json's
+// bos_token_id (else a BOS the tokenizer names).  The BOS id is prefix_id
+// when the post-processor adds it, else config_bos.  Throws
+// Error(invalid_argument) when a BOS is to be added but no id is known.
+PplBos ppl_bos(std::optional<bool> config_add_bos, std::optional<bool> tokenizer_adds,
+               std::optional<int32_t> prefix_id, std::optional<int32_t> config_bos);
 
 // ---------------------------------------------------------------------------
 // Repeated text (§7.4)
