@@ -9,8 +9,9 @@
 #include "runtime/model.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;

@@ -8,8 +8,9 @@
 
 #include "engine/error.hpp"
 #include "runtime/model.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;

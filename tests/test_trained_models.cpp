@@ -11,7 +11,8 @@
 
 #include "runtime/model.hpp"
 #include "runtime/session.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace reach;
 using namespace reach::test;
