@@ -277,8 +277,8 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
 }
 
 TEST_CASE("errors: Vulkan failures name the call and the result") {
-  const std::string msg =
-      reach::test::error_of([] { vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory"); }, ErrorCode::out_of_memory);
+  const std::string msg = reach::test::error_of([] { vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory"); },
+                                                ErrorCode::out_of_memory);
   CHECK_HAS(msg, "vkAllocateMemory");
   CHECK_HAS(msg, "VK_ERROR_OUT_OF_DEVICE_MEMORY");
 }

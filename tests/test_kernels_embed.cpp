@@ -68,8 +68,11 @@ void check_embed(Kernels& k, WType type, uint32_t rows, uint32_t cols, const std
       .device =
           [&] {
             // y starts as 7.0: every element must be written.
-            Buffer bi = g.upload_bytes(ids.data(), n * 4), by = g.upload_f32(std::vector<float>(size_t(n) * cols, 7.0f));
-            g.run([&](CommandList& cmd) { k.embed(cmd, {&bt, 0, type, rows, cols}, bi.range(), n, {&by, 0, n, cols}); });
+            Buffer bi = g.upload_bytes(ids.data(), n * 4);
+            Buffer by = g.upload_f32(std::vector<float>(size_t(n) * cols, 7.0f));
+            g.run([&](CommandList& cmd) {
+              k.embed(cmd, {&bt, 0, type, rows, cols}, bi.range(), n, {&by, 0, n, cols});
+            });
             return Values::bits_of(g.download_f32(by, size_t(n) * cols));
           },
       .reference =
@@ -147,7 +150,8 @@ TEST_CASE("kernel embed: an f16 table larger than maxStorageBufferRange") {
       .tol = Tolerance::exact(kExactWhy),
       .device =
           [&] {
-            Buffer bi = g.upload_bytes(ids.data(), n * 4), by = g.upload_f32(std::vector<float>(size_t(n) * cols, 7.0f));
+            Buffer bi = g.upload_bytes(ids.data(), n * 4);
+            Buffer by = g.upload_f32(std::vector<float>(size_t(n) * cols, 7.0f));
             const uint32_t dispatches = g.run([&](CommandList& cmd) {
               g.kernels->embed(cmd, {&bt, 0, WType::f16, rows, cols}, bi.range(), n, {&by, 0, n, cols});
             });
