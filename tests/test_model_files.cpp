@@ -9,7 +9,6 @@
 #include "engine/error.hpp"
 #include "runtime/model.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
@@ -27,11 +26,8 @@ fs::path copy_model(const std::string& name) {
 }
 
 std::string load_error(const fs::path& dir) {
-  auto& g = gpu();
-  LoadOptions lo;
-  lo.progress = false;
   try {
-    Model::load(*g.device, *g.allocator, dir, lo);
+    load_model(dir);
   } catch (const Error& e) {
     return e.what();
   }

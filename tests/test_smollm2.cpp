@@ -23,7 +23,7 @@
 #include "runtime/session.hpp"
 #include "runtime/tokenizer.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -117,10 +117,7 @@ std::unique_ptr<Model> load(bool f32, const json& ref) {
   INFO("the reference data was made from a model.safetensors of " << ref.at("safetensors_bytes")
        << " bytes; regenerate it (tools/gen_smollm2_reference.py) if the converter changed");
   CHECK(bytes == ref.at("safetensors_bytes").get<uint64_t>());
-  auto& g = gpu();
-  LoadOptions lo;
-  lo.progress = false;
-  return Model::load(*g.device, *g.allocator, dir, lo);
+  return load_model(dir);
 }
 
 SessionOptions opts(uint32_t ctx) {

@@ -7,10 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace reach::test {
 
 namespace fs = std::filesystem;
+
+std::unique_ptr<Model> load_model(const fs::path& dir) {
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.progress = false;
+  return Model::load(*g.device, *g.allocator, dir, lo);
+}
 
 fs::path tiny_model(const std::string& args) {
   static std::map<std::string, fs::path> made;

@@ -3,10 +3,16 @@
 // independent NumPy reference tools/reference_forward.py (Debian's python3).
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/model.hpp"
+
 namespace reach::test {
+
+// Loads the model in `dir` on the shared device (fixtures.hpp), without a progress line.
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir);
 
 // Makes (once per process) a tiny model with these make_tiny_model.py args; returns its directory.
 std::filesystem::path tiny_model(const std::string& args);
