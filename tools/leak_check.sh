@@ -9,7 +9,8 @@
 # name it): Vulkan objects still alive when the loader unloads the driver show up that way,
 # so the shared fixtures are released before main returns (tests/support/fixtures.hpp).
 # Without arguments it runs the fast suites; name suites (tests/meson.build) to choose
-# others.  Exits non-zero when a suite leaks or fails.
+# others.  Exits non-zero when a suite leaks or fails.  REACH_LSAN_BUILD names another
+# build directory, REACH_JOBS the ninja job count (default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
