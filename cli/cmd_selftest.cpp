@@ -117,7 +117,7 @@ int cmd_selftest(const Args& args) {
   std::printf("device: %s\n", dev->caps().summary().c_str());
 
   int ok = 0, failed = 0, skipped = 0;
-  // Each check returns the max error; tol is the pass limit (see tests/test_kernels_misc.cpp for derivations).
+  // Each check returns the max error; tol is the pass limit (see tests/test_kernels_<family>.cpp for derivations).
   auto report = [&](const char* name, double tol, const std::function<double()>& fn) {
     try {
       const double e = fn();

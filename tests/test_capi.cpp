@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 namespace {
 

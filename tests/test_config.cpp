@@ -1,9 +1,7 @@
 // config.json parsing: HF keys, rope_scaling / rope_parameters, reach keys,
 // and one test per bad input.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,11 +9,15 @@
 
 #include "engine/error.hpp"
 #include "runtime/model_config.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using reach::ErrorCode;
 using reach::RopeType;
+using reach::test::error_of;
+using reach::test::TempDir;
 
 namespace {
 
@@ -30,23 +32,6 @@ json tiny_llama() {
     "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": true,
     "torch_dtype": "bfloat16", "hidden_act": "silu"})");
 }
-
-template <class F>
-std::string error_of(F&& f, ErrorCode code) {
-  try {
-    f();
-  } catch (const reach::Error& e) {
-    CHECK_MESSAGE(e.code() == code, "got code " << reach::error_code_name(e.code()) << ": " << e.what());
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("unexpected exception type: " << e.what());
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
-}
-
-#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))
 
 std::string config_error(const json& j, ErrorCode code) {
   auto msg = error_of([&] { reach::parse_model_config(j, kSrc); }, code);
@@ -383,23 +368,6 @@ TEST_CASE("config: reach_attention layer index out of range") {
   j["reach_attention"] = json::parse(R"({"layers":{"-1":{"window":8}}})");
   config_error(j, ErrorCode::format);
 }
-
-namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() / ("reach_test_cfg_" + std::to_string(getpid()) + "_" +
-                                        std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-}  // namespace
 
 TEST_CASE("config: load_model_config from a file or a directory") {
   TempDir dir;

@@ -1,4 +1,5 @@
-// Device, memory, transfer, pipeline and command-recording tests.
+// Engine plumbing: device, memory, transfer, pipeline, command list and errors.
+// The kernels themselves are tested in tests/test_kernels_<family>.cpp.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -9,7 +10,9 @@
 
 #include "engine/error.hpp"
 #include "engine/pipeline.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace reach;
 using reach::test::gpu;
@@ -32,13 +35,7 @@ TEST_CASE("device: list shows every device and bad selections are clear errors")
   DeviceOptions opt;
   opt.name = "no-such-gpu-xyz";
   opt.on_validation = reach::test::on_validation_message;
-  try {
-    Device::create(opt);
-    FAIL("expected an error");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::invalid_argument);
-    CHECK(std::string(e.what()).find("no-such-gpu-xyz") != std::string::npos);
-  }
+  CHECK_HAS(reach::test::error_of([&] { Device::create(opt); }, ErrorCode::invalid_argument), "no-such-gpu-xyz");
   opt.name.clear();
   opt.index = 999;
   CHECK_THROWS_AS(Device::create(opt), Error);
@@ -70,13 +67,9 @@ TEST_CASE("memory: an injected allocation failure is an error, not a crash") {
   Allocator alloc(*g.device, 4 << 20);
   Buffer first = alloc.allocate(Arena::scratch, 1024, "first");
   alloc.inject_allocation_failure(0);
-  try {
-    Buffer big = alloc.allocate(Arena::weights, 16 << 20, "model.embed_tokens.weight");
-    FAIL("expected out_of_memory");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::out_of_memory);
-    CHECK(std::string(e.what()).find("model.embed_tokens.weight") != std::string::npos);
-  }
+  CHECK_HAS(reach::test::error_of([&] { alloc.allocate(Arena::weights, 16 << 20, "model.embed_tokens.weight"); },
+                                   ErrorCode::out_of_memory),
+            "model.embed_tokens.weight");
   // The allocator still works afterwards.
   Buffer again = alloc.allocate(Arena::weights, 16 << 20, "again");
   CHECK(again.size() == (16u << 20));
@@ -244,25 +237,6 @@ TEST_CASE("command list: destroying one with a submission in flight waits for it
   for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i]);
 }
 
-TEST_CASE("kernel add: sizes and broadcast") {
-  auto& g = gpu();
-  for (uint32_t n : {1u, 7u, 255u, 256u, 257u, 100003u}) {
-    for (uint32_t period : {n, std::min(n, 64u)}) {
-      CAPTURE(n);
-      CAPTURE(period);
-      auto a = reach::test::random_floats(n, n), b = reach::test::random_floats(period, n + 1);
-      Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
-      CommandList cmd(*g.device);
-      cmd.begin();
-      g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, period);
-      cmd.end();
-      cmd.run();
-      auto y = g.download_f32(by, n);
-      for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i % period]);
-    }
-  }
-}
-
 TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
   // Create a device with raw Vulkan, as a host application would.
   reach::test::HostVulkan host;
@@ -303,12 +277,8 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
 }
 
 TEST_CASE("errors: Vulkan failures name the call and the result") {
-  try {
-    vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
-    FAIL("no throw");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::out_of_memory);
-    CHECK(std::string(e.what()).find("vkAllocateMemory") != std::string::npos);
-    CHECK(std::string(e.what()).find("VK_ERROR_OUT_OF_DEVICE_MEMORY") != std::string::npos);
-  }
+  const std::string msg = reach::test::error_of([] { vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory"); },
+                                                ErrorCode::out_of_memory);
+  CHECK_HAS(msg, "vkAllocateMemory");
+  CHECK_HAS(msg, "VK_ERROR_OUT_OF_DEVICE_MEMORY");
 }

@@ -12,11 +12,12 @@
 
 #include "engine/error.hpp"
 #include "runtime/schemes.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/progress_bar.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::cli;
@@ -29,14 +30,6 @@ namespace {
 // L_train of the tiny model = max_position_embeddings = 32.
 const char* kTiny = "--dtype f32 --hidden 64 --intermediate 160 --layers 2 --heads 4 --kv-heads 2 --vocab 300 "
                     "--max-pos 32 --seed 3";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), "cannot read " << p);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 void write_ids(const fs::path& p, const std::vector<int32_t>& ids) {
   std::ofstream f(p);
@@ -315,10 +308,10 @@ TEST_CASE("eval binary: last-segment NLL, dump and json equal the reference's lo
                    "-o json --dump-logprobs " +
                    (dir / "lp.tsv").string() + " --chunk 5",
                dir / "out.json");
-  const auto j = nlohmann::json::parse(slurp(dir / "out.json"));
+  const auto j = nlohmann::json::parse(read_text(dir / "out.json"));
   REQUIRE(j.is_array());
   REQUIRE(j.size() == 7 * 3);
-  const auto dump = parse_dump(slurp(dir / "lp.tsv"));
+  const auto dump = parse_dump(read_text(dir / "lp.tsv"));
   CHECK(dump.size() == 7 * 3);
   for (const auto& row : j) {
     for (const char* k : {"scheme", "ctx", "nll", "ppl", "accuracy", "n_scored"}) REQUIRE_MESSAGE(row.contains(k), k);
@@ -380,11 +373,11 @@ TEST_CASE("eval binary: --mode ppl replaces the first token by BOS and scores th
                                    dir / "out.json");
   CHECK(err.find("[4]") != std::string::npos);
   CHECK(err.find("Final estimate: PPL = ") != std::string::npos);
-  const auto j = nlohmann::json::parse(slurp(dir / "out.json"));
+  const auto j = nlohmann::json::parse(read_text(dir / "out.json"));
   REQUIRE(j.size() == 1);
   CHECK(j[0]["n_chunks"] == 4);
   CHECK(j[0]["n_scored"] == 4 * 7);
-  const auto dump = parse_dump(slurp(dir / "lp.tsv"));
+  const auto dump = parse_dump(read_text(dir / "lp.tsv"));
   REQUIRE(dump.count("scheme=default ctx=16"));
   const auto& lines = dump.at("scheme=default ctx=16");
   REQUIRE(lines.size() == 28);
@@ -392,7 +385,7 @@ TEST_CASE("eval binary: --mode ppl replaces the first token by BOS and scores th
   for (const auto& l : lines) sum -= l.lp;
   CHECK(j[0]["nll"].get<double>() == doctest::Approx(sum / 28).epsilon(1e-6));
   // Chunk 1 (tokens 16..31) through the reference, with BOS first when the model has one.
-  const auto cfg = nlohmann::json::parse(slurp(model / "config.json"));
+  const auto cfg = nlohmann::json::parse(read_text(model / "config.json"));
   std::vector<int32_t> chunk(sample.begin() + 16, sample.begin() + 32);
   if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number()) chunk[0] = cfg["bos_token_id"].get<int32_t>();
   const Reference ref = reference_forward(model, chunk);
@@ -417,7 +410,7 @@ TEST_CASE("eval binary: markdown table, repeat mode and an SVG with one series p
   run_eval("-m " + model.string() + " --tokens " + (dir / "ids.txt").string() + " --repeat --repeat-len 24 --ctx 16,32,64 " +
                "--score-last 16 --schemes " + list + " --plot " + (dir / "plot.svg").string(),
            dir / "out.md");
-  const std::string md = slurp(dir / "out.md");
+  const std::string md = read_text(dir / "out.md");
   CHECK(md.find("| scheme | ctx | scored | NLL | PPL | top-1 acc |") != std::string::npos);
   for (const auto& s : schemes) CHECK(md.find("| " + s + " | 64 | 16 |") != std::string::npos);
   const std::string py =

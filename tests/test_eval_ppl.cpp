@@ -15,8 +15,10 @@
 #include "cli/eval_protocols.hpp"
 #include "engine/error.hpp"
 #include "runtime/tokenizer.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace reach;
 using namespace reach::test;

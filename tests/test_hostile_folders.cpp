@@ -26,7 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/model_fixture.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,7 +1,8 @@
-// Linear kernels (gemm, matvec, linear) against a double-precision CPU
-// reference, in the spirit of llama.cpp's test-backend-ops: random inputs,
-// edge sizes around the tile sizes, every weight type, every kernel variant
-// the specialization constants offer, weights split into several bindings.
+// Linear kernels (gemm, matvec, linear; kernels/linear.cpp) against a
+// double-precision CPU reference through tests/support/kernel_check: random
+// inputs, edge sizes around the tile sizes, every weight type, every kernel
+// variant the specialization constants offer, weights split into several
+// bindings, and nothing written outside Y.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,24 +12,17 @@
 #include <vector>
 
 #include "engine/error.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kernel_check.hpp"
 
 using namespace reach;
-using reach::test::gpu;
+using namespace reach::test;
 
 namespace {
 
 enum class Op { gemm, matvec, linear };
 const char* op_name(Op op) { return op == Op::gemm ? "gemm" : op == Op::matvec ? "matvec" : "linear"; }
-
-// Cheap deterministic values in [-1, 1) (the big-weight case needs 34 M of them).
-inline float hash_value(uint64_t i, uint32_t seed) {
-  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull + 1;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return float(int32_t(z >> 40) - (1 << 23)) / float(1 << 23);
-}
 
 // Weights as stored on the device plus their exactly dequantized f32 values.
 struct Weights {
@@ -45,13 +39,36 @@ Weights make_weights(WType t, uint64_t n, uint32_t seed) {
       w.deq[i] = v;
       std::memcpy(&w.bytes[i * 4], &v, 4);
     } else {
-      const uint16_t b = t == WType::f16 ? reach::test::f32_to_f16_bits(v) : reach::test::f32_to_bf16_bits(v);
-      w.deq[i] = t == WType::f16 ? reach::test::f16_bits_to_f32(b) : reach::test::bf16_bits_to_f32(b);
+      const uint16_t b = t == WType::f16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+      w.deq[i] = t == WType::f16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
       std::memcpy(&w.bytes[i * 2], &b, 2);
     }
   }
   return w;
 }
+
+// Y[m, n] = sum_k X[m, k] W[n, k] in double, W dequantized exactly.
+std::vector<double> linear_ref(const std::vector<float>& x, const std::vector<float>& w, uint32_t M, uint32_t N,
+                               uint32_t K) {
+  std::vector<double> y(size_t(M) * N);
+  for (uint32_t m = 0; m < M; ++m)
+    for (uint32_t n = 0; n < N; ++n) {
+      double acc = 0;
+      const float* xr = &x[size_t(m) * K];
+      const float* wr = &w[size_t(n) * K];
+      for (uint32_t kk = 0; kk < K; ++kk) acc += double(xr[kk]) * double(wr[kk]);
+      y[size_t(m) * N + n] = acc;
+    }
+  return y;
+}
+
+// Every product is bounded by max|x|·max|w| (the reference uses the dequantized
+// weights, so only f32 rounding differs).  f32 accumulation of K terms errs by
+// at most ~K·2^-24 relative to Σ|x·w| ≤ K·max|x|·max|w|; for the K of this
+// suite that worst case is below 1e-5·K·max|x|·max|w|, while a wrong element, a
+// dropped tail term or a stale value is far above it.
+const char* const kWhy = "f32 accumulation of K terms errs by <= ~K*2^-24 relative to sum|x*w| <= K*max|x|*max|w|, "
+                         "below 1e-5*K*max|x|*max|w| for every K here; a wrong, dropped or stale term is far above";
 
 struct Case {
   Op op;
@@ -61,99 +78,67 @@ struct Case {
   uint32_t x_off = 0, w_off = 0, y_off = 0;
 };
 
-struct Outcome {
-  double max_err = 0, tol = 0;
-  uint32_t worst_m = 0, worst_n = 0;
-};
-
-// Runs one case on `k` and compares every output with the reference.
-Outcome run_case(Kernels& k, const Case& c, uint32_t seed) {
+// Runs one case on `k`: Y is pre-filled with a sentinel, and the elements
+// around [y_off, y_off + M*N) must keep it.
+void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t seed) {
   auto& g = gpu();
   const uint32_t M = c.M, N = c.N, K = c.K;
   std::vector<float> x(size_t(M) * K);
   for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
   const Weights w = make_weights(c.type, uint64_t(N) * K, seed * 7 + 2);
-
-  std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
-  std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
-  std::vector<uint8_t> wbytes(c.w_off + w.bytes.size(), 0xCD);
-  std::memcpy(wbytes.data() + c.w_off, w.bytes.data(), w.bytes.size());
-  Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
-  Buffer bw = g.upload_bytes(wbytes.data(), wbytes.size(), Arena::weights);
-  // Y is pre-filled with a sentinel: elements outside [y_off, y_off + M*N) must keep it.
-  const size_t y_total = c.y_off / 4 + size_t(M) * N + 5;
-  std::vector<float> sentinel(y_total, -12345.0f);
-  Buffer by = g.upload_f32(sentinel);
-
-  Act ax{&bx, c.x_off, M, K};
-  Mat mw{&bw, c.w_off, c.type, N, K};
-  Act ay{&by, c.y_off, M, N};
-  CommandList cmd(*g.device);
-  cmd.begin();
-  if (c.op == Op::gemm) k.gemm(cmd, ax, mw, ay);
-  else if (c.op == Op::matvec) k.matvec(cmd, ax, mw, ay);
-  else k.linear(cmd, ax, mw, ay);
-  cmd.end();
-  cmd.run();
-  const auto y = g.download_f32(by, y_total);
-
-  // Tolerance: every product is bounded by max|x|·max|w| (the reference uses the
-  // dequantized weights, so only f32 rounding differs).  f32 accumulation of K
-  // terms errs by at most ~K·2^-24 relative to Σ|x·w| ≤ K·max|x|·max|w|; for
-  // the K of this suite that worst case is below 1e-5·K·max|x|·max|w|, while a
-  // wrong element, a dropped tail term or a stale value is far above it.
   float maxx = 0, maxw = 0;
   for (float v : x) maxx = std::max(maxx, std::fabs(v));
   for (float v : w.deq) maxw = std::max(maxw, std::fabs(v));
-  Outcome o;
-  o.tol = 1e-5 * K * maxx * maxw + 1e-30;
-  for (uint32_t m = 0; m < M; ++m)
-    for (uint32_t n = 0; n < N; ++n) {
-      double ref = 0;
-      const float* xr = &x[size_t(m) * K];
-      const float* wr = &w.deq[size_t(n) * K];
-      for (uint32_t kk = 0; kk < K; ++kk) ref += double(xr[kk]) * double(wr[kk]);
-      const double got = y[c.y_off / 4 + size_t(m) * N + n];
-      const double err = std::isfinite(got) ? std::fabs(got - ref) : INFINITY;
-      if (err > o.max_err || !(err == err)) {
-        o.max_err = err;
-        o.worst_m = m;
-        o.worst_n = n;
-      }
-    }
-  // Nothing written outside Y.
-  for (size_t i = 0; i < c.y_off / 4; ++i)
-    if (y[i] != -12345.0f) o.max_err = INFINITY;
-  for (size_t i = c.y_off / 4 + size_t(M) * N; i < y_total; ++i)
-    if (y[i] != -12345.0f) o.max_err = INFINITY;
-  return o;
-}
-
-void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t seed) {
-  const Outcome o = run_case(k, c, seed);
-  INFO(op_name(c.op), " M=", c.M, " N=", c.N, " K=", c.K, " ", wtype_name(c.type), " variant=", variant,
-       " offsets(x,w,y)=", c.x_off, ",", c.w_off, ",", c.y_off, " max_err=", o.max_err, " tol=", o.tol,
-       " worst (m,n)=", o.worst_m, ",", o.worst_n);
-  CHECK(o.max_err <= o.tol);
+  const size_t front = c.y_off / 4, back = 5, y_total = front + size_t(M) * N + back;
+  const float sentinel = -12345.0f;
+  check_kernel({
+      .op = op_name(c.op),
+      .params = str("M=", M, " N=", N, " K=", K, " ", wtype_name(c.type), " variant=", variant,
+                    " offsets(x,w,y)=", c.x_off, ",", c.w_off, ",", c.y_off, " (x hash seed ", seed * 7 + 1,
+                    ", w hash seed ", seed * 7 + 2, ")"),
+      .seed = seed,
+      .tol = Tolerance::max_abs(1e-5 * K * maxx * maxw + 1e-30, kWhy),
+      .device =
+          [&] {
+            std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
+            std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
+            std::vector<uint8_t> wbytes(c.w_off + w.bytes.size(), 0xCD);
+            std::memcpy(wbytes.data() + c.w_off, w.bytes.data(), w.bytes.size());
+            Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
+            Buffer bw = g.upload_bytes(wbytes.data(), wbytes.size(), Arena::weights);
+            Buffer by = g.upload_f32(std::vector<float>(y_total, sentinel));
+            Act ax{&bx, c.x_off, M, K};
+            Mat mw{&bw, c.w_off, c.type, N, K};
+            Act ay{&by, c.y_off, M, N};
+            g.run([&](CommandList& cmd) {
+              if (c.op == Op::gemm) k.gemm(cmd, ax, mw, ay);
+              else if (c.op == Op::matvec) k.matvec(cmd, ax, mw, ay);
+              else k.linear(cmd, ax, mw, ay);
+            });
+            return Values::of(g.download_f32(by, y_total));
+          },
+      .reference =
+          [&] {
+            std::vector<double> y(y_total, sentinel);
+            const auto inner = linear_ref(x, w.deq, M, N, K);
+            std::copy(inner.begin(), inner.end(), y.begin() + ptrdiff_t(front));
+            return Values::of(std::move(y));
+          },
+      .guard_front = front,
+      .guard_back = back,
+      .where = [front, M, N](size_t i) {
+        if (i < front || i >= front + size_t(M) * N) return str("element ", i, " of the Y buffer, outside Y");
+        return str("(m,n)=(", (i - front) / N, ",", (i - front) % N, ")");
+      },
+  });
 }
 
 constexpr WType kTypes[] = {WType::f32, WType::f16, WType::bf16};
-
-KernelConfig base_config() { return KernelConfig::from(gpu().device->caps()); }
 
 // Both ways of reading W: storage buffers and uniform texel buffers (the
 // texel kernels are used where the weight format supports them).
 constexpr bool kTexel[] = {false, true};
 std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
-
-// A grid of sizes around `tile` along one dimension plus non-multiples of 8.
-std::vector<uint32_t> around(uint32_t tile) {
-  std::vector<uint32_t> v = {1, tile - 1, tile, tile + 1, 13, 67};
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  v.erase(std::remove(v.begin(), v.end(), 0u), v.end());
-  return v;
-}
 
 // GEMM sweep for one config: M around the M tile, N around the N tile, K edges.
 void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t tile_m, uint32_t tile_n) {
@@ -161,8 +146,8 @@ void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t ti
   uint32_t seed = 1;
   const std::vector<uint32_t> ks = {1, 3, 4, 8, 13, 67};
   for (WType t : kTypes)
-    for (uint32_t M : around(tile_m))
-      for (uint32_t N : around(tile_n)) {
+    for (uint32_t M : sizes_around(tile_m, {13, 67}))
+      for (uint32_t N : sizes_around(tile_n, {13, 67})) {
         // Cycle K so every (M, N) meets a few K values without the full cube.
         for (uint32_t j = 0; j < 2; ++j) {
           const uint32_t K = ks[(M + N + j * 3 + seed) % ks.size()];
@@ -177,7 +162,7 @@ void matvec_sweep(const KernelConfig& cfg, const std::string& variant) {
   const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
   uint32_t seed = 100;
   for (WType t : kTypes)
-    for (uint32_t N : around(per_group))
+    for (uint32_t N : sizes_around(per_group, {13, 67}))
       for (uint32_t K : {1u, 4u, 7u, 13u, 64u, 67u, 259u}) {
         const uint32_t M = (N + K) % 5 == 0 ? 3 : 1;
         check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
@@ -339,27 +324,28 @@ TEST_CASE("linear: a weight larger than maxStorageBufferRange") {
     Kernels kernels(*g.device, cfg);
     std::vector<float> x(size_t(M) * K);
     for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, 78 + M);
-    Buffer bx = g.upload_f32(x), by = g.zeros(size_t(M) * N * 4);
-    CommandList cmd(*g.device);
-    cmd.begin();
-    kernels.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
-    cmd.end();
-    cmd.run();
-    CHECK(cmd.dispatch_count() == chunks.size());
-    const auto y = g.download_f32(by, size_t(M) * N);
-    const double tol = 1e-5 * K;   // |x|, |w| < 1
-    double max_err = 0, max_err_second = 0;
-    for (uint32_t m = 0; m < M; ++m)
-      for (uint32_t n = 0; n < N; ++n) {
-        double ref = 0;
-        for (uint32_t k = 0; k < K; ++k) ref += double(x[size_t(m) * K + k]) * double(w[size_t(n) * K + k]);
-        const double err = std::fabs(ref - y[size_t(m) * N + n]);
-        max_err = std::max(max_err, err);
-        if (n >= chunks[1].first_row) max_err_second = std::max(max_err_second, err);
-      }
-    INFO("linear f32 M=", M, " N=", N, " K=", K, " chunks=", chunks.size(), " second chunk from row ",
-         chunks[1].first_row, " max_err=", max_err, " (rows in later chunks ", max_err_second, ") tol=", tol);
-    CHECK(max_err <= tol);
-    CHECK(max_err_second <= tol);
+    check_kernel({
+        .op = "linear",
+        .params = str("f32 M=", M, " N=", N, " K=", K, wpath(texel), " chunks=", chunks.size(),
+                      " (second from row ", chunks[1].first_row, ") (w hash seed 77, x hash seed ", 78 + M, ")"),
+        .seed = 78 + M,
+        .tol = Tolerance::max_abs(1e-5 * K, str(kWhy, "; |x|, |w| < 1")),
+        .device =
+            [&] {
+              Buffer bx = g.upload_f32(x), by = g.zeros(size_t(M) * N * 4);
+              const uint32_t dispatches = g.run([&](CommandList& cmd) {
+                kernels.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
+              });
+              CHECK(dispatches == chunks.size());
+              return Values::of(g.download_f32(by, size_t(M) * N));
+            },
+        .reference = [&] { return Values::of(linear_ref(x, w, M, N, K)); },
+        .where = [&](size_t i) {
+          const uint32_t n = uint32_t(i % N);
+          size_t chunk = 0;
+          while (chunk + 1 < chunks.size() && n >= chunks[chunk + 1].first_row) ++chunk;
+          return str("(m,n)=(", i / N, ",", n, ") in weight chunk ", chunk);
+        },
+    });
   }
 }

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -35,16 +36,6 @@ void check_rows(const float* got, const float* want, size_t rows, size_t vocab, 
   }
 }
 
-struct Loaded {
-  std::unique_ptr<Model> model;
-};
-
-std::unique_ptr<Model> load(const std::filesystem::path& dir) {
-  auto& g = gpu();
-  LoadOptions lo;
-  return Model::load(*g.device, *g.allocator, dir, lo);
-}
-
 SessionOptions opts(uint32_t ctx, uint32_t chunk) {
   SessionOptions o;
   o.context = ctx;
@@ -58,7 +49,7 @@ const char* kF32 = "--dtype f32 --hidden 64 --intermediate 160 --layers 2 --head
 
 TEST_CASE("model f32: prefill logits match the reference for 1, 7, 64 and 300 tokens") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   for (size_t n : {1u, 7u, 64u, 300u}) {
     CAPTURE(n);
     auto ids = random_ids(n, 300, uint32_t(n));
@@ -73,7 +64,7 @@ TEST_CASE("model f32: prefill logits match the reference for 1, 7, 64 and 300 to
 
 TEST_CASE("model f32: decode steps after a prompt match the reference") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   auto ids = random_ids(40, 300, 99);
   auto ref = reference_forward(dir, ids);
   Session s(*model, opts(64, 16));
@@ -87,7 +78,7 @@ TEST_CASE("model f32: decode steps after a prompt match the reference") {
 
 TEST_CASE("model: a decode step equals the last row of the full prefill, chunked equals one-shot") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   auto ids = random_ids(77, 300, 5);
   std::vector<float> one_shot, chunked;
   {
@@ -110,7 +101,7 @@ TEST_CASE("model f16 / bf16 weights match the reference (which reads the same ro
     CAPTURE(dt);
     auto dir = tiny_model(std::string("--dtype ") + dt + " --hidden 64 --intermediate 160 --layers 2 --heads 4 "
                           "--kv-heads 2 --vocab 300 --seed 2");
-    auto model = load(dir);
+    auto model = load_model(dir);
     auto ids = random_ids(64, 300, 7);
     auto ref = reference_forward(dir, ids);
     Session s(*model, opts(128, 64));
@@ -123,7 +114,7 @@ TEST_CASE("model f16 / bf16 weights match the reference (which reads the same ro
 TEST_CASE("model with q/k/v biases (Qwen2 style) and tied embeddings") {
   auto dir = tiny_model("--dtype f32 --hidden 64 --intermediate 128 --layers 2 --heads 4 --kv-heads 1 --vocab 300 "
                         "--bias --tie --seed 3");
-  auto model = load(dir);
+  auto model = load_model(dir);
   auto ids = random_ids(20, 300, 8);
   auto ref = reference_forward(dir, ids);
   Session s(*model, opts(32, 8));
@@ -134,7 +125,7 @@ TEST_CASE("model with q/k/v biases (Qwen2 style) and tied embeddings") {
 
 TEST_CASE("model: greedy 32-token generation follows the reference's argmax chain") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   const std::vector<int32_t> prompt{298, 104, 101, 108, 108, 111};
   auto ref = reference_forward(dir, prompt, 32);
   REQUIRE(ref.generated.size() == 32);
@@ -156,7 +147,7 @@ TEST_CASE("model: greedy 32-token generation follows the reference's argmax chai
 
 TEST_CASE("session: context overflow, empty prompt and bad ids are clear errors") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   Session s(*model, opts(16, 8));
   auto ids = random_ids(17, 300, 1);
   try {
@@ -198,7 +189,7 @@ void check_busy(F&& f, const char* what) {
 
 TEST_CASE("session: decode_async gives decode()'s logits; the session is busy until polled") {
   auto dir = tiny_model(kF32);
-  auto model = load(dir);
+  auto model = load_model(dir);
   auto ids = random_ids(24, 300, 31);
   Session sync(*model, opts(64, 16)), async(*model, opts(64, 16));
   sync.prefill(std::span<const int32_t>(ids.data(), 16));

@@ -8,8 +8,8 @@
 
 #include "engine/error.hpp"
 #include "runtime/model.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -26,10 +26,8 @@ fs::path copy_model(const std::string& name) {
 }
 
 std::string load_error(const fs::path& dir) {
-  auto& g = gpu();
-  LoadOptions lo;
   try {
-    Model::load(*g.device, *g.allocator, dir, lo);
+    load_model(dir);
   } catch (const Error& e) {
     return e.what();
   }

@@ -8,8 +8,8 @@
 #include "runtime/model.hpp"
 #include "runtime/schemes.hpp"
 #include "runtime/session.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -69,8 +69,7 @@ void check_scheme(Model& model, const std::filesystem::path& dir, const std::str
 
 TEST_CASE("schemes end to end: frequency rescaling (linear, ntk, dynamic, yarn)") {
   auto dir = tiny_model(kModel);
-  LoadOptions lo;
-  auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
+  auto model = load_model(dir);
   check_scheme(*model, dir, "--rope-scaling linear --rope-factor 2", 150, 64);
   check_scheme(*model, dir, "--rope-scaling ntk --rope-factor 4", 150, 37);
   check_scheme(*model, dir, "--rope-scaling dynamic --rope-factor 2", 150, 64);
@@ -79,8 +78,7 @@ TEST_CASE("schemes end to end: frequency rescaling (linear, ntk, dynamic, yarn)"
 
 TEST_CASE("schemes end to end: ReRoPE, Leaky ReRoPE, Self-Extend (dual branch)") {
   auto dir = tiny_model(kModel);
-  LoadOptions lo;
-  auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
+  auto model = load_model(dir);
   check_scheme(*model, dir, "--rerope-window 16", 160, 64);
   check_scheme(*model, dir, "--rerope-window 33 --logn 64", 160, 29);
   check_scheme(*model, dir, "--rerope-window 16 --leaky-k 4", 160, 64);
@@ -89,8 +87,7 @@ TEST_CASE("schemes end to end: ReRoPE, Leaky ReRoPE, Self-Extend (dual branch)")
 
 TEST_CASE("schemes end to end: log-n, KeyNorm / QueryNorm / CosA, window + sinks") {
   auto dir = tiny_model(kModel);
-  LoadOptions lo;
-  auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
+  auto model = load_model(dir);
   check_scheme(*model, dir, "--logn 64", 130, 64);
   check_scheme(*model, dir, "--qk-norm key", 100, 64);
   check_scheme(*model, dir, "--qk-norm query", 100, 64);
@@ -103,7 +100,6 @@ TEST_CASE("schemes end to end: per-layer HWFA layout from config.json") {
   auto dir = tiny_model(std::string(kModel) +
                         " --reach-attention '{\"logn_train_len\": 64, \"layers\": {\"0\": {\"window\": 16, "
                         "\"logn\": false}, \"1\": {\"rope\": false, \"logn\": true}}}'");
-  LoadOptions lo;
-  auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
+  auto model = load_model(dir);
   check_scheme(*model, dir, "", 150, 64);
 }

@@ -1,15 +1,12 @@
 // safetensors reading/validation, sharded model directories and host
 // conversions.  Bad files are generated into a temp dir per test.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -17,47 +14,17 @@
 
 #include "engine/error.hpp"
 #include "runtime/safetensors.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/safetensors_writer.hpp"
 
 namespace fs = std::filesystem;
 using reach::DType;
 using reach::ErrorCode;
+using reach::test::error_of;
+using reach::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("reach_test_st_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
-
-// Runs f, expects a reach::Error with `code`; returns its message ("" if none).
-template <class F>
-std::string error_of(F&& f, ErrorCode code) {
-  try {
-    f();
-  } catch (const reach::Error& e) {
-    CHECK_MESSAGE(e.code() == code, "got code " << reach::error_code_name(e.code()) << ": " << e.what());
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("unexpected exception type: " << e.what());
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
-}
-
-#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))
 
 // Writes 8-byte length + header + data; `len` overrides the length field.
 void write_raw(const fs::path& p, const std::string& header, const std::string& data = {},
@@ -321,8 +288,7 @@ TEST_CASE("safetensors: random corruptions never crash") {
                            {{"a", DType::F16, {2, 3}, std::vector<std::byte>(12, std::byte{0x3C})},
                             {"b", DType::F32, {2}, std::vector<std::byte>(8)}},
                            {{"format", "pt"}});
-  std::ifstream in(good, std::ios::binary);
-  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original = reach::test::read_text(good);
   uint64_t state = 0x9E3779B97F4A7C15ull;   // fixed seed: reproducible
   auto next = [&] {
     state ^= state << 13;

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -23,8 +22,8 @@
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
 #include "runtime/tokenizer.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -73,11 +72,7 @@ const bool kNoF16 = absent(false);
 
 json reference(const char* dtype) {
   const fs::path p = source_root() / "tests" / "data" / "smollm2" / (std::string("reference_") + dtype + ".json");
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
+  return json::parse(read_text(p));
 }
 
 std::vector<uint8_t> base64_decode(const std::string& s) {
@@ -122,9 +117,7 @@ std::unique_ptr<Model> load(bool f32, const json& ref) {
   INFO("the reference data was made from a model.safetensors of " << ref.at("safetensors_bytes")
        << " bytes; regenerate it (tools/gen_smollm2_reference.py) if the converter changed");
   CHECK(bytes == ref.at("safetensors_bytes").get<uint64_t>());
-  auto& g = gpu();
-  LoadOptions lo;
-  return Model::load(*g.device, *g.allocator, dir, lo);
+  return load_model(dir);
 }
 
 SessionOptions opts(uint32_t ctx) {
@@ -220,11 +213,7 @@ void check_heldout(bool f32, double rel_tol) {
   auto model = load(f32, ref);
   const auto& h = ref.at("heldout");
   const auto want_ids = h.at("ids").get<std::vector<int32_t>>();
-  std::ifstream in(source_root() / h.at("file").get<std::string>(), std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const auto ids = model->tokenizer()->encode(ss.str(), true);
+  const auto ids = model->tokenizer()->encode(read_text(source_root() / h.at("file").get<std::string>()), true);
   REQUIRE(ids == want_ids);
   Session s(*model, opts(uint32_t(ids.size())));
   std::vector<float> logits;

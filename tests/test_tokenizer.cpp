@@ -4,39 +4,32 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "engine/error.hpp"
 #include "runtime/tokenizer.hpp"
 #include "runtime/utf8.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using reach::test::error_of;
+using reach::test::read_text;
+using reach::test::source_root;
+using reach::test::TempDir;
 
 namespace {
 
 const char* const tokenizer_names[] = {"llama3_bpe", "smollm_bpe", "smollm2", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
 
-fs::path data_dir() {
-  const char* root = std::getenv("REACH_SOURCE_ROOT");
-  return fs::path(root && *root ? root : ".") / "tests" / "data" / "tokenizer";
-}
+fs::path data_dir() { return source_root() / "tests" / "data" / "tokenizer"; }
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << p.string() << " (set REACH_SOURCE_ROOT to the repository root)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+json read_json(const fs::path& p) { return json::parse(read_text(p)); }
 
 std::string show(const std::vector<int32_t>& v) {
   std::string s = "[";
@@ -57,12 +50,6 @@ struct Fixture {
 Fixture load_fixture(const std::string& name) {
   fs::path dir = data_dir();
   return {reach::Tokenizer::load(dir / (name + ".json")), read_json(dir / (name + ".expect.json"))};
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("reach_test_tokenizer_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
 }
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -214,43 +201,25 @@ TEST_CASE("tokenizer: special tokens, vocab and post-processor flags") {
 }
 
 TEST_CASE("tokenizer: load errors name the file and say what to do") {
-  fs::path dir = temp_dir();
+  const TempDir tmp("tokenizer");
+  const fs::path& dir = tmp.path;
   SUBCASE("missing file") {
     fs::path p = dir / "nope" / "tokenizer.json";
-    try {
-      reach::Tokenizer::load(p);
-      FAIL("no error");
-    } catch (const reach::Error& e) {
-      CHECK(e.code() == reach::ErrorCode::io);
-      std::string m = e.what();
-      CHECK(m.find(p.string()) != std::string::npos);
-      CHECK(m.find("Hugging Face") != std::string::npos);
-    }
+    const std::string m = error_of([&] { reach::Tokenizer::load(p); }, reach::ErrorCode::io);
+    CHECK_HAS(m, p.string());
+    CHECK_HAS(m, "Hugging Face");
   }
   SUBCASE("directory without tokenizer.json") {
-    try {
-      reach::Tokenizer::load(dir);
-      FAIL("no error");
-    } catch (const reach::Error& e) {
-      CHECK(e.code() == reach::ErrorCode::io);
-      CHECK(std::string(e.what()).find((dir / "tokenizer.json").string()) != std::string::npos);
-    }
+    CHECK_HAS(error_of([&] { reach::Tokenizer::load(dir); }, reach::ErrorCode::io), (dir / "tokenizer.json").string());
   }
   auto expect_error = [&](const std::string& file, const std::string& text, reach::ErrorCode code,
                           std::initializer_list<const char*> words) {
     fs::path p = dir / file;
     write_file(p, text);
     CAPTURE(file);
-    try {
-      reach::Tokenizer::load(p);
-      FAIL("no error for " << file);
-    } catch (const reach::Error& e) {
-      std::string m = e.what();
-      CAPTURE(m);
-      CHECK(e.code() == code);
-      CHECK(m.find(p.string()) != std::string::npos);
-      for (const char* w : words) CHECK(m.find(w) != std::string::npos);
-    }
+    const std::string m = error_of([&] { reach::Tokenizer::load(p); }, code);
+    CHECK_HAS(m, p.string());
+    for (const char* w : words) CHECK_HAS(m, w);
   };
   std::string good = read_json(data_dir() / "gpt2_bpe.json").dump();
   expect_error("malformed.json", "{\"model\": {\"type\": \"BPE\", ", reach::ErrorCode::format, {"malformed JSON"});
@@ -278,7 +247,6 @@ TEST_CASE("tokenizer: load errors name the file and say what to do") {
   expect_error("badnorm.json",
                R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "BertNormalizer"}})",
                reach::ErrorCode::unsupported, {"BertNormalizer"});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("tokenizer: encoding a few hundred KB is fast") {

@@ -11,7 +11,8 @@
 
 #include "runtime/model.hpp"
 #include "runtime/session.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -62,8 +63,7 @@ TEST_CASE("trained models: reach logits equal the PyTorch training model's") {
     size_t rows = 0, cols = 0;
     const auto want = read_npy_f32(dir / "check_logits.npy", rows, cols);
     REQUIRE(rows == ids.size());
-    LoadOptions lo;
-    auto model = Model::load(*gpu().device, *gpu().allocator, dir, lo);
+    auto model = load_model(dir);
     REQUIRE(size_t(model->config().vocab_size) == cols);
     SessionOptions so;
     so.context = uint32_t(ids.size());

@@ -1,10 +1,9 @@
-#include "tests/test_device.hpp"
+#include "tests/support/fixtures.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cmath>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 
 namespace reach::test {
@@ -20,10 +19,14 @@ void on_validation_message(int severity, const std::string& message) {
   }
 }
 
+namespace {
+// Owned here rather than by a function-local static: release_fixtures() ends it.
+std::unique_ptr<Gpu> g_gpu;
+}  // namespace
+
 Gpu& gpu() {
-  static std::unique_ptr<Gpu> g;
-  if (!g) {
-    g = std::make_unique<Gpu>();
+  if (!g_gpu) {
+    auto g = std::make_unique<Gpu>();
     DeviceOptions opt;
     opt.validation = true;
     opt.on_validation = on_validation_message;
@@ -31,8 +34,19 @@ Gpu& gpu() {
     g->allocator = std::make_unique<Allocator>(*g->device);
     g->transfer = std::make_unique<Transfer>(*g->allocator);
     g->kernels = std::make_unique<Kernels>(*g->device);
+    g_gpu = std::move(g);
   }
-  return *g;
+  return *g_gpu;
+}
+
+void release_fixtures() {
+  if (!g_gpu) return;
+  // Users before what they use: kernels hold pipelines of the device, buffers live in the allocator.
+  g_gpu->kernels.reset();
+  g_gpu->transfer.reset();
+  g_gpu->allocator.reset();
+  g_gpu->device.reset();
+  g_gpu.reset();
 }
 
 HostVulkan::HostVulkan() {
@@ -99,75 +113,19 @@ std::vector<float> Gpu::download_f32(const Buffer& b, size_t count, VkDeviceSize
   return out;
 }
 
-std::filesystem::path source_root() {
-  if (const char* s = std::getenv("REACH_SOURCE_ROOT"); s && *s) return s;
-  return std::filesystem::current_path();
+std::vector<uint16_t> Gpu::download_u16(const Buffer& b, size_t count, VkDeviceSize offset) {
+  std::vector<uint16_t> out(count);
+  transfer->download(b, offset, out.data(), count * 2);
+  return out;
 }
 
-std::filesystem::path build_root() {
-  if (const char* s = std::getenv("REACH_BUILD_ROOT"); s && *s) return s;
-  return std::filesystem::current_path() / "build";
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-uint16_t f32_to_f16_bits(float f) {
-  // Independent of the GPU path: IEEE conversion with round-to-nearest-even.
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return uint16_t(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return uint16_t(sign);
-    mant |= 0x800000u;
-    const uint32_t shift = uint32_t(14 - exp);
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return uint16_t(sign | h);
-  }
-  uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
-  return uint16_t(sign | h);
-}
-
-float f16_bits_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-  float v;
-  if (exp == 0) v = std::ldexp(float(mant), -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(float(mant | 0x400u), int(exp) - 25);
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits |= sign;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-uint16_t f32_to_bf16_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);
-  return uint16_t(x >> 16);
-}
-
-float bf16_bits_to_f32(uint16_t b) {
-  uint32_t x = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
+uint32_t Gpu::run(const std::function<void(CommandList&)>& record) {
+  CommandList cmd(*device);
+  cmd.begin();
+  record(cmd);
+  cmd.end();
+  cmd.run();
+  return cmd.dispatch_count();
 }
 
 }  // namespace reach::test

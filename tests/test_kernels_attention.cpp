@@ -1,5 +1,5 @@
 // Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
-// the naive float64 reference of tests/attention_reference.cpp, for every
+// the naive float64 reference of tests/support/attention_reference.cpp, for every
 // position scheme of kernels/attention_spec.hpp.
 //
 // Tolerance: max abs error 1e-4 on outputs of size O(1).  The kernels
@@ -18,8 +18,9 @@
 
 #include "engine/error.hpp"
 #include "kernels/attention.hpp"
-#include "tests/attention_reference.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/attention_reference.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace reach;
 using namespace reach::test;

@@ -1,37 +1,22 @@
-#include "tests/model_fixture.hpp"
+#include "tests/support/model_fixture.hpp"
 
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace reach::test {
 
 namespace fs = std::filesystem;
 
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE_MESSAGE(p != nullptr, "cannot run: " << cmd);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int rc = pclose(p);
-  INFO("command: " << cmd << "\noutput:\n" << out);
-  REQUIRE(rc == 0);
-  return out;
-}
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("reach-test-" + std::to_string(getpid())) / name;
-  fs::create_directories(d);
-  return d;
+std::unique_ptr<Model> load_model(const fs::path& dir) {
+  Gpu& g = gpu();
+  LoadOptions lo;
+  return Model::load(*g.device, *g.allocator, dir, lo);
 }
 
 fs::path tiny_model(const std::string& args) {
@@ -65,14 +50,6 @@ Reference reference_forward(const fs::path& model, const std::vector<int32_t>& i
   f.read(reinterpret_cast<char*>(r.logits.data()), std::streamsize(r.logits.size() * 4));
   REQUIRE_MESSAGE(f.gcount() == std::streamsize(r.logits.size() * 4), "short logits file " << out);
   return r;
-}
-
-std::vector<int32_t> random_ids(size_t n, int32_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
-  std::vector<int32_t> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
 }
 
 }  // namespace reach::test

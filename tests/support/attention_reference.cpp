@@ -1,4 +1,4 @@
-#include "tests/attention_reference.hpp"
+#include "tests/support/attention_reference.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,19 +1,27 @@
 #pragma once
 // The Vulkan device shared by the GPU test suites.  Validation is always on:
 // any validation message fails the test case that caused it.
-#include <filesystem>
-#include <random>
+//
+// The shared objects are made on first use and destroyed by release_fixtures(),
+// which tests/support/main.cpp calls once doctest has run, before main returns.
+// A function-local static would instead be destroyed after the Vulkan loader's
+// and the validation layer's own globals, and LeakSanitizer would report their
+// allocations; so no test keeps a Vulkan object in a static of its own.
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
+#include "kernels/kernels.hpp"
 
 namespace reach::test {
 
+// Members are declared in creation order, so destruction runs kernels,
+// transfer, allocator, then the device.
 struct Gpu {
   std::unique_ptr<Device> device;
   std::unique_ptr<Allocator> allocator;
@@ -24,6 +32,9 @@ struct Gpu {
   Buffer upload_bytes(const void* data, size_t bytes, Arena arena = Arena::scratch, const std::string& label = "test");
   Buffer zeros(size_t bytes, const std::string& label = "out");
   std::vector<float> download_f32(const Buffer& b, size_t count, VkDeviceSize offset = 0);
+  std::vector<uint16_t> download_u16(const Buffer& b, size_t count, VkDeviceSize offset = 0);
+  // Records `record` into a fresh command list, submits it and waits; returns the list's dispatch count.
+  uint32_t run(const std::function<void(CommandList&)>& record);
 };
 
 // A host application's own Vulkan objects, made with raw Vulkan (validation
@@ -41,18 +52,11 @@ struct HostVulkan {
   HostVulkan& operator=(const HostVulkan&) = delete;
 };
 
-// Created on first use; lives until the process exits.
+// The shared device, allocator, transfer and kernels; made on first use.
 Gpu& gpu();
+// Destroys every shared fixture in dependency order.  Called by main after the run.
+void release_fixtures();
 // The validation callback used by every device the tests create.
 void on_validation_message(int severity, const std::string& message);
-// Repository root (REACH_SOURCE_ROOT, set by meson test) and build root.
-std::filesystem::path source_root();
-std::filesystem::path build_root();
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
-uint16_t f32_to_f16_bits(float f);   // round to nearest even
-float f16_bits_to_f32(uint16_t h);
-uint16_t f32_to_bf16_bits(float f);  // round to nearest even
-float bf16_bits_to_f32(uint16_t b);
 
 }  // namespace reach::test

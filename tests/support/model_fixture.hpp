@@ -1,11 +1,18 @@
 #pragma once
 // Tiny random models written by tools/make_tiny_model.py and logits from the
 // independent NumPy reference tools/reference_forward.py (Debian's python3).
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/model.hpp"
+
 namespace reach::test {
+
+// Loads the model in `dir` on the shared device (fixtures.hpp), without a progress line.
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir);
 
 // Makes (once per process) a tiny model with these make_tiny_model.py args; returns its directory.
 std::filesystem::path tiny_model(const std::string& args);
@@ -19,10 +26,5 @@ struct Reference {
 // Runs the reference on ids (and optionally a greedy chain of n_generate).
 Reference reference_forward(const std::filesystem::path& model, const std::vector<int32_t>& ids, int n_generate = 0,
                             const std::string& extra_args = "");
-
-// Runs a shell command; fails the test with its output on a non-zero exit.
-std::string run_command(const std::string& cmd);
-std::filesystem::path temp_dir(const std::string& name);
-std::vector<int32_t> random_ids(size_t n, int32_t vocab, uint32_t seed);
 
 }  // namespace reach::test

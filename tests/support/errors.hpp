@@ -1,0 +1,31 @@
+#pragma once
+// Checks on reach::Error: the code a call throws and what its message names.
+#include <doctest/doctest.h>
+
+#include <exception>
+#include <string>
+
+#include "engine/error.hpp"
+
+namespace reach::test {
+
+// Runs f, expects a reach::Error with `code`; returns its message ("" if none).
+template <class F>
+std::string error_of(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const reach::Error& e) {
+    CHECK_MESSAGE(e.code() == code, "got code " << reach::error_code_name(e.code()) << ": " << e.what());
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL_CHECK("unexpected exception type: " << e.what());
+    return {};
+  }
+  FAIL_CHECK("no exception thrown");
+  return {};
+}
+
+}  // namespace reach::test
+
+// The message contains `needle`; on failure the whole message is printed.
+#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))

@@ -1,0 +1,32 @@
+#pragma once
+// Paths, temporary directories, files and shell commands for the test suites.
+#include <filesystem>
+#include <string>
+
+namespace reach::test {
+
+// Repository root (REACH_SOURCE_ROOT, set by meson test) and build root (REACH_BUILD_ROOT).
+std::filesystem::path source_root();
+std::filesystem::path build_root();
+
+// A directory under the process's own temp root, /tmp/reach-test-<pid>/<name>;
+// it stays after the run (tiny models and reference outputs live there).
+std::filesystem::path temp_dir(const std::string& name);
+
+// A fresh, empty directory /tmp/reach_test_<tag>_<pid>_<n>, removed with the object.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag = "tmp");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path operator/(const std::string& name) const { return path / name; }
+};
+
+// The whole file; fails the test (REQUIRE) when it cannot be opened.
+std::string read_text(const std::filesystem::path& p);
+
+// Runs a shell command; fails the test with its output on a non-zero exit.
+std::string run_command(const std::string& cmd);
+
+}  // namespace reach::test

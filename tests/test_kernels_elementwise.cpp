@@ -1,0 +1,231 @@
+// add, silu_mul, bf16_to_f32 and f32_to_f16 (kernels/elementwise.cpp) on the
+// Vulkan device vs plain C++ references, through tests/support/kernel_check:
+// sizes around the workgroup, extreme inputs, every bf16 bit pattern, f32 -> f16
+// rounding ties, and the refusal of the 16-bit paths on a device without
+// 16-bit storage.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/error.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kernel_check.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+constexpr uint32_t kGroup = 256;   // the elementwise kernels' workgroup (kernels/elementwise.cpp)
+
+}  // namespace
+
+// IEEE f32 addition is correctly rounded on both sides.
+TEST_CASE("kernel add: sizes and broadcast") {
+  auto& g = gpu();
+  for (uint32_t n : sizes_around(kGroup, {7, 100003}))
+    for (uint32_t period : {n, std::min(n, 64u)}) {
+      const auto a = random_floats(n, n), b = random_floats(period, n + 1);
+      check_kernel({
+          .op = "add",
+          .params = str("dtype=f32 n=", n, " b_period=", period, " (b seed ", n + 1, ")"),
+          .seed = n,
+          .tol = Tolerance::exact("f32 addition is correctly rounded"),
+          .device =
+              [&] {
+                Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
+                g.run([&](CommandList& cmd) { g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, period); });
+                return Values::bits_of(g.download_f32(by, n));
+              },
+          .reference =
+              [&] {
+                std::vector<float> y(n);
+                for (uint32_t i = 0; i < n; ++i) y[i] = a[i] + b[i % period];
+                return Values::bits_of(y);
+              },
+      });
+    }
+}
+
+// Tolerance 1e-5 relative + 1e-30 absolute: exp is <= 3+2|x| ULP (|g| <= 10:
+// <= 23 ULP = 1.4e-6), the division <= 2.5 ULP and the product 0.5 ULP; the
+// absolute term covers results in the f32 denormal range, which a device may
+// flush to zero (g = -100 gives ~ -4e-42).
+TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
+  auto& g = gpu();
+  const Tolerance tol = Tolerance::close(
+      1e-5, 1e-30, "exp <= 23 ULP for |g| <= 10, division 2.5 ULP, product 0.5 ULP; 1e-30 absolute for denormals");
+  double worst_rel = 0;
+  for (uint32_t n : sizes_around(kGroup, {7, 1000, 100003})) {
+    auto gv = random_floats(n, 400 + n, -10.0f, 10.0f);
+    const auto u = random_floats(n, 500 + n, -2.0f, 2.0f);
+    const float specials[] = {0.0f, -0.0f, 100.0f, -100.0f, 88.0f, -88.0f, 1e-8f, -1e-8f, 20.0f, -20.0f};
+    for (size_t i = 0; i < std::size(specials) && i < n; ++i) gv[i] = specials[i];
+    const auto s = check_kernel({
+        .op = "silu_mul",
+        .params = str("dtype=f32 n=", n, " (u seed ", 500 + n, "; g[0..9] = 0, -0, +-100, +-88, +-1e-8, +-20)"),
+        .seed = 400 + n,
+        .tol = tol,
+        .device =
+            [&] {
+              Buffer bg = g.upload_f32(gv), bu = g.upload_f32(u), by = g.zeros(n * 4);
+              g.run([&](CommandList& cmd) { g.kernels->silu_mul(cmd, bg.range(), bu.range(), by.range(), n); });
+              return Values::of(g.download_f32(by, n));
+            },
+        .reference =
+            [&] {
+              std::vector<double> ref(n);
+              for (uint32_t i = 0; i < n; ++i) ref[i] = double(gv[i]) / (1.0 + std::exp(-double(gv[i]))) * u[i];
+              return Values::of(ref);
+            },
+    });
+    worst_rel = std::max(worst_rel, s.max_rel);
+  }
+  MESSAGE("silu_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  Buffer small = g.zeros(16);
+  CommandList bad(*g.device);
+  bad.begin();
+  CHECK_THROWS_AS(g.kernels->silu_mul(bad, small.range(), small.range(), small.range(), 5), Error);
+  bad.end();
+}
+
+// Exact, every one of the 65536 bit patterns (NaN payloads kept).
+TEST_CASE("kernel bf16_to_f32: all bit patterns, exact") {
+  auto& g = gpu();
+  if (!g.device->caps().storage_16bit) return;   // the unsupported path is tested below
+  for (uint32_t n : {1u, 257u, 65536u}) {
+    std::vector<uint16_t> in(n);
+    for (uint32_t i = 0; i < n; ++i) in[i] = uint16_t(n == 65536 ? i : (i * 40503u + 7u));
+    check_kernel({
+        .op = "bf16_to_f32",
+        .params = str("n=", n, n == 65536 ? " inputs: every bf16 pattern" : " inputs: (i * 40503 + 7) & 0xffff"),
+        .tol = Tolerance::exact("a bf16 is the top half of an f32: widening is exact, NaN payloads included"),
+        .device =
+            [&] {
+              Buffer bi = g.upload_bytes(in.data(), n * 2), bo = g.zeros(n * 4);
+              g.run([&](CommandList& cmd) { g.kernels->bf16_to_f32(cmd, bi.range(), bo.range(), n); });
+              return Values::bits_of(g.download_f32(bo, n));
+            },
+        .reference =
+            [&] {
+              std::vector<float> out(n);
+              for (uint32_t i = 0; i < n; ++i) out[i] = bf16_bits_to_f32(in[i]);
+              return Values::bits_of(out);
+            },
+        .where = [&](size_t i) { return str("[", i, "] bf16 0x", std::hex, in[i]); },
+    });
+  }
+}
+
+// Bit-exact vs the harness's RNE conversion on ties, subnormals, overflow,
+// inf/NaN and 2^20 random bit patterns.
+TEST_CASE("kernel f32_to_f16: round to nearest even, bit exact") {
+  auto& g = gpu();
+  if (!g.device->caps().storage_16bit) return;
+  std::vector<float> v;
+  auto tie = [](uint32_t f16_bits_below) {   // the f32 exactly halfway above an f16 normal
+    return bits_f32(f32_bits(f16_bits_to_f32(uint16_t(f16_bits_below))) + 0x1000u);
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float s : {1.0f, -1.0f}) {
+    for (float f : {0.0f, 1.0f, 65504.0f, 65519.0f, 65519.996f, 65520.0f, 65536.0f, 1e10f, inf,
+                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
+                    std::numeric_limits<float>::min(),
+                    std::ldexp(1.0f, -14), std::ldexp(1.0f, -15), std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
+                    std::ldexp(1.0f, -26), std::ldexp(3.0f, -25), std::ldexp(5.0f, -25), std::ldexp(1.5f, -25),
+                    std::ldexp(1023.5f, -24), std::ldexp(2047.0f, -25), std::ldexp(1.0f, -24) * 0.75f,
+                    tie(0x3c00), tie(0x3c01), tie(0x3bff), tie(0x7bff) /* tie above max -> inf */, tie(0x0400),
+                    bits_f32(f32_bits(1.0f) + 0x0fffu), bits_f32(f32_bits(1.0f) + 0x1001u), 0.1f, 3.14159265f})
+      v.push_back(s * f);
+  }
+  v.push_back(bits_f32(0x7f800001u));   // signalling NaN
+  v.push_back(bits_f32(0xffc12345u));   // negative NaN with payload
+  std::mt19937 rng(99);
+  for (int i = 0; i < (1 << 20); ++i) {
+    uint32_t b = rng();
+    switch (i % 4) {
+      case 0: break;                                                          // any f32
+      case 1: b = (b & 0x80000000u) | ((102u + (b >> 23) % 40u) << 23) | (b & 0x7fffffu); break;   // f16 range
+      case 2: {   // exact ties in the f16 subnormal range: f32 exponent E in [103, 112], shift = 126 - E
+        const uint32_t E = 103u + (b >> 23) % 10u, shift = 126u - E;   // 14..23
+        b = (b & 0x80000000u) | (E << 23) | (((b & 0x7fffffu) >> shift) << shift) | (1u << (shift - 1u));
+        break;
+      }
+      case 3: b = (b & 0xffffe000u) | ((b >> 13) & 1u ? 0x1000u : 0x0fffu); break;   // ties and near-ties
+    }
+    v.push_back(bits_f32(b));
+  }
+  const uint32_t n = uint32_t(v.size());
+  check_kernel({
+      .op = "f32_to_f16",
+      .params = str("n=", n, " inputs: ", n - (1 << 20), " edge values (ties, subnormals, overflow, inf, NaN), then ",
+                    1 << 20, " patterns from mt19937"),
+      .seed = 99,
+      .tol = Tolerance::exact("round to nearest even is one answer per input"),
+      .device =
+          [&] {
+            Buffer bi = g.upload_f32(v), bo = g.zeros(n * 2);
+            g.run([&](CommandList& cmd) { g.kernels->f32_to_f16(cmd, bi.range(), bo.range(), n); });
+            return Values::bits_of(g.download_u16(bo, n));
+          },
+      .reference =
+          [&] {
+            std::vector<uint16_t> out(n);
+            for (uint32_t i = 0; i < n; ++i) out[i] = f32_to_f16_bits(v[i]);
+            return Values::bits_of(out);
+          },
+      .where = [&](size_t i) { return str("[", i, "] f32 0x", std::hex, f32_bits(v[i])); },
+  });
+}
+
+// A device without 16-bit storage (a host that did not enable it) refuses the
+// 16-bit paths with Error(unsupported); the f32 paths still run.
+TEST_CASE("kernels: 16-bit paths need storageBuffer16BitAccess") {
+  HostVulkan host;
+  AdoptedDevice h;
+  h.instance = host.instance;
+  h.physical_device = host.phys;
+  h.device = host.device;
+  h.queue_family = host.family;
+  h.queue = host.queue;
+  h.on_validation = on_validation_message;
+  auto dev = Device::adopt(h);
+  REQUIRE(!dev->caps().storage_16bit);
+  Allocator alloc(*dev);
+  Transfer tr(alloc);
+  Kernels k(*dev);
+  Buffer a = alloc.allocate(Arena::scratch, 64, "a"), ids = alloc.allocate(Arena::scratch, 4, "ids"),
+         y = alloc.allocate(Arena::scratch, 16, "y");
+  const int32_t id = 1;
+  tr.upload(ids, 0, &id, 4);
+  const float tab[4] = {1, 2, 3, 4};
+  tr.upload(a, 0, tab, 16);
+  CommandList cmd(*dev);
+  cmd.begin();
+  for (auto [fn, name] : {std::pair<int, const char*>{0, "f32_to_f16"}, {1, "bf16_to_f32"}, {2, "embed f16"},
+                          {3, "embed bf16"}}) {
+    CAPTURE(name);
+    const std::string msg = error_of(
+        [&] {
+          if (fn == 0) k.f32_to_f16(cmd, a.range(), y.range(), 4);
+          if (fn == 1) k.bf16_to_f32(cmd, a.range(), y.range(), 4);
+          if (fn >= 2) k.embed(cmd, {&a, 0, fn == 2 ? WType::f16 : WType::bf16, 2, 2}, ids.range(), 1, {&y, 0, 1, 2});
+        },
+        ErrorCode::unsupported);
+    CHECK_HAS(msg, "16-bit");
+  }
+  k.embed(cmd, {&a, 0, WType::f32, 2, 2}, ids.range(), 1, {&y, 0, 1, 2});   // f32 works
+  cmd.end();
+  cmd.run();
+  float out[2];
+  tr.download(y, 0, out, 8);
+  CHECK(out[0] == 3.0f);
+  CHECK(out[1] == 4.0f);
+}
