@@ -446,7 +446,7 @@ TEST_CASE("config.json: reach_attention.sinks without a window is a format error
   REQUIRE_OK(reach_device_free(dev));
 }
 
-TEST_CASE("CLI flags: --temp / --top-p NaN, inf and out of range, --attn-sinks without a window") {
+TEST_CASE("CLI flags: --temp / --top-p NaN, inf and out of range, --attn-sinks without a window, ignored eval flags") {
   const std::string model = tiny();
   struct Case {
     std::string flags, needle;
@@ -467,6 +467,16 @@ TEST_CASE("CLI flags: --temp / --top-p NaN, inf and out of range, --attn-sinks w
   const auto [rc, out] = shell(reach_cli() + " run -m " + model + " -p hello -n 1 --temp 0 --top-p 1 --top-k 0");
   INFO(out);
   CHECK(rc == 0);
+  // reach eval: the passkey-only flags would be ignored by the other modes.
+  for (const char* flag : {"--depths 0.5", "--trials 3", "--seed 7"}) {
+    for (const char* mode : {"", "--mode ppl", "--repeat"}) {
+      const auto [erc, eout] = shell(reach_cli() + " eval -m " + model + " -f /dev/null " + mode + " " + flag);
+      INFO(flag << " " << mode << " -> exit " << erc << ":\n" << eout);
+      CHECK(erc == 1);
+      CHECK(eout.find(std::string(flag).substr(0, std::string(flag).find(' '))) != std::string::npos);
+      CHECK(eout.find("--passkey") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("validation messages: an adopted device routes them to the log callback") {
