@@ -17,12 +17,14 @@
  *    foreign pointer is reported (REACH_ERROR_INVALID_ARGUMENT) rather than
  *    dereferenced, also when a call races the *_free of its handle on another
  *    thread: *_free waits for the calls already running on that handle to
- *    return, and calls that start after it began fail with INVALID_ARGUMENT.
- *    Not covered: a new handle may reuse a freed address, so a call made
- *    with a stale pointer after the free returned may act on the new handle
- *    (do not rely on stale pointers); and memory reach handed out (logits,
- *    stream text) is gone once its handle is freed.  A *_free called from
- *    inside a callback reach is running (log, progress, queue lock) fails with
+ *    return (so it can block as long as they do), and calls on it that start
+ *    while it waits fail with INVALID_ARGUMENT, even if the free then fails
+ *    (INVALID_STATE: children alive) and the handle stays live.  Not
+ *    covered: a new handle may reuse a freed address, so a call made with a
+ *    stale pointer after the free returned may act on the new handle (do not
+ *    rely on stale pointers); and memory reach handed out (logits, stream
+ *    text) is gone once its handle is freed.  A *_free called from inside a
+ *    callback reach is running (log, progress, queue lock) fails with
  *    REACH_ERROR_INVALID_STATE: the call that runs it may hold that handle.
  *  - Parameter structs start with `size`: take them from *_default_params()
  *    (which sets size = sizeof the struct this header declares) and change
@@ -34,9 +36,10 @@
  *    Text calls (reach_tokenize, reach_detokenize, reach_model_is_eos) run
  *    without it, in parallel; calls on one stream are serialized by its own
  *    lock.
- *  - A call that fails its checks (a bad argument, the wrong state, a full
- *    context) changes nothing: a rejected prefill or decode leaves the
- *    position and the logits as they were.
+ *  - A session call that fails its checks (a bad id, the wrong state, a full
+ *    context: prefill, decode, step, step_async, begin_decode, rewind,
+ *    set_sampling) changes nothing: the position, the logits and the sampler
+ *    stay as they were.
  *
  * Vulkan handles cross this header as `void*` (dispatchable: VkInstance,
  * VkPhysicalDevice, VkDevice, VkQueue, VkCommandBuffer) and `uint64_t`
