@@ -2,6 +2,7 @@
 // Shared by the C API translation units: handle structs, the live-handle
 // registry, the exception -> status guard, logging.
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,7 @@ struct reach_model {
 };
 
 struct reach_stream {
+  std::mutex mu;   // streams belong to no device: their own lock
   std::unique_ptr<reach::Tokenizer::StreamDecoder> dec;   // shares the tokenizer: may outlive the model
   std::string text;
 };
@@ -55,20 +57,66 @@ struct ApiError {
   std::string message;
 };
 
+// The registry of live handles.  A handle is only dereferenced while it is
+// pinned: a call pins it (live()) for its whole duration, and *_free claims
+// it (FreeClaim), which refuses new pins and waits until the pins in flight
+// are released before the object is deleted.  So a call racing a free of the
+// same handle on another thread either completes first or is rejected; it
+// never touches freed memory.
 enum class Kind { device, model, session, stream };
 void registry_add(const void* p, Kind k);
-void registry_remove(const void* p);
-bool registry_has(const void* p, Kind k);
+// Throws ApiError(INVALID_ARGUMENT) for a pointer that is not a live handle of
+// kind k, or one being freed; else counts a call in flight on it.
+void pin(const void* p, Kind k, const char* what);
+void unpin(const void* p);
 
-// Throws ApiError(INVALID_ARGUMENT) for NULL or a pointer that is not a live handle of kind k.
+// Calls of the C API running on this thread (nested: reach_session_reset ->
+// rewind, or a callback calling back into reach).
+extern thread_local int t_call_depth;
+
+// A handle pinned for the duration of one call.
 template <class T>
-T* live(const T* h, Kind k, const char* what) {
+class Pinned {
+ public:
+  explicit Pinned(T* p) : p_(p) {}
+  ~Pinned() { unpin(p_); }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  T* get() const { return p_; }
+  T* operator->() const { return p_; }
+  T& operator*() const { return *p_; }
+
+ private:
+  T* p_;
+};
+
+// Throws ApiError(INVALID_ARGUMENT) for NULL or a pointer that is not a live
+// handle of kind k; else pins it until the result goes out of scope.
+template <class T>
+Pinned<T> live(const T* h, Kind k, const char* what) {
   if (!h) throw ApiError{REACH_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL"};
-  if (!registry_has(h, k))
-    throw ApiError{REACH_ERROR_INVALID_ARGUMENT,
-                   std::string(what) + " is not a live handle (freed already, or not made by reach?)"};
-  return const_cast<T*>(h);
+  pin(h, k, what);
+  return Pinned<T>(const_cast<T*>(h));
 }
+
+// *_free's hold on a handle: the constructor fails for a pointer that is not a
+// live handle, one already being freed, or a call from inside a reach
+// callback (the call that runs the callback may hold that handle, and the
+// device lock); else it stops new calls on the handle and waits until the
+// calls in flight have returned.  commit() removes the handle from the
+// registry (then delete it); without commit the handle stays live.
+class FreeClaim {
+ public:
+  FreeClaim(const void* p, Kind k, const char* what);
+  ~FreeClaim();
+  FreeClaim(const FreeClaim&) = delete;
+  FreeClaim& operator=(const FreeClaim&) = delete;
+  void commit();
+
+ private:
+  const void* p_;
+  bool committed_ = false;
+};
 
 inline void need(bool ok, reach_status st, const std::string& message) {
   if (!ok) throw ApiError{st, message};
@@ -80,6 +128,10 @@ reach_status fail(const char* fn, reach_status st, const std::string& message);
 // Runs f; turns every exception into a status and a thread-local message.
 template <class F>
 reach_status guard(const char* fn, F&& f) noexcept {
+  struct Depth {
+    Depth() { ++t_call_depth; }
+    ~Depth() { --t_call_depth; }
+  } depth;
   try {
     f();
     return REACH_OK;

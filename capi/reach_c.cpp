@@ -17,9 +17,17 @@ static_assert(std::string_view(REACH_PROJECT_VERSION) == REACH_VERSION_STRING,
 
 namespace reach::capi {
 
+thread_local int t_call_depth = 0;
+
 namespace {
+struct Entry {
+  Kind kind;
+  uint32_t calls = 0;     // calls in flight (pins)
+  bool freeing = false;   // a *_free claimed it: no new pins
+};
 std::mutex g_registry_mu;
-std::unordered_map<const void*, Kind> g_registry;
+std::condition_variable g_registry_cv;   // a freeing entry's last pin went
+std::unordered_map<const void*, Entry> g_registry;
 thread_local std::string t_last_error;
 
 std::mutex g_log_mu;
@@ -42,16 +50,56 @@ const char* level_name(int level) {
 
 void registry_add(const void* p, Kind k) {
   std::lock_guard<std::mutex> l(g_registry_mu);
-  g_registry[p] = k;
+  g_registry.insert_or_assign(p, Entry{k});
 }
-void registry_remove(const void* p) {
+
+namespace {
+// The live entry of p, or an ApiError; g_registry_mu is held.
+Entry& entry_of(const void* p, Kind k, const char* what) {
+  auto it = g_registry.find(p);
+  if (it == g_registry.end() || it->second.kind != k)
+    throw ApiError{REACH_ERROR_INVALID_ARGUMENT,
+                   std::string(what) + " is not a live handle (freed already, or not made by reach?)"};
+  if (it->second.freeing)
+    throw ApiError{REACH_ERROR_INVALID_ARGUMENT, std::string(what) + " is being freed by another thread"};
+  return it->second;
+}
+}  // namespace
+
+void pin(const void* p, Kind k, const char* what) {
   std::lock_guard<std::mutex> l(g_registry_mu);
-  g_registry.erase(p);
+  entry_of(p, k, what).calls++;
 }
-bool registry_has(const void* p, Kind k) {
+
+void unpin(const void* p) {
   std::lock_guard<std::mutex> l(g_registry_mu);
   auto it = g_registry.find(p);
-  return it != g_registry.end() && it->second == k;
+  if (it == g_registry.end()) return;
+  if (--it->second.calls == 0 && it->second.freeing) g_registry_cv.notify_all();
+}
+
+FreeClaim::FreeClaim(const void* p, Kind k, const char* what) : p_(p) {
+  need(t_call_depth <= 1, REACH_ERROR_INVALID_STATE,
+       std::string(what) + " cannot be freed from inside a reach callback (log, progress, queue lock): free it "
+                           "after the call that ran the callback has returned");
+  std::unique_lock<std::mutex> l(g_registry_mu);
+  Entry& e = entry_of(p, k, what);
+  e.freeing = true;
+  // The entry stays put while freeing: only commit() erases it.
+  g_registry_cv.wait(l, [&] { return e.calls == 0; });
+}
+
+FreeClaim::~FreeClaim() {
+  if (committed_) return;
+  std::lock_guard<std::mutex> l(g_registry_mu);
+  auto it = g_registry.find(p_);
+  if (it != g_registry.end()) it->second.freeing = false;
+}
+
+void FreeClaim::commit() {
+  std::lock_guard<std::mutex> l(g_registry_mu);
+  g_registry.erase(p_);
+  committed_ = true;
 }
 
 void log(int level, const std::string& message) {
@@ -181,6 +229,8 @@ reach_status reach_device_create(const reach_device_params* params, reach_device
     need(out, REACH_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
     const reach_device_params p = read_params(params, reach_device_default_params(), "reach_device");
+    need(p.index >= -1, REACH_ERROR_INVALID_ARGUMENT,
+         "index is " + std::to_string(p.index) + ": it must be -1 (choose) or a device index >= 0");
     DeviceOptions o;
     o.index = p.index;
     if (p.name) o.name = p.name;
@@ -224,6 +274,7 @@ reach_status reach_device_adopt(const reach_adopt_params* params, reach_device**
     h.storage_16bit_enabled = p.storage_16bit_enabled != 0;
     h.fp16_arithmetic_enabled = p.fp16_arithmetic_enabled != 0;
     h.subgroup_size_control_enabled = p.subgroup_size_control_enabled != 0;
+    h.debug_utils_enabled = p.debug_utils_enabled != 0;
     if (p.pipeline_cache_dir) h.pipeline_cache_dir = p.pipeline_cache_dir;
     h.on_validation = validation_to_log();
     d->dev = Device::adopt(h);
@@ -235,8 +286,8 @@ reach_status reach_device_adopt(const reach_adopt_params* params, reach_device**
 
 reach_status reach_device_describe(const reach_device* device, reach_device_info* info) {
   return guard(__func__, [&] {
-    reach_device* d = live(device, Kind::device, "device");
-    auto l = lock(d);
+    auto d = live(device, Kind::device, "device");
+    auto l = lock(d.get());
     write_info(info, info_of(d->dev->caps(), 0), "info");
   });
 }
@@ -244,14 +295,14 @@ reach_status reach_device_describe(const reach_device* device, reach_device_info
 reach_status reach_device_free(reach_device* device) {
   if (!device) return REACH_OK;
   return guard(__func__, [&] {
-    reach_device* d = live(device, Kind::device, "device");
+    FreeClaim claim(device, Kind::device, "device");
     {
-      auto l = lock(d);
-      need(d->models == 0, REACH_ERROR_INVALID_STATE,
-           std::to_string(d->models) + " model(s) still use this device: free them first");
-      registry_remove(d);
+      auto l = lock(device);
+      need(device->models == 0, REACH_ERROR_INVALID_STATE,
+           std::to_string(device->models) + " model(s) still use this device: free them first");
+      claim.commit();
     }
-    delete d;
+    delete device;
   });
 }
 
@@ -269,13 +320,13 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
   return guard(__func__, [&] {
     need(out, REACH_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    reach_device* d = live(device, Kind::device, "device");
+    auto d = live(device, Kind::device, "device");
     need(dir && *dir, REACH_ERROR_INVALID_ARGUMENT,
          "no model folder given (a folder with config.json, *.safetensors and tokenizer.json)");
     const reach_model_params p = read_params(params, reach_model_default_params(), "reach_model");
-    auto l = lock(d);
+    auto l = lock(d.get());
     auto m = std::make_unique<reach_model>();
-    m->device = d;
+    m->device = d.get();
     m->alloc = std::make_unique<Allocator>(*d->dev);
     LoadOptions lo;
     lo.require_tokenizer = p.require_tokenizer != 0;
@@ -295,7 +346,7 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
 
 reach_status reach_model_get_info(const reach_model* model, reach_model_info* info) {
   return guard(__func__, [&] {
-    reach_model* m = live(model, Kind::model, "model");
+    auto m = live(model, Kind::model, "model");
     auto l = lock(m->device);
     const Model& M = *m->model;
     const ModelConfig& c = M.config();
@@ -319,7 +370,7 @@ reach_status reach_model_get_info(const reach_model* model, reach_model_info* in
 
 reach_status reach_model_is_eos(const reach_model* model, int32_t token, int* is_eos) {
   return guard(__func__, [&] {
-    reach_model* m = live(model, Kind::model, "model");
+    auto m = live(model, Kind::model, "model");
     need(is_eos, REACH_ERROR_INVALID_ARGUMENT, "is_eos is NULL");
     const auto& e = m->model->eos_ids();
     *is_eos = std::find(e.begin(), e.end(), token) != e.end();
@@ -329,13 +380,13 @@ reach_status reach_model_is_eos(const reach_model* model, int32_t token, int* is
 reach_status reach_model_free(reach_model* model) {
   if (!model) return REACH_OK;
   return guard(__func__, [&] {
-    reach_model* m = live(model, Kind::model, "model");
-    reach_device* d = m->device;
+    FreeClaim claim(model, Kind::model, "model");
+    reach_device* d = model->device;
     auto l = lock(d);
-    need(m->sessions == 0, REACH_ERROR_INVALID_STATE,
-         std::to_string(m->sessions) + " session(s) still use this model: free them first");
-    registry_remove(m);
-    delete m;
+    need(model->sessions == 0, REACH_ERROR_INVALID_STATE,
+         std::to_string(model->sessions) + " session(s) still use this model: free them first");
+    claim.commit();
+    delete model;
     d->models--;
   });
 }
@@ -343,8 +394,7 @@ reach_status reach_model_free(reach_model* model) {
 // ------------------------------------------------------------------ text
 
 namespace {
-const Tokenizer& tokenizer_of(const reach_model* model) {
-  reach_model* m = live(model, Kind::model, "model");
+const Tokenizer& tokenizer_of(const reach_model* m) {
   const Tokenizer* t = m->model->tokenizer();
   need(t != nullptr, REACH_ERROR_UNSUPPORTED,
        "the model was loaded without a tokenizer (require_tokenizer = 0 and no tokenizer.json)");
@@ -355,7 +405,8 @@ const Tokenizer& tokenizer_of(const reach_model* model) {
 reach_status reach_tokenize(const reach_model* model, const char* text, size_t text_len, int add_special,
                             int32_t* tokens, size_t capacity, size_t* n_tokens) {
   return guard(__func__, [&] {
-    const Tokenizer& t = tokenizer_of(model);
+    auto m = live(model, Kind::model, "model");
+    const Tokenizer& t = tokenizer_of(m.get());
     need(text || text_len == 0, REACH_ERROR_INVALID_ARGUMENT, "text is NULL");
     need(n_tokens, REACH_ERROR_INVALID_ARGUMENT, "n_tokens is NULL");
     const std::vector<int32_t> ids = t.encode(std::string_view(text ? text : "", text_len), add_special != 0);
@@ -370,7 +421,8 @@ reach_status reach_tokenize(const reach_model* model, const char* text, size_t t
 reach_status reach_detokenize(const reach_model* model, const int32_t* tokens, size_t n_tokens, int skip_special,
                               char* text, size_t capacity, size_t* length) {
   return guard(__func__, [&] {
-    const Tokenizer& t = tokenizer_of(model);
+    auto m = live(model, Kind::model, "model");
+    const Tokenizer& t = tokenizer_of(m.get());
     need(tokens || n_tokens == 0, REACH_ERROR_INVALID_ARGUMENT, "tokens is NULL");
     need(length, REACH_ERROR_INVALID_ARGUMENT, "length is NULL");
     const std::string s = t.decode(std::span<const int32_t>(tokens, n_tokens), skip_special != 0);
@@ -388,7 +440,8 @@ reach_status reach_stream_create(const reach_model* model, int skip_special, rea
   return guard(__func__, [&] {
     need(out, REACH_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    const Tokenizer& t = tokenizer_of(model);
+    auto m = live(model, Kind::model, "model");
+    const Tokenizer& t = tokenizer_of(m.get());
     auto s = std::make_unique<reach_stream>();
     s->dec = std::make_unique<Tokenizer::StreamDecoder>(t, skip_special != 0);
     registry_add(s.get(), Kind::stream);
@@ -398,8 +451,9 @@ reach_status reach_stream_create(const reach_model* model, int skip_special, rea
 
 reach_status reach_stream_push(reach_stream* stream, int32_t token, const char** text, size_t* length) {
   return guard(__func__, [&] {
-    reach_stream* s = live(stream, Kind::stream, "stream");
+    auto s = live(stream, Kind::stream, "stream");
     need(text && length, REACH_ERROR_INVALID_ARGUMENT, "text and length must not be NULL");
+    std::lock_guard<std::mutex> l(s->mu);
     s->text = s->dec->push(token);
     *text = s->text.c_str();
     *length = s->text.size();
@@ -408,8 +462,9 @@ reach_status reach_stream_push(reach_stream* stream, int32_t token, const char**
 
 reach_status reach_stream_flush(reach_stream* stream, const char** text, size_t* length) {
   return guard(__func__, [&] {
-    reach_stream* s = live(stream, Kind::stream, "stream");
+    auto s = live(stream, Kind::stream, "stream");
     need(text && length, REACH_ERROR_INVALID_ARGUMENT, "text and length must not be NULL");
+    std::lock_guard<std::mutex> l(s->mu);
     s->text = s->dec->flush();
     s->dec->reset();
     *text = s->text.c_str();
@@ -420,9 +475,9 @@ reach_status reach_stream_flush(reach_stream* stream, const char** text, size_t*
 reach_status reach_stream_free(reach_stream* stream) {
   if (!stream) return REACH_OK;
   return guard(__func__, [&] {
-    reach_stream* s = live(stream, Kind::stream, "stream");
-    registry_remove(s);
-    delete s;
+    FreeClaim claim(stream, Kind::stream, "stream");
+    claim.commit();
+    delete stream;
   });
 }
 

@@ -1,5 +1,6 @@
 // The C API (include/reach.h): sessions, sampling, and the frame-budget modes
 // (step_async: Session::decode_async on its own program; record_decode into the host's).
+#include <cstdio>
 #include <sstream>
 
 #include "capi/capi_internal.hpp"
@@ -13,14 +14,52 @@ std::unique_lock<std::recursive_mutex> lock(reach_session* s) {
   return std::unique_lock<std::recursive_mutex>(s->model->device->mu);
 }
 
+// The library checks the ranges (validate_sampler_params: NaN, infinities,
+// negative values), naming the field.
 SamplerParams sampler_params(const reach_sampling_params& p) {
-  need(p.top_p > 0, REACH_ERROR_INVALID_ARGUMENT, "top_p must be > 0 (>= 1 turns the nucleus cut off)");
   SamplerParams sp;
   sp.temperature = p.temperature;
   sp.top_k = p.top_k;
   sp.top_p = p.top_p;
   sp.seed = p.seed;
+  validate_sampler_params(sp);
   return sp;
+}
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The scheme fields of reach_session_params as command-line flags, so that
+// they pass the flag parser's checks (NaN, infinities, ranges) and its errors
+// name the flag.  Integers: -1 means "not set"; any other negative value is
+// an error, not "not set".
+std::vector<std::string> scheme_field_flags(const reach_session_params& p) {
+  std::vector<std::string> args;
+  auto str = [&](const char* flag, const char* v) {
+    if (v) args.insert(args.end(), {flag, v});
+  };
+  auto real = [&](const char* flag, double v) {   // NaN != 0: the parser refuses it
+    if (v != 0) args.insert(args.end(), {flag, number_text(v)});
+  };
+  auto integer = [&](const char* flag, int64_t v) {
+    if (v != -1) args.insert(args.end(), {flag, std::to_string(v)});
+  };
+  str("--rope-scaling", p.rope_scaling);
+  real("--rope-factor", p.rope_factor);
+  integer("--original-ctx", p.original_ctx);
+  integer("--rerope-window", p.rerope_window);
+  real("--leaky-k", p.leaky_k);
+  integer("--self-extend-group", p.self_extend_group);
+  integer("--self-extend-window", p.self_extend_window);
+  integer("--logn", p.logn);
+  str("--qk-norm", p.qk_norm);
+  real("--cos-n", p.cos_n);
+  integer("--attn-window", p.attn_window);
+  integer("--attn-sinks", p.attn_sinks);
+  return args;
 }
 
 void need_idle(const reach_session* s) {
@@ -54,11 +93,22 @@ void sample(reach_session* s, int32_t* token, int* is_eos) {
   }
 }
 
+// A call rejected by the checks changes nothing: the previous logits stay
+// readable.  Only a failure while the step runs (device lost) drops them.
 void decode(reach_session* s, int32_t token) {
   need_idle(s);
   need_started(s);
+  s->s->check_decode(token);
   s->logits_valid = false;
   s->s->decode(token);
+  s->logits_valid = true;
+}
+
+void prefill(reach_session* s, std::span<const int32_t> ids) {
+  need_idle(s);
+  s->s->check_prefill(ids);
+  s->logits_valid = false;
+  s->s->prefill(ids);
   s->logits_valid = true;
 }
 
@@ -103,28 +153,20 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
   return guard(__func__, [&] {
     need(out, REACH_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    reach_model* m = live(model, Kind::model, "model");
+    auto m = live(model, Kind::model, "model");
     const reach_session_params p = read_params(params, reach_session_default_params(), "reach_session");
     const reach_sampling_params sp =
         read_params(&p.sampling, reach_sampling_default_params(), "reach_session_params.sampling");
+    need(p.l_test >= 0, REACH_ERROR_INVALID_ARGUMENT,
+         "l_test is " + std::to_string(p.l_test) + ": it must be >= 0 (0 = the context)");
     SessionOptions so;
     so.context = p.context;
     so.chunk = p.chunk;
     so.l_test = p.l_test;
     so.profile = p.profile != 0;
     SchemeOverrides& o = so.overrides;
-    if (p.rope_scaling) o.rope_scaling = std::string(p.rope_scaling);
-    if (p.rope_factor != 0) o.rope_factor = p.rope_factor;
-    if (p.original_ctx >= 0) o.original_ctx = p.original_ctx;
-    if (p.rerope_window >= 0) o.rerope_window = p.rerope_window;
-    if (p.leaky_k != 0) o.leaky_k = p.leaky_k;
-    if (p.self_extend_group >= 0) o.se_group = p.self_extend_group;
-    if (p.self_extend_window >= 0) o.se_window = p.self_extend_window;
-    if (p.logn >= 0) o.logn = p.logn;
-    if (p.qk_norm) o.qk_norm = std::string(p.qk_norm);
-    if (p.cos_n != 0) o.cos_n = p.cos_n;
-    if (p.attn_window >= 0) o.attn_window = p.attn_window;
-    if (p.attn_sinks >= 0) o.attn_sinks = p.attn_sinks;
+    const std::vector<std::string> fields = scheme_field_flags(p);
+    for (size_t i = 0; i < fields.size(); ++i) parse_scheme_flag(fields, i, o);   // each is a known flag
     if (p.scheme_flags) {
       std::istringstream in(p.scheme_flags);
       std::vector<std::string> args;
@@ -136,7 +178,7 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
     }
     std::unique_lock<std::recursive_mutex> l(m->device->mu);
     auto s = std::make_unique<reach_session>();
-    s->model = m;
+    s->model = m.get();
     s->sampler = std::make_unique<Sampler>(sampler_params(sp));
     s->s = std::make_unique<Session>(*m->model, so);
     if (!o.empty()) log(REACH_LOG_INFO, "session scheme: " + s->s->schemes().describe());
@@ -149,70 +191,67 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
 reach_status reach_session_free(reach_session* session) {
   if (!session) return REACH_OK;
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    reach_model* m = s->model;
-    auto l = lock(s);
-    registry_remove(s);
-    delete s;
+    FreeClaim claim(session, Kind::session, "session");
+    reach_model* m = session->model;
+    auto l = lock(session);
+    claim.commit();
+    delete session;
     m->sessions--;
   });
 }
 
 reach_status reach_session_prefill(reach_session* session, const int32_t* tokens, size_t n) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(tokens || n == 0, REACH_ERROR_INVALID_ARGUMENT, "tokens is NULL");
-    auto l = lock(s);
-    need_idle(s);
-    s->logits_valid = false;
-    s->s->prefill(std::span<const int32_t>(tokens, n));
-    s->logits_valid = true;
+    auto l = lock(s.get());
+    prefill(s.get(), std::span<const int32_t>(tokens, n));
   });
 }
 
 reach_status reach_session_decode(reach_session* session, int32_t token) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
-    decode(s, token);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
+    decode(s.get(), token);
   });
 }
 
 reach_status reach_session_sample(reach_session* session, int32_t* token, int* is_eos) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
-    sample(s, token, is_eos);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
+    sample(s.get(), token, is_eos);
   });
 }
 
 reach_status reach_session_step(reach_session* session, int32_t token, int32_t* next, int* is_eos) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(next, REACH_ERROR_INVALID_ARGUMENT, "next is NULL");
-    auto l = lock(s);
-    decode(s, token);
-    sample(s, next, is_eos);
+    auto l = lock(s.get());
+    decode(s.get(), token);
+    sample(s.get(), next, is_eos);
   });
 }
 
 reach_status reach_session_set_sampling(reach_session* session, const reach_sampling_params* params) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(params, REACH_ERROR_INVALID_ARGUMENT, "params is NULL");
     const reach_sampling_params p = read_params(params, reach_sampling_default_params(), "reach_sampling");
-    auto l = lock(s);
+    auto l = lock(s.get());
     s->sampler = std::make_unique<Sampler>(sampler_params(p));
   });
 }
 
 reach_status reach_session_logits(reach_session* session, const float** logits, size_t* count) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(logits && count, REACH_ERROR_INVALID_ARGUMENT, "logits and count must not be NULL");
-    auto l = lock(s);
-    need_idle(s);
-    need_logits(s);
+    auto l = lock(s.get());
+    need_idle(s.get());
+    need_logits(s.get());
     *logits = s->s->logits().data();
     *count = s->s->logits().size();
   });
@@ -220,8 +259,8 @@ reach_status reach_session_logits(reach_session* session, const float** logits, 
 
 reach_status reach_session_position(const reach_session* session, uint32_t* position, uint32_t* capacity) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
     if (position) *position = s->s->position();
     if (capacity) *capacity = s->s->capacity();
   });
@@ -229,9 +268,9 @@ reach_status reach_session_position(const reach_session* session, uint32_t* posi
 
 reach_status reach_session_rewind(reach_session* session, uint32_t position) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
-    need_idle(s);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
+    need_idle(s.get());
     s->s->rewind(position);
     s->logits_valid = false;
   });
@@ -243,10 +282,10 @@ reach_status reach_session_reset(reach_session* session) { return reach_session_
 
 reach_status reach_session_step_async(reach_session* session, int32_t token) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
-    need_idle(s);
-    need_started(s);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
+    need_idle(s.get());
+    need_started(s.get());
     s->s->decode_async(token);   // checks the token and the capacity before it submits
     s->logits_valid = false;
   });
@@ -254,37 +293,37 @@ reach_status reach_session_step_async(reach_session* session, int32_t token) {
 
 reach_status reach_session_poll(reach_session* session, int* done) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(done, REACH_ERROR_INVALID_ARGUMENT, "done is NULL");
-    auto l = lock(s);
-    *done = complete_async(s, false, 0);
+    auto l = lock(s.get());
+    *done = complete_async(s.get(), false, 0);
   });
 }
 
 reach_status reach_session_wait(reach_session* session, uint64_t timeout_ns, int* done) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(done, REACH_ERROR_INVALID_ARGUMENT, "done is NULL");
-    auto l = lock(s);
-    *done = complete_async(s, true, timeout_ns);
+    auto l = lock(s.get());
+    *done = complete_async(s.get(), true, timeout_ns);
   });
 }
 
 reach_status reach_session_fence(reach_session* session, uint64_t* vk_fence) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(vk_fence, REACH_ERROR_INVALID_ARGUMENT, "vk_fence is NULL");
-    auto l = lock(s);
+    auto l = lock(s.get());
     *vk_fence = (uint64_t)(uintptr_t)s->s->decode_fence();
   });
 }
 
 reach_status reach_session_record_decode(reach_session* session, void* vk_command_buffer) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     need(vk_command_buffer, REACH_ERROR_INVALID_ARGUMENT, "vk_command_buffer is NULL");
     auto cmd = static_cast<VkCommandBuffer>(vk_command_buffer);
-    auto l = lock(s);
+    auto l = lock(s.get());
     s->s->record_decode(cmd);   // refuses the session's own command buffers
     if (std::find(s->recorded.begin(), s->recorded.end(), cmd) == s->recorded.end()) s->recorded.push_back(cmd);
   });
@@ -292,10 +331,10 @@ reach_status reach_session_record_decode(reach_session* session, void* vk_comman
 
 reach_status reach_session_begin_decode(reach_session* session, int32_t token) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
-    need_idle(s);
-    need_started(s);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
+    need_idle(s.get());
+    need_started(s.get());
     need(!s->recorded.empty(), REACH_ERROR_INVALID_STATE,
          "nothing recorded: call reach_session_record_decode into the host's command buffer first");
     s->s->begin_decode_step(token);
@@ -306,8 +345,8 @@ reach_status reach_session_begin_decode(reach_session* session, int32_t token) {
 
 reach_status reach_session_end_decode(reach_session* session) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
-    auto l = lock(s);
+    auto s = live(session, Kind::session, "session");
+    auto l = lock(s.get());
     need(s->host_pending, REACH_ERROR_INVALID_STATE,
          "no host decode is pending: call reach_session_begin_decode before submitting the recording");
     s->host_pending = false;
@@ -318,9 +357,9 @@ reach_status reach_session_end_decode(reach_session* session) {
 
 reach_status reach_session_release_recording(reach_session* session, void* vk_command_buffer) {
   return guard(__func__, [&] {
-    reach_session* s = live(session, Kind::session, "session");
+    auto s = live(session, Kind::session, "session");
     auto cmd = static_cast<VkCommandBuffer>(vk_command_buffer);
-    auto l = lock(s);
+    auto l = lock(s.get());
     auto it = std::find(s->recorded.begin(), s->recorded.end(), cmd);
     if (it == s->recorded.end()) return;
     s->s->forget_recording(cmd);

@@ -87,6 +87,7 @@ std::string read_file(const std::string& path, const char* what) {
 // Empty when --help was printed.
 std::optional<EvalOptions> parse_eval_options(const Args& args) {
   EvalOptions o;
+  std::string passkey_flag;   // the first passkey-only flag given: other modes would ignore it
   auto set_mode = [&](const std::string& m) {
     if (m != "last" && m != "ppl" && m != "passkey" && m != "repeat")
       throw Error(ErrorCode::invalid_argument, "--mode expects last, ppl, passkey or repeat, got '" + m + "'");
@@ -107,9 +108,9 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (a == "--passkey") set_mode("passkey");
     else if (a == "--repeat") set_mode("repeat");
     else if (a == "--repeat-len") o.repeat_len = int_of(args, i, 1, 1 << 30);
-    else if (a == "--depths") o.depths_arg = value_of(args, i);
-    else if (a == "--trials") o.trials = int_of(args, i, 1, 100000);
-    else if (a == "--seed") o.seed = uint64_t(int_of(args, i, 0, INT64_MAX));
+    else if (a == "--depths") { o.depths_arg = value_of(args, i); passkey_flag = a; }
+    else if (a == "--trials") { o.trials = int_of(args, i, 1, 100000); passkey_flag = a; }
+    else if (a == "--seed") { o.seed = uint64_t(int_of(args, i, 0, INT64_MAX)); passkey_flag = a; }
     else if (a == "-o") {
       o.format = value_of(args, i);
       if (o.format != "md" && o.format != "json")
@@ -123,6 +124,8 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (parse_scheme_flag(args, i, o.user)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach eval: unknown option '" + a + "' (see reach eval --help)");
   }
+  if (!passkey_flag.empty() && o.mode != "passkey")
+    throw Error(ErrorCode::invalid_argument, passkey_flag + " applies to --passkey only (mode is " + o.mode + ")");
   return o;
 }
 

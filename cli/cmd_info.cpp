@@ -1,4 +1,5 @@
-// `reach info`: one readable line per Vulkan device (or JSON).
+// `reach info`: one readable line per Vulkan device (or JSON), and whether the
+// Khronos validation layer is on (REACH_VALIDATION=1).
 #include <cstdio>
 
 #include "engine/device.hpp"
@@ -18,17 +19,29 @@ int cmd_info(const Args& args) {
       return 2;
     }
   }
-  auto devices = Device::list();
+  // The layer is on exactly when run / bench / eval would turn it on; its
+  // messages (here about the enumeration itself) go to stderr.
+  const bool requested = validation_requested_by_env();
+  const bool installed = requested && validation_layer_installed();
+  const bool validation = requested && installed;
+  if (requested && !installed)
+    std::fprintf(stderr, "reach info: REACH_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
+                         "(apt-get install vulkan-validationlayers); run / bench / eval would fail\n");
+  auto devices = Device::list(validation);
   if (json) {
+    // Still one array of devices; each says whether validation is on for it.
     std::printf("[");
     for (size_t i = 0; i < devices.size(); ++i) {
       std::string obj = devices[i].caps.to_json();
-      obj.insert(1, "\"index\":" + std::to_string(i) + ",");
+      obj.insert(1, "\"index\":" + std::to_string(i) + ",\"validation\":" + (validation ? "true" : "false") + ",");
       std::printf("%s%s", i ? "," : "", obj.c_str());
     }
     std::printf("]\n");
   } else {
     for (const auto& d : devices) std::printf("%u: %s\n", d.index, d.caps.summary().c_str());
+    std::printf("validation: %s\n", validation ? "on (REACH_VALIDATION: Khronos validation layer, messages on stderr)"
+                                    : requested ? "off (REACH_VALIDATION is set but the layer is not installed)"
+                                                : "off (REACH_VALIDATION=1 turns the Khronos validation layer on)");
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 // `reach run`: stream a completion of a prompt.
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -20,7 +21,7 @@ void run_usage() {
       "  -p, --prompt TEXT   prompt text\n"
       "  -n N                tokens to generate (default 64)\n"
       "  --temp T            temperature, 0 = greedy (default 0.8)\n"
-      "  --top-k K           (default 40)   --top-p P (default 0.95)   --seed S (default 0)\n"
+      "  --top-k K           0 = no cut (default 40)   --top-p P in (0, 1] (default 0.95)   --seed S (default 0)\n"
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
       "  --chunk N           prefill chunk length (default %u)\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
@@ -50,9 +51,10 @@ int cmd_run(const Args& args) {
     else if (a == "-m" || a == "--model") model_dir = value_of(args, i);
     else if (a == "-p" || a == "--prompt") { prompt = value_of(args, i); have_prompt = true; }
     else if (a == "-n") n_predict = int_of(args, i, 0, 1 << 24);
-    else if (a == "--temp") sp.temperature = float(float_of(args, i));
+    // Bounds that keep the float finite and in the sampler's ranges (validate_sampler_params).
+    else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, FLT_MAX, "a finite number >= 0 (0 = greedy)"));
     else if (a == "--top-k") sp.top_k = int32_t(int_of(args, i, 0, 1 << 30));
-    else if (a == "--top-p") sp.top_p = float(float_of(args, i));
+    else if (a == "--top-p") sp.top_p = float(float_of(args, i, FLT_MIN, 1, "a number in (0, 1] (1 = no nucleus cut)"));
     else if (a == "--seed") sp.seed = uint64_t(int_of(args, i, 0, INT64_MAX));
     else if (a == "--ctx") ctx = int_of(args, i, 1, 1 << 24);
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);

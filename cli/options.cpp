@@ -19,9 +19,9 @@ int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi) {
   return flag_integer(flag, value_of(args, i), lo, hi);
 }
 
-double float_of(const Args& args, size_t& i) {
+double float_of(const Args& args, size_t& i, double lo, double hi, const std::string& expected) {
   const std::string& flag = args[i];
-  return flag_number(flag, value_of(args, i));
+  return flag_number_in(flag, value_of(args, i), lo, hi, expected);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

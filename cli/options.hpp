@@ -19,7 +19,8 @@ namespace reach::cli {
 // in the style of runtime/flag_values.hpp.
 const std::string& value_of(const Args& args, size_t& i);
 int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi);
-double float_of(const Args& args, size_t& i);
+// A finite number in [lo, hi]; `expected` words the error.
+double float_of(const Args& args, size_t& i, double lo, double hi, const std::string& expected);
 
 struct Engine {
   std::unique_ptr<Device> device;

@@ -1,6 +1,7 @@
 #include "engine/device.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,7 +42,11 @@ struct InstanceBundle {
   bool debug_utils = false;
 };
 
-InstanceBundle make_instance(bool validation) {
+const char* severity_name(int level) { return level >= 2 ? "error" : level == 1 ? "warning" : "info"; }
+
+// instance_messages: chained into VkInstanceCreateInfo so that the layer's
+// checks of vkCreateInstance / vkDestroyInstance are delivered too.
+InstanceBundle make_instance(bool validation, const VkDebugUtilsMessengerCreateInfoEXT* instance_messages) {
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
@@ -67,6 +72,7 @@ InstanceBundle make_instance(bool validation) {
     out.debug_utils = true;
   }
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  if (out.debug_utils && instance_messages) ci.pNext = instance_messages;
   // MoltenVK devices are only listed with portability enumeration.
   if (has_instance_extension("VK_KHR_portability_enumeration")) {
     exts.push_back("VK_KHR_portability_enumeration");
@@ -98,6 +104,10 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+bool validation_requested_by_env() { return env_flag("REACH_VALIDATION"); }
+
+bool validation_layer_installed() { return has_layer("VK_LAYER_KHRONOS_validation"); }
+
 int device_type_rank(VkPhysicalDeviceType type) {
   switch (type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
@@ -108,13 +118,31 @@ int device_type_rank(VkPhysicalDeviceType type) {
   }
 }
 
-std::vector<PhysicalDeviceInfo> Device::list(bool validation) {
-  InstanceBundle inst = make_instance(validation);
+std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback& on_validation) {
+  MessageSink sink;
+  sink.on_message = on_validation;
+  const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&sink);
+  InstanceBundle inst = make_instance(validation, &mi);
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  auto destroy_instance = [&] {
+    if (messenger) {
+      auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(inst.instance, "vkDestroyDebugUtilsMessengerEXT"));
+      if (destroy) destroy(inst.instance, messenger, nullptr);
+    }
+    vkDestroyInstance(inst.instance, nullptr);
+  };
   std::vector<PhysicalDeviceInfo> out;
-  uint32_t i = 0;
-  for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d)});
+  try {
+    if (inst.debug_utils) messenger = create_messenger(inst.instance, &sink);
+    uint32_t i = 0;
+    for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d)});
+  } catch (...) {
+    destroy_instance();
+    throw;
+  }
   for (auto& o : out) o.handle = VK_NULL_HANDLE;  // the instance dies here
-  vkDestroyInstance(inst.instance, nullptr);
+  destroy_instance();
   return out;
 }
 
@@ -122,35 +150,55 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Device::debug_callback(VkDebugUtilsMessageSeverit
                                                       VkDebugUtilsMessageTypeFlagsEXT,
                                                       const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                       void* user) {
-  auto* self = static_cast<Device*>(user);
-  int level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT     ? 2
-              : severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT ? 1
-                                                                            : 0;
-  if (level == 2) self->validation_errors_++;
-  if (self->on_validation_) self->on_validation_(level, data && data->pMessage ? data->pMessage : "");
+  auto* sink = static_cast<MessageSink*>(user);
+  const int level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT     ? 2
+                    : severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT ? 1
+                                                                                  : 0;
+  if (level == 2) sink->errors++;
+  const char* text = data && data->pMessage ? data->pMessage : "";
+  // A Vulkan callback must not throw: a failing host callback loses the message, never the process.
+  try {
+    if (sink->on_message) {
+      sink->on_message(level, text);
+    } else {
+      // Nobody asked for the messages but validation is on: one line each on stderr.
+      std::string line = text;
+      std::replace(line.begin(), line.end(), '\n', ' ');
+      std::fprintf(stderr, "reach: vulkan validation %s: %s\n", severity_name(level), line.c_str());
+    }
+  } catch (...) {
+  }
   return VK_FALSE;
+}
+
+VkDebugUtilsMessengerCreateInfoEXT Device::messenger_info(MessageSink* sink) {
+  VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  mi.pfnUserCallback = &Device::debug_callback;
+  mi.pUserData = sink;
+  return mi;
+}
+
+VkDebugUtilsMessengerEXT Device::create_messenger(VkInstance instance, MessageSink* sink) {
+  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+  if (!create) return VK_NULL_HANDLE;
+  const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(sink);
+  VkDebugUtilsMessengerEXT m = VK_NULL_HANDLE;
+  vk_check(create(instance, &mi, nullptr, &m), "vkCreateDebugUtilsMessengerEXT");
+  return m;
 }
 
 std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   std::unique_ptr<Device> dev(new Device());
-  const bool validation = options.validation || env_flag("REACH_VALIDATION");
-  InstanceBundle inst = make_instance(validation);
+  const bool validation = options.validation || validation_requested_by_env();
+  dev->sink_.on_message = options.on_validation;
+  const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&dev->sink_);
+  InstanceBundle inst = make_instance(validation, &mi);
   dev->instance_ = inst.instance;
   dev->owns_instance_ = true;
-  dev->on_validation_ = options.on_validation;
-
-  if (inst.debug_utils) {
-    auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(dev->instance_, "vkCreateDebugUtilsMessengerEXT"));
-    if (create_messenger) {
-      VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
-      mi.pfnUserCallback = &Device::debug_callback;
-      mi.pUserData = dev.get();
-      vk_check(create_messenger(dev->instance_, &mi, nullptr, &dev->messenger_), "vkCreateDebugUtilsMessengerEXT");
-    }
-  }
+  if (inst.debug_utils) dev->messenger_ = create_messenger(dev->instance_, &dev->sink_);
 
   auto devs = physical_devices(dev->instance_);
   if (devs.empty())
@@ -266,7 +314,9 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
   dev->queue_ = h.queue;
   dev->queue_family_ = h.queue_family;
   dev->queue_lock_ = h.queue_lock;
-  dev->on_validation_ = h.on_validation;
+  dev->sink_.on_message = h.on_validation;
+  // The host's instance: a messenger only where the host enabled debug utils on it.
+  if (h.debug_utils_enabled) dev->messenger_ = create_messenger(h.instance, &dev->sink_);
   dev->caps_ = query_capabilities(h.physical_device);
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, "the adopted device supports only Vulkan " + dev->caps_.api_version_string() +

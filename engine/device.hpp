@@ -18,8 +18,15 @@ namespace reach {
 
 class PipelineCache;
 
-// Messages from the validation layer or driver, delivered synchronously.
+// Messages from the validation layer or driver, delivered synchronously on
+// the thread of the Vulkan call that caused them.  A device given none writes
+// each message to stderr as one line ("reach: vulkan validation error: ...").
 using LogCallback = std::function<void(int severity /*0 info,1 warn,2 error*/, const std::string& message)>;
+
+// REACH_VALIDATION set to something other than "" or "0".
+bool validation_requested_by_env();
+// Whether the loader lists VK_LAYER_KHRONOS_validation.
+bool validation_layer_installed();
 
 struct DeviceOptions {
   int index = -1;              // -1: choose (env REACH_DEVICE: an index or a name substring)
@@ -45,6 +52,11 @@ struct AdoptedDevice {
   bool storage_16bit_enabled = false;     // storageBuffer16BitAccess
   bool fp16_arithmetic_enabled = false;   // shaderFloat16
   bool subgroup_size_control_enabled = false;
+  // The host enabled VK_EXT_debug_utils on its VkInstance: reach then registers
+  // a messenger there, so validation messages (the host's own included: a
+  // messenger sees the whole instance) reach on_validation.  Without it reach
+  // cannot receive them (creating a messenger would itself be invalid).
+  bool debug_utils_enabled = false;
   LogCallback on_validation;
 };
 
@@ -58,8 +70,10 @@ class Device {
  public:
   static std::unique_ptr<Device> create(const DeviceOptions& options = {});
   static std::unique_ptr<Device> adopt(const AdoptedDevice& handles);
-  // Every physical device the loader reports, in loader order.
-  static std::vector<PhysicalDeviceInfo> list(bool validation = false);
+  // Every physical device the loader reports, in loader order.  With
+  // validation, the layer checks the enumeration and its messages go to
+  // on_validation (none: stderr).
+  static std::vector<PhysicalDeviceInfo> list(bool validation = false, const LogCallback& on_validation = {});
 
   ~Device();
   Device(const Device&) = delete;
@@ -80,8 +94,11 @@ class Device {
   void wait_idle();
 
   PipelineCache& pipelines();
-  // Validation messages of severity error seen since creation (owned devices only).
-  uint64_t validation_errors() const { return validation_errors_.load(); }
+  // Whether validation messages reach this device's callback: the layer is on
+  // (owned) or the host's instance has VK_EXT_debug_utils (adopted).
+  bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+  // Validation messages of severity error seen since creation.
+  uint64_t validation_errors() const { return sink_.errors.load(); }
 
  private:
   Device() = default;
@@ -94,13 +111,17 @@ class Device {
   uint32_t queue_family_ = 0;
   bool owns_instance_ = false;
   bool owns_device_ = false;
+  // Where the debug messenger delivers (its pUserData): outlives the messenger.
+  struct MessageSink {
+    LogCallback on_message;
+    std::atomic<uint64_t> errors{0};
+  };
+  MessageSink sink_;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   Capabilities caps_;
   VkPhysicalDeviceMemoryProperties mem_props_{};
   std::function<void(bool)> queue_lock_;
   std::mutex queue_mutex_;
-  LogCallback on_validation_;
-  std::atomic<uint64_t> validation_errors_{0};
   std::string pipeline_cache_dir_;
   std::unique_ptr<PipelineCache> pipelines_;
 
@@ -108,6 +129,8 @@ class Device {
                                                         VkDebugUtilsMessageTypeFlagsEXT types,
                                                         const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                         void* user);
+  static VkDebugUtilsMessengerCreateInfoEXT messenger_info(MessageSink* sink);
+  static VkDebugUtilsMessengerEXT create_messenger(VkInstance instance, MessageSink* sink);
 };
 
 // Rank used to prefer discrete > integrated > virtual > CPU > other.

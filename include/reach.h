@@ -15,7 +15,17 @@
  *    *_free then fails with REACH_ERROR_INVALID_STATE and frees nothing.
  *    Handles are checked against a registry of live handles, so a freed or
  *    foreign pointer is reported (REACH_ERROR_INVALID_ARGUMENT) rather than
- *    dereferenced (a new handle may reuse a freed address: do not rely on it).
+ *    dereferenced, also when a call races the *_free of its handle on another
+ *    thread: *_free waits for the calls already running on that handle to
+ *    return (so it can block as long as they do), and calls on it that start
+ *    while it waits fail with INVALID_ARGUMENT, even if the free then fails
+ *    (INVALID_STATE: children alive) and the handle stays live.  Not
+ *    covered: a new handle may reuse a freed address, so a call made with a
+ *    stale pointer after the free returned may act on the new handle (do not
+ *    rely on stale pointers); and memory reach handed out (logits, stream
+ *    text) is gone once its handle is freed.  A *_free called from inside a
+ *    callback reach is running (log, progress, queue lock) fails with
+ *    REACH_ERROR_INVALID_STATE: the call that runs it may hold that handle.
  *  - Parameter structs start with `size`: take them from *_default_params()
  *    (which sets size = sizeof the struct this header declares) and change
  *    fields.  A library built from a newer header reads only `size` bytes, so
@@ -23,6 +33,13 @@
  *    rejected (a struct that did not come from *_default_params).
  *  - Threads: calls on objects of one device are serialized by a per-device
  *    lock; any thread may call, but a long call (a prefill) blocks the others.
+ *    Text calls (reach_tokenize, reach_detokenize, reach_model_is_eos) run
+ *    without it, in parallel; calls on one stream are serialized by its own
+ *    lock.
+ *  - A session call that fails its checks (a bad id, the wrong state, a full
+ *    context: prefill, decode, step, step_async, begin_decode, rewind,
+ *    set_sampling) changes nothing: the position, the logits and the sampler
+ *    stay as they were.
  *
  * Vulkan handles cross this header as `void*` (dispatchable: VkInstance,
  * VkPhysicalDevice, VkDevice, VkQueue, VkCommandBuffer) and `uint64_t`
@@ -146,10 +163,12 @@ REACH_API reach_status reach_device_get_info(uint32_t index, reach_device_info* 
 
 typedef struct reach_device_params {
   uint32_t size;
-  int32_t index;              /* -1 (default): env REACH_DEVICE, else the best type (discrete > integrated > ... > CPU) */
+  int32_t index;              /* -1 (default): env REACH_DEVICE, else the best type (discrete > integrated > ... > CPU);
+                                 other negative values are INVALID_ARGUMENT */
   const char* name;           /* case-insensitive substring of the device name; overrides index; NULL = unused */
   int32_t low_priority;       /* 1: lowest queue priority (share the GPU with a renderer) */
-  int32_t validation;         /* 1: Khronos validation layer (also env REACH_VALIDATION=1); messages go to the log */
+  int32_t validation;         /* 1: Khronos validation layer (also env REACH_VALIDATION=1); each message goes to
+                                 the log (REACH_LOG_WARN / _ERROR, "vulkan: ..."): stderr without a callback */
   const char* pipeline_cache_dir; /* NULL: env REACH_CACHE_DIR, else ~/.cache/reach; "-" disables the disk cache */
   uint32_t reserved[16];
 } reach_device_params;
@@ -179,7 +198,13 @@ typedef struct reach_adopt_params {
   int32_t fp16_arithmetic_enabled;        /* shaderFloat16 */
   int32_t subgroup_size_control_enabled;  /* subgroupSizeControl + computeFullSubgroups */
   const char* pipeline_cache_dir;         /* as in reach_device_params */
-  uint32_t reserved[16];
+  /* 1: the host enabled VK_EXT_debug_utils on its VkInstance; reach then
+   * registers a messenger there and sends validation messages to the log as
+   * reach_device_params.validation does.  The messenger sees the whole
+   * instance, so the host's own validation messages arrive too.  0: reach
+   * receives none (the host's own messenger, if any, still does). */
+  int32_t debug_utils_enabled;
+  uint32_t reserved[15];
 } reach_adopt_params;
 
 REACH_API reach_adopt_params reach_adopt_default_params(void);
@@ -267,11 +292,13 @@ REACH_API reach_status reach_stream_free(reach_stream* stream);
 
 /* ------------------------------------------------------------------ sessions */
 
+/* Values outside the ranges below (NaN, infinities, negative values) are
+ * REACH_ERROR_INVALID_ARGUMENT with a message naming the field. */
 typedef struct reach_sampling_params {
   uint32_t size;
-  float temperature;   /* 0.8; <= 0: greedy (argmax) */
-  int32_t top_k;       /* 40; <= 0: no top-k cut */
-  float top_p;         /* 0.95; >= 1: no nucleus cut */
+  float temperature;   /* 0.8; finite and >= 0; 0: greedy (argmax) */
+  int32_t top_k;       /* 40; >= 0; 0: no top-k cut */
+  float top_p;         /* 0.95; in (0, 1]; 1: no nucleus cut */
   uint64_t seed;       /* 0 */
   uint32_t reserved[8];
 } reach_sampling_params;
@@ -279,12 +306,15 @@ typedef struct reach_sampling_params {
 REACH_API reach_sampling_params reach_sampling_default_params(void);
 
 /* Position-scheme overrides are those of the CLI (`reach run --help`):
- * strings NULL, integers -1 and reals 0 mean "not set" (config.json rules). */
+ * strings NULL, integers -1 and reals 0 mean "not set" (config.json rules).
+ * Any other value goes through the flag's checks, so NaN, infinities and
+ * other negative integers are INVALID_ARGUMENT naming the flag; so are
+ * attn_sinks > 0 without any attention window (set attn_window too). */
 typedef struct reach_session_params {
   uint32_t size;
   uint32_t context;           /* KV-cache capacity in tokens; 0 = min(max_position_embeddings, 4096) */
   uint32_t chunk;             /* prefill chunk length (256) */
-  int64_t l_test;             /* dynamic scaling's expected length (prompt + new tokens); 0 = context */
+  int64_t l_test;             /* dynamic scaling's expected length (prompt + new tokens); 0 = context; >= 0 */
   const char* rope_scaling;   /* --rope-scaling: default|none|linear|dynamic|yarn|llama3|ntk|rerope|leaky_rerope|self_extend */
   double rope_factor;         /* --rope-factor */
   int64_t original_ctx;       /* --original-ctx */
@@ -317,11 +347,14 @@ REACH_API reach_status reach_session_create(reach_model* model, const reach_sess
 REACH_API reach_status reach_session_free(reach_session* session);
 
 /* Appends n tokens (a prompt, or more text later) at the current position;
- * the logits of the last one become readable.  CONTEXT_OVERFLOW if they do not fit. */
+ * the logits of the last one become readable.  CONTEXT_OVERFLOW if they do
+ * not fit, INVALID_ARGUMENT for an id outside the vocabulary (every id is
+ * checked first): then nothing was appended and the previous logits remain. */
 REACH_API reach_status reach_session_prefill(reach_session* session, const int32_t* tokens, size_t n);
 
 /* Appends one token (usually the last sampled one) with the decode program.
- * INVALID_STATE before anything was prefilled; CONTEXT_OVERFLOW when full. */
+ * INVALID_STATE before anything was prefilled; CONTEXT_OVERFLOW when full;
+ * INVALID_ARGUMENT for an id outside the vocabulary.  Rejected: no change. */
 REACH_API reach_status reach_session_decode(reach_session* session, int32_t token);
 
 /* Samples the next token from the current logits with the session's sampler;

@@ -43,7 +43,14 @@ int64_t flag_integer(const std::string& flag, const std::string& value, int64_t 
 
 double flag_number(const std::string& flag, const std::string& value, const std::string& expected) {
   const std::optional<double> x = to_number(value);
-  if (!x) bad_flag_value(flag, value, expected);
+  if (!x || !std::isfinite(*x)) bad_flag_value(flag, value, expected);
+  return *x;
+}
+
+double flag_number_in(const std::string& flag, const std::string& value, double lo, double hi,
+                      const std::string& expected) {
+  const std::optional<double> x = to_number(value);
+  if (!x || !std::isfinite(*x) || *x < lo || *x > hi) bad_flag_value(flag, value, expected);
   return *x;
 }
 

@@ -23,8 +23,11 @@ std::optional<double> to_number(const std::string& text);
 // "an integer in [lo, hi]".
 int64_t flag_integer(const std::string& flag, const std::string& value, int64_t lo, int64_t hi,
                      const std::string& expected = "");
-// Any number (strtod syntax).
+// Any finite number (strtod syntax; "nan" and "inf" are refused).
 double flag_number(const std::string& flag, const std::string& value, const std::string& expected = "a number");
+// A finite number in [lo, hi].
+double flag_number_in(const std::string& flag, const std::string& value, double lo, double hi,
+                      const std::string& expected);
 // A finite number > 0.
 double flag_positive_number(const std::string& flag, const std::string& value, const std::string& expected);
 

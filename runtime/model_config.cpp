@@ -80,6 +80,8 @@ struct Reader {
     const json* v = find(key);
     if (!v) return std::nullopt;
     if (!v->is_number()) wrong_type(key, *v, "a number");
+    // The JSON parser refuses NaN and overflow; objects built in code (the flag overrides) may not.
+    if (!std::isfinite(v->get<double>())) wrong_type(key, *v, "a finite number");
     return v->get<double>();
   }
   double req_num(const char* key, const std::string& hint) const {
@@ -250,7 +252,8 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
   return rs;
 }
 
-ReachAttention parse_reach_attention(const json& obj, const std::string& where, int64_t n_layers) {
+ReachAttention parse_reach_attention(const json& obj, const std::string& where, int64_t n_layers,
+                                     bool model_window) {
   ReachAttention a;
   if (obj.is_null()) return a;
   if (!obj.is_object())
@@ -298,6 +301,14 @@ ReachAttention parse_reach_attention(const json& obj, const std::string& where, 
       a.layers[idx] = la;
     }
   }
+  // Sinks are what a sliding window keeps visible: with no window anywhere
+  // every token is visible, and the value would be ignored without a word.
+  bool any_window = a.window > 0 || model_window;
+  for (const auto& [idx, la] : a.layers) any_window = any_window || la.window.value_or(0) > 0;
+  if (a.sinks > 0 && !any_window)
+    r.fail(ErrorCode::format, "'sinks' is " + std::to_string(a.sinks) + " but no attention window is set (sinks "
+                              "are the first tokens a sliding window keeps visible) - set 'window' (or a layer's "
+                              "'window') too, or set 'sinks' to 0");
   return a;
 }
 
@@ -405,7 +416,7 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
                                   " rotary dims; RoPE needs an even number >= 2");
 
   c.attn = parse_reach_attention(j.contains("reach_attention") ? j["reach_attention"] : json(),
-                                 where + ": reach_attention", c.n_layers);
+                                 where + ": reach_attention", c.n_layers, c.sliding_window.has_value());
 
   c.bos_ids = parse_token_ids(r, "bos_token_id", c.vocab_size);
   c.eos_ids = parse_token_ids(r, "eos_token_id", c.vocab_size);

@@ -75,6 +75,9 @@ ModelConfig parse_model_config(const nlohmann::json& j, const std::filesystem::p
 // or "--rope-scaling".  A null object gives the default.
 RopeScaling parse_rope_scaling(const nlohmann::json& obj, const std::string& where);
 // Parses the "reach_attention" object; n_layers bounds the layer indices.
-ReachAttention parse_reach_attention(const nlohmann::json& obj, const std::string& where, int64_t n_layers);
+// model_window: the config has a sliding_window, so 'sinks' may go with it
+// (without any window, sinks > 0 is an error).
+ReachAttention parse_reach_attention(const nlohmann::json& obj, const std::string& where, int64_t n_layers,
+                                     bool model_window = false);
 
 }  // namespace reach

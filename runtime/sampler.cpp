@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
+
+#include "engine/error.hpp"
 
 namespace reach {
 
@@ -12,10 +16,32 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
+namespace {
+std::string text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+}  // namespace
+
+void validate_sampler_params(const SamplerParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    throw Error(ErrorCode::invalid_argument, "sampling temperature is " + text(p.temperature) +
+                                                 ": it must be a finite number >= 0 (0 = greedy)");
+  if (p.top_k < 0)
+    throw Error(ErrorCode::invalid_argument, "sampling top_k is " + std::to_string(p.top_k) +
+                                                 ": it must be >= 0 (0 = no top-k cut)");
+  if (!(p.top_p > 0 && p.top_p <= 1))
+    throw Error(ErrorCode::invalid_argument, "sampling top_p is " + text(p.top_p) +
+                                                 ": it must be in (0, 1] (1 = no nucleus cut)");
+}
+
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+  validate_sampler_params(params);
+}
 
 int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f || logits.size() <= 1) return argmax(logits);
+  if (params_.temperature == 0.0f || logits.size() <= 1) return argmax(logits);
   std::vector<int32_t> idx(logits.size());
   std::iota(idx.begin(), idx.end(), 0);
   size_t keep = logits.size();

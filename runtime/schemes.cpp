@@ -325,7 +325,7 @@ void apply_overrides(ModelConfig& cfg, const SchemeOverrides& o) {
     if (o.attn_window) a["window"] = *o.attn_window;
     if (o.attn_sinks) a["sinks"] = *o.attn_sinks;
     try {
-      cfg.attn = parse_reach_attention(a, where + ": reach_attention", cfg.n_layers);
+      cfg.attn = parse_reach_attention(a, where + ": reach_attention", cfg.n_layers, cfg.sliding_window.has_value());
     } catch (const Error& e) {
       rethrow_cli(e, "logn_train_len = --logn, qk_norm = --qk-norm, cos_n = --cos-n, window = --attn-window, "
                      "sinks = --attn-sinks");

@@ -173,13 +173,17 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
   K.linear(cmd, hr, model_.lm_head(), lg);
 }
 
-void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits) {
-  const uint32_t V = uint32_t(config_.vocab_size);
-  for (uint32_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || uint32_t(ids[i]) >= V)
+void Session::check_ids(std::span<const int32_t> ids) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size)
       throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(ids[i]) + " at position " +
                                                    std::to_string(pos_ + i) + " is outside the vocabulary of " +
-                                                   std::to_string(V));
+                                                   std::to_string(config_.vocab_size));
+}
+
+// The ids were checked (check_prefill / check_decode) before the first step.
+void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits) {
+  const uint32_t V = uint32_t(config_.vocab_size);
   Program& p = program(n, all_logits != nullptr);
   write_step_inputs(ids, n);
   p.cmd->run();
@@ -203,14 +207,21 @@ void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
   std::memcpy(step_.mapped(), &sp, sizeof sp);
 }
 
-void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
-  need_idle("prefill");
+void Session::check_prefill(std::span<const int32_t> ids) const {
   if (ids.empty())
     throw Error(ErrorCode::invalid_argument, "the prompt is empty: give at least one token (a BOS token counts)");
   if (uint64_t(pos_) + ids.size() > capacity_)
     throw Error(ErrorCode::context_overflow,
                 "prompt of " + tok(ids.size()) + " at position " + std::to_string(pos_) +
                     " does not fit the context of " + tok(capacity_) + ": raise the context or shorten the prompt");
+  // Every chunk's ids before the first chunk runs: a bad id late in a long
+  // prompt must not leave the earlier chunks appended.
+  check_ids(ids);
+}
+
+void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
+  need_idle("prefill");
+  check_prefill(ids);
   for (size_t done = 0; done < ids.size();) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
     // A single token goes through the decode program (it is recorded anyway).
@@ -221,15 +232,13 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
 
 void Session::decode(int32_t id) {
   need_idle("decode");
-  if (pos_ + 1 > capacity_)
-    throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
-                                                 " is full: raise the context or generate fewer tokens");
+  check_decode(id);
   run_step(&id, 1, nullptr);
 }
 
 void Session::decode_async(int32_t id) {
   need_idle("decode_async");
-  check_decode_token(id);
+  check_decode(id);
   Program& p = program(1, false);
   write_step_inputs(&id, 1);
   async_ = p.cmd.get();
@@ -272,18 +281,15 @@ void Session::forget_recording(VkCommandBuffer cmd) { recordings_.erase(cmd); }
 
 void Session::begin_decode_step(int32_t id) {
   need_idle("begin_decode_step");
-  check_decode_token(id);
+  check_decode(id);
   write_step_inputs(&id, 1);
 }
 
-void Session::check_decode_token(int32_t id) const {
-  if (pos_ + 1 > capacity_)
+void Session::check_decode(int32_t id) const {
+  if (uint64_t(pos_) + 1 > capacity_)
     throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
                                                  " is full: raise the context or generate fewer tokens");
-  if (id < 0 || id >= config_.vocab_size)
-    throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " at position " +
-                                                 std::to_string(pos_) + " is outside the vocabulary of " +
-                                                 std::to_string(config_.vocab_size));
+  check_ids(std::span<const int32_t>(&id, 1));
 }
 
 void Session::finish_decode_step() {

@@ -43,6 +43,12 @@ class Session {
   void prefill(std::span<const int32_t> ids, std::vector<float>* all_logits = nullptr);
   // Appends one token with the recorded decode program.
   void decode(int32_t id);
+  // What prefill / decode (and decode_async, begin_decode_step) check, after
+  // "no step in flight", before they touch anything: an empty prompt, the
+  // capacity, every id.  They throw what those would; a call rejected by them
+  // changes no state (the logits and the position stay as they were).
+  void check_prefill(std::span<const int32_t> ids) const;
+  void check_decode(int32_t id) const;
 
   // decode(id) without waiting: the same recorded program, submitted.  While
   // the step is in flight every call that touches the session's buffers
@@ -95,7 +101,7 @@ class Session {
   void record(CommandList& cmd, uint32_t n, bool all_logits);
   void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
   void need_idle(const char* what) const;
-  void check_decode_token(int32_t id) const;
+  void check_ids(std::span<const int32_t> ids) const;
   void write_step_inputs(const int32_t* ids, uint32_t n);
   void read_decode_logits();
 

@@ -437,7 +437,7 @@ TEST_CASE("apply_overrides: reach_attention flags") {
   reach::apply_overrides(c, flags({"--qk-norm", "key"}));
   CHECK(c.attn.qk_norm == reach::QkNorm::key);
   CHECK_FALSE(c.attn.cos_n.has_value());
-  reach::apply_overrides(c, flags({"--logn", "0", "--attn-window", "0"}));
+  reach::apply_overrides(c, flags({"--logn", "0", "--attn-window", "0", "--attn-sinks", "0"}));
   CHECK(c.attn.logn_train_len == 0);
   CHECK(c.attn.window == 0);
   c = cfg_of();
