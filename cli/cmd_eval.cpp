@@ -20,6 +20,7 @@
 #include "cli/eval_protocols.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
+#include "engine/checked.hpp"
 #include "engine/error.hpp"
 #include "runtime/rope_types.hpp"
 #include "runtime/tokenizer.hpp"
@@ -170,6 +171,13 @@ ModelConfig plan_grid(EvalPlan& p) {
   if (!o.ctx_arg.empty()) p.ctxs = parse_int_list(o.ctx_arg, "--ctx");
   else if (o.mode == "ppl") p.ctxs = {512};
   else p.ctxs = {p.L_train, 2 * p.L_train, 4 * p.L_train};
+  // As `reach run --ctx`: the samples below are sized from the largest context.
+  for (int64_t L : p.ctxs)
+    if (L > (int64_t(1) << 24))
+      throw Error(ErrorCode::invalid_argument,
+                  "context " + std::to_string(L) +
+                      (o.ctx_arg.empty() ? " (from L_train " + std::to_string(p.L_train) + ")" : "") +
+                      " is more than reach eval handles (16777216): pass smaller --ctx values");
   if (o.mode == "ppl" && p.ctxs.size() > 1) {
     std::fprintf(stderr, "eval: --mode ppl uses n_ctx = %lld (the first --ctx value)\n", (long long)p.ctxs[0]);
     p.ctxs.erase(p.ctxs.begin() + 1, p.ctxs.end());
@@ -246,6 +254,16 @@ void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
 void plan_passkey(EvalPlan& p) {
   const EvalOptions& o = p.opt;
   const Tokenizer& tk = *p.tokenizer;
+  // Every prompt is kept (tokenized) until the sessions run: bound them first.
+  uint64_t total = 0;
+  for (int64_t L : p.ctxs)
+    total = saturating_add(total, saturating_mul({uint64_t(L), p.depths.size(), uint64_t(o.trials)}));
+  if (total > (uint64_t(1) << 28))
+    throw Error(ErrorCode::invalid_argument, "--passkey would hold " + std::to_string(p.ctxs.size() * p.depths.size()) +
+                                                 " x " + std::to_string(o.trials) + " prompts of up to " +
+                                                 std::to_string(*std::max_element(p.ctxs.begin(), p.ctxs.end())) +
+                                                 " tokens, more than 268435456 tokens in all: lower --trials, "
+                                                 "--depths or --ctx");
   p.prompt_max.assign(p.ctxs.size() * p.depths.size(), 0);
   auto count = [&](const std::string& t) { return tk.encode(t, true).size(); };
   for (size_t ci = 0; ci < p.ctxs.size(); ++ci) {

@@ -1,6 +1,7 @@
 // The `reach` command line: run, bench, eval, info.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "engine/error.hpp"
@@ -56,6 +57,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const reach::Error& e) {
     std::fprintf(stderr, "reach %s: error: %s%s\n", cmd.c_str(), e.what(), flag_hint(cmd, e).c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Sizes from config.json and the options are checked before anything is
+    // allocated; what is left is a machine with too little memory.
+    std::fprintf(stderr, "reach %s: error: out of host memory - close other programs, or use a smaller model or "
+                         "context\n", cmd.c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "reach %s: error: %s\n", cmd.c_str(), e.what());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <sstream>
 #include <vector>
@@ -50,7 +51,8 @@ std::string Capabilities::summary() const {
     << " max_alloc=" << mib(max_memory_allocation_size)
     << " max_buffer=" << mib(max_buffer_size)
     << " vram=" << mib(device_local_bytes)
-    << " timestamps=" << (timestamps ? "yes" : "no");
+    << " timestamps=" << (timestamps ? "yes" : "no")
+    << " memory_budget=" << (memory_budget ? "yes" : "no");
   return s.str();
 }
 
@@ -83,7 +85,8 @@ std::string Capabilities::to_json() const {
     << ",\"max_workgroup_invocations\":" << max_workgroup_invocations
     << ",\"device_local_bytes\":" << device_local_bytes
     << ",\"timestamps\":" << (timestamps ? "true" : "false")
-    << ",\"unified_memory\":" << (unified_memory ? "true" : "false") << "}";
+    << ",\"unified_memory\":" << (unified_memory ? "true" : "false")
+    << ",\"memory_budget\":" << (memory_budget ? "true" : "false") << "}";
   return s.str();
 }
 
@@ -172,6 +175,13 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
     }
   }
   if (!any_local) c.unified_memory = false;
+
+  uint32_t n_ext = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, nullptr);
+  std::vector<VkExtensionProperties> exts(n_ext);
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) == 0) c.memory_budget = true;
   return c;
 }
 

@@ -53,6 +53,9 @@ struct Capabilities {
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;
   bool unified_memory = false;   // device-local memory is also host-visible
+  // VK_EXT_memory_budget: the driver reports per-heap budgets and usage, so a
+  // load can be refused before it runs out (Device::heap_budget).
+  bool memory_budget = false;
 
   // Whether `f` (one of kTexelFormats) can back a uniform texel buffer.
   bool supports_uniform_texel(VkFormat f) const;

@@ -290,6 +290,7 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     for (const auto& e : exts)
       if (std::strcmp(e.extensionName, "VK_KHR_portability_subset") == 0) dev_exts.push_back("VK_KHR_portability_subset");
   }
+  if (c.memory_budget) dev_exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
@@ -357,6 +358,24 @@ Device::~Device() {
 }
 
 PipelineCache& Device::pipelines() { return *pipelines_; }
+
+HeapBudget Device::heap_budget(uint32_t heap) const {
+  HeapBudget out;
+  if (heap >= mem_props_.memoryHeapCount) return out;
+  out.size = mem_props_.memoryHeaps[heap].size;
+  out.budget = out.size;
+  // A physical-device query: valid wherever the device supports the extension,
+  // so adopted devices get it too, whether or not the host enabled it.
+  if (!caps_.memory_budget) return out;
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT mb{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 mp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, &mb};
+  vkGetPhysicalDeviceMemoryProperties2(phys_, &mp);
+  if (mb.heapBudget[heap] == 0) return out;   // a driver that fills nothing: keep the heap size
+  out.budget = mb.heapBudget[heap];
+  out.usage = mb.heapUsage[heap];
+  out.reported = true;
+  return out;
+}
 
 uint32_t Device::memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags required,
                                    VkMemoryPropertyFlags preferred) const {

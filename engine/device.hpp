@@ -60,6 +60,16 @@ struct AdoptedDevice {
   LogCallback on_validation;
 };
 
+// One memory heap now.  With VK_EXT_memory_budget (Capabilities::memory_budget)
+// `budget` is what the driver grants this process (other processes' use taken
+// out) and `usage` what the process holds; without it budget = size, usage = 0.
+struct HeapBudget {
+  uint64_t size = 0;
+  uint64_t budget = 0;
+  uint64_t usage = 0;
+  bool reported = false;   // from VK_EXT_memory_budget
+};
+
 struct PhysicalDeviceInfo {
   uint32_t index;
   VkPhysicalDevice handle;
@@ -88,6 +98,8 @@ class Device {
   const Capabilities& caps() const { return caps_; }
   uint32_t memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_props_; }
+  // Queried on every call: the budget moves as this and other processes allocate.
+  HeapBudget heap_budget(uint32_t heap) const;
 
   // Submits to the queue under the host's lock (if any).
   void submit(const VkSubmitInfo& info, VkFence fence);

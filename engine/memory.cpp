@@ -1,7 +1,11 @@
 #include "engine/memory.hpp"
 
 #include <algorithm>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
+#include "engine/checked.hpp"
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 
@@ -20,7 +24,8 @@ const char* arena_name(Arena a) {
 
 static VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
 
-static std::string mib(VkDeviceSize b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; }
+static std::string mib(VkDeviceSize b) { return std::to_string(mib_ceil(b)) + " MiB"; }
+static std::string mib_floor(VkDeviceSize b) { return std::to_string(b >> 20) + " MiB"; }
 
 Buffer::~Buffer() {
   if (owner_) owner_->release(*this);
@@ -108,6 +113,77 @@ bool Allocator::suballocate(Block& b, VkDeviceSize size, VkDeviceSize align, VkD
   return false;
 }
 
+void Allocator::memory_flags(Arena arena, VkMemoryPropertyFlags& required, VkMemoryPropertyFlags& preferred) const {
+  preferred = 0;
+  if (arena == Arena::staging || arena == Arena::readback) {
+    required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    preferred = arena == Arena::readback ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
+  } else {
+    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    // On unified memory (integrated GPUs, lavapipe) uploads become plain memcpy.
+    if (device_.caps().unified_memory)
+      preferred = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  }
+}
+
+namespace {
+
+uint64_t host_memory_bytes() {
+#if defined(__unix__) || defined(__APPLE__)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return uint64_t(pages) * uint64_t(page);
+#endif
+  return 0;
+}
+
+}  // namespace
+
+std::string MemoryHeadroom::describe() const {
+  std::string d = "heap " + std::to_string(heap) + " of " + mib_floor(heap_size);
+  if (budget_reported) d += ", budget " + mib_floor(limit) + " (VK_EXT_memory_budget)";
+  else if (limit > heap_size) d += "; a CPU device, so host memory " + mib_floor(limit) + " is the limit";
+  return d;
+}
+
+MemoryHeadroom Allocator::headroom(Arena arena) const {
+  VkMemoryPropertyFlags required = 0, preferred = 0;
+  memory_flags(arena, required, preferred);
+  const uint32_t type = device_.memory_type_index(~0u, required, preferred);
+  MemoryHeadroom h;
+  h.heap = device_.memory_properties().memoryTypes[type].heapIndex;
+  const HeapBudget b = device_.heap_budget(h.heap);
+  h.heap_size = b.size;
+  h.budget_reported = b.reported;
+  // This allocator's blocks on the heap: what they hold and the free space inside them.
+  uint64_t reserved = 0, free = 0;
+  for (const auto& blk : blocks_) {
+    if (!blk.memory || device_.memory_properties().memoryTypes[blk.memory_type].heapIndex != h.heap) continue;
+    reserved += blk.size;
+    for (const auto& r : blk.free) free += r.size;
+  }
+  if (b.reported) {
+    h.limit = b.budget;
+    h.available = (b.budget > b.usage ? b.budget - b.usage : 0) + free;
+  } else {
+    // lavapipe reports a fixed 2 GiB heap but allocates from host memory and
+    // does not enforce the heap size: on a CPU device host memory is the limit.
+    h.limit = b.size;
+    if (device_.caps().is_cpu()) h.limit = std::max(h.limit, host_memory_bytes());
+    const uint64_t used = reserved - free;
+    h.available = h.limit > used ? h.limit - used : 0;
+  }
+  h.available = std::min(h.available, headroom_cap_);
+  return h;
+}
+
+void Allocator::require(Arena arena, uint64_t bytes, const std::string& what, const std::string& advice) const {
+  const MemoryHeadroom h = headroom(arena);
+  if (bytes <= h.available) return;
+  throw Error(ErrorCode::out_of_memory, what + " needs " + mib(bytes) + ", but the device has only " +
+                                            mib_floor(h.available) + " left for the " + arena_name(arena) + " arena (" +
+                                            h.describe() + ") - " + advice);
+}
+
 bool arena_texel_readable(Arena a) {
   return a == Arena::weights || a == Arena::cache || a == Arena::scratch;
 }
@@ -136,14 +212,7 @@ Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& la
   const VkDeviceSize align = std::max<VkDeviceSize>(req.alignment, 256);
 
   VkMemoryPropertyFlags required = 0, preferred = 0;
-  if (arena == Arena::staging || arena == Arena::readback) {
-    required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    preferred = arena == Arena::readback ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
-  } else {
-    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    // On unified memory (integrated GPUs, lavapipe) uploads become plain memcpy.
-    if (caps.unified_memory) preferred = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  }
+  memory_flags(arena, required, preferred);
   const uint32_t type = device_.memory_type_index(req.memoryTypeBits, required, preferred);
 
   uint32_t block = UINT32_MAX;

@@ -68,6 +68,18 @@ struct ArenaStats {
   uint64_t buffers = 0;
 };
 
+// What a request in one arena can still get, checked before anything is
+// allocated (a model or KV cache too large for the device is refused with its
+// sizes instead of failing halfway through an upload).
+struct MemoryHeadroom {
+  uint32_t heap = 0;
+  uint64_t heap_size = 0;
+  uint64_t limit = 0;        // the budget (VK_EXT_memory_budget) or the heap size; CPU devices: also host memory
+  uint64_t available = 0;    // bytes a request may still take
+  bool budget_reported = false;
+  std::string describe() const;   // "heap 0 of 2048 MiB, budget 1800 MiB (VK_EXT_memory_budget)"
+};
+
 class Allocator {
  public:
   explicit Allocator(Device& device, VkDeviceSize block_size = 256ull << 20);
@@ -83,8 +95,18 @@ class Allocator {
   ArenaStats stats(Arena arena) const;
   Device& device() const { return device_; }
 
+  // The heap `arena` allocates from and what is left on it: the budget minus
+  // the process's usage where the device reports one, else the heap size minus
+  // this allocator's use; free space in this allocator's blocks counts as left.
+  MemoryHeadroom headroom(Arena arena) const;
+  // Throws Error(out_of_memory) when `bytes` more in `arena` exceed headroom():
+  // "<what> needs X MiB, but the device has only Y MiB left (...) - <advice>".
+  void require(Arena arena, uint64_t bytes, const std::string& what, const std::string& advice) const;
+
   // Testing: make the n-th vkAllocateMemory from now fail (0 = the next one); -1 disables.
   void inject_allocation_failure(int after_n) { fail_after_ = after_n; }
+  // Testing: headroom() reports at most `bytes` available (UINT64_MAX: the device's own figure).
+  void limit_headroom(uint64_t bytes) { headroom_cap_ = bytes; }
 
  private:
   friend class Buffer;
@@ -99,6 +121,7 @@ class Allocator {
     uint64_t live = 0;
   };
   bool suballocate(Block& b, VkDeviceSize size, VkDeviceSize align, VkDeviceSize& offset);
+  void memory_flags(Arena arena, VkMemoryPropertyFlags& required, VkMemoryPropertyFlags& preferred) const;
   void release(Buffer& b);
   uint32_t new_block(Arena arena, uint32_t memory_type, VkDeviceSize size, const std::string& label);
 
@@ -106,6 +129,7 @@ class Allocator {
   VkDeviceSize block_size_;
   std::vector<Block> blocks_;   // destroyed blocks keep their slot (memory = null)
   int fail_after_ = -1;
+  uint64_t headroom_cap_ = UINT64_MAX;
 };
 
 }  // namespace reach

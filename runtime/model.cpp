@@ -1,7 +1,9 @@
 #include "runtime/model.hpp"
 
 #include <cstring>
+#include <set>
 
+#include "engine/checked.hpp"
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "engine/transfer.hpp"
@@ -13,15 +15,24 @@ namespace fs = std::filesystem;
 
 class ModelLoader {
  public:
-  ModelLoader(Model& m, const ModelWeights& w, const LoadOptions& opt, uint64_t total)
-      : m_(m), w_(w), opt_(opt), transfer_(m.allocator_), total_(total) {}
+  // A dry run only checks each tensor's name, shape and dtype and sums the
+  // device bytes it will take: nothing is allocated or read.
+  ModelLoader(Model& m, const ModelWeights& w, const LoadOptions& opt, uint64_t total, bool dry_run)
+      : m_(m), w_(w), opt_(opt), total_(total), dry_(dry_run) {
+    if (!dry_) transfer_ = std::make_unique<Transfer>(m.allocator_);
+  }
+
+  uint64_t planned_bytes() const { return planned_; }
+  uint64_t tensors() const { return tensors_; }
 
   // A matrix [rows, cols] in the model's weight type.
   Mat matrix(const std::string& name, int64_t rows, int64_t cols, const std::string& why) {
     const TensorInfo& t = w_.get(name, {rows, cols}, why);
     check_dtype(t);
     const WType wt = m_.wtype_;
-    Buffer buf = m_.allocator_.allocate(Arena::weights, uint64_t(rows) * cols * wtype_size(wt), name);
+    const uint64_t bytes = plan(saturating_mul({uint64_t(rows), uint64_t(cols), wtype_size(wt)}));
+    if (dry_) return {};
+    Buffer buf = m_.allocator_.allocate(Arena::weights, bytes, name);
     upload_converted(t, buf, wt);
     Mat mat{nullptr, 0, wt, uint32_t(rows), uint32_t(cols)};
     m_.storage_.push_back(std::move(buf));
@@ -33,12 +44,20 @@ class ModelLoader {
   Buffer vector_f32(const std::string& name, int64_t n, const std::string& why) {
     const TensorInfo& t = w_.get(name, {n}, why);
     check_dtype(t);
-    Buffer buf = m_.allocator_.allocate(Arena::weights, uint64_t(n) * 4, name);
+    const uint64_t bytes = plan(saturating_mul({uint64_t(n), 4}));
+    if (dry_) return {};
+    Buffer buf = m_.allocator_.allocate(Arena::weights, bytes, name);
     upload_converted(t, buf, WType::f32);
     return buf;
   }
 
  private:
+  uint64_t plan(uint64_t bytes) {
+    planned_ = saturating_add(planned_, bytes);
+    ++tensors_;
+    return bytes;
+  }
+
   void check_dtype(const TensorInfo& t) {
     if (!dtype_is_compute(t.dtype))
       throw Error(ErrorCode::unsupported, "tensor " + t.name + " in " + t.file.string() + " has dtype " +
@@ -56,22 +75,31 @@ class ModelLoader {
       const uint64_t chunk = 16ull << 20;
       for (uint64_t off = 0; off < t.nbytes; off += chunk) {
         const uint64_t len = std::min<uint64_t>(chunk, t.nbytes - off);
-        transfer_.upload(dst, off, reinterpret_cast<const char*>(t.data) + off, len, tick);
+        transfer_->upload(dst, off, reinterpret_cast<const char*>(t.data) + off, len, tick);
         advance(len);
       }
       return;
     }
-    // Convert on the host: to f32 first (exact for f16/bf16), then to the target.
-    std::vector<float> f32(n);
-    convert_to_f32(t, f32.data());
-    if (wt == WType::f32) {
-      transfer_.upload(dst, 0, f32.data(), n * 4, tick);
-    } else {
-      std::vector<uint16_t> h(n);
-      for (uint64_t i = 0; i < n; ++i) h[i] = wt == WType::f16 ? f32_to_f16(f32[i]) : f32_to_bf16(f32[i]);
-      transfer_.upload(dst, 0, h.data(), n * 2, tick);
+    // Convert on the host, a piece at a time (host memory stays small whatever
+    // the tensor's size): to f32 first (exact for f16/bf16), then to the target.
+    const uint64_t esize = dtype_size(t.dtype), step = 4ull << 20;
+    std::vector<float> f32(size_t(std::min(n, step)));
+    std::vector<uint16_t> h(wt == WType::f32 ? 0 : f32.size());
+    for (uint64_t off = 0; off < n; off += step) {
+      const uint64_t len = std::min(step, n - off);
+      TensorInfo piece = t;
+      piece.data = t.data + off * esize;
+      piece.shape = {int64_t(len)};
+      piece.nbytes = size_t(len * esize);
+      convert_to_f32(piece, f32.data());
+      if (wt == WType::f32) {
+        transfer_->upload(dst, off * 4, f32.data(), len * 4, tick);
+      } else {
+        for (uint64_t i = 0; i < len; ++i) h[i] = wt == WType::f16 ? f32_to_f16(f32[i]) : f32_to_bf16(f32[i]);
+        transfer_->upload(dst, off * 2, h.data(), len * 2, tick);
+      }
+      advance(piece.nbytes);
     }
-    advance(t.nbytes);
   }
 
   void advance(uint64_t bytes) {
@@ -114,9 +142,33 @@ class ModelLoader {
   Model& m_;
   const ModelWeights& w_;
   const LoadOptions& opt_;
-  Transfer transfer_;
+  std::unique_ptr<Transfer> transfer_;
   uint64_t total_ = 0, done_ = 0;
+  bool dry_ = false;
+  uint64_t planned_ = 0, tensors_ = 0;
 };
+
+namespace {
+
+// How many layers the weights hold: the first index i from 0 with no tensor
+// named model.layers.<i>.*.
+int64_t layers_in_weights(const ModelWeights& w) {
+  static const std::string prefix = "model.layers.";
+  std::set<int64_t> seen;
+  for (const auto& name : w.names()) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    int64_t idx = 0;
+    size_t i = prefix.size(), digits = 0;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 10; ++i, ++digits)
+      idx = idx * 10 + (name[i] - '0');
+    if (digits > 0 && digits < 10 && i < name.size() && name[i] == '.') seen.insert(idx);
+  }
+  int64_t n = 0;
+  while (seen.count(n)) ++n;
+  return n;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const fs::path& dir,
                                    const LoadOptions& options) {
@@ -143,6 +195,17 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
   if (wt != WType::f32 && !device.caps().storage_16bit) wt = WType::f32;
   m->wtype_ = wt;
 
+  // Layers first: num_hidden_layers sizes the layer list, so it must not
+  // exceed what the weights hold.
+  const int64_t held = layers_in_weights(w);
+  if (c.n_layers > held)
+    throw Error(ErrorCode::format, "config.json (" + c.source.string() + ") says num_hidden_layers=" +
+                                       std::to_string(c.n_layers) + ", but the weights in " + dir.string() +
+                                       " hold " + std::to_string(held) + " layer(s) (no tensor 'model.layers." +
+                                       std::to_string(held) + ".*') - fix num_hidden_layers, or use the weights "
+                                       "that belong to this config.json");
+
+  // The config's sizes are bounded (config.json parsing): these products fit.
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, d = c.head_dim;
   const int64_t qd = c.n_heads * d, kvd = c.n_kv_heads * d;
   const std::string why = "config.json says hidden_size=" + std::to_string(H) +
@@ -150,38 +213,53 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
                           ", heads=" + std::to_string(c.n_heads) + "x" + std::to_string(d) +
                           ", kv_heads=" + std::to_string(c.n_kv_heads);
 
-  // Everything that will be read, for progress reports.
-  ModelLoader L(*m, w, options, w.total_bytes());
-  m->embed_ = L.matrix("model.embed_tokens.weight", V, H, why);
-  m->layers_.resize(size_t(c.n_layers));
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights& lw = m->layers_[size_t(i)];
-    lw.attn_norm = L.vector_f32(p + "input_layernorm.weight", H, why);
-    lw.q = L.matrix(p + "self_attn.q_proj.weight", qd, H, why);
-    lw.k = L.matrix(p + "self_attn.k_proj.weight", kvd, H, why);
-    lw.v = L.matrix(p + "self_attn.v_proj.weight", kvd, H, why);
-    lw.o = L.matrix(p + "self_attn.o_proj.weight", H, qd, why);
-    if (c.attention_bias) {
-      lw.q_bias = L.vector_f32(p + "self_attn.q_proj.bias", qd, why);
-      lw.k_bias = L.vector_f32(p + "self_attn.k_proj.bias", kvd, why);
-      lw.v_bias = L.vector_f32(p + "self_attn.v_proj.bias", kvd, why);
-      if (w.find(p + "self_attn.o_proj.bias")) lw.o_bias = L.vector_f32(p + "self_attn.o_proj.bias", H, why);
+  // Twice over the same list: a dry run checks every name, shape and dtype and
+  // sums the bytes, so a config that does not match the weights, or weights
+  // larger than the device's memory, are refused before anything is uploaded.
+  for (const bool dry : {true, false}) {
+    ModelLoader L(*m, w, options, w.total_bytes(), dry);
+    LayerWeights unused;
+    if (!dry) m->layers_.resize(size_t(c.n_layers));
+    Mat embed = L.matrix("model.embed_tokens.weight", V, H, why);
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+      const std::string p = "model.layers." + std::to_string(i) + ".";
+      LayerWeights& lw = dry ? unused : m->layers_[size_t(i)];
+      lw.attn_norm = L.vector_f32(p + "input_layernorm.weight", H, why);
+      lw.q = L.matrix(p + "self_attn.q_proj.weight", qd, H, why);
+      lw.k = L.matrix(p + "self_attn.k_proj.weight", kvd, H, why);
+      lw.v = L.matrix(p + "self_attn.v_proj.weight", kvd, H, why);
+      lw.o = L.matrix(p + "self_attn.o_proj.weight", H, qd, why);
+      if (c.attention_bias) {
+        lw.q_bias = L.vector_f32(p + "self_attn.q_proj.bias", qd, why);
+        lw.k_bias = L.vector_f32(p + "self_attn.k_proj.bias", kvd, why);
+        lw.v_bias = L.vector_f32(p + "self_attn.v_proj.bias", kvd, why);
+        if (w.find(p + "self_attn.o_proj.bias")) lw.o_bias = L.vector_f32(p + "self_attn.o_proj.bias", H, why);
+      }
+      lw.mlp_norm = L.vector_f32(p + "post_attention_layernorm.weight", H, why);
+      lw.gate = L.matrix(p + "mlp.gate_proj.weight", I, H, why);
+      lw.up = L.matrix(p + "mlp.up_proj.weight", I, H, why);
+      lw.down = L.matrix(p + "mlp.down_proj.weight", H, I, why);
     }
-    lw.mlp_norm = L.vector_f32(p + "post_attention_layernorm.weight", H, why);
-    lw.gate = L.matrix(p + "mlp.gate_proj.weight", I, H, why);
-    lw.up = L.matrix(p + "mlp.up_proj.weight", I, H, why);
-    lw.down = L.matrix(p + "mlp.down_proj.weight", H, I, why);
-  }
-  m->final_norm_ = L.vector_f32("model.norm.weight", H, why);
-  if (c.tie_word_embeddings || !w.find("lm_head.weight")) {
-    if (!c.tie_word_embeddings)
-      throw Error(ErrorCode::format, "tensor lm_head.weight is missing from " + dir.string() +
-                                         " and config.json has tie_word_embeddings=false: set it to true if the "
-                                         "model shares its embedding table, or restore lm_head.weight");
-    m->lm_head_ = m->embed_;
-  } else {
-    m->lm_head_ = L.matrix("lm_head.weight", V, H, why);
+    Buffer final_norm = L.vector_f32("model.norm.weight", H, why);
+    Mat lm_head = embed;
+    if (c.tie_word_embeddings || !w.find("lm_head.weight")) {
+      if (!c.tie_word_embeddings)
+        throw Error(ErrorCode::format, "tensor lm_head.weight is missing from " + dir.string() +
+                                           " and config.json has tie_word_embeddings=false: set it to true if the "
+                                           "model shares its embedding table, or restore lm_head.weight");
+    } else {
+      lm_head = L.matrix("lm_head.weight", V, H, why);
+    }
+    if (dry) {
+      m->allocator_.require(Arena::weights, L.planned_bytes(),
+                            "the weights of " + dir.string() + " (" + std::to_string(L.tensors()) + " tensors as " +
+                                wtype_name(wt) + ")",
+                            "use a smaller model, or a device with more memory");
+      continue;
+    }
+    m->embed_ = embed;
+    m->lm_head_ = lm_head;
+    m->final_norm_ = std::move(final_norm);
   }
 
   for (const auto& name : w.names()) m->n_params_ += uint64_t(w.get(name).numel());

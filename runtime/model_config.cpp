@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "engine/checked.hpp"
 #include "engine/error.hpp"
 
 namespace reach {
@@ -16,6 +17,9 @@ namespace reach {
 using nlohmann::json;
 
 namespace {
+
+// Sizes and positions are 32-bit in the kernels (and far above any real model).
+constexpr int64_t kMaxDimension = INT32_MAX;
 
 constexpr const char* kSupportedArchs = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
 // "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
@@ -106,6 +110,14 @@ struct Reader {
     if (v <= 0) fail(ErrorCode::format, std::string("'") + key + "' is " + std::to_string(v) + ", must be > 0");
     return v;
   }
+  // A size the kernels index with 32-bit integers: (0, 2^31 - 1].
+  int64_t dimension(const char* key, int64_t v) const {
+    positive(key, v);
+    if (v > kMaxDimension)
+      fail(ErrorCode::format, std::string("'") + key + "' is " + std::to_string(v) + ", more than reach handles (" +
+                                  std::to_string(kMaxDimension) + ") - fix the value in the file");
+    return v;
+  }
   int64_t non_negative(const char* key, int64_t v) const {
     if (v < 0) fail(ErrorCode::format, std::string("'") + key + "' is " + std::to_string(v) + ", must be >= 0");
     return v;
@@ -185,7 +197,7 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
   const std::string fhint = "rope_type \"" + t + "\" needs it (the scaling factor s = new context / trained context)";
   auto common_hf = [&] {   // keys every HF type may carry (v5 standardizes original_max_position_embeddings)
     if (auto o = r.opt_int("original_max_position_embeddings"))
-      rs.original_max_position = r.positive("original_max_position_embeddings", *o);
+      rs.original_max_position = r.dimension("original_max_position_embeddings", *o);
   };
   switch (rs.type) {
     case RopeType::default_:
@@ -215,7 +227,7 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
       rs.low_freq_factor = r.positive("low_freq_factor", r.req_num("low_freq_factor", h));
       rs.high_freq_factor = r.positive("high_freq_factor", r.req_num("high_freq_factor", h));
       rs.original_max_position =
-          r.positive("original_max_position_embeddings", r.req_int("original_max_position_embeddings", h));
+          r.dimension("original_max_position_embeddings", r.req_int("original_max_position_embeddings", h));
       if (rs.high_freq_factor < rs.low_freq_factor)
         r.fail(ErrorCode::format, "high_freq_factor " + json(rs.high_freq_factor).dump() + " < low_freq_factor " +
                                       json(rs.low_freq_factor).dump() + " - swap them");
@@ -238,12 +250,16 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
       const std::string h = "Self-Extend needs 'group' G and neighbour 'window' W (e.g. 4 and 1024)";
       rs.group = r.positive("group", r.req_int("group", h));
       rs.window = r.positive("window", r.req_int("window", h));
-      if (rs.window % rs.group != 0)
+      if (rs.window % rs.group != 0) {
+        // The next multiple of G above W, or the one below where that overflows.
+        const int64_t below = rs.window / rs.group * rs.group;
+        const int64_t above = below > INT64_MAX - rs.group ? below : below + rs.group;
         r.fail(ErrorCode::format, "self_extend window " + std::to_string(rs.window) + " is not a multiple of group " +
                                       std::to_string(rs.group) +
                                       ": the grouped positions floor(i/G) + W - W/G only continue the neighbour "
                                       "positions when G divides W - use e.g. window " +
-                                      std::to_string((rs.window / rs.group + 1) * rs.group));
+                                      std::to_string(above > 0 ? above : rs.group));
+      }
       break;
     }
     case RopeType::none_:
@@ -344,17 +360,18 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   }
 
   const std::string hint = "every Llama/Mistral/Qwen2 config.json has it; is this the model's own config.json?";
-  c.hidden_size = r.positive("hidden_size", r.req_int("hidden_size", hint));
-  c.intermediate_size = r.positive("intermediate_size", r.req_int("intermediate_size", hint));
-  c.n_layers = r.positive("num_hidden_layers", r.req_int("num_hidden_layers", hint));
-  c.n_heads = r.positive("num_attention_heads", r.req_int("num_attention_heads", hint));
-  c.n_kv_heads = r.positive("num_key_value_heads", r.opt_int("num_key_value_heads").value_or(c.n_heads));
-  c.vocab_size = r.positive("vocab_size", r.req_int("vocab_size", hint));
+  // Nothing is sized from these here; Model::load checks each against the weights.
+  c.hidden_size = r.dimension("hidden_size", r.req_int("hidden_size", hint));
+  c.intermediate_size = r.dimension("intermediate_size", r.req_int("intermediate_size", hint));
+  c.n_layers = r.dimension("num_hidden_layers", r.req_int("num_hidden_layers", hint));
+  c.n_heads = r.dimension("num_attention_heads", r.req_int("num_attention_heads", hint));
+  c.n_kv_heads = r.dimension("num_key_value_heads", r.opt_int("num_key_value_heads").value_or(c.n_heads));
+  c.vocab_size = r.dimension("vocab_size", r.req_int("vocab_size", hint));
   c.max_position_embeddings =
-      r.positive("max_position_embeddings", r.req_int("max_position_embeddings", hint));
+      r.dimension("max_position_embeddings", r.req_int("max_position_embeddings", hint));
   c.rms_norm_eps = r.positive("rms_norm_eps", r.opt_num("rms_norm_eps").value_or(1e-6));
   if (auto hd = r.opt_int("head_dim")) {
-    c.head_dim = r.positive("head_dim", *hd);
+    c.head_dim = r.dimension("head_dim", *hd);
   } else {
     if (c.hidden_size % c.n_heads != 0)
       r.fail(ErrorCode::format, "hidden_size " + std::to_string(c.hidden_size) +
@@ -362,6 +379,14 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
                                     " and 'head_dim' is not given - add \"head_dim\" or fix the sizes");
     c.head_dim = c.hidden_size / c.n_heads;
   }
+  // The q / o projections have num_attention_heads x head_dim rows; k / v have
+  // num_key_value_heads x head_dim (not larger, as the heads are a multiple).
+  const std::optional<int64_t> q_rows = checked_mul(c.n_heads, c.head_dim);
+  if (!q_rows || *q_rows > kMaxDimension)
+    r.fail(ErrorCode::format, "num_attention_heads " + std::to_string(c.n_heads) + " x head_dim " +
+                                  std::to_string(c.head_dim) + (q_rows ? " = " + std::to_string(*q_rows) : "") +
+                                  " is more than reach handles (" + std::to_string(kMaxDimension) +
+                                  ") - fix num_attention_heads or head_dim");
   if (c.n_heads % c.n_kv_heads != 0)
     r.fail(ErrorCode::format, "num_attention_heads " + std::to_string(c.n_heads) +
                                   " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_heads) +

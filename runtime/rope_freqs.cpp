@@ -117,14 +117,15 @@ RopeFreqs rope_freqs(const ModelConfig& cfg, int64_t seq_len) {
   return rope_freqs(cfg.rope, cfg.rotary_dim, cfg.rope_theta, cfg.max_position_embeddings, seq_len);
 }
 
-void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, float* out) {
+void fill_rope_rows(const RopeFreqs& f, uint32_t first, uint32_t count, uint32_t pairs, float* out) {
   if (pairs > f.inv_freq.size())
     throw Error(ErrorCode::invalid_argument, "fill_rope_table: " + std::to_string(pairs) + " pairs requested, the table has " +
                                                  std::to_string(f.inv_freq.size()));
-  if (positions > 0 && pairs > 0 && !out) throw Error(ErrorCode::invalid_argument, "fill_rope_table: null output");
+  if (count > 0 && pairs > 0 && !out) throw Error(ErrorCode::invalid_argument, "fill_rope_table: null output");
   const double af = f.attention_factor;
-  for (uint32_t p = 0; p < positions; ++p) {
-    float* row = out + static_cast<size_t>(p) * pairs * 2;
+  for (uint32_t r = 0; r < count; ++r) {
+    const uint64_t p = uint64_t(first) + r;
+    float* row = out + static_cast<size_t>(r) * pairs * 2;
     for (uint32_t j = 0; j < pairs; ++j) {
       // p·θ is exact to ~1 ulp of the angle in double (1e-11 rad at 1e5 rad).
       const double a = static_cast<double>(p) * f.inv_freq[j];
@@ -132,6 +133,10 @@ void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, flo
       row[2 * j + 1] = static_cast<float>(std::sin(a) * af);
     }
   }
+}
+
+void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, float* out) {
+  fill_rope_rows(f, 0, positions, pairs, out);
 }
 
 std::vector<float> rope_table(const RopeFreqs& f, uint32_t positions) {

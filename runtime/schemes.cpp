@@ -398,7 +398,10 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
       t2.attention_factor = 1.0;
       R.table2 = std::move(t2);
       const uint64_t rows = static_cast<uint64_t>(context) + static_cast<uint64_t>(shift);
-      if (rows >= UINT32_MAX) fail(ErrorCode::invalid_argument, "leaky_rerope table 2 would need " + std::to_string(rows) + " rows");
+      if (rows >= UINT32_MAX)
+        fail(ErrorCode::unsupported, "leaky_rerope window·(k−1) = " + fmt(shift) + " plus the context needs " +
+                                         std::to_string(rows) + " positions in table 2, beyond 32-bit positions - "
+                                         "use a smaller window or k");
       R.table2_positions = static_cast<uint32_t>(rows);
       break;
     }
@@ -408,6 +411,10 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
         fail(ErrorCode::invalid_argument, "self_extend group " + std::to_string(G) + " must divide window " + std::to_string(W));
       base = base.with_self_extend(static_cast<uint32_t>(G), u32(W, "self_extend window"));
       const int64_t max_q2 = (static_cast<int64_t>(context) - 1) / G + W - W / G;
+      if (max_q2 + 1 >= static_cast<int64_t>(UINT32_MAX))
+        fail(ErrorCode::unsupported, "self_extend group " + std::to_string(G) + ", window " + std::to_string(W) +
+                                         " puts grouped queries at position " + std::to_string(max_q2) +
+                                         ", beyond 32-bit positions - use a smaller window or context");
       R.table1_positions = static_cast<uint32_t>(std::max<int64_t>(context, max_q2 + 1));
       break;
     }

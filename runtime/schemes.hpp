@@ -91,6 +91,9 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
 // out[(p·pairs + j)·2 + {0,1}] = (cos, sin)(p·inv_freq[j])·attention_factor
 // for p < positions, j < pairs (pairs <= inv_freq.size()); angles in double.
 void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, float* out);
+// Rows [first, first + count) of the same table into out (count·pairs·2 floats),
+// so a large table can be built a piece at a time.
+void fill_rope_rows(const RopeFreqs& f, uint32_t first, uint32_t count, uint32_t pairs, float* out);
 // The whole table (all pairs), as a Session uploads it.
 std::vector<float> rope_table(const RopeFreqs& f, uint32_t positions);
 

@@ -2,16 +2,75 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 
+#include "engine/checked.hpp"
 #include "engine/device.hpp"
 #include "engine/error.hpp"
+#include "kernels/binding.hpp"
 #include "kernels/kernels.hpp"
 #include "engine/transfer.hpp"
 
 namespace reach {
 
 namespace {
+
 std::string tok(uint64_t n) { return std::to_string(n) + " tokens"; }
+std::string mib(uint64_t bytes) { return std::to_string(mib_ceil(bytes)) + " MiB"; }
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(10);
+  o << v;
+  return o.str();
+}
+
+// Bytes one binding of the attention kernels may span: the KV store binds the
+// caches and table 1 as storage buffers, prefill / decode (texel variant) bind
+// them, table 2 and the rotated keys as R32G32B32A32 texel buffers.
+uint64_t attention_binding_limit(const Capabilities& caps, const AttentionTuning& tuning) {
+  uint64_t limit = binding_span(caps);
+  if (tuning.texel == 2) limit = std::min(limit, saturating_mul({caps.max_texel_buffer_elements, 16}));
+  return limit;
+}
+
+// The largest Self-Extend window (a multiple of G) whose grouped positions
+// floor((context−1)/G) + W − W/G stay below max_rows.
+std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
+  const int64_t room = int64_t(max_rows) - 1 - (int64_t(context) - 1) / G;
+  if (G < 2 || room < G - 1) return "use a smaller context";
+  return "use a window of at most " + std::to_string(room / (G - 1) * G);
+}
+
+// A cos/sin table of `rows` positions that one binding cannot hold: the error
+// names what asked for that many rows (the context, or the scheme's window).
+[[noreturn]] void table_too_large(const ResolvedSchemes& s, bool table2, uint64_t rows, uint64_t pairs,
+                                  uint32_t context, uint64_t limit) {
+  const uint64_t max_rows = limit / std::max<uint64_t>(pairs * 8, 1);
+  const std::string need = "a cos/sin table of " + std::to_string(rows) + " positions x " + std::to_string(pairs) +
+                           " pairs (" + mib(saturating_mul({rows, pairs, 8})) + "), more than one binding on this "
+                           "device holds (" + mib(limit) + ", " + std::to_string(max_rows) + " positions)";
+  if (rows <= context)
+    throw Error(ErrorCode::out_of_memory, "a context of " + tok(context) + " needs " + need +
+                                              ": use a context of at most " + tok(max_rows));
+  const RopeScaling& r = s.rope;
+  std::string what;
+  if (table2) {   // only Leaky ReRoPE has one
+    what = "leaky_rerope window·(k−1) = " + std::to_string(r.window) + "·(" + num(r.leaky_k) + "−1) shifts branch 2 by " +
+           std::to_string(rows - context) + " positions beyond the context, so it needs " + need +
+           ": choose window and k with window·(k−1) at most " +
+           std::to_string(max_rows > context ? max_rows - context : 0);
+  } else if (r.type == RopeType::self_extend) {
+    what = "self_extend group " + std::to_string(r.group) + ", window " + std::to_string(r.window) +
+           " puts grouped queries at positions up to " + std::to_string(rows - 1) +
+           " (floor((context−1)/G) + W − W/G), so it needs " + need + ": " +
+           self_extend_advice(r.group, context, max_rows);
+  } else {   // rerope: positions up to the window
+    what = std::string(rope_type_name(r.type)) + " window " + std::to_string(r.window) + " needs " + need +
+           ": use a window of at most " + std::to_string(max_rows ? max_rows - 1 : 0);
+  }
+  throw Error(ErrorCode::unsupported, "position schemes: " + what);
+}
+
 }  // namespace
 
 Session::Session(Model& model, const SessionOptions& options)
@@ -24,33 +83,75 @@ Session::Session(Model& model, const SessionOptions& options)
   const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
   schemes_ = resolve_schemes(c, capacity_, l_test);
 
+  // Every size below is checked before anything is allocated: the tables and
+  // each layer's KV cache against one binding, the total against the memory left.
+  const Device& dev = model.device();
+  const uint64_t limit = attention_binding_limit(dev.caps(), attention_.tuning());
+  const uint64_t rows1 = std::max<uint64_t>(std::max(schemes_.table1_positions, capacity_), 1);
+  const uint64_t rows2 = schemes_.table2 ? std::max<uint32_t>(schemes_.table2_positions, 1) : 0;
+  const uint64_t pairs = schemes_.table1.inv_freq.size();
+  if (saturating_mul({rows1, pairs, 8}) > limit) table_too_large(schemes_, false, rows1, pairs, capacity_, limit);
+  if (saturating_mul({rows2, pairs, 8}) > limit) table_too_large(schemes_, true, rows2, pairs, capacity_, limit);
+
+  const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
+  const uint64_t kv_bytes = saturating_mul({kvd, capacity_, 4});
+  if (kv_bytes > limit)
+    throw Error(ErrorCode::out_of_memory,
+                "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) +
+                    " per layer for keys and again for values (" + std::to_string(c.n_kv_heads) + " kv heads x " +
+                    std::to_string(d) + " head dims x 4 bytes per token), more than one binding on this device "
+                    "holds (" + mib(limit) + "): use a context of at most " + tok(limit / (kvd * 4)));
+  const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
+                 V = uint64_t(c.vocab_size), n = chunk_;
+  uint64_t dec = 0;
+  for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
+  uint64_t caches = 0;
+  for (const auto& spec : schemes_.layers)
+    caches = saturating_add(caches, saturating_mul({kv_bytes, wants_rotated_keys(spec) ? 3u : 2u}));
+  const uint64_t tables = saturating_mul({rows1 + rows2, pairs, 8});
+  const uint64_t scratch = saturating_add(
+      saturating_mul({n, 4, H + std::max(H, qd) + 2 * (qd + kvd + I)}), dec);
+  model.allocator().require(Arena::cache, saturating_add(saturating_add(caches, tables), scratch),
+                            "a session with a context of " + tok(capacity_) + " (KV cache " + mib(caches) +
+                                ", cos/sin tables " + mib(tables) + ", activations for chunks of " + tok(n) + " " +
+                                mib(scratch) + ")",
+                            "use a smaller context");
+  model.allocator().require(Arena::readback, saturating_mul({n, V, 4}),
+                            "the logits of chunks of " + tok(n) + " (x vocab_size " + std::to_string(V) + ")",
+                            "use a smaller prefill chunk");
+
   Allocator& A = model.allocator();
   Transfer T(A);
   auto make_table = [&](const RopeFreqs& f, uint32_t positions, Buffer& buf, RopeTable& t, const char* label) {
     positions = std::max<uint32_t>(positions, 1);
     const uint32_t pairs = uint32_t(f.inv_freq.size());   // rotary_dim / 2
-    const std::vector<float> data = rope_table(f, positions);
-    buf = A.allocate(Arena::cache, data.size() * 4, label);
-    T.upload(buf, 0, data.data(), data.size() * 4);
+    const uint64_t row_floats = uint64_t(pairs) * 2;
+    buf = A.allocate(Arena::cache, positions * row_floats * 4, label);
+    // Built and uploaded a piece at a time: host memory stays small for any table.
+    const uint32_t piece_rows =
+        uint32_t(std::clamp<uint64_t>((4u << 20) / std::max<uint64_t>(row_floats, 1), 1, positions));
+    std::vector<float> piece(piece_rows * row_floats);
+    for (uint32_t p0 = 0, rows = 0; p0 < positions; p0 += rows) {
+      rows = std::min(piece_rows, positions - p0);
+      fill_rope_rows(f, p0, rows, pairs, piece.data());
+      T.upload(buf, p0 * row_floats * 4, piece.data(), rows * row_floats * 4);
+    }
     t = {&buf, positions, pairs};
   };
-  make_table(schemes_.table1, std::max(schemes_.table1_positions, capacity_), rope1_, table1_, "rope table");
-  if (schemes_.table2) make_table(*schemes_.table2, schemes_.table2_positions, rope2_, table2_, "rope table 2");
+  make_table(schemes_.table1, uint32_t(rows1), rope1_, table1_, "rope table");
+  if (schemes_.table2) make_table(*schemes_.table2, uint32_t(rows2), rope2_, table2_, "rope table 2");
   else table2_ = table1_;
 
-  const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string name = "kv cache layer " + std::to_string(l);
-    k_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "k " + name));
-    v_cache_.push_back(A.allocate(Arena::cache, kvd * capacity_ * 4, "v " + name));
+    k_cache_.push_back(A.allocate(Arena::cache, kv_bytes, "k " + name));
+    v_cache_.push_back(A.allocate(Arena::cache, kv_bytes, "v " + name));
     // Dual-branch layers keep rotated keys too (LayerCache::k_rot): the
     // window branch then costs what plain RoPE does, for 50 % more cache.
     k_rot_.push_back(wants_rotated_keys(schemes_.layers[size_t(l)])
-                         ? A.allocate(Arena::cache, kvd * capacity_ * 4, "rotated k " + name)
+                         ? A.allocate(Arena::cache, kv_bytes, "rotated k " + name)
                          : Buffer{});
   }
-  const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
-                 V = uint64_t(c.vocab_size), n = chunk_;
   ids_ = A.allocate(Arena::staging, n * 4, "token ids");
   step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
   x_ = A.allocate(Arena::scratch, n * H * 4, "x");
@@ -62,8 +163,6 @@ Session::Session(Model& model, const SessionOptions& options)
   g_ = A.allocate(Arena::scratch, n * I * 4, "mlp gate");
   u_ = A.allocate(Arena::scratch, n * I * 4, "mlp up");
   logits_buf_ = A.allocate(Arena::readback, n * V * 4, "logits");
-  uint64_t dec = 0;
-  for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
   decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
   logits_.assign(size_t(V), 0.0f);
 }
