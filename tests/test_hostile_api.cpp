@@ -25,8 +25,9 @@
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "runtime/sampler.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace {
 

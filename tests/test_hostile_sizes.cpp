@@ -27,8 +27,9 @@
 #include "engine/memory.hpp"
 #include "runtime/model.hpp"
 #include "runtime/session.hpp"
-#include "tests/model_fixture.hpp"
-#include "tests/test_device.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace reach;
 using namespace reach::test;
