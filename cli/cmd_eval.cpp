@@ -9,9 +9,7 @@
 // cli/eval_modes.cpp, the pure parts in cli/eval_protocols.* and cli/eval_report.*.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "cli/eval_modes.hpp"
@@ -19,6 +17,7 @@
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
 #include "engine/error.hpp"
+#include "runtime/file_read.hpp"
 #include "runtime/rope_types.hpp"
 #include "runtime/tokenizer.hpp"
 
@@ -63,14 +62,6 @@ void eval_usage() {
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above:\n%s",
       kDefaultPrefillChunk, preset_help(), scheme_flags_help().c_str());
-}
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::io, std::string("cannot open ") + what + " '" + path + "'");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // Empty when --help was printed.
@@ -168,10 +159,12 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
   const int64_t L_max = *std::max_element(p.ctxs.begin(), p.ctxs.end());
   const int64_t L_min = *std::min_element(p.ctxs.begin(), p.ctxs.end());
   if (!o.text_file.empty()) {
-    const std::string text = read_file(o.text_file, "text file");
+    const std::string text = read_file(o.text_file, file_kinds::eval_text);
+    if (text.empty()) throw Error(ErrorCode::invalid_argument, "text file " + o.text_file + " is empty");
     p.sample = p.tokenizer->encode(text, true);
   } else {
-    p.sample = parse_token_ids(read_file(o.tokens_file, "token file"), o.tokens_file);
+    p.sample = parse_token_ids(read_file(o.tokens_file, file_kinds::token_ids), o.tokens_file);
+    if (p.sample.empty()) throw Error(ErrorCode::invalid_argument, "token file " + o.tokens_file + " holds no ids");
     for (size_t k = 0; k < p.sample.size(); ++k)
       if (p.sample[k] >= vocab_size)
         throw Error(ErrorCode::invalid_argument,

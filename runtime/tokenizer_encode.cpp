@@ -91,6 +91,8 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
   if (!md) throw Error(ErrorCode::out_of_memory, "tokenizer: pcre2_match_data_create failed");
   auto subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0;
+  // Terminates: every turn moves pos forward (past a non-empty match, or one
+  // character past an empty one) or leaves the loop.
   while (pos <= s.size()) {
     // The subject was made valid UTF-8 by encode(), so skip PCRE2's check.
     int rc = pcre2_match(code_, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
@@ -114,10 +116,16 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
   pcre2_match_data_free(md);
 }
 
-std::string Regex::replace_all(std::string_view s, std::string_view with) const {
+bool Regex::replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const {
   std::vector<std::pair<size_t, size_t>> m;
   find_all(s, m);
-  std::string out;
+  size_t matched = 0;
+  for (auto [b, e] : m) matched += e - b;
+  // The size is known before building.  The first test keeps the product below from overflowing.
+  if (!m.empty() && with.size() > (max_size + matched) / m.size()) return false;
+  if (s.size() - matched + m.size() * with.size() > max_size) return false;
+  out.clear();
+  out.reserve(s.size() - matched + m.size() * with.size());
   size_t prev = 0;
   for (auto [b, e] : m) {
     out.append(s.substr(prev, b - prev));
@@ -125,7 +133,7 @@ std::string Regex::replace_all(std::string_view s, std::string_view with) const 
     prev = e;
   }
   out.append(s.substr(prev));
-  return out;
+  return true;
 }
 
 void split_by_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
@@ -224,18 +232,31 @@ int byte_from_unicode(uint32_t cp) {
   return it == m.end() ? -1 : it->second;
 }
 
+void throw_growth(const std::string& origin, const std::string& where, size_t input) {
+  throw Error(ErrorCode::format, origin + ": " + where + " grows a text of " + std::to_string(input) +
+                                     " bytes beyond " + std::to_string(max_grown_size(input)) + " bytes (" +
+                                     std::to_string(kMaxGrowth) +
+                                     "x + 64 KiB; real tokenizers grow it ~3x): the file is damaged");
+}
+
 // ---------------------------------------------------------------- normalizer
 
 void TokenizerImpl::normalize(std::string& s) const {
+  const size_t input = s.size(), limit = max_grown_size(input);
+  std::string replaced;
   for (const auto& step : normalizer) {
     switch (step.kind) {
       case NormalizerStep::prepend:
-        if (!s.empty()) s.insert(0, step.text);
+        if (s.empty()) break;
+        if (s.size() + step.text.size() > limit) throw_growth(origin, step.where, input);
+        s.insert(0, step.text);
         break;
       case NormalizerStep::replace:
-        s = step.pattern->replace_all(s, step.text);
+        if (!step.pattern->replace_all(s, step.text, limit, replaced)) throw_growth(origin, step.where, input);
+        s.swap(replaced);
         break;
       case NormalizerStep::strip: {
+        // Both loops move b up or e down by at least one byte per turn, within [0, size].
         size_t b = 0, e = s.size();
         if (step.left) {
           while (b < e) {
@@ -268,6 +289,9 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
   std::vector<Piece> next;
   std::vector<std::pair<size_t, size_t>> matches, spans;
   const auto& table = byte_to_unicode();
+  size_t input = 0;
+  for (const auto& p : pieces) input += p.text.size();
+  const size_t limit = max_grown_size(input);
   for (const auto& step : pre_tokenizer) {
     next.clear();
     for (auto& piece : pieces) {
@@ -321,7 +345,8 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
             if (!r.empty()) next.push_back({std::move(r), piece.at_start});
             break;
           }
-          // split on the replacement, MergedWithNext
+          // split on the replacement, MergedWithNext.  Terminates: the
+          // replacement is one character (checked at load), so p advances.
           matches.clear();
           spans.clear();
           for (size_t p = r.find(step.replacement); p != std::string::npos;
@@ -333,6 +358,11 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
         }
       }
     }
+    // One step grows a piece at most 4x + 4 bytes (Metaspace's "\u2581" for " "),
+    // but steps can be chained without end.
+    size_t total = 0;
+    for (const auto& p : next) total += p.text.size();
+    if (total > limit) throw_growth(origin, step.where, input);
     pieces.swap(next);
   }
 }
@@ -376,6 +406,8 @@ void TokenizerImpl::split_added(const AddedMatcher& m, const Piece& in,
   }
   size_t start_offset = 0;
   size_t i = 0;
+  // Terminates: i grows by one byte, or past a match of a non-empty token (build()
+  // indexes no empty content).  The strip loops below move by >= 1 byte per turn.
   while (i < s.size()) {
     const AddedToken* hit = nullptr;
     for (uint32_t idx : m.by_first_byte[static_cast<unsigned char>(s[i])]) {
@@ -435,6 +467,10 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
       return;
     }
   }
+  // Symbols are linked by int32 indices.
+  if (w.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(ErrorCode::invalid_argument, "tokenizer: a word of " + std::to_string(w.size()) +
+                                                 " bytes (more than 2^31) cannot be encoded");
   struct Symbol {
     int32_t id;
     int32_t prev, next;
@@ -447,7 +483,7 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
     sym.push_back({id, n - 1, n + 1, true});
   };
   std::optional<int32_t> pending_unk;
-  for (size_t i = 0; i < w.size();) {
+  for (size_t i = 0; i < w.size();) {  // i grows by len >= 1 each turn
     size_t len = std::min(utf8::char_length(static_cast<unsigned char>(w[i])), w.size() - i);
     std::string_view c = w.substr(i, len);
     i += len;
@@ -492,6 +528,8 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
   };
   for (size_t k = 0; k + 1 < sym.size(); ++k)
     if (auto m = lookup(sym[k].id, sym[k + 1].id)) queue.push({m->first, static_cast<int32_t>(k), m->second});
+  // Terminates: each merge kills one live symbol and pushes at most two entries,
+  // so at most n - 1 merges and 3n pops for n symbols.
   while (!queue.empty()) {
     Merge top = queue.top();
     queue.pop();

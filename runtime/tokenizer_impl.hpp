@@ -36,8 +36,10 @@ class Regex {
   Regex& operator=(const Regex&) = delete;
   // Appends the [begin, end) of every non-overlapping match, left to right.
   void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
-  // Replaces every match by `with`.
-  std::string replace_all(std::string_view s, std::string_view with) const;
+  // Replaces every match by `with` into `out`; false (out unspecified) when the
+  // result would be longer than max_size: an empty pattern matches between all
+  // characters, so a long `with` could multiply the text.
+  bool replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const;
 
  private:
   pcre2_code_8* code_ = nullptr;
@@ -52,8 +54,10 @@ struct Piece {
   bool at_start = false;
 };
 
+// The JSON key of a step, for messages ("normalizer.normalizers[1]").
 struct NormalizerStep {
   enum Kind { prepend, replace, strip, passthrough } kind = passthrough;
+  std::string where;
   std::string text;     // prepend: what; replace: the replacement
   std::shared_ptr<Regex> pattern;  // replace
   bool left = false, right = false;  // strip
@@ -61,20 +65,22 @@ struct NormalizerStep {
 
 struct PreTokenizerStep {
   enum Kind { split, byte_level, metaspace } kind = split;
+  std::string where;
   std::shared_ptr<Regex> pattern;  // split; byte_level with use_regex
   SplitBehavior behavior = SplitBehavior::isolated;
   bool invert = false;
   bool add_prefix_space = false;  // byte_level
-  std::string replacement;        // metaspace
+  std::string replacement;        // metaspace: exactly one character (checked at load)
   enum Prepend { always, first, never } prepend = always;
   bool split_on_replacement = true;  // metaspace "split"
 };
 
 struct DecoderStep {
   enum Kind { byte_level, replace, byte_fallback, fuse, strip, metaspace } kind = fuse;
+  std::string where;
   std::shared_ptr<Regex> pattern;  // replace
-  std::string text;                // replace: replacement; strip / metaspace: the character
-  size_t start = 0, stop = 0;      // strip
+  std::string text;                // replace: replacement; strip / metaspace: one character
+  uint64_t start = 0, stop = 0;    // strip
   bool prepend = true;             // metaspace: prepend_scheme != never
 };
 
@@ -129,6 +135,14 @@ struct TokenizerImpl {
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
 };
+
+// A tokenizer.json may chain steps that each grow the text (64 Replace "a" ->
+// "aa" would double it 64 times).  Real pipelines grow it at most ~3x per stage
+// (" " -> "\u2581"), so each stage (normalizers, pre-tokenizers, decoders) keeps
+// its output within this bound of its input, else Error(format) naming the step.
+constexpr size_t kMaxGrowth = 32, kGrowthSlack = 65536;
+inline size_t max_grown_size(size_t input) { return kMaxGrowth * input + kGrowthSlack; }
+[[noreturn]] void throw_growth(const std::string& origin, const std::string& where, size_t input);
 
 // The GPT-2 byte <-> unicode table of ByteLevel.
 const std::array<std::string, 256>& byte_to_unicode();
