@@ -423,7 +423,7 @@ ModelConfig load_model_config(const std::filesystem::path& path_in) {
   json j;
   try {
     j = parse_json_bounded(text, kMaxConfigDepth);
-  } catch (const JsonTooDeep& e) {
+  } catch (const JsonTooLarge& e) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): JSON " + e.what() + " - not a model config");
   } catch (const json::exception& e) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): not valid JSON (" + e.what() +

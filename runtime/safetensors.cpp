@@ -19,6 +19,7 @@ namespace {
 constexpr uint64_t kMaxHeaderSize = 100'000'000;   // as the reference implementation
 constexpr int kMaxHeaderDepth = 8;
 constexpr int kMaxIndexDepth = 16;   // {"metadata": {..}, "weight_map": {..}} is 2 deep
+constexpr size_t kMaxIndexValues = size_t{4} << 20;   // one per tensor: ~100k for the largest models
 
 struct DTypeEntry {
   DType dtype;
@@ -192,10 +193,9 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
     // A real header nests 3 deep ({name: {shape: [..]}}); refusing deeper
     // input keeps a hostile 100 MB "[[[[..." from allocating gigabytes.
     header = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), kMaxHeaderDepth);
-  } catch (const JsonTooDeep&) {
-    fail(ErrorCode::format, path, "header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
-                                      " levels; a safetensors header is {name: {dtype, shape, data_offsets}}" +
-                                      kRedownload);
+  } catch (const JsonTooLarge& e) {
+    fail(ErrorCode::format, path, std::string("header JSON ") + e.what() +
+                                      "; a safetensors header is {name: {dtype, shape, data_offsets}}" + kRedownload);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorCode::format, path, std::string("header is not valid JSON (") + e.what() + ")" + kRedownload);
   }
@@ -382,8 +382,8 @@ ModelWeights ModelWeights::open_dir(const std::filesystem::path& dir) {
   {
     const std::string text = read_file(index_path, file_kinds::safetensors_index);
     try {
-      index = parse_json_bounded(text, kMaxIndexDepth);
-    } catch (const JsonTooDeep& e) {
+      index = parse_json_bounded(text, kMaxIndexDepth, kMaxIndexValues);
+    } catch (const JsonTooLarge& e) {
       throw Error(ErrorCode::format, where + "JSON " + e.what() +
                                          "; an index is {\"metadata\": {...}, \"weight_map\": {tensor: shard file}}");
     } catch (const nlohmann::json::exception& e) {

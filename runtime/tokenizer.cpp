@@ -26,6 +26,9 @@ const char* const supported_models =
 // builders below recurse once per level.
 constexpr int kMaxJsonDepth = 64;
 constexpr int kMaxSequenceDepth = 16;
+// A tokenizer.json holds ~2 values per token (a 256k vocabulary: ~1.5M); the
+// limit keeps the parsed form of a hostile file of "[],[],..." near 0.6 GB.
+constexpr size_t kMaxJsonValues = size_t{8} << 20;
 
 // The GPT-2 regex that ByteLevel uses when use_regex is true.
 const char* const gpt2_pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -423,8 +426,12 @@ void finish(TokenizerImpl& t) {
       t.raw_added.tokens.push_back(&a);
     }
   }
-  t.raw_added.build();
-  t.normalized_added.build();
+  try {
+    t.raw_added.build();
+    t.normalized_added.build();
+  } catch (const Error& e) {
+    throw Error(e.code(), t.origin + ": " + e.what());
+  }
 
   if (!t.prefix.empty()) t.bos = t.prefix.front();
   else t.bos = first_known(t, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<|endoftext|>"});
@@ -441,10 +448,10 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
   impl->origin = origin;
   json j;
   try {
-    j = parse_json_bounded(text, kMaxJsonDepth);
-  } catch (const JsonTooDeep& e) {
+    j = parse_json_bounded(text, kMaxJsonDepth, kMaxJsonValues);
+  } catch (const JsonTooLarge& e) {
     throw Error(ErrorCode::format, origin + ": JSON " + e.what() +
-                                       " (a tokenizer.json nests about 8); the file is damaged");
+                                       " (a tokenizer.json nests about 8 and holds ~2 per token); the file is damaged");
   } catch (const json::exception& e) {
     throw Error(ErrorCode::format, origin + ": malformed JSON (" + e.what() +
                                        "); replace it with the tokenizer.json of the model's Hugging Face repository");

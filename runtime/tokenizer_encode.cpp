@@ -1,9 +1,11 @@
-// Encoding: added tokens, normalizers, pre-tokenizers, BPE.  Each step follows
-// the `tokenizers` (Rust) implementation closely; comments name the deviations.
+// Encoding: normalizers, pre-tokenizers, BPE (added tokens: tokenizer_added.cpp).
+// Each step follows the `tokenizers` (Rust) implementation closely; comments name
+// the deviations.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <algorithm>
+#include <memory>
 #include <queue>
 
 #include "engine/error.hpp"
@@ -58,7 +60,7 @@ std::string onig_compatible(std::string_view p) {
 }
 }  // namespace
 
-Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) {
+Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) : where_(where) {
   int err = 0;
   PCRE2_SIZE offset = 0;
   uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
@@ -82,12 +84,15 @@ Regex& Regex::operator=(Regex&& o) noexcept {
   if (this != &o) {
     if (code_) pcre2_code_free(code_);
     code_ = std::exchange(o.code_, nullptr);
+    where_ = std::move(o.where_);
   }
   return *this;
 }
 
 void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> data(
+      pcre2_match_data_create_from_pattern(code_, nullptr), pcre2_match_data_free);
+  pcre2_match_data* md = data.get();
   if (!md) throw Error(ErrorCode::out_of_memory, "tokenizer: pcre2_match_data_create failed");
   auto subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0;
@@ -98,10 +103,10 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
     int rc = pcre2_match(code_, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) {
       if (rc == PCRE2_ERROR_NOMATCH) break;
-      pcre2_match_data_free(md);
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
-      throw Error(ErrorCode::internal, std::string("tokenizer: regex match failed: ") + reinterpret_cast<char*>(buf));
+      throw Error(ErrorCode::format, where_ + ": the regex gives up on this text (" + reinterpret_cast<char*>(buf) +
+                                         "); it backtracks too much to be a real tokenizer's pattern");
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];
@@ -113,7 +118,6 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
       pos = b + utf8::char_length(static_cast<unsigned char>(s[b]));
     }
   }
-  pcre2_match_data_free(md);
 }
 
 bool Regex::replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const {
@@ -365,95 +369,6 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
     if (total > limit) throw_growth(origin, step.where, input);
     pieces.swap(next);
   }
-}
-
-// ---------------------------------------------------------------- added tokens
-
-void AddedMatcher::build() {
-  for (auto& v : by_first_byte) v.clear();
-  for (uint32_t i = 0; i < tokens.size(); ++i)
-    if (!tokens[i]->content.empty())
-      by_first_byte[static_cast<unsigned char>(tokens[i]->content[0])].push_back(i);
-  for (auto& v : by_first_byte)
-    std::stable_sort(v.begin(), v.end(),
-                     [&](uint32_t a, uint32_t b) { return tokens[a]->content.size() > tokens[b]->content.size(); });
-}
-
-namespace {
-bool is_word_char(uint32_t c) {  // tokenizers checks single_word with the regex \w
-  static const Regex word("\\w", false, "single_word");
-  std::string s;
-  utf8::append(s, c);
-  std::vector<std::pair<size_t, size_t>> m;
-  word.find_all(s, m);
-  return !m.empty();
-}
-uint32_t last_char(std::string_view s, size_t end) {
-  size_t k = end - 1;
-  while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
-  size_t len = 0;
-  return utf8::decode(s, k, &len);
-}
-}  // namespace
-
-// tokenizers' AddedVocabulary::find_matches + split_with_indices.
-void TokenizerImpl::split_added(const AddedMatcher& m, const Piece& in,
-                                std::vector<std::pair<Piece, int32_t>>& out) const {
-  const std::string& s = in.text;
-  if (m.empty()) {
-    out.push_back({in, -1});
-    return;
-  }
-  size_t start_offset = 0;
-  size_t i = 0;
-  // Terminates: i grows by one byte, or past a match of a non-empty token (build()
-  // indexes no empty content).  The strip loops below move by >= 1 byte per turn.
-  while (i < s.size()) {
-    const AddedToken* hit = nullptr;
-    for (uint32_t idx : m.by_first_byte[static_cast<unsigned char>(s[i])]) {
-      const auto& c = m.tokens[idx]->content;
-      if (s.compare(i, c.size(), c) == 0) {
-        hit = m.tokens[idx];
-        break;
-      }
-    }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    size_t start = i, stop = i + hit->content.size();
-    i = stop;  // the match iterator resumes after the raw match
-    if (hit->single_word) {
-      bool start_ok = start == 0 || !is_word_char(last_char(s, start));
-      size_t len = 0;
-      bool stop_ok = stop == s.size() || !is_word_char(utf8::decode(s, stop, &len));
-      if (!start_ok || !stop_ok) continue;
-    }
-    if (hit->lstrip) {
-      size_t b = start;
-      while (b > 0) {
-        size_t k = b - 1;
-        while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
-        size_t len = 0;
-        if (!utf8::is_whitespace(utf8::decode(s, k, &len))) break;
-        b = k;
-      }
-      start = std::max(b, start_offset);
-    }
-    if (hit->rstrip) {
-      while (stop < s.size()) {
-        size_t len = 0;
-        if (!utf8::is_whitespace(utf8::decode(s, stop, &len))) break;
-        stop += len;
-      }
-    }
-    if (start_offset < start)
-      out.push_back({Piece{s.substr(start_offset, start - start_offset), in.at_start && start_offset == 0}, -1});
-    out.push_back({Piece{s.substr(start, stop - start), false}, hit->id});
-    start_offset = stop;
-  }
-  if (start_offset < s.size())
-    out.push_back({Piece{s.substr(start_offset), in.at_start && start_offset == 0}, -1});
 }
 
 // ---------------------------------------------------------------- BPE

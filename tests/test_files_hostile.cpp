@@ -1,6 +1,7 @@
 // Files that are not what their name says, generated here: a directory, a FIFO,
 // a link to /dev/zero, a socket, a file past its size limit, in every place reach
-// reads a whole file (runtime/file_read.hpp) or maps one (safetensors).  Each
+// reads a whole file (runtime/file_read.hpp, the pipeline cache) or maps one
+// (safetensors).  Each
 // case runs in a child process with a time limit and an address-space ceiling
 // (tests/support/isolated_run.hpp): reading /dev/zero or waiting on a FIFO
 // fails it promptly instead of hanging the suite.
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/device.hpp"
 #include "engine/error.hpp"
+#include "engine/pipeline.hpp"
 #include "runtime/file_read.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/safetensors.hpp"
@@ -252,5 +255,25 @@ TEST_CASE("files_hostile: reach eval -f / --tokens") {
     CAPTURE(err);
     CHECK(rc == 1);  // 124 would be the timeout
     for (const std::string& w : c.words) CHECK_MESSAGE(err.find(w) != std::string::npos, "missing: " << w);
+  }
+}
+
+TEST_CASE("files_hostile: the pipeline cache file is read only when it is a regular file") {
+  for (const Impostor& imp : kImpostors) {
+    CAPTURE(std::string(imp.name));
+    TempDir cache;
+    // A FIFO planted under the cache file's name hung the start; /dev/zero was read until memory ran out.
+    Outcome o = run_isolated([&] {
+      reach::DeviceOptions opt;
+      opt.pipeline_cache_dir = cache.path.string();
+      const std::string file = reach::Device::create(opt)->pipelines().cache_file();
+      fs::remove_all(file);
+      imp.make(file);
+      reach::Device::create(opt);
+      return file;
+    });
+    INFO(o.describe());
+    CHECK(o.kind == Outcome::returned);
+    CHECK(o.message.rfind(cache.path.string(), 0) == 0);
   }
 }

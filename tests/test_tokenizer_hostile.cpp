@@ -9,6 +9,7 @@
 #include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,13 @@ TEST_CASE("tokenizer_hostile: deep nesting is refused before it can exhaust the 
     expect_error(run_isolated([&] { return exercise(text); }), ErrorCode::format,
                  {"hostile.json", "nests deeper than 64 levels"});
   }
+  // Many small values: each costs a parsed node (~60 bytes for "[]").  The ceiling
+  // on the child's address space shows the parse stays bounded.
+  std::string many = R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "x": [)";
+  for (int i = 0; i < (8 << 20); ++i) many += "[],";
+  many += "[]]}";
+  expect_error(run_isolated([&] { return exercise(many); }, 20, size_t{1} << 30), ErrorCode::format,
+               {"hostile.json", "holds more than 8388608 values"});
   // Nested Sequences: the builders recurse once per level.
   const json leaf_norm = {{"type", "NFC"}};
   const json leaf_pre = {{"type", "WhitespaceSplit"}};
@@ -295,4 +303,79 @@ TEST_CASE("tokenizer_hostile: vocab and added-token ids, flags") {
   expect_error(j, ErrorCode::format, {"added_tokens[0].special"});
   j = with("pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", "no"}});
   expect_error(j, ErrorCode::format, {"pre_tokenizer.add_prefix_space"});
+}
+
+// ---------------------------------------------------------------- added-token matching
+
+TEST_CASE("tokenizer_hostile: added-token matching is linear in the text") {
+  // 50k tokens sharing a 100-byte prefix with the text: every position compared
+  // against all of them (an hour for the Bible); now one automaton pass.
+  json j = base();
+  j["added_tokens"] = json::array();
+  for (int k = 0; k < 50000; ++k)
+    j["added_tokens"].push_back(
+        {{"id", 8 + k}, {"content", std::string(100, 'a') + std::to_string(k)}, {"special", true}});
+  // And one long token that the text follows for 1 MB before it differs.
+  j["added_tokens"].push_back({{"id", 60000}, {"content", std::string(1 << 20, 'a') + "b"}, {"special", true}});
+  const std::string text = j.dump();
+  const std::string input = std::string(1 << 20, 'a') + std::string(100, 'a') + "49999";
+  CHECK(expect_result([&] {
+          std::vector<int32_t> ids = Tokenizer::from_json(text).encode(input, false);
+          return std::to_string(ids.size()) + " " + std::to_string(ids.back());
+        }) == std::to_string((1 << 20) + 1) + " 50007");
+  // Their total content is bounded (real ones: ~100 kB).
+  j = base();
+  j["added_tokens"] = json::array();
+  for (int k = 0; k < 17; ++k)
+    j["added_tokens"].push_back({{"id", 8 + k}, {"content", std::string(1 << 20, char('a' + k))}, {"special", true}});
+  expect_error(j, ErrorCode::format, {"hostile.json", "added_tokens hold", "more than 16 MiB"});
+}
+
+TEST_CASE("tokenizer_hostile: added-token matching is leftmost-longest (against a brute-force reference)") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    // Tokens over {a, b, c}: many are prefixes or suffixes of others, some repeat.
+    json j = json::parse(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}, "merges": []}})");
+    std::vector<std::string> contents;
+    const int n = 1 + int(rng() % 12);
+    for (int k = 0; k < n; ++k) {
+      std::string c;
+      for (int len = 1 + int(rng() % 5); len > 0; --len) c += char('a' + rng() % 3);
+      contents.push_back(c);
+      j["added_tokens"].push_back({{"id", 3 + k}, {"content", c}, {"special", true}});
+    }
+    std::string input;
+    for (int len = int(rng() % 60); len > 0; --len) input += char('a' + rng() % 3);
+    // Reference: at each position the longest content (the first of equal ones), else the character.
+    std::vector<int32_t> want;
+    for (size_t i = 0; i < input.size();) {
+      int best = -1;
+      for (int k = 0; k < n; ++k)
+        if (input.compare(i, contents[k].size(), contents[k]) == 0 &&
+            (best < 0 || contents[k].size() > contents[best].size()))
+          best = k;
+      if (best < 0) {
+        want.push_back(input[i] - 'a');
+        ++i;
+      } else {
+        want.push_back(3 + best);
+        i += contents[best].size();
+      }
+    }
+    CAPTURE(j.dump());
+    CAPTURE(input);
+    CHECK(show(Tokenizer::from_json(j.dump()).encode(input, false)) == show(want));
+  }
+}
+
+TEST_CASE("tokenizer_hostile: a pattern that backtracks without end is a format error naming its key") {
+  // PCRE2's limits stop it; the error was "internal" (a bug in reach) and named no key.
+  json split = {{"type", "Split"}, {"pattern", {{"Regex", "(a+)+$"}}}, {"behavior", "Isolated"}, {"invert", false}};
+  const std::string text = with("pre_tokenizer", split).dump();
+  Outcome o = run_isolated([&] {
+    Tokenizer::from_json(text, "hostile.json").encode(std::string(40, 'a') + "b", false);
+    return std::string();
+  });
+  expect_error(o, ErrorCode::format, {"hostile.json: pre_tokenizer.pattern", "gives up", "match limit"});
+  CHECK(o.seconds < 10);
 }
