@@ -333,33 +333,43 @@ TEST_CASE("tokenizer_hostile: added-token matching is linear in the text") {
 
 TEST_CASE("tokenizer_hostile: added-token matching is leftmost-longest (against a brute-force reference)") {
   std::mt19937 rng(7);
-  for (int round = 0; round < 200; ++round) {
-    // Tokens over {a, b, c}: many are prefixes or suffixes of others, some repeat.
-    json j = json::parse(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}, "merges": []}})");
+  // Characters sharing bytes: "\u00e9" and "\u00fc" both start with 0xC3.
+  const std::vector<std::string> chars = {"a", "b", "\u00e9", "\u00fc"};
+  for (int round = 0; round < 300; ++round) {
+    // Tokens of 1-5 characters: many are prefixes or suffixes of others, some repeat.
+    json j = json::parse(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "\u00e9": 2, "\u00fc": 3},
+                            "merges": []}})");
     std::vector<std::string> contents;
     const int n = 1 + int(rng() % 12);
     for (int k = 0; k < n; ++k) {
       std::string c;
-      for (int len = 1 + int(rng() % 5); len > 0; --len) c += char('a' + rng() % 3);
+      for (int len = 1 + int(rng() % 5); len > 0; --len) c += chars[rng() % chars.size()];
       contents.push_back(c);
-      j["added_tokens"].push_back({{"id", 3 + k}, {"content", c}, {"special", true}});
+      j["added_tokens"].push_back({{"id", 4 + k}, {"content", c}, {"special", true}});
     }
+    std::vector<int> text;  // character indices
+    for (int len = int(rng() % 60); len > 0; --len) text.push_back(int(rng() % chars.size()));
     std::string input;
-    for (int len = int(rng() % 60); len > 0; --len) input += char('a' + rng() % 3);
-    // Reference: at each position the longest content (the first of equal ones), else the character.
+    std::vector<size_t> at;  // byte offset of each character
+    for (int c : text) {
+      at.push_back(input.size());
+      input += chars[c];
+    }
+    // Reference: at each character the longest content (the first of equal ones), else the character.
     std::vector<int32_t> want;
-    for (size_t i = 0; i < input.size();) {
+    for (size_t i = 0; i < text.size();) {
       int best = -1;
       for (int k = 0; k < n; ++k)
-        if (input.compare(i, contents[k].size(), contents[k]) == 0 &&
+        if (input.compare(at[i], contents[k].size(), contents[k]) == 0 &&
             (best < 0 || contents[k].size() > contents[best].size()))
           best = k;
       if (best < 0) {
-        want.push_back(input[i] - 'a');
+        want.push_back(text[i]);
         ++i;
       } else {
-        want.push_back(3 + best);
-        i += contents[best].size();
+        want.push_back(4 + best);
+        const size_t end = at[i] + contents[best].size();
+        while (i < text.size() && at[i] < end) ++i;
       }
     }
     CAPTURE(j.dump());
