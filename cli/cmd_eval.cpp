@@ -10,10 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "cli/eval_modes.hpp"
@@ -22,6 +20,8 @@
 #include "cli/progress_bar.hpp"
 #include "engine/checked.hpp"
 #include "engine/error.hpp"
+#include "runtime/file_read.hpp"
+#include "runtime/json_parse.hpp"
 #include "runtime/rope_types.hpp"
 #include "runtime/tokenizer.hpp"
 
@@ -75,14 +75,6 @@ void eval_usage() {
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above:\n%s",
       kDefaultPrefillChunk, preset_help(), scheme_flags_help().c_str());
-}
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::io, std::string("cannot open ") + what + " '" + path + "'");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // Empty when --help was printed.
@@ -192,7 +184,8 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
   const int64_t L_max = *std::max_element(p.ctxs.begin(), p.ctxs.end());
   const int64_t L_min = *std::min_element(p.ctxs.begin(), p.ctxs.end());
   if (!o.text_file.empty()) {
-    const std::string text = read_file(o.text_file, "text file");
+    const std::string text = read_file(o.text_file, file_kinds::eval_text);
+    if (text.empty()) throw Error(ErrorCode::invalid_argument, "text file " + o.text_file + " is empty");
     if (o.mode == "ppl") {   // as llama-perplexity: BOS first only when the vocabulary adds one, never EOS
       if (p.bos.add) p.sample.push_back(p.bos.id);
       const std::vector<int32_t> ids = p.tokenizer->encode(text, false);
@@ -201,7 +194,8 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
       p.sample = p.tokenizer->encode(text, true);
     }
   } else {
-    p.sample = parse_token_ids(read_file(o.tokens_file, "token file"), o.tokens_file);
+    p.sample = parse_token_ids(read_file(o.tokens_file, file_kinds::token_ids), o.tokens_file);
+    if (p.sample.empty()) throw Error(ErrorCode::invalid_argument, "token file " + o.tokens_file + " holds no ids");
     for (size_t k = 0; k < p.sample.size(); ++k)
       if (p.sample[k] >= vocab_size)
         throw Error(ErrorCode::invalid_argument,
@@ -231,8 +225,8 @@ void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
   if (fs::exists(tc)) {
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(read_file(tc.string(), "tokenizer config"));
-    } catch (const nlohmann::json::exception& e) {
+      j = parse_json_bounded(read_file(tc, file_kinds::tokenizer_config_json), 64);
+    } catch (const std::exception& e) {
       throw Error(ErrorCode::format, tc.string() + ": malformed JSON (" + e.what() + ")");
     }
     // Only a boolean counts, as for the GGUF converter.

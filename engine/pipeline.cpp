@@ -39,8 +39,17 @@ PipelineCache::PipelineCache(Device& device, std::string cache_dir) : device_(de
       uuid += h;
     }
     file_ = cache_dir + "/" + key + uuid + ".bin";
-    std::ifstream in(file_, std::ios::binary);
-    if (in) initial.assign(std::istreambuf_iterator<char>(in), {});
+    // Only a regular file of a sane size is read: a FIFO or a link to /dev/zero
+    // in the cache directory would otherwise hang the start (the cache is an
+    // optimisation: anything else is ignored).
+    constexpr uintmax_t kMaxCacheBytes = uintmax_t{256} << 20;
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::is_regular_file(file_, ec) ? std::filesystem::file_size(file_, ec) : 0;
+    if (!ec && size > 0 && size <= kMaxCacheBytes) {
+      std::ifstream in(file_, std::ios::binary);
+      initial.resize(static_cast<size_t>(size));
+      if (!in.read(initial.data(), static_cast<std::streamsize>(size))) initial.clear();
+    }
     // The driver validates the header (vendor, device, UUID) and ignores a stale cache.
   }
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};

@@ -1,16 +1,14 @@
 #include "runtime/model_config.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <stdexcept>
 
 #include "engine/checked.hpp"
 #include "engine/error.hpp"
+#include "runtime/file_read.hpp"
+#include "runtime/json_parse.hpp"
 
 namespace reach {
 
@@ -21,6 +19,8 @@ namespace {
 // Sizes and positions are 32-bit in the kernels (and far above any real model).
 constexpr int64_t kMaxDimension = INT32_MAX;
 
+// A real config.json nests 3 levels (rope_scaling, reach_attention.layers.N).
+constexpr int kMaxConfigDepth = 64;
 constexpr const char* kSupportedArchs = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
 // "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
 std::string known_rope_types() {
@@ -451,29 +451,15 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
 ModelConfig load_model_config(const std::filesystem::path& path_in) {
   std::filesystem::path path = path_in;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) path /= "config.json";
-  std::FILE* fp = std::fopen(path.c_str(), "rb");
-  if (!fp) {
-    int e = errno;
-    throw Error(ErrorCode::io, "config.json (" + path.string() + "): cannot open: " + std::strerror(e) +
-                                   " - pass the model directory that holds config.json");
-  }
-  std::string text;
-  char buf[65536];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, fp)) > 0 && text.size() < (64u << 20)) text.append(buf, got);
-  const bool read_error = std::ferror(fp);
-  std::fclose(fp);
-  if (read_error) throw Error(ErrorCode::io, "config.json (" + path.string() + "): read error");
-  if (text.size() >= (64u << 20))
-    throw Error(ErrorCode::format, "config.json (" + path.string() + "): larger than 64 MiB - not a model config");
+  // A model directory holds config.json; a path named config.json is the file
+  // itself, even when it is (wrongly) a directory: read_file says so.
+  if (path.filename() != "config.json" && std::filesystem::is_directory(path, ec)) path /= "config.json";
+  const std::string text =
+      read_file(path, file_kinds::config_json, " - pass the model directory that holds config.json");
   json j;
   try {
-    j = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > 64) throw std::length_error("nested deeper than 64 levels");
-      return true;
-    });
-  } catch (const std::length_error& e) {
+    j = parse_json_bounded(text, kMaxConfigDepth);
+  } catch (const JsonTooLarge& e) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): JSON " + e.what() + " - not a model config");
   } catch (const json::exception& e) {
     throw Error(ErrorCode::format, "config.json (" + path.string() + "): not valid JSON (" + e.what() +

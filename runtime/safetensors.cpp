@@ -1,9 +1,6 @@
 #include "runtime/safetensors.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
+#include "runtime/file_read.hpp"
+#include "runtime/json_parse.hpp"
 
 namespace reach {
 
@@ -19,7 +18,8 @@ namespace {
 
 constexpr uint64_t kMaxHeaderSize = 100'000'000;   // as the reference implementation
 constexpr int kMaxHeaderDepth = 8;
-struct TooDeep {};
+constexpr int kMaxIndexDepth = 16;   // {"metadata": {..}, "weight_map": {..}} is 2 deep
+constexpr size_t kMaxIndexValues = size_t{4} << 20;   // one per tensor: ~100k for the largest models
 
 struct DTypeEntry {
   DType dtype;
@@ -148,32 +148,20 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
   SafeTensorsFile f;
   f.path_ = path;
 
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    fail(ErrorCode::io, path, std::string("cannot open: ") + std::strerror(e) +
-                                  " - check the path and the file's permissions");
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int e = errno;
-    ::close(fd);
-    fail(ErrorCode::io, path, S_ISDIR(st.st_mode) ? std::string("is a directory, not a file - pass the .safetensors file or use the model directory loader")
-                                                   : std::string("not a regular file (") + std::strerror(e) + ")");
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    fail(ErrorCode::format, path, "only " + std::to_string(size) +
-                                      " bytes, shorter than the 8-byte header length" + kRedownload);
-  }
-  if (size > std::numeric_limits<size_t>::max()) {
-    ::close(fd);
-    fail(ErrorCode::unsupported, path, "larger than this process can map");
-  }
-  void* map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  int map_errno = errno;
-  ::close(fd);   // the mapping keeps the file alive
+  uint64_t size = 0;
+  void* map = MAP_FAILED;
+  int map_errno = 0;
+  {
+    const OpenFile file = open_regular_file(path, "safetensors file", " - check the path and the file's permissions");
+    size = file.size();
+    if (size < 8)
+      fail(ErrorCode::format, path, "only " + std::to_string(size) +
+                                        " bytes, shorter than the 8-byte header length" + kRedownload);
+    if (size > std::numeric_limits<size_t>::max())
+      fail(ErrorCode::unsupported, path, "larger than this process can map");
+    map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    map_errno = errno;
+  }  // the descriptor is closed here: the mapping keeps the file alive
   if (map == MAP_FAILED) {
     fail(ErrorCode::io, path, std::string("mmap of ") + std::to_string(size) +
                                   " bytes failed: " + std::strerror(map_errno) +
@@ -204,15 +192,10 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
   try {
     // A real header nests 3 deep ({name: {shape: [..]}}); refusing deeper
     // input keeps a hostile 100 MB "[[[[..." from allocating gigabytes.
-    const char* begin = reinterpret_cast<const char*>(bytes + 8);
-    header = nlohmann::json::parse(begin, begin + n, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-      if (depth > kMaxHeaderDepth) throw TooDeep{};
-      return true;
-    });
-  } catch (const TooDeep&) {
-    fail(ErrorCode::format, path, "header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
-                                      " levels; a safetensors header is {name: {dtype, shape, data_offsets}}" +
-                                      kRedownload);
+    header = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), kMaxHeaderDepth);
+  } catch (const JsonTooLarge& e) {
+    fail(ErrorCode::format, path, std::string("header JSON ") + e.what() +
+                                      "; a safetensors header is {name: {dtype, shape, data_offsets}}" + kRedownload);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorCode::format, path, std::string("header is not valid JSON (") + e.what() + ")" + kRedownload);
   }
@@ -397,20 +380,12 @@ ModelWeights ModelWeights::open_dir(const std::filesystem::path& dir) {
   const std::string where = "shard index " + q(index_path) + ": ";
   nlohmann::json index;
   {
-    std::FILE* fp = std::fopen(index_path.c_str(), "rb");
-    if (!fp) {
-      int e = errno;
-      throw Error(ErrorCode::io, where + "cannot open: " + std::strerror(e));
-    }
-    std::string text;
-    char buf[65536];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, fp)) > 0) text.append(buf, got);
-    bool read_error = std::ferror(fp);
-    std::fclose(fp);
-    if (read_error) throw Error(ErrorCode::io, where + "read error");
+    const std::string text = read_file(index_path, file_kinds::safetensors_index);
     try {
-      index = nlohmann::json::parse(text);
+      index = parse_json_bounded(text, kMaxIndexDepth, kMaxIndexValues);
+    } catch (const JsonTooLarge& e) {
+      throw Error(ErrorCode::format, where + "JSON " + e.what() +
+                                         "; an index is {\"metadata\": {...}, \"weight_map\": {tensor: shard file}}");
     } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorCode::format, where + "not valid JSON (" + e.what() + ") - download it again");
     }

@@ -1,13 +1,12 @@
 // Loading tokenizer.json, and the public Tokenizer API.
 #include "runtime/tokenizer.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <cstdint>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/error.hpp"
+#include "runtime/file_read.hpp"
+#include "runtime/json_parse.hpp"
 #include "runtime/tokenizer_impl.hpp"
 #include "runtime/utf8.hpp"
 
@@ -20,6 +19,16 @@ using nlohmann::json;
 const char* const supported_models =
     "reach supports BPE tokenizers: byte-level BPE (GPT-2, Llama 3, SmolLM2, Qwen2) and SentencePiece-style "
     "BPE with byte fallback (Llama 2, Mistral)";
+
+// A real tokenizer.json nests about 8 levels and one Sequence at most; tokenizers
+// itself stops at 128 JSON levels (serde_json), i.e. 62 nested Sequences.  The
+// limits keep a hostile file from exhausting the stack: nlohmann copies and the
+// builders below recurse once per level.
+constexpr int kMaxJsonDepth = 64;
+constexpr int kMaxSequenceDepth = 16;
+// A tokenizer.json holds ~2 values per token (a 256k vocabulary: ~1.5M); the
+// limit keeps the parsed form of a hostile file of "[],[],..." near 0.6 GB.
+constexpr size_t kMaxJsonValues = size_t{8} << 20;
 
 // The GPT-2 regex that ByteLevel uses when use_regex is true.
 const char* const gpt2_pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -45,9 +54,55 @@ class Loader {
     if (!v.is_string()) fail(where + "." + key, "expected a string");
     return v.get<std::string>();
   }
-  bool flag(const json& j, const char* key, bool fallback) const {
-    if (!j.contains(key) || j.at(key).is_null()) return fallback;
-    return j.at(key).get<bool>();
+  // The member `key` of an object, null when absent (no copy: see kMaxJsonDepth).
+  static const json& member(const json& j, const char* key) {
+    static const json null;
+    if (!j.is_object()) return null;
+    auto it = j.find(key);
+    return it == j.end() ? null : *it;
+  }
+  const json& array(const json& j, const char* key, const std::string& where) const {
+    const json& v = need(j, key, where);
+    if (!v.is_array()) fail(where + "." + key, "expected an array");
+    return v;
+  }
+  bool flag(const json& j, const char* key, bool fallback, const std::string& where) const {
+    const json& v = member(j, key);
+    if (v.is_null()) return fallback;
+    if (!v.is_boolean()) fail(where + "." + key, "expected true or false, got " + short_dump(v));
+    return v.get<bool>();
+  }
+  // A token id: an integer in [0, INT32_MAX] (tokenizers reads a u32; reach's ids are int32).
+  int32_t token_id(const json& v, const std::string& where) const {
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= INT32_MAX) return static_cast<int32_t>(v.get<uint64_t>());
+    if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX)
+      return static_cast<int32_t>(v.get<int64_t>());
+    fail(where, "expected a token id (an integer in [0, " + std::to_string(INT32_MAX) + "]), got " + short_dump(v));
+  }
+  // A count (tokenizers reads a usize): a non-negative integer.
+  uint64_t count(const json& j, const char* key, const std::string& where) const {
+    const json& v = member(j, key);
+    if (v.is_null()) return 0;
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+    fail(where + "." + key, "expected a non-negative integer, got " + short_dump(v));
+  }
+  // Exactly one character (tokenizers reads a char: "" or "ab" does not load).
+  std::string one_char(const json& j, const char* key, const std::string& where) const {
+    std::string c = str(j, key, where);
+    if (c.empty() || utf8::sequence_length(c, 0) != c.size())
+      fail(where + "." + key, "expected exactly one character, got " + json(c).dump());
+    return c;
+  }
+  static std::string short_dump(const json& v) {
+    if (v.is_structured()) return v.is_array() ? "an array" : "an object";
+    std::string d = v.dump();
+    return d.size() > 40 ? d.substr(0, 37) + "..." : d;
+  }
+  // Sequences nest; each level recurses here.
+  void check_depth(int depth, const std::string& where) const {
+    if (depth > kMaxSequenceDepth)
+      fail(where, "Sequence nested deeper than " + std::to_string(kMaxSequenceDepth) + " levels");
   }
   std::string type_of(const json& j, const std::string& where) const {
     if (!j.is_object()) fail(where, "expected an object");
@@ -76,18 +131,17 @@ class Loader {
     const json& vocab = need(m, "vocab", "model");
     if (!vocab.is_object()) fail("model.vocab", "expected an object of token: id");
     bpe.vocab.reserve(vocab.size());
-    for (const auto& [tok, id] : vocab.items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-        fail("model.vocab[\"" + tok + "\"]", "expected a non-negative integer id");
-      bpe.vocab[tok] = id.get<int32_t>();
-    }
+    for (const auto& [tok, id] : vocab.items()) bpe.vocab[tok] = token_id(id, "model.vocab[" + json(tok).dump() + "]");
     auto id_of = [&](const std::string& tok, size_t i) {
       auto it = bpe.vocab.find(tok);
       if (it == bpe.vocab.end()) fail("model.merges[" + std::to_string(i) + "]", "token \"" + tok + "\" is not in the vocab");
       return it->second;
     };
-    const json& merges = m.contains("merges") ? m["merges"] : json::array();
+    static const json no_merges = json::array();
+    const json& merges = m.contains("merges") ? m["merges"] : no_merges;  // (both lvalues: no copy)
     if (!merges.is_array()) fail("model.merges", "expected an array");
+    // The rank of a merge is its index (an int32; a 128 MiB file holds < 2^25 merges).
+    if (merges.size() > INT32_MAX) fail("model.merges", "more than 2^31 merges");
     bpe.merges.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
       const json& e = merges[i];
@@ -107,9 +161,9 @@ class Loader {
       }
       bpe.merges[BpeModel::key(id_of(a, i), id_of(b, i))] = {static_cast<int32_t>(i), id_of(a + b, i)};
     }
-    bpe.byte_fallback = flag(m, "byte_fallback", false);
-    bpe.fuse_unk = flag(m, "fuse_unk", false);
-    bpe.ignore_merges = flag(m, "ignore_merges", false);
+    bpe.byte_fallback = flag(m, "byte_fallback", false, "model");
+    bpe.fuse_unk = flag(m, "fuse_unk", false, "model");
+    bpe.ignore_merges = flag(m, "ignore_merges", false, "model");
     if (m.contains("unk_token") && m["unk_token"].is_string()) {
       auto it = bpe.vocab.find(m["unk_token"].get<std::string>());
       if (it != bpe.vocab.end()) bpe.unk = it->second;
@@ -122,13 +176,16 @@ class Loader {
     }
   }
 
-  void normalizer(const json& j, const std::string& where) {
+  void normalizer(const json& j, const std::string& where, int depth = 0) {
     if (j.is_null()) return;
+    check_depth(depth, where);
     std::string type = type_of(j, where);
     NormalizerStep s;
+    s.where = where + " (" + type + ")";
     if (type == "Sequence") {
-      const json& list = need(j, "normalizers", where);
-      for (size_t i = 0; i < list.size(); ++i) normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]");
+      const json& list = array(j, "normalizers", where);
+      for (size_t i = 0; i < list.size(); ++i)
+        normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", depth + 1);
       return;
     } else if (type == "Prepend") {
       s.kind = NormalizerStep::prepend;
@@ -139,8 +196,8 @@ class Loader {
       s.text = str(j, "content", where);
     } else if (type == "Strip") {
       s.kind = NormalizerStep::strip;
-      s.left = flag(j, "strip_left", false);
-      s.right = flag(j, "strip_right", false);
+      s.left = flag(j, "strip_left", false, where);
+      s.right = flag(j, "strip_right", false, where);
     } else if (type == "NFC" || type == "NFKC") {
       // Unicode normalization is not implemented: exact for text that is
       // already in NFC (nearly all text), which Qwen2's NFC assumes anyway.
@@ -160,28 +217,31 @@ class Loader {
     fail(where + ".behavior", "unknown value \"" + b + "\"");
   }
 
-  void pre_tokenizer(const json& j, const std::string& where) {
+  void pre_tokenizer(const json& j, const std::string& where, int depth = 0) {
     if (j.is_null()) return;
+    check_depth(depth, where);
     std::string type = type_of(j, where);
     PreTokenizerStep s;
+    s.where = where + " (" + type + ")";
     if (type == "Sequence") {
-      const json& list = need(j, "pretokenizers", where);
+      const json& list = array(j, "pretokenizers", where);
       for (size_t i = 0; i < list.size(); ++i)
-        pre_tokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]");
+        pre_tokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", depth + 1);
       return;
     } else if (type == "Split") {
       s.kind = PreTokenizerStep::split;
       s.pattern = pattern(need(j, "pattern", where), where + ".pattern");
       s.behavior = behavior(str(j, "behavior", where), where);
-      s.invert = flag(j, "invert", false);
+      s.invert = flag(j, "invert", false, where);
     } else if (type == "ByteLevel") {
       s.kind = PreTokenizerStep::byte_level;
-      s.add_prefix_space = flag(j, "add_prefix_space", true);
-      if (flag(j, "use_regex", true)) s.pattern = gpt2_regex(where);
+      s.add_prefix_space = flag(j, "add_prefix_space", true, where);
+      if (flag(j, "use_regex", true, where)) s.pattern = gpt2_regex(where);
     } else if (type == "Digits") {
       s.kind = PreTokenizerStep::split;
       s.pattern = regex("\\p{N}", false, where);
-      s.behavior = flag(j, "individual_digits", false) ? SplitBehavior::isolated : SplitBehavior::contiguous;
+      s.behavior =
+          flag(j, "individual_digits", false, where) ? SplitBehavior::isolated : SplitBehavior::contiguous;
     } else if (type == "Whitespace") {
       s.kind = PreTokenizerStep::split;
       s.pattern = regex("\\w+|[^\\w\\s]+", false, where);
@@ -190,7 +250,7 @@ class Loader {
     } else if (type == "Punctuation") {  // Rust: is_ascii_punctuation || Unicode P*, one match per character
       s.kind = PreTokenizerStep::split;
       s.pattern = regex("[\\p{P}!-/:-@\\[-`{-~]", false, where);
-      s.behavior = behavior(j.value("behavior", std::string("Isolated")), where);
+      s.behavior = behavior(member(j, "behavior").is_null() ? "Isolated" : str(j, "behavior", where), where);
     } else if (type == "WhitespaceSplit") {
       s.kind = PreTokenizerStep::split;
       s.pattern = regex("\\s+", false, where);
@@ -198,7 +258,7 @@ class Loader {
     } else if (type == "Metaspace") {
       s.kind = PreTokenizerStep::metaspace;
       metaspace_options(j, where, s.replacement, s.prepend);
-      s.split_on_replacement = flag(j, "split", true);
+      s.split_on_replacement = flag(j, "split", true, where);
     } else {
       unsupported(where, type, "Sequence, Split, ByteLevel, Digits, Metaspace, Punctuation, Whitespace, WhitespaceSplit");
     }
@@ -207,7 +267,8 @@ class Loader {
 
   void metaspace_options(const json& j, const std::string& where, std::string& replacement,
                          PreTokenizerStep::Prepend& prepend) const {
-    replacement = j.contains("replacement") ? str(j, "replacement", where) : "\xE2\x96\x81";
+    // One character: splitting on "" would never advance (tokenizers reads a char).
+    replacement = j.contains("replacement") ? one_char(j, "replacement", where) : "\xE2\x96\x81";
     if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
       std::string p = j["prepend_scheme"].get<std::string>();
       if (p == "always") prepend = PreTokenizerStep::always;
@@ -215,7 +276,7 @@ class Loader {
       else if (p == "never") prepend = PreTokenizerStep::never;
       else fail(where + ".prepend_scheme", "unknown value \"" + p + "\"");
     } else {  // older files: add_prefix_space
-      prepend = flag(j, "add_prefix_space", true) ? PreTokenizerStep::always : PreTokenizerStep::never;
+      prepend = flag(j, "add_prefix_space", true, where) ? PreTokenizerStep::always : PreTokenizerStep::never;
     }
   }
 
@@ -224,14 +285,17 @@ class Loader {
     return gpt2_;
   }
 
-  void decoder(const json& j, const std::string& where) {
+  void decoder(const json& j, const std::string& where, int depth = 0) {
     if (j.is_null()) return;
+    check_depth(depth, where);
     t_.has_decoder = true;
     std::string type = type_of(j, where);
     DecoderStep s;
+    s.where = where + " (" + type + ")";
     if (type == "Sequence") {
-      const json& list = need(j, "decoders", where);
-      for (size_t i = 0; i < list.size(); ++i) decoder(list[i], where + ".decoders[" + std::to_string(i) + "]");
+      const json& list = array(j, "decoders", where);
+      for (size_t i = 0; i < list.size(); ++i)
+        decoder(list[i], where + ".decoders[" + std::to_string(i) + "]", depth + 1);
       return;
     } else if (type == "ByteLevel") {
       s.kind = DecoderStep::byte_level;
@@ -245,9 +309,9 @@ class Loader {
       s.kind = DecoderStep::fuse;
     } else if (type == "Strip") {
       s.kind = DecoderStep::strip;
-      s.text = str(j, "content", where);
-      s.start = j.value("start", size_t{0});
-      s.stop = j.value("stop", size_t{0});
+      s.text = one_char(j, "content", where);  // "" would strip nothing forever
+      s.start = count(j, "start", where);
+      s.stop = count(j, "stop", where);
     } else if (type == "Metaspace") {
       s.kind = DecoderStep::metaspace;
       PreTokenizerStep::Prepend p;
@@ -259,34 +323,45 @@ class Loader {
     t_.decoder.push_back(std::move(s));
   }
 
-  void post_processor(const json& j, const std::string& where) {
+  void post_processor(const json& j, const std::string& where, int depth = 0) {
     if (j.is_null()) return;
+    check_depth(depth, where);
     std::string type = type_of(j, where);
     if (type == "Sequence") {
-      const json& list = need(j, "processors", where);
+      const json& list = array(j, "processors", where);
       for (size_t i = 0; i < list.size(); ++i)
-        post_processor(list[i], where + ".processors[" + std::to_string(i) + "]");
+        post_processor(list[i], where + ".processors[" + std::to_string(i) + "]", depth + 1);
     } else if (type == "ByteLevel") {
       // offsets only
     } else if (type == "TemplateProcessing") {
-      const json& single = need(j, "single", where);
-      const json& specials = j.contains("special_tokens") ? j["special_tokens"] : json::object();
+      const json& single = array(j, "single", where);
+      const json& specials = member(j, "special_tokens");
+      if (!specials.is_null() && !specials.is_object()) fail(where + ".special_tokens", "expected an object");
       bool seen_sequence = false;
-      for (const json& item : single) {
-        if (item.contains("Sequence")) {
+      for (size_t i = 0; i < single.size(); ++i) {
+        const json& item = single[i];
+        const std::string at = where + ".single[" + std::to_string(i) + "]";
+        if (item.is_object() && item.contains("Sequence")) {
           seen_sequence = true;
           continue;
         }
-        std::string name = str(need(item, "SpecialToken", where + ".single"), "id", where + ".single");
-        if (!specials.contains(name)) fail(where + ".special_tokens", "no entry for \"" + name + "\"");
-        for (const json& id : need(specials[name], "ids", where + ".special_tokens." + name))
-          (seen_sequence ? t_.suffix : t_.prefix).push_back(id.get<int32_t>());
+        std::string name = str(need(item, "SpecialToken", at), "id", at + ".SpecialToken");
+        const json& entry = member(specials, name.c_str());
+        if (entry.is_null()) fail(where + ".special_tokens", "no entry for " + json(name).dump());
+        const std::string key = where + ".special_tokens[" + json(name).dump() + "].ids";
+        const json& ids = array(entry, "ids", where + ".special_tokens[" + json(name).dump() + "]");
+        for (size_t k = 0; k < ids.size(); ++k)
+          (seen_sequence ? t_.suffix : t_.prefix).push_back(token_id(ids[k], key + "[" + std::to_string(k) + "]"));
       }
     } else if (type == "RobertaProcessing" || type == "BertProcessing") {
-      const json& cls = need(j, "cls", where);
-      const json& sep = need(j, "sep", where);
-      t_.prefix.push_back(cls.at(1).get<int32_t>());
-      t_.suffix.push_back(sep.at(1).get<int32_t>());
+      auto id_of = [&](const char* key) {  // "cls": ["<s>", 0]: the token and its id
+        const json& pair = need(j, key, where);
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string())
+          fail(where + "." + key, "expected [\"token\", id]");
+        return token_id(pair[1], where + "." + key + "[1]");
+      };
+      t_.prefix.push_back(id_of("cls"));
+      t_.suffix.push_back(id_of("sep"));
     } else {
       unsupported(where, type, "Sequence, TemplateProcessing, ByteLevel, RobertaProcessing, BertProcessing");
     }
@@ -299,16 +374,13 @@ class Loader {
       const json& e = list[i];
       std::string where = "added_tokens[" + std::to_string(i) + "]";
       AddedToken a;
-      const json& id = need(e, "id", where);
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-        fail(where + ".id", "expected a non-negative integer");
-      a.id = id.get<int32_t>();
+      a.id = token_id(need(e, "id", where), where + ".id");
       a.content = str(e, "content", where);
-      a.special = flag(e, "special", false);
-      a.lstrip = flag(e, "lstrip", false);
-      a.rstrip = flag(e, "rstrip", false);
-      a.single_word = flag(e, "single_word", false);
-      a.normalized = flag(e, "normalized", !a.special);
+      a.special = flag(e, "special", false, where);
+      a.lstrip = flag(e, "lstrip", false, where);
+      a.rstrip = flag(e, "rstrip", false, where);
+      a.single_word = flag(e, "single_word", false, where);
+      a.normalized = flag(e, "normalized", !a.special, where);
       t_.added.push_back(std::move(a));
     }
   }
@@ -354,8 +426,12 @@ void finish(TokenizerImpl& t) {
       t.raw_added.tokens.push_back(&a);
     }
   }
-  t.raw_added.build();
-  t.normalized_added.build();
+  try {
+    t.raw_added.build();
+    t.normalized_added.build();
+  } catch (const Error& e) {
+    throw Error(e.code(), t.origin + ": " + e.what());
+  }
 
   if (!t.prefix.empty()) t.bos = t.prefix.front();
   else t.bos = first_known(t, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<|endoftext|>"});
@@ -372,7 +448,10 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
   impl->origin = origin;
   json j;
   try {
-    j = json::parse(text.begin(), text.end());
+    j = parse_json_bounded(text, kMaxJsonDepth, kMaxJsonValues);
+  } catch (const JsonTooLarge& e) {
+    throw Error(ErrorCode::format, origin + ": JSON " + e.what() +
+                                       " (a tokenizer.json nests about 8 and holds ~2 per token); the file is damaged");
   } catch (const json::exception& e) {
     throw Error(ErrorCode::format, origin + ": malformed JSON (" + e.what() +
                                        "); replace it with the tokenizer.json of the model's Hugging Face repository");
@@ -380,12 +459,12 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
   try {
     if (!j.is_object()) throw Error(ErrorCode::format, origin + ": expected a JSON object at the top level");
     Loader l(*impl, origin);
-    l.model(j.contains("model") ? j["model"] : json());
-    l.added_tokens(j.value("added_tokens", json::array()));
-    l.normalizer(j.value("normalizer", json()), "normalizer");
-    l.pre_tokenizer(j.value("pre_tokenizer", json()), "pre_tokenizer");
-    l.post_processor(j.value("post_processor", json()), "post_processor");
-    l.decoder(j.value("decoder", json()), "decoder");
+    l.model(Loader::member(j, "model"));
+    l.added_tokens(Loader::member(j, "added_tokens"));
+    l.normalizer(Loader::member(j, "normalizer"), "normalizer");
+    l.pre_tokenizer(Loader::member(j, "pre_tokenizer"), "pre_tokenizer");
+    l.post_processor(Loader::member(j, "post_processor"), "post_processor");
+    l.decoder(Loader::member(j, "decoder"), "decoder");
   } catch (const json::exception& e) {  // a key of the wrong type somewhere
     throw Error(ErrorCode::format, origin + ": unexpected content: " + e.what());
   }
@@ -396,19 +475,14 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
 Tokenizer Tokenizer::load(const std::filesystem::path& file) {
   std::error_code ec;
   std::filesystem::path path = file;
-  if (std::filesystem::is_directory(path, ec)) path /= "tokenizer.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::string reason = std::strerror(errno);
-    std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    throw Error(ErrorCode::io, "cannot open tokenizer file " + path.string() + " (" + reason +
-                                   "); copy tokenizer.json from the model's Hugging Face repository into " +
-                                   dir.string());
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::io, "cannot read tokenizer file " + path.string());
-  return from_json(ss.str(), path.string());
+  // A path named tokenizer.json is the file itself, even when it is (wrongly) a
+  // directory: read_file says what it is rather than looking inside it.
+  if (path.filename() != "tokenizer.json" && std::filesystem::is_directory(path, ec)) path /= "tokenizer.json";
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  const std::string text = read_file(path, file_kinds::tokenizer_json,
+                                     "; copy tokenizer.json from the model's Hugging Face repository into " +
+                                         dir.string());
+  return from_json(text, path.string());
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {

@@ -73,16 +73,20 @@ void decode_byte_fallback(std::vector<std::string>& tokens) {
 }
 
 // Strip: per token, up to `start` leading and `stop` trailing copies of `c`.
-void decode_strip(std::vector<std::string>& tokens, const std::string& c, size_t start, size_t stop) {
+// Each turn moves b up or e down by c.size() >= 1 (one character, checked at
+// load) within the token, so a loop runs at most t.size() times whatever start is.
+void decode_strip(std::vector<std::string>& tokens, const std::string& c, uint64_t start, uint64_t stop) {
+  if (c.empty()) return;
   for (auto& t : tokens) {
     size_t b = 0, e = t.size();
-    for (size_t k = 0; k < start && b + c.size() <= e && t.compare(b, c.size(), c) == 0; ++k) b += c.size();
-    for (size_t k = 0; k < stop && e >= b + c.size() && t.compare(e - c.size(), c.size(), c) == 0; ++k)
+    for (uint64_t k = 0; k < start && b + c.size() <= e && t.compare(b, c.size(), c) == 0; ++k) b += c.size();
+    for (uint64_t k = 0; k < stop && e >= b + c.size() && t.compare(e - c.size(), c.size(), c) == 0; ++k)
       e -= c.size();
     t = t.substr(b, e - b);
   }
 }
 
+// Terminates: `what` is not empty, so each find starts past the previous match.
 void replace_literal(std::string& t, const std::string& what, const std::string& with) {
   if (what.empty()) return;
   std::string out;
@@ -114,13 +118,24 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
     }
     return out;
   }
+  size_t input = 0;
+  for (const auto& t : tokens) input += t.size();
+  const size_t limit = max_grown_size(input);
+  size_t total = input;
+  std::string replaced;
   for (const auto& step : decoder) {
     switch (step.kind) {
       case DecoderStep::byte_level:
         decode_byte_level(tokens);
         break;
       case DecoderStep::replace:
-        for (auto& t : tokens) t = step.pattern->replace_all(t, step.text);
+        for (auto& t : tokens) {  // each token within what the others leave of the limit
+          const size_t others = total - t.size();
+          if (!step.pattern->replace_all(t, step.text, limit - others, replaced))
+            throw_growth(origin, step.where, input);
+          t.swap(replaced);
+          total = others + t.size();
+        }
         break;
       case DecoderStep::byte_fallback:
         decode_byte_fallback(tokens);
@@ -142,6 +157,10 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
         }
         break;
     }
+    // The other steps grow a token at most 3x (an invalid byte becomes U+FFFD).
+    total = 0;
+    for (const auto& t : tokens) total += t.size();
+    if (total > limit) throw_growth(origin, step.where, input);
   }
   std::string out;
   for (auto& t : tokens) out += t;

@@ -1,9 +1,11 @@
-// Encoding: added tokens, normalizers, pre-tokenizers, BPE.  Each step follows
-// the `tokenizers` (Rust) implementation closely; comments name the deviations.
+// Encoding: normalizers, pre-tokenizers, BPE (added tokens: tokenizer_added.cpp).
+// Each step follows the `tokenizers` (Rust) implementation closely; comments name
+// the deviations.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <algorithm>
+#include <memory>
 #include <queue>
 
 #include "engine/error.hpp"
@@ -58,7 +60,7 @@ std::string onig_compatible(std::string_view p) {
 }
 }  // namespace
 
-Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) {
+Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) : where_(where) {
   int err = 0;
   PCRE2_SIZE offset = 0;
   uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
@@ -82,24 +84,29 @@ Regex& Regex::operator=(Regex&& o) noexcept {
   if (this != &o) {
     if (code_) pcre2_code_free(code_);
     code_ = std::exchange(o.code_, nullptr);
+    where_ = std::move(o.where_);
   }
   return *this;
 }
 
 void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> data(
+      pcre2_match_data_create_from_pattern(code_, nullptr), pcre2_match_data_free);
+  pcre2_match_data* md = data.get();
   if (!md) throw Error(ErrorCode::out_of_memory, "tokenizer: pcre2_match_data_create failed");
   auto subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0;
+  // Terminates: every turn moves pos forward (past a non-empty match, or one
+  // character past an empty one) or leaves the loop.
   while (pos <= s.size()) {
     // The subject was made valid UTF-8 by encode(), so skip PCRE2's check.
     int rc = pcre2_match(code_, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) {
       if (rc == PCRE2_ERROR_NOMATCH) break;
-      pcre2_match_data_free(md);
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
-      throw Error(ErrorCode::internal, std::string("tokenizer: regex match failed: ") + reinterpret_cast<char*>(buf));
+      throw Error(ErrorCode::format, where_ + ": the regex gives up on this text (" + reinterpret_cast<char*>(buf) +
+                                         "); it backtracks too much to be a real tokenizer's pattern");
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];
@@ -111,13 +118,18 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
       pos = b + utf8::char_length(static_cast<unsigned char>(s[b]));
     }
   }
-  pcre2_match_data_free(md);
 }
 
-std::string Regex::replace_all(std::string_view s, std::string_view with) const {
+bool Regex::replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const {
   std::vector<std::pair<size_t, size_t>> m;
   find_all(s, m);
-  std::string out;
+  size_t matched = 0;
+  for (auto [b, e] : m) matched += e - b;
+  // The size is known before building.  The first test keeps the product below from overflowing.
+  if (!m.empty() && with.size() > (max_size + matched) / m.size()) return false;
+  if (s.size() - matched + m.size() * with.size() > max_size) return false;
+  out.clear();
+  out.reserve(s.size() - matched + m.size() * with.size());
   size_t prev = 0;
   for (auto [b, e] : m) {
     out.append(s.substr(prev, b - prev));
@@ -125,7 +137,7 @@ std::string Regex::replace_all(std::string_view s, std::string_view with) const 
     prev = e;
   }
   out.append(s.substr(prev));
-  return out;
+  return true;
 }
 
 void split_by_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
@@ -224,18 +236,31 @@ int byte_from_unicode(uint32_t cp) {
   return it == m.end() ? -1 : it->second;
 }
 
+void throw_growth(const std::string& origin, const std::string& where, size_t input) {
+  throw Error(ErrorCode::format, origin + ": " + where + " grows a text of " + std::to_string(input) +
+                                     " bytes beyond " + std::to_string(max_grown_size(input)) + " bytes (" +
+                                     std::to_string(kMaxGrowth) +
+                                     "x + 64 KiB; real tokenizers grow it ~3x): the file is damaged");
+}
+
 // ---------------------------------------------------------------- normalizer
 
 void TokenizerImpl::normalize(std::string& s) const {
+  const size_t input = s.size(), limit = max_grown_size(input);
+  std::string replaced;
   for (const auto& step : normalizer) {
     switch (step.kind) {
       case NormalizerStep::prepend:
-        if (!s.empty()) s.insert(0, step.text);
+        if (s.empty()) break;
+        if (s.size() + step.text.size() > limit) throw_growth(origin, step.where, input);
+        s.insert(0, step.text);
         break;
       case NormalizerStep::replace:
-        s = step.pattern->replace_all(s, step.text);
+        if (!step.pattern->replace_all(s, step.text, limit, replaced)) throw_growth(origin, step.where, input);
+        s.swap(replaced);
         break;
       case NormalizerStep::strip: {
+        // Both loops move b up or e down by at least one byte per turn, within [0, size].
         size_t b = 0, e = s.size();
         if (step.left) {
           while (b < e) {
@@ -268,6 +293,9 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
   std::vector<Piece> next;
   std::vector<std::pair<size_t, size_t>> matches, spans;
   const auto& table = byte_to_unicode();
+  size_t input = 0;
+  for (const auto& p : pieces) input += p.text.size();
+  const size_t limit = max_grown_size(input);
   for (const auto& step : pre_tokenizer) {
     next.clear();
     for (auto& piece : pieces) {
@@ -321,7 +349,8 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
             if (!r.empty()) next.push_back({std::move(r), piece.at_start});
             break;
           }
-          // split on the replacement, MergedWithNext
+          // split on the replacement, MergedWithNext.  Terminates: the
+          // replacement is one character (checked at load), so p advances.
           matches.clear();
           spans.clear();
           for (size_t p = r.find(step.replacement); p != std::string::npos;
@@ -333,95 +362,13 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
         }
       }
     }
+    // One step grows a piece at most 4x + 4 bytes (Metaspace's "\u2581" for " "),
+    // but steps can be chained without end.
+    size_t total = 0;
+    for (const auto& p : next) total += p.text.size();
+    if (total > limit) throw_growth(origin, step.where, input);
     pieces.swap(next);
   }
-}
-
-// ---------------------------------------------------------------- added tokens
-
-void AddedMatcher::build() {
-  for (auto& v : by_first_byte) v.clear();
-  for (uint32_t i = 0; i < tokens.size(); ++i)
-    if (!tokens[i]->content.empty())
-      by_first_byte[static_cast<unsigned char>(tokens[i]->content[0])].push_back(i);
-  for (auto& v : by_first_byte)
-    std::stable_sort(v.begin(), v.end(),
-                     [&](uint32_t a, uint32_t b) { return tokens[a]->content.size() > tokens[b]->content.size(); });
-}
-
-namespace {
-bool is_word_char(uint32_t c) {  // tokenizers checks single_word with the regex \w
-  static const Regex word("\\w", false, "single_word");
-  std::string s;
-  utf8::append(s, c);
-  std::vector<std::pair<size_t, size_t>> m;
-  word.find_all(s, m);
-  return !m.empty();
-}
-uint32_t last_char(std::string_view s, size_t end) {
-  size_t k = end - 1;
-  while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
-  size_t len = 0;
-  return utf8::decode(s, k, &len);
-}
-}  // namespace
-
-// tokenizers' AddedVocabulary::find_matches + split_with_indices.
-void TokenizerImpl::split_added(const AddedMatcher& m, const Piece& in,
-                                std::vector<std::pair<Piece, int32_t>>& out) const {
-  const std::string& s = in.text;
-  if (m.empty()) {
-    out.push_back({in, -1});
-    return;
-  }
-  size_t start_offset = 0;
-  size_t i = 0;
-  while (i < s.size()) {
-    const AddedToken* hit = nullptr;
-    for (uint32_t idx : m.by_first_byte[static_cast<unsigned char>(s[i])]) {
-      const auto& c = m.tokens[idx]->content;
-      if (s.compare(i, c.size(), c) == 0) {
-        hit = m.tokens[idx];
-        break;
-      }
-    }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    size_t start = i, stop = i + hit->content.size();
-    i = stop;  // the match iterator resumes after the raw match
-    if (hit->single_word) {
-      bool start_ok = start == 0 || !is_word_char(last_char(s, start));
-      size_t len = 0;
-      bool stop_ok = stop == s.size() || !is_word_char(utf8::decode(s, stop, &len));
-      if (!start_ok || !stop_ok) continue;
-    }
-    if (hit->lstrip) {
-      size_t b = start;
-      while (b > 0) {
-        size_t k = b - 1;
-        while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
-        size_t len = 0;
-        if (!utf8::is_whitespace(utf8::decode(s, k, &len))) break;
-        b = k;
-      }
-      start = std::max(b, start_offset);
-    }
-    if (hit->rstrip) {
-      while (stop < s.size()) {
-        size_t len = 0;
-        if (!utf8::is_whitespace(utf8::decode(s, stop, &len))) break;
-        stop += len;
-      }
-    }
-    if (start_offset < start)
-      out.push_back({Piece{s.substr(start_offset, start - start_offset), in.at_start && start_offset == 0}, -1});
-    out.push_back({Piece{s.substr(start, stop - start), false}, hit->id});
-    start_offset = stop;
-  }
-  if (start_offset < s.size())
-    out.push_back({Piece{s.substr(start_offset), in.at_start && start_offset == 0}, -1});
 }
 
 // ---------------------------------------------------------------- BPE
@@ -435,6 +382,10 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
       return;
     }
   }
+  // Symbols are linked by int32 indices.
+  if (w.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(ErrorCode::invalid_argument, "tokenizer: a word of " + std::to_string(w.size()) +
+                                                 " bytes (more than 2^31) cannot be encoded");
   struct Symbol {
     int32_t id;
     int32_t prev, next;
@@ -447,7 +398,7 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
     sym.push_back({id, n - 1, n + 1, true});
   };
   std::optional<int32_t> pending_unk;
-  for (size_t i = 0; i < w.size();) {
+  for (size_t i = 0; i < w.size();) {  // i grows by len >= 1 each turn
     size_t len = std::min(utf8::char_length(static_cast<unsigned char>(w[i])), w.size() - i);
     std::string_view c = w.substr(i, len);
     i += len;
@@ -492,6 +443,8 @@ void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
   };
   for (size_t k = 0; k + 1 < sym.size(); ++k)
     if (auto m = lookup(sym[k].id, sym[k + 1].id)) queue.push({m->first, static_cast<int32_t>(k), m->second});
+  // Terminates: each merge kills one live symbol and pushes at most two entries,
+  // so at most n - 1 merges and 3n pops for n symbols.
   while (!queue.empty()) {
     Merge top = queue.top();
     queue.pop();

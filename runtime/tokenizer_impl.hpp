@@ -30,17 +30,22 @@ class Regex {
   // `where` names the JSON key for the error message.  Throws Error(format).
   Regex(std::string_view pattern, bool literal, const std::string& where);
   ~Regex();
-  Regex(Regex&& o) noexcept : code_(std::exchange(o.code_, nullptr)) {}
+  Regex(Regex&& o) noexcept : code_(std::exchange(o.code_, nullptr)), where_(std::move(o.where_)) {}
   Regex& operator=(Regex&& o) noexcept;
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
   // Appends the [begin, end) of every non-overlapping match, left to right.
+  // Throws Error(format) naming the key when PCRE2 gives up (its match, depth
+  // and heap limits bound the cost of a pattern that backtracks without end).
   void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
-  // Replaces every match by `with`.
-  std::string replace_all(std::string_view s, std::string_view with) const;
+  // Replaces every match by `with` into `out`; false (out unspecified) when the
+  // result would be longer than max_size: an empty pattern matches between all
+  // characters, so a long `with` could multiply the text.
+  bool replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const;
 
  private:
   pcre2_code_8* code_ = nullptr;
+  std::string where_;
 };
 
 enum class SplitBehavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
@@ -52,8 +57,10 @@ struct Piece {
   bool at_start = false;
 };
 
+// The JSON key of a step, for messages ("normalizer.normalizers[1]").
 struct NormalizerStep {
   enum Kind { prepend, replace, strip, passthrough } kind = passthrough;
+  std::string where;
   std::string text;     // prepend: what; replace: the replacement
   std::shared_ptr<Regex> pattern;  // replace
   bool left = false, right = false;  // strip
@@ -61,20 +68,22 @@ struct NormalizerStep {
 
 struct PreTokenizerStep {
   enum Kind { split, byte_level, metaspace } kind = split;
+  std::string where;
   std::shared_ptr<Regex> pattern;  // split; byte_level with use_regex
   SplitBehavior behavior = SplitBehavior::isolated;
   bool invert = false;
   bool add_prefix_space = false;  // byte_level
-  std::string replacement;        // metaspace
+  std::string replacement;        // metaspace: exactly one character (checked at load)
   enum Prepend { always, first, never } prepend = always;
   bool split_on_replacement = true;  // metaspace "split"
 };
 
 struct DecoderStep {
   enum Kind { byte_level, replace, byte_fallback, fuse, strip, metaspace } kind = fuse;
+  std::string where;
   std::shared_ptr<Regex> pattern;  // replace
-  std::string text;                // replace: replacement; strip / metaspace: the character
-  size_t start = 0, stop = 0;      // strip
+  std::string text;                // replace: replacement; strip / metaspace: one character
+  uint64_t start = 0, stop = 0;    // strip
   bool prepend = true;             // metaspace: prepend_scheme != never
 };
 
@@ -84,12 +93,29 @@ struct AddedToken {
   bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
 };
 
-// Leftmost-longest matching of added tokens (like aho-corasick's LeftmostLongest).
-struct AddedMatcher {
+// Leftmost-longest matching of added tokens (like aho-corasick's LeftmostLongest),
+// linear in the text: an Aho-Corasick automaton over the reversed contents
+// (runtime/tokenizer_added.cpp).  Contents total at most kMaxAddedBytes.
+constexpr size_t kMaxAddedBytes = size_t{16} << 20;
+class AddedMatcher {
+ public:
   std::vector<const AddedToken*> tokens;
-  std::array<std::vector<uint32_t>, 256> by_first_byte;  // indices into tokens, longest first
-  void build();
+  void build();  // after `tokens` is filled; throws Error(format) past kMaxAddedBytes
   bool empty() const { return tokens.empty(); }
+  // longest[i]: the index in `tokens` of the longest content that s[i:] starts with, or -1.
+  void longest_at(std::string_view s, std::vector<int32_t>& longest) const;
+
+ private:
+  struct Node {
+    int32_t first_child = 0;  // children are nodes_[first_child, first_child + n_children), by label
+    int32_t fail = 0;         // the longest proper suffix of this path that is a path too
+    int32_t token = -1;       // a content whose reverse ends here
+    int32_t output = -1;      // the longest such content here or along `fail`
+    uint16_t n_children = 0;
+    unsigned char label = 0;  // the byte of the edge into this node
+  };
+  int32_t child(int32_t node, unsigned char c) const;  // -1 when none
+  std::vector<Node> nodes_;
 };
 
 struct BpeModel {
@@ -129,6 +155,14 @@ struct TokenizerImpl {
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
 };
+
+// A tokenizer.json may chain steps that each grow the text (64 Replace "a" ->
+// "aa" would double it 64 times).  Real pipelines grow it at most ~3x per stage
+// (" " -> "\u2581"), so each stage (normalizers, pre-tokenizers, decoders) keeps
+// its output within this bound of its input, else Error(format) naming the step.
+constexpr size_t kMaxGrowth = 32, kGrowthSlack = 65536;
+inline size_t max_grown_size(size_t input) { return kMaxGrowth * input + kGrowthSlack; }
+[[noreturn]] void throw_growth(const std::string& origin, const std::string& where, size_t input);
 
 // The GPT-2 byte <-> unicode table of ByteLevel.
 const std::array<std::string, 256>& byte_to_unicode();

@@ -1,5 +1,7 @@
 #pragma once
-// Small UTF-8 helpers shared by the tokenizer files.  Header-only.
+// Small UTF-8 helpers shared by the tokenizer files.  Header-only.  Every loop
+// here and in its callers advances by a length of at least 1: sequence_length()
+// returns 1..4 or sets *bad to 1..3, decode() sets *len to 1..4.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -177,7 +177,7 @@ const std::vector<Case>& cases() {
          });
        },
        {},
-       {"tokenizer.json", "Strip"}},
+       {"tokenizer.json", "decoder.content"}},
       {"post-processor id 1e30",
        [](const fs::path& d) {
          edit_json(d / "tokenizer.json", [](json& j) {
@@ -227,7 +227,8 @@ TEST_CASE("hostile model folders: a clear error, no crash, no hang, bounded memo
   long worst_rss = 0;
   std::string worst;
   for (const Case& c : cases()) {
-    CAPTURE(c.name);
+    const std::string name = c.name;
+    CAPTURE(name);
     const fs::path dir = fresh_copy("case");
     c.break_it(dir);
     std::vector<std::string> args = {"run", "-m", dir.string(), "-p", "hello", "-n", "2", "--temp", "0"};
@@ -238,7 +239,7 @@ TEST_CASE("hostile model folders: a clear error, no crash, no hang, bounded memo
     CHECK(o.signal == 0);
     CHECK(o.exit_code > 0);
     CHECK(o.exit_code != 127);   // the binary ran
-    for (const char* m : c.message) CHECK_MESSAGE(o.err.find(m) != std::string::npos, "stderr lacks '" << m << "'");
+    for (const char* m : c.message) CHECK_MESSAGE(o.err.find(m) != std::string::npos, "stderr lacks '" << std::string(m) << "'");
     CHECK(o.err.find("bad_alloc") == std::string::npos);
     CHECK(o.max_rss_kib < kRssCeilingKiB);
     if (o.max_rss_kib > worst_rss) {
