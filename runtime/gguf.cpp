@@ -430,12 +430,6 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   }
 
   // 5. Tensor infos.
-  struct Pending {
-    uint64_t offset;
-    std::vector<uint64_t> dims;
-  };
-  std::vector<Pending> pending;
-  pending.reserve(static_cast<size_t>(n_tensors));
   f.tensors_.reserve(static_cast<size_t>(n_tensors));
   for (uint64_t i = 0; i < n_tensors; ++i) {
     const std::string where_name = "tensor #" + std::to_string(i) + " name";
@@ -484,7 +478,6 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
     t.nbytes = nbytes;
     f.tensor_index_.emplace(t.name, f.tensors_.size());
     f.tensors_.push_back(std::move(t));
-    pending.push_back({offset, std::move(dims)});
   }
 
   // 6. Data section: starts at the next multiple of the alignment.
