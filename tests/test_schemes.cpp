@@ -14,30 +14,15 @@
 #include "runtime/flag_values.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/schemes.hpp"
+#include "tests/support/errors.hpp"
 #include "tests/support/position_formulas.hpp"
 
 using nlohmann::json;
 using reach::ErrorCode;
 using reach::RopeType;
+using reach::test::error_of;
 
 namespace {
-
-#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))
-
-template <class F>
-std::string error_of(F&& f, ErrorCode code) {
-  try {
-    f();
-  } catch (const reach::Error& e) {
-    CHECK_MESSAGE(e.code() == code, "got code " << reach::error_code_name(e.code()) << ": " << e.what());
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("unexpected exception type: " << e.what());
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
-}
 
 // The §9 literals carry 6 significant digits (rounding up to 2.6e-6 relative for
 // 0.19xxxx); formula-derived expectations use 1e-12.

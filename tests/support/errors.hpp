@@ -28,4 +28,11 @@ std::string error_of(F&& f, ErrorCode code) {
 }  // namespace reach::test
 
 // The message contains `needle`; on failure the whole message is printed.
-#define CHECK_HAS(msg, needle) CHECK_MESSAGE((msg).find(needle) != std::string::npos, "message: " << (msg))
+// `msg` is evaluated once: an expression that runs checks of its own (such as
+// error_of) must not run again while doctest prints the failure.
+#define CHECK_HAS(msg, needle)                                                             \
+  do {                                                                                     \
+    const std::string reach_check_has_msg_ = (msg);                                        \
+    CHECK_MESSAGE(reach_check_has_msg_.find(needle) != std::string::npos,                  \
+                  "message: " << reach_check_has_msg_);                                    \
+  } while (false)
