@@ -13,6 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const reach::ModelConfig cfg = reach::load_model_config(file.write(data, size));
     (void)cfg.describe();
+    // Open findings crashes/config/num_hidden_layers_9e12.json and head_dim_1e11.json:
+    // resolve_schemes sizes host vectors from these before anything bounds them.
+    if (reach::fuzz::skip_open_findings() && (cfg.n_layers > 4096 || cfg.head_dim > 4096)) return 0;
     const auto context = static_cast<uint32_t>(std::clamp<int64_t>(cfg.max_position_embeddings, 1, 4096));
     const reach::ResolvedSchemes r = reach::resolve_schemes(cfg, context, 0);
     if (r.layers.size() != static_cast<size_t>(cfg.n_layers)) __builtin_trap();

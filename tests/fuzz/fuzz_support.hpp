@@ -11,6 +11,18 @@
 
 namespace reach::fuzz {
 
+// True in the short runs of `meson test` (REACH_FUZZ_SKIP_OPEN=1): the targets
+// then step around the open findings of tests/fuzz/crashes/, so CI stays green
+// until their fixes land; tools/fuzz.sh runs without it and finds them.  Each
+// use names its finding; remove it with the fix.
+inline bool skip_open_findings() {
+  static const bool skip = [] {
+    const char* v = std::getenv("REACH_FUZZ_SKIP_OPEN");
+    return v && v[0] == '1';
+  }();
+  return skip;
+}
+
 // A memory-backed file (memfd) reused by every run: the loaders read it through
 // /proc/self/fd/N, so no disk I/O and nothing left behind.
 class MemFile {
