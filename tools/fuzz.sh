@@ -18,11 +18,18 @@ case "$target" in
   list) printf '%s\n' "${targets[@]}"; exit 0 ;;
   ''|-h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
+if [ "$target" != all ] && ! printf '%s\n' "${targets[@]}" | grep -qx "$target"; then
+  echo "fuzz: unknown target '$target' (tools/fuzz.sh list)" >&2
+  exit 2
+fi
 seconds=${2:-600}
 shift $(( $# >= 2 ? 2 : 1 ))
 
 if [ ! -f build-fuzz/build.ninja ]; then
-  command -v clang++ >/dev/null || { echo "fuzz: needs clang++ (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+  if ! command -v clang++ >/dev/null; then
+    echo "fuzz: needs clang++ and libFuzzer (bash tools/setup.sh --test)" >&2
+    exit 1
+  fi
   CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized >/dev/null
 fi
 ninja -C build-fuzz >/dev/null
@@ -39,5 +46,4 @@ if [ "$target" = all ]; then
   for t in "${targets[@]}"; do run "$t" "$@" || status=1; done
   exit $status
 fi
-printf '%s\n' "${targets[@]}" | grep -qx "$target" || { echo "fuzz: unknown target '$target' (tools/fuzz.sh list)" >&2; exit 2; }
 run "$target" "$@"

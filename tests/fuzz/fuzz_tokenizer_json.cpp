@@ -13,7 +13,8 @@
 namespace {
 
 constexpr std::string_view kTexts[] = {
-    "", " ", "Hello, world!", "  two  spaces\n\tand tabs ", "123 4567 ünïcödé 日本語 🙂", "<s></s><|endoftext|>",
+    "", " ", "Hello, world!", "  two  spaces\n\tand tabs ", "123 4567 ünïcödé 日本語 🙂",
+    "<s></s><|endoftext|>",
     "\xff\xfe invalid \xc3", "▁metaspace▁text",
 };
 

@@ -3,8 +3,9 @@
 #   run.sh EXE TARGET SECONDS [libFuzzer options...]
 # New inputs go to $REACH_FUZZ_WORK/corpus (default
 # $REACH_BUILD_ROOT/fuzz-run/TARGET, emptied first unless REACH_FUZZ_KEEP=1),
-# never into the committed seeds, and crashes to $REACH_FUZZ_WORK/artifacts.  Fixed seed (REACH_FUZZ_SEED, default 1) so a short CI run
-# repeats the same mutations.  Exit status: libFuzzer's (0 = nothing found).
+# never into the committed seeds, and crashes to $REACH_FUZZ_WORK/artifacts.
+# Fixed seed (REACH_FUZZ_SEED, default 1) so a short CI run repeats the same
+# mutations.  Exit status: libFuzzer's (0 = nothing found).
 set -uo pipefail
 exe=$1 target=$2 seconds=$3
 shift 3
