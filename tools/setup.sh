@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what reach needs on Debian 12 and configures the build in ./build.
 # Idempotent: packages already present are skipped.
+#   --test  also the test-only tools tools/run_tests.sh needs: clang and its
+#           libFuzzer / sanitizer runtimes for the fuzz targets (tests/fuzz;
+#           about 45 MB to download, 270 MB installed, so not for a plain build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +11,9 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
           doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
+if [ "${1:-}" = --test ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
