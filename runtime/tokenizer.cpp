@@ -433,6 +433,13 @@ void finish(TokenizerImpl& t) {
     throw Error(e.code(), t.origin + ": " + e.what());
   }
 
+  // The post-processor's ids go straight to the model: each must be a token.
+  for (const std::vector<int32_t>* ids : {&t.prefix, &t.suffix})
+    for (int32_t id : *ids)
+      if (id >= size)
+        throw Error(ErrorCode::format, t.origin + ": post_processor: special token id " + std::to_string(id) +
+                                           " is not in the vocabulary (" + std::to_string(size) +
+                                           " tokens); the file is damaged");
   if (!t.prefix.empty()) t.bos = t.prefix.front();
   else t.bos = first_known(t, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<|endoftext|>"});
   if (!t.suffix.empty()) t.eos = t.suffix.back();

@@ -187,6 +187,15 @@ const std::vector<Case>& cases() {
        },
        {},
        {"tokenizer.json", "ids"}},
+      {"post-processor id beyond the vocabulary",
+       [](const fs::path& d) {
+         edit_json(d / "tokenizer.json", [](json& j) {
+           auto& st = j["post_processor"]["special_tokens"];
+           for (auto& [k, v] : st.items()) v["ids"] = json::array({7655});
+         });
+       },
+       {},
+       {"tokenizer.json", "not in the vocabulary"}},
       {"num_hidden_layers 3000000",
        [](const fs::path& d) { edit_json(d / "config.json", [](json& j) { j["num_hidden_layers"] = 3000000; }); },
        {},
