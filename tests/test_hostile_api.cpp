@@ -146,61 +146,17 @@ void provoke_validation_error(VkDevice device) {
   if (vkCreateBuffer(device, &bi, nullptr, &b) == VK_SUCCESS && b) vkDestroyBuffer(device, b, nullptr);
 }
 
-// A host's instance with the validation layer and VK_EXT_debug_utils enabled,
-// and a device with a compute queue.
-struct HostWithDebugUtils {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice phys = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t family = 0;
-  HostWithDebugUtils() {
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.apiVersion = VK_API_VERSION_1_2;
-    const char* layer = "VK_LAYER_KHRONOS_validation";
-    const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    ici.pApplicationInfo = &app;
-    ici.enabledLayerCount = 1;
-    ici.ppEnabledLayerNames = &layer;
-    ici.enabledExtensionCount = 1;
-    ici.ppEnabledExtensionNames = &ext;
-    REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
-    uint32_t n = 1;
-    vkEnumeratePhysicalDevices(instance, &n, &phys);
-    REQUIRE(n >= 1);
-    uint32_t qn = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
-    std::vector<VkQueueFamilyProperties> qfs(qn);
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
-    while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-    REQUIRE(family < qn);
-    const float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qci.queueFamilyIndex = family;
-    qci.queueCount = 1;
-    qci.pQueuePriorities = &prio;
-    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.queueCreateInfoCount = 1;
-    dci.pQueueCreateInfos = &qci;
-    REQUIRE(vkCreateDevice(phys, &dci, nullptr, &device) == VK_SUCCESS);
-    vkGetDeviceQueue(device, family, 0, &queue);
-  }
-  ~HostWithDebugUtils() {
-    if (device) vkDestroyDevice(device, nullptr);
-    if (instance) vkDestroyInstance(instance, nullptr);
-  }
-  reach_adopt_params adopt_params(bool debug_utils) const {
-    reach_adopt_params ap = reach_adopt_default_params();
-    ap.instance = instance;
-    ap.physical_device = phys;
-    ap.device = device;
-    ap.queue_family = family;
-    ap.queue = queue;
-    ap.debug_utils_enabled = debug_utils;
-    return ap;
-  }
-};
+// Adopt parameters for a host's raw Vulkan objects.
+reach_adopt_params adopt_params(const reach::test::HostVulkan& host, bool debug_utils) {
+  reach_adopt_params ap = reach_adopt_default_params();
+  ap.instance = host.instance;
+  ap.physical_device = host.phys;
+  ap.device = host.device;
+  ap.queue_family = host.family;
+  ap.queue = host.queue;
+  ap.debug_utils_enabled = debug_utils;
+  return ap;
+}
 
 // Everything written to stderr (fd 2) while f runs.
 template <class F>
@@ -481,10 +437,10 @@ TEST_CASE("CLI flags: --temp / --top-p NaN, inf and out of range, --attn-sinks w
 }
 
 TEST_CASE("validation messages: an adopted device routes them to the log callback") {
-  HostWithDebugUtils host;
+  reach::test::HostVulkan host(/*debug_utils=*/true);
   LogCapture log;
   reach_set_log_callback(&LogCapture::callback, &log);
-  const reach_adopt_params ap = host.adopt_params(true);
+  const reach_adopt_params ap = adopt_params(host, true);
   reach_device* dev = nullptr;
   REQUIRE_OK(reach_device_adopt(&ap, &dev));
   provoke_validation_error(host.device);

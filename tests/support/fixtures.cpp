@@ -49,7 +49,7 @@ void release_fixtures() {
   g_gpu.reset();
 }
 
-HostVulkan::HostVulkan() {
+HostVulkan::HostVulkan(bool debug_utils) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_2;
   VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
@@ -57,6 +57,11 @@ HostVulkan::HostVulkan() {
   const char* layer = "VK_LAYER_KHRONOS_validation";
   ici.enabledLayerCount = 1;
   ici.ppEnabledLayerNames = &layer;
+  const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  if (debug_utils) {
+    ici.enabledExtensionCount = 1;
+    ici.ppEnabledExtensionNames = &ext;
+  }
   REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
   uint32_t n = 1;
   vkEnumeratePhysicalDevices(instance, &n, &phys);

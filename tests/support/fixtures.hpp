@@ -46,7 +46,9 @@ struct HostVulkan {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
   VkCommandPool pool = VK_NULL_HANDLE;
-  HostVulkan();
+  // debug_utils: also enable VK_EXT_debug_utils on the instance (for hosts that
+  // route validation messages to reach's callback).
+  explicit HostVulkan(bool debug_utils = false);
   ~HostVulkan();
   HostVulkan(const HostVulkan&) = delete;
   HostVulkan& operator=(const HostVulkan&) = delete;
