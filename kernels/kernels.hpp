@@ -20,9 +20,20 @@ namespace reach {
 
 class Device;
 
-enum class WType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
-uint32_t wtype_size(WType t);
-const char* wtype_name(WType t);
+// Weight types.  The quantized ones are GGML's block formats (kernels/quant_layout.hpp):
+// a row of `cols` weights is cols / wtype_block_elems blocks of wtype_block_bytes each.
+enum class WType : uint32_t {
+  f32 = 0, f16 = 1, bf16 = 2,
+  q8_0 = 3, q4_0 = 4, q4_1 = 5, q5_0 = 6, q5_1 = 7, q4_k = 8, q5_k = 9, q6_k = 10,
+};
+constexpr uint32_t kWTypeCount = 11;
+bool wtype_is_quant(WType t);
+uint32_t wtype_block_elems(WType t);   // 1 for f32/f16/bf16; 32 or 256 for the block formats
+uint32_t wtype_block_bytes(WType t);   // bytes per block (the element size for f32/f16/bf16)
+uint32_t wtype_size(WType t);          // element size of f32/f16/bf16; throws internal for block formats
+// Bytes of one row of `cols` weights; cols must be a multiple of wtype_block_elems (throws internal).
+uint64_t wtype_row_bytes(WType t, uint64_t cols);
+const char* wtype_name(WType t);       // "f16", "q4_k", ...
 
 // A row-major matrix [rows, cols] stored contiguously in `buffer` at `offset`.
 struct Mat {
@@ -31,7 +42,7 @@ struct Mat {
   WType type = WType::f32;
   uint32_t rows = 0;
   uint32_t cols = 0;
-  VkDeviceSize bytes() const { return VkDeviceSize(rows) * cols * wtype_size(type); }
+  VkDeviceSize bytes() const { return VkDeviceSize(rows) * wtype_row_bytes(type, cols); }
 };
 
 // f32 activations: [rows, cols] row-major at offset.
@@ -47,7 +58,7 @@ struct Act {
 // Row ranges of `m` each of whose byte span fits in max_range and starts at an
 // offset aligned to `align` (relative to m.offset, which must itself be aligned).
 inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64_t align) {
-  return split_rows(m.rows, uint64_t(m.cols) * wtype_size(m.type), max_range, align);
+  return split_rows(m.rows, wtype_row_bytes(m.type, m.cols), max_range, align);
 }
 
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
