@@ -31,6 +31,8 @@ struct LoadOptions {
   // Weight bytes uploaded and the total, after each piece; return false to cancel the load.
   ProgressFn on_progress;
   std::optional<WType> weight_type;   // convert weights; default keeps the file's dtype when the device can read it
+  // Quantize the weight matrices of a safetensors model at load (q8_0, q4_0, q4_k: runtime/quantize.hpp).
+  std::optional<WType> quantize;
 };
 
 class Model {

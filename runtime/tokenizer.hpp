@@ -20,6 +20,8 @@
 namespace reach {
 
 struct TokenizerImpl;  // runtime/tokenizer_impl.hpp
+class GgufFile;       // runtime/gguf.hpp
+class GgufMetaSink;   // runtime/gguf_meta_sink.hpp
 
 class Tokenizer {
  public:
@@ -29,6 +31,10 @@ class Tokenizer {
   static Tokenizer load(const std::filesystem::path& file);
   // Same from the JSON text; `origin` names it in error messages.
   static Tokenizer from_json(std::string_view json_text, const std::string& origin = "tokenizer.json");
+  // From a GGUF file's tokenizer.ggml.* metadata (runtime/tokenizer_gguf.cpp).
+  static Tokenizer from_gguf(const GgufFile& file);
+  // Writes this tokenizer as tokenizer.ggml.* metadata (for GGUF files reach writes).
+  void to_gguf(GgufMetaSink& sink) const;
 
   // Invalid UTF-8 in `text` is replaced by U+FFFD first.  add_special adds
   // what the post-processor adds (BOS for Llama, <s> ... </s> for RoBERTa).
