@@ -46,9 +46,11 @@ struct Capabilities {
   uint64_t max_texel_buffer_elements = 0;
   // Formats the kernels' texel variants read, and whether each can back a
   // uniform texel buffer on this device.
-  static constexpr VkFormat kTexelFormats[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
-                                                VK_FORMAT_R16G16B16A16_UINT};
-  bool uniform_texel[3] = {};
+  // The last two back the planes of quantized weights (kernels/quant_layout.hpp).
+  static constexpr VkFormat kTexelFormats[5] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
+                                                VK_FORMAT_R16G16B16A16_UINT, VK_FORMAT_R32G32B32A32_UINT,
+                                                VK_FORMAT_R16_UINT};
+  bool uniform_texel[5] = {};
 
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;

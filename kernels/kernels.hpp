@@ -2,7 +2,8 @@
 // The kernels of the non-attention families, recorded into a CommandList:
 // linear (kernels/linear.cpp), norm (norm.cpp), embed (embed.cpp) and
 // elementwise (elementwise.cpp); attention has its own header.  Activations are f32;
-// weights are f32, f16 or bf16 (f32 accumulation everywhere).  Variants and
+// weights are f32, f16, bf16 or a GGML block format in the device layout of
+// kernels/quant_layout.hpp (dequantized in registers; f32 accumulation everywhere).  Variants and
 // tile sizes come from the device's Capabilities, never from vendor checks.
 //
 // Every op validates its shapes and throws Error(internal) on misuse.  A weight
@@ -122,6 +123,7 @@ class Kernels {
   void f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
 
  private:
+  void embed_quant(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   Device& device_;
   KernelConfig config_;
 };

@@ -111,6 +111,10 @@ std::string shape(const Act& x, const Mat& w, const Act& y) {
 
 }  // namespace
 
+// Quantized weights (kernels/linear_quant.cpp), called once shapes are valid and non-empty.
+void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
+                         const Act& y, bool use_matvec);
+
 // Shared driver of gemm() and matvec(): validation, splitting, dispatch.
 static void record_linear(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
                           const Act& y, bool use_matvec) {
@@ -120,6 +124,7 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   if (x.cols != w.cols || y.cols != w.rows || y.rows != x.rows || x.cols == 0)
     throw Error(ErrorCode::internal, std::string(op) + ": shape mismatch " + shape(x, w, y));
   if (x.rows == 0 || w.rows == 0) return;
+  if (wtype_is_quant(w.type)) return record_linear_quant(device, cfg, cmd, x, w, y, use_matvec);
   const auto& caps = device.caps();
   const uint32_t esize = wtype_size(w.type);
   // Texel-buffer weights: only from arenas whose buffers have

@@ -43,6 +43,22 @@ constexpr bool ids_unique(const uint32_t (&ids)[N]) {
 #define REACH_PUSH_FILE "shaders/spec/linear_push.h"
 #include "kernels/push_struct.inc"
 
+#define REACH_SPEC_NAME EmbedQSpec
+#define REACH_SPEC_FILE "shaders/spec/embed_q.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_SPEC_NAME MatvecQSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_matvec_q.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_SPEC_NAME GemmQSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_gemm_q.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_PUSH_NAME LinearQPush
+#define REACH_PUSH_FILE "shaders/spec/linear_q_push.h"
+#include "kernels/push_struct.inc"
+
 #define REACH_SPEC_NAME AttentionPrefillSpec
 #define REACH_SPEC_FILE "shaders/spec/attention_prefill.h"
 #include "kernels/spec_struct.inc"

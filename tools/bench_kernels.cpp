@@ -1,6 +1,9 @@
 // reach-bench-kernels: throughput of the linear kernels on one device.
 //   GEMM   GFLOP/s = 2·M·N·K / time       (M = N = K = 512, 1024, 2048)
 //   matvec GB/s    = weight bytes / time  (N x K = 2048², 4096²; M = 1)
+//   quant  GB/s    = weight bytes / time of the matvec with f16 and quantized
+//                    weights at SmolLM2-135M shapes (N x K = 576x1536, 1536x576,
+//                    49152x576; M = 1), --only quant
 // Each case is warmed up, then timed `--reps` times (wall clock around
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
@@ -20,12 +23,26 @@
 #include "engine/device.hpp"
 #include "engine/error.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/quant_layout.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
 
 using namespace reach;
 
 namespace {
+
+// Random blocks in the device layout, every 16-bit meta unit 0.5 (finite scales).
+std::vector<uint8_t> random_quant(WType t, uint32_t rows, uint32_t cols, uint32_t seed) {
+  std::vector<uint8_t> out(quant_device_bytes(t, rows, cols));
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& b : out) b = uint8_t((s = s * 1664525u + 1013904223u) >> 24);
+  const uint64_t quant = uint64_t(rows) * (wtype_row_bytes(t, cols) / wtype_block_bytes(t)) * quant_planes(t).quant_bytes;
+  for (uint64_t i = quant; i + 1 < out.size(); i += 2) {
+    out[i] = 0x00;
+    out[i + 1] = 0x38;
+  }
+  return out;
+}
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, WType t) {
   // Values in [-1, 1) encoded as the weight type (patterns only matter for NaN/Inf avoidance).
@@ -85,7 +102,7 @@ int main(int argc, char** argv) {
     else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
     else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec] [--quick] [--size N]\n"
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
                 "  [--mv-wg N --mv-rows N --mv-mode 0|1|2]");
       return 0;
@@ -124,10 +141,10 @@ int main(int argc, char** argv) {
 
     auto time_op = [&](uint32_t M, uint32_t N, uint32_t K, WType t, bool gemm) -> Timing {
       Buffer bx = alloc.allocate(Arena::scratch, uint64_t(M) * K * 4, "x");
-      Buffer bw = alloc.allocate(Arena::weights, uint64_t(N) * K * wtype_size(t), "w");
+      Buffer bw = alloc.allocate(Arena::weights, Mat{nullptr, 0, t, N, K}.bytes(), "w");
       Buffer by = alloc.allocate(Arena::scratch, uint64_t(M) * N * 4, "y");
       auto xs = random_bytes(size_t(M) * K, 1, WType::f32);
-      auto ws = random_bytes(size_t(N) * K, 2, t);
+      auto ws = wtype_is_quant(t) ? random_quant(t, N, K, 2) : random_bytes(size_t(N) * K, 2, t);
       transfer.upload(bx, 0, xs.data(), xs.size());
       transfer.upload(bw, 0, ws.data(), ws.size());
       CommandList cmd(*device);
@@ -175,6 +192,19 @@ int main(int argc, char** argv) {
           rows.push_back({"matvec", wtype_name(t), "1x" + std::to_string(s) + "x" + std::to_string(s), "GB/s",
                           tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
           std::fprintf(stderr, "matvec %s %u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), s, tm.wall * 1e3, tm.cpu * 1e3);
+        }
+    }
+    if (only == "quant") {
+      const uint32_t shapes[][2] = {{576, 1536}, {1536, 576}, {49152, 576}};   // N x K
+      for (const auto& nk : shapes)
+        for (WType t : {WType::f16, WType::q8_0, WType::q4_0, WType::q4_1, WType::q4_k}) {
+          if (nk[1] % wtype_block_elems(t)) continue;   // q4_k needs K % 256 == 0
+          const Timing tm = time_op(1, nk[0], nk[1], t, false);
+          const double bytes = double(Mat{nullptr, 0, t, nk[0], nk[1]}.bytes());
+          rows.push_back({"matvec", wtype_name(t), "1x" + std::to_string(nk[0]) + "x" + std::to_string(nk[1]), "GB/s",
+                          tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
+          std::fprintf(stderr, "matvec %s %ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), nk[0], nk[1], tm.wall * 1e3,
+                       tm.cpu * 1e3);
         }
     }
     // Wall clock is what a user sees; "per CPU-second" divides the work by the

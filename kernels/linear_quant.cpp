@@ -1,0 +1,146 @@
+// The linear family with quantized weights (GGML block formats): Kernels::gemm /
+// matvec / linear when W's type is q8_0 ... q6_k (shaders/linear_matvec_q.comp,
+// shaders/linear_gemm_q.comp; the block type is a specialization constant).
+//
+// W is in the device layout of kernels/quant_layout.hpp: a quant plane (16-byte
+// units) followed by a meta plane (2-byte units).  Rows [r0, r1) of W are one
+// contiguous range of each plane, so a row chunk (split_rows, for weights above
+// max_binding) binds the two sub-ranges separately (bindings 1 and 3), each
+// from an aligned start with the remainder passed as a unit offset.  On CPU
+// devices (KernelConfig::weights_texel) the planes are read through uniform
+// texel buffers (R32G32B32A32_UINT, R16_UINT): llvmpipe vectorises texel
+// fetches but not per-lane SSBO loads (see linear.cpp).
+#include <algorithm>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/error.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/quant_layout.hpp"
+#include "kernels/spec.hpp"
+
+namespace reach {
+
+using spec::LinearQPush;
+static_assert(sizeof(LinearQPush) == 32);
+
+void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
+                         const Act& y, bool use_matvec) {
+  const char* op = use_matvec ? "matvec" : "gemm";
+  const auto& caps = device.caps();
+  const uint32_t M = x.rows, N = w.rows, K = w.cols;
+  const uint32_t be = wtype_block_elems(w.type);
+  if (K % be)
+    throw Error(ErrorCode::internal, std::string(op) + ": " + wtype_name(w.type) + " weights need K (" +
+                                         std::to_string(K) + ") to be a multiple of " + std::to_string(be));
+  if (w.offset % 16)
+    throw Error(ErrorCode::internal, std::string(op) + ": a " + wtype_name(w.type) + " weight must start at a multiple "
+                                         "of 16 bytes (offset " + std::to_string(w.offset) + ")");
+  if (x.offset % 4 || y.offset % 4)
+    throw Error(ErrorCode::internal, std::string(op) + ": X and Y offsets must be multiples of 4");
+  if (w.offset + w.bytes() > w.buffer->size())
+    throw Error(ErrorCode::internal, std::string(op) + ": W overruns its buffer");
+
+  const QuantPlanes planes = quant_planes(w.type);
+  const uint64_t blocks_per_row = K / be;
+  const uint64_t quant_total = uint64_t(N) * blocks_per_row * planes.quant_bytes;
+
+  const uint64_t max_texels = caps.max_texel_buffer_elements;
+  bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena()) &&
+             caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_UINT) && caps.supports_uniform_texel(VK_FORMAT_R16_UINT);
+  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
+  const uint64_t max_binding = binding_span(caps, cfg.max_binding);
+  if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
+  const uint64_t room = max_binding - align;
+  // Texel views: aligned to minTexelBufferOffsetAlignment and at most
+  // maxTexelBufferElements texels; the meta plane (2-byte texels) is the tighter.
+  const uint64_t walign = tex ? std::max<uint64_t>(align, caps.min_texel_buffer_offset_alignment) : align;
+  const uint64_t tex_span = std::min<uint64_t>(max_binding, 2 * max_texels);
+  if (tex && tex_span <= 2 * walign) tex = false;
+  if (!tex) require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights");
+  const uint64_t wroom = tex ? tex_span - walign : room;
+  // Each plane's share of a chunk is at most the chunk's file bytes.
+  const auto chunks = split_rows(N, wtype_row_bytes(w.type, K), wroom, 1);
+
+  const uint64_t row_bytes = std::max<uint64_t>(uint64_t(K) * 4, uint64_t(N) * 4);
+  if (row_bytes > room)
+    throw Error(ErrorCode::unsupported, std::string(op) + ": one activation row of " + std::to_string(row_bytes) +
+                                            " bytes exceeds maxStorageBufferRange");
+  const uint32_t m_step = static_cast<uint32_t>(std::min<uint64_t>(M, room / row_bytes));
+  const bool x_arena_tex = arena_texel_readable(x.buffer->arena());
+  const uint32_t qtype = static_cast<uint32_t>(w.type);
+
+  spec::MatvecQSpec mv;
+  spec::GemmQSpec gm;
+  uint32_t gx_per = 1, gy_per = 1;
+  if (use_matvec) {
+    const uint32_t wg = cfg.matvec_wg, rows = std::max(cfg.matvec_rows, 1u);
+    if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
+        cfg.matvec_mode > 2)
+      throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
+                                           std::to_string(cfg.matvec_mode) + ")");
+    gx_per = cfg.matvec_mode == 0 ? wg * rows : rows;
+    mv.wg = wg;
+    mv.rows = rows;
+    mv.mode = cfg.matvec_mode;
+    mv.qtype = qtype;
+  } else {
+    const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
+    uint32_t wg = cfg.gemm_wg, tile_m = 1, tile_n = 1;
+    if (cfg.gemm_shared) {
+      tile_m = cfg.gemm_tile_m;
+      tile_n = cfg.gemm_tile_n;
+      if (tile_m % tm || tile_n % tn)
+        throw Error(ErrorCode::internal, "gemm: shared tile must be a multiple of the register tile");
+      wg = (tile_m / tm) * (tile_n / tn);
+      if (uint64_t(tile_m + tile_n) * 33 * 4 > caps.max_shared_memory)
+        throw Error(ErrorCode::internal, "gemm: shared tiles exceed maxComputeSharedMemorySize");
+      gx_per = tile_n;
+      gy_per = tile_m;
+    } else {
+      // The subgroup-broadcast variant of the float kernel has no quantized twin:
+      // decoding dominates, and each decoded W sub-block is already reused TM times.
+      gx_per = wg * tn;
+      gy_per = tm;
+    }
+    if (wg == 0 || wg > caps.max_workgroup_invocations)
+      throw Error(ErrorCode::internal, "gemm: workgroup of " + std::to_string(wg) + " invocations not allowed");
+    gm.wg = wg;
+    gm.tm = tm;
+    gm.tn = tn;
+    gm.use_shared = cfg.gemm_shared ? 1u : 0u;
+    gm.tile_m = tile_m;
+    gm.tile_n = tile_n;
+    gm.qtype = qtype;
+  }
+
+  static constexpr ShaderId kShaders[2][3] = {{ShaderId::gemm_q, ShaderId::gemm_q_tex, ShaderId::gemm_q_xtex},
+                                              {ShaderId::matvec_q, ShaderId::matvec_q_tex, ShaderId::matvec_q_xtex}};
+  for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
+    const uint32_t mc = std::min(m_step, M - m0);
+    const Bound xb = bind_aligned(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4, walign);
+    const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
+    const bool aligned = xb.elem_off % 4 == 0;
+    const bool xtex = tex && aligned && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
+                      xb.range.size / 16 <= max_texels;
+    mv.aligned = gm.aligned = aligned ? 1u : 0u;
+    PipelineDesc desc{kShaders[use_matvec ? 1 : 0][xtex ? 2 : tex ? 1 : 0], 4, sizeof(LinearQPush),
+                      use_matvec ? mv.constants() : gm.constants()};
+    if (tex) desc.texel(1, VK_FORMAT_R32G32B32A32_UINT).texel(3, VK_FORMAT_R16_UINT);
+    if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
+    const auto& pipe = device.pipelines().get(desc);
+    for (const RowChunk& c : chunks) {
+      const uint64_t blocks0 = uint64_t(c.first_row) * blocks_per_row, nblocks = uint64_t(c.rows) * blocks_per_row;
+      const Bound qb = bind_aligned(*w.buffer, w.offset + blocks0 * planes.quant_bytes, nblocks * planes.quant_bytes,
+                                    16, walign);
+      const Bound mb = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes,
+                                    nblocks * planes.meta_bytes, 2, walign);
+      const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, mb.elem_off, yb.elem_off + c.first_row, N};
+      const uint32_t gx = groups_for(c.rows, gx_per);
+      const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);
+      cmd.dispatch(pipe, {xb.range, qb.range, yb.range, mb.range}, &push, sizeof push, gx, gy, 1, op);
+    }
+  }
+}
+
+}  // namespace reach

@@ -1,0 +1,119 @@
+// Reading GGML block formats in the device layout of kernels/quant_layout.hpp:
+// a quant plane of uvec4s (packed quants, QU per block) and a meta plane of
+// 16-bit units (d first, then m / dmin / scales / q5 qh, MU per block).
+//
+// decode_sub(qb, mb, s, q, ab) decodes sub-block s (32 weights) of the block
+// whose planes start at quant unit qb and meta unit mb: q[w] holds the raw
+// quants of weights 4w..4w+3 (unsigned, as stored) and the weights are
+//   w = ab.x * q + ab.y  for weights 0..15,   ab.z * q + ab.w  for 16..31
+// (q6_k's scale changes at 16; the other types have ab.xy == ab.zw).  For the
+// symmetric types ab.y = -QOFF * ab.x, and dequant() computes ab.x * (q - QOFF)
+// as the specification does, so gathered weights are exact.
+//
+// Needs before inclusion: QTYPE (a specialization constant, WType's value) and
+// QB_QUANT / QB_META (binding numbers).  With Q_TEX the planes are uniform
+// texel buffers (R32G32B32A32_UINT, R16_UINT), else storage buffers.
+const uint QT_Q8_0 = 3, QT_Q4_0 = 4, QT_Q4_1 = 5, QT_Q5_0 = 6, QT_Q5_1 = 7, QT_Q4_K = 8, QT_Q5_K = 9, QT_Q6_K = 10;
+const bool QK = QTYPE >= QT_Q4_K;              // 256-weight super-blocks of 8 sub-blocks
+const uint QSUBS = QK ? 8 : 1;                 // sub-blocks of 32 per block
+const uint QU = QTYPE == QT_Q8_0 ? 2 : QTYPE == QT_Q4_K ? 8 : QTYPE == QT_Q5_K ? 10 : QTYPE == QT_Q6_K ? 12 : 1;
+const uint MU = QTYPE == QT_Q4_1 ? 2 : QTYPE == QT_Q5_0 ? 3 : QTYPE == QT_Q5_1 ? 4 : QTYPE == QT_Q6_K ? 9 : QK ? 8 : 1;
+const float QOFF = QTYPE == QT_Q4_0 ? 8.0 : QTYPE == QT_Q5_0 ? 16.0 : QTYPE == QT_Q6_K ? 32.0 : 0.0;
+// Whether ab.y / ab.w can be non-zero (all but q8_0).
+const bool QHAS_B = QTYPE != QT_Q8_0;
+
+#if defined(Q_TEX)
+layout(binding = QB_QUANT) uniform usamplerBuffer wq;
+layout(binding = QB_META) uniform usamplerBuffer wm;
+uvec4 qload(uint i) { return texelFetch(wq, int(i)); }
+uint mload(uint i) { return texelFetch(wm, int(i)).x; }
+#else
+layout(binding = QB_QUANT) readonly buffer WQ { uvec4 wq[]; };
+#extension GL_EXT_shader_16bit_storage : require
+layout(binding = QB_META) readonly buffer WM { uint16_t wm[]; };
+uvec4 qload(uint i) { return wq[i]; }
+uint mload(uint i) { return uint(wm[i]); }
+#endif
+
+float qf16(uint bits) { return unpackHalf2x16(bits).x; }
+vec4 nib_lo(uint v) { return vec4(uvec4(v, v >> 8, v >> 16, v >> 24) & 15u); }
+vec4 nib_hi(uint v) { return vec4(uvec4(v >> 4, v >> 12, v >> 20, v >> 28) & 15u); }
+vec4 bytes_u(uint v) { return vec4(uvec4(v, v >> 8, v >> 16, v >> 24) & 255u); }
+vec4 bytes_s(uint v) { return vec4(ivec4(uvec4(v << 24, v << 16, v << 8, v)) >> 24); }
+vec4 bits4(uint v) { return vec4(uvec4(v, v >> 1, v >> 2, v >> 3) & 1u); }
+// Byte k of the meta plane from unit mb.
+uint mbyte(uint mb, uint k) { return (mload(mb + (k >> 1)) >> ((k & 1u) * 8u)) & 255u; }
+
+void decode_sub(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
+  const float d = qf16(mload(mb));
+  if (QTYPE == QT_Q8_0) {
+    const uvec4 u0 = qload(qb), u1 = qload(qb + 1);
+    q[0] = bytes_s(u0.x); q[1] = bytes_s(u0.y); q[2] = bytes_s(u0.z); q[3] = bytes_s(u0.w);
+    q[4] = bytes_s(u1.x); q[5] = bytes_s(u1.y); q[6] = bytes_s(u1.z); q[7] = bytes_s(u1.w);
+    ab = vec4(d, 0.0, d, 0.0);
+  } else if (QTYPE <= QT_Q5_1) {
+    // qs[i]: low nibble weight i, high nibble weight i + 16.
+    const uvec4 u = qload(qb);
+    for (uint w = 0; w < 4; ++w) {
+      q[w] = nib_lo(u[w]);
+      q[w + 4] = nib_hi(u[w]);
+    }
+    float b;
+    if (QTYPE == QT_Q5_0 || QTYPE == QT_Q5_1) {
+      // Bit i of qh is the fifth bit of weight i.
+      const uint o = QTYPE == QT_Q5_1 ? 2 : 1;
+      const uint qh = mload(mb + o) | (mload(mb + o + 1) << 16);
+      for (uint w = 0; w < 8; ++w) q[w] += 16.0 * bits4(qh >> (4 * w));
+    }
+    if (QTYPE == QT_Q4_1 || QTYPE == QT_Q5_1) b = qf16(mload(mb + 1));
+    else b = -QOFF * d;
+    ab = vec4(d, b, d, b);
+  } else if (QTYPE == QT_Q4_K || QTYPE == QT_Q5_K) {
+    // The 32 qs bytes of chunk s/2 hold sub-block s in their low (s even) or high nibbles.
+    const uint qsb = qb + (QTYPE == QT_Q5_K ? 2 : 0) + 2 * (s >> 1);
+    const uvec4 u0 = qload(qsb), u1 = qload(qsb + 1);
+    const uint words[8] = uint[8](u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w);
+    if ((s & 1u) == 0) for (uint w = 0; w < 8; ++w) q[w] = nib_lo(words[w]);
+    else for (uint w = 0; w < 8; ++w) q[w] = nib_hi(words[w]);
+    if (QTYPE == QT_Q5_K) {
+      // Bit s of qh[l] is the fifth bit of weight l of sub-block s.
+      const uvec4 h0 = qload(qb), h1 = qload(qb + 1);
+      const uint hw[8] = uint[8](h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w);
+      for (uint w = 0; w < 8; ++w) q[w] += 16.0 * bytes_u((hw[w] >> s) & 0x01010101u);
+    }
+    // 6-bit scale and min of sub-block s from the 12 scale bytes (meta bytes 4..15).
+    uint sc, m;
+    if (s < 4) {
+      sc = mbyte(mb, 4 + s) & 63u;
+      m = mbyte(mb, 8 + s) & 63u;
+    } else {
+      const uint hi = mbyte(mb, 8 + s);
+      sc = (hi & 15u) | ((mbyte(mb, s) >> 6) << 4);
+      m = (hi >> 4) | ((mbyte(mb, 4 + s) >> 6) << 4);
+    }
+    const float a = d * float(sc), b = -(qf16(mload(mb + 1)) * float(m));
+    ab = vec4(a, b, a, b);
+  } else {   // q6_k
+    // Half h = s/4, quarter t = s%4: weight l takes a nibble of ql[64h + 32(t&1) + l]
+    // (low for t < 2) and bits 2t, 2t+1 of qh[32h + l]; scale 8h + 2t (+1 from l = 16).
+    const uint h = s >> 2, t = s & 3u;
+    const uvec4 l0 = qload(qb + 4 * h + 2 * (t & 1u)), l1 = qload(qb + 4 * h + 2 * (t & 1u) + 1);
+    const uvec4 h0 = qload(qb + 8 + 2 * h), h1 = qload(qb + 9 + 2 * h);
+    const uint lw[8] = uint[8](l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w);
+    const uint hw[8] = uint[8](h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w);
+    for (uint w = 0; w < 8; ++w)
+      q[w] = (t < 2 ? nib_lo(lw[w]) : nib_hi(lw[w])) + 16.0 * bytes_u((hw[w] >> (2 * t)) & 0x03030303u);
+    // Scales are int8 at meta bytes 2..17.
+    const uint k = 2 + 8 * h + 2 * t;
+    const float a0 = d * float((int(mbyte(mb, k)) << 24) >> 24);
+    const float a1 = d * float((int(mbyte(mb, k + 1)) << 24) >> 24);
+    ab = vec4(a0, -32.0 * a0, a1, -32.0 * a1);
+  }
+}
+
+// The weights q of sub-block half (0: weights 0..15, 1: 16..31) from scale a and offset b,
+// exactly as the specification computes them (one rounding at most).
+vec4 dequant(vec4 q, float a, float b) {
+  if (QOFF != 0.0) return a * (q - QOFF);
+  return a * q + b;
+}

@@ -1,0 +1,387 @@
+// Quantized weights (GGML block formats q8_0 ... q6_k) in the linear kernels
+// (gemm, matvec, linear; kernels/linear_quant.cpp) and the embedding gather
+// (embed), against tests/support/quant_reference, a CPU dequantizer written
+// from the format specification, itself checked bit for bit against the PyPI
+// gguf package's gguf.quants.dequantize (tests/python/quant_tool.py).
+// Shapes around block and tile edges, every kernel variant (CPU register tiles
+// and the GPU variants forced), row chunks of small bindings, Mat offsets.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/error.hpp"
+#include "kernels/quant_layout.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kernel_check.hpp"
+#include "tests/support/quant_reference.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+std::optional<std::string> run_command(const std::string& cmd, int* status) {
+  std::string out;
+  std::FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return std::nullopt;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+std::vector<uint8_t> from_hex(const std::string& h) {
+  std::vector<uint8_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = uint8_t(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  return out;
+}
+
+// Weights of one quantized matrix: the file blocks, the device layout, the
+// exact dequantized values and the rounding magnitudes |a·q| + |b|.
+struct QWeights {
+  std::vector<uint8_t> file, device;
+  std::vector<float> deq, mag;
+};
+QWeights make_qweights(WType t, uint32_t rows, uint32_t cols, uint32_t seed) {
+  QWeights w;
+  const size_t nb = size_t(rows) * cols / wtype_block_elems(t);
+  w.file = quant_random_blocks(t, nb, seed);
+  w.device.resize(quant_device_bytes(t, rows, cols));
+  quant_to_device_layout(t, rows, cols, w.file.data(), w.device.data());
+  w.deq = quant_dequantize(t, w.file.data(), nb, &w.mag);
+  return w;
+}
+
+enum class Op { gemm, matvec, linear };
+const char* op_name(Op op) { return op == Op::gemm ? "gemm" : op == Op::matvec ? "matvec" : "linear"; }
+
+// The kernels evaluate each sub-block of 32 weights as a·Σq·x + b·Σx and sum
+// the sub-blocks in f32: every rounding is relative to Σ|x|·(|a·q| + |b|), and
+// a result passes through at most ~K/32 + 40 roundings (dot chains of 4,
+// half sums of 16, the sub-block terms, subgroup / shared-memory trees).
+// (K + 64)·2^-24·max_mn Σ_k |x_k|·mag_k is a safe bound; a wrong weight is
+// off by at least d·|x| ~ 2^-9·0.1, far above it.
+const char* const kWhy = "f32: <= (K+64)*2^-24 * max over outputs of sum_k |x_k|*(|a*q|+|b|)_k (the rounding "
+                         "magnitude of the factored dequantization)";
+
+struct Case {
+  Op op;
+  uint32_t M, N, K;
+  WType type;
+  uint32_t x_off = 0, w_off = 0, y_off = 0;   // byte offsets in the buffers (w_off a multiple of 16)
+};
+
+void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t seed) {
+  auto& g = gpu();
+  const uint32_t M = c.M, N = c.N, K = c.K;
+  std::vector<float> x(size_t(M) * K);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
+  const QWeights w = make_qweights(c.type, N, K, seed * 7 + 2);
+  std::vector<double> ref(size_t(M) * N);
+  double bound = 0;
+  for (uint32_t m = 0; m < M; ++m)
+    for (uint32_t n = 0; n < N; ++n) {
+      double acc = 0, mag = 0;
+      for (uint32_t kk = 0; kk < K; ++kk) {
+        const double xv = x[size_t(m) * K + kk];
+        acc += xv * w.deq[size_t(n) * K + kk];
+        mag += std::fabs(xv) * w.mag[size_t(n) * K + kk];
+      }
+      ref[size_t(m) * N + n] = acc;
+      bound = std::max(bound, mag);
+    }
+  const size_t front = c.y_off / 4, back = 5, y_total = front + size_t(M) * N + back;
+  const float sentinel = -12345.0f;
+  check_kernel({
+      .op = op_name(c.op),
+      .params = str("M=", M, " N=", N, " K=", K, " ", wtype_name(c.type), " variant=", variant,
+                    " offsets(x,w,y)=", c.x_off, ",", c.w_off, ",", c.y_off),
+      .seed = seed,
+      .tol = Tolerance::max_abs((K + 64) * std::ldexp(1.0, -24) * bound + 1e-30, kWhy),
+      .device =
+          [&] {
+            std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
+            std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
+            std::vector<uint8_t> wbytes(c.w_off + w.device.size() + 16, 0xCD);
+            std::memcpy(wbytes.data() + c.w_off, w.device.data(), w.device.size());
+            Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
+            Buffer bw = g.upload_bytes(wbytes.data(), wbytes.size(), Arena::weights);
+            Buffer by = g.upload_f32(std::vector<float>(y_total, sentinel));
+            Act ax{&bx, c.x_off, M, K};
+            Mat mw{&bw, c.w_off, c.type, N, K};
+            Act ay{&by, c.y_off, M, N};
+            g.run([&](CommandList& cmd) {
+              if (c.op == Op::gemm) k.gemm(cmd, ax, mw, ay);
+              else if (c.op == Op::matvec) k.matvec(cmd, ax, mw, ay);
+              else k.linear(cmd, ax, mw, ay);
+            });
+            return Values::of(g.download_f32(by, y_total));
+          },
+      .reference =
+          [&] {
+            std::vector<double> y(y_total, sentinel);
+            std::copy(ref.begin(), ref.end(), y.begin() + ptrdiff_t(front));
+            return Values::of(std::move(y));
+          },
+      .guard_front = front,
+      .guard_back = back,
+      .where = [front, M, N](size_t i) {
+        if (i < front || i >= front + size_t(M) * N) return str("element ", i, " of the Y buffer, outside Y");
+        return str("(m,n)=(", (i - front) / N, ",", (i - front) % N, ")");
+      },
+  });
+}
+
+// K in blocks: one, a few, not a multiple of 4 (fewer for the 256-weight types).
+std::vector<uint32_t> k_values(WType t) {
+  if (wtype_block_elems(t) == 256) return {256, 768, 1280};
+  return {32, 96, 160, 576};
+}
+
+constexpr bool kTexel[] = {false, true};
+std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
+
+void matvec_sweep(const KernelConfig& cfg, const std::string& variant, bool all_n = true) {
+  Kernels k(*gpu().device, cfg);
+  const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
+  uint32_t seed = 100;
+  for (WType t : kQuantTypes) {
+    const auto ns = all_n ? sizes_around(per_group, {67}) : std::vector<uint32_t>{per_group + 1, 67};
+    for (uint32_t N : ns)
+      for (uint32_t K : k_values(t)) {
+        const uint32_t M = (N + K / 32) % 3 == 0 ? 2 : 1;
+        check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
+      }
+  }
+}
+
+void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t tile_m, uint32_t tile_n) {
+  Kernels k(*gpu().device, cfg);
+  uint32_t seed = 1;
+  for (WType t : kQuantTypes) {
+    const auto ks = k_values(t);
+    for (uint32_t M : {1u, 2u, 7u, 33u, 65u, tile_m + 1})
+      for (uint32_t N : {1u, tile_n - 1 ? tile_n - 1 : 2u, tile_n + 1, 67u}) {
+        const uint32_t K = ks[(M + N + seed) % ks.size()];
+        check_case(k, {Op::gemm, M, N, K, t}, variant, seed++);
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quant reference: equals gguf.quants.dequantize bit for bit") {
+  for (WType t : kQuantTypes) {
+    CAPTURE(wtype_name(t));
+    const std::string cmd = "python3 " + (source_root() / "tests/python/quant_tool.py").string() + " dequant " +
+                            wtype_name(t) + " 96 " + std::to_string(int(t) * 11);
+    int status = 0;
+    const auto out = run_command(cmd, &status);
+    if (status == 3) {
+      MESSAGE("SKIP: python3 cannot import gguf/numpy (tools/get_smollm2.sh installs them)");
+      return;
+    }
+    REQUIRE(out);
+    REQUIRE_MESSAGE(status == 0, cmd);
+    const auto j = nlohmann::json::parse(*out);
+    const auto blocks = from_hex(j["blocks"].get<std::string>());
+    const auto vbytes = from_hex(j["values"].get<std::string>());
+    REQUIRE(blocks.size() == 96 * wtype_block_bytes(t));
+    REQUIRE(vbytes.size() == 96 * wtype_block_elems(t) * 4);
+    const auto ours = quant_dequantize(t, blocks.data(), 96);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &ours[i], 4);
+      std::memcpy(&b, &vbytes[i * 4], 4);
+      if (a != b && !bad++) first = i;
+    }
+    CHECK_MESSAGE(bad == 0, wtype_name(t), ": ", bad, " weights differ from gguf.quants, first at ", first);
+  }
+}
+
+TEST_CASE("quant layout: same bytes as the file, every byte placed once") {
+  for (WType t : kQuantTypes) {
+    CAPTURE(wtype_name(t));
+    const QuantPlanes pl = quant_planes(t);
+    CHECK(pl.quant_bytes % 16 == 0);
+    CHECK(pl.meta_bytes % 2 == 0);
+    CHECK(pl.quant_bytes + pl.meta_bytes == wtype_block_bytes(t));
+    const uint32_t rows = 3, cols = 2 * wtype_block_elems(t);
+    CHECK(quant_device_bytes(t, rows, cols) == uint64_t(rows) * wtype_row_bytes(t, cols));
+    // Blocks whose bytes are their own file positions (mod 251): the device copy
+    // must be a permutation of them, with d (the first meta unit) where the kernels read it.
+    std::vector<uint8_t> file(quant_device_bytes(t, rows, cols)), dev(file.size());
+    for (size_t i = 0; i < file.size(); ++i) file[i] = uint8_t(i % 251);
+    quant_to_device_layout(t, rows, cols, file.data(), dev.data());
+    auto a = file, b = dev;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    CHECK(a == b);
+    const size_t meta0 = size_t(rows) * 2 * pl.quant_bytes;
+    const size_t d_at = t == WType::q6_k ? 208 : 0;
+    CHECK(dev[meta0] == file[d_at]);
+    CHECK(dev[meta0 + 1] == file[d_at + 1]);
+  }
+}
+
+TEST_CASE("quant matvec: default variants at edge sizes") {
+  for (bool texel : kTexel) {
+    KernelConfig cfg = base_config();
+    cfg.weights_texel = texel;
+    matvec_sweep(cfg, "default" + wpath(texel));
+  }
+}
+
+TEST_CASE("quant matvec: GPU modes (subgroupAdd, shared-memory tree)") {
+  const auto& caps = gpu().device->caps();
+  for (uint32_t mode : {1u, 2u}) {
+    if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
+    for (uint32_t wg : {8u, 64u}) {
+      KernelConfig cfg = base_config();
+      cfg.weights_texel = false;
+      cfg.matvec_mode = mode;
+      cfg.matvec_wg = wg;
+      cfg.matvec_rows = 4;
+      matvec_sweep(cfg, str("mode", mode, " wg", wg, " rows4"), false);
+    }
+  }
+}
+
+TEST_CASE("quant gemm: register tiles (CPU) and shared-memory tiles (GPU)") {
+  {
+    KernelConfig cfg = base_config();
+    cfg.gemm_shared = false;
+    for (bool texel : kTexel) {
+      cfg.weights_texel = texel;
+      gemm_sweep(cfg, "registers default" + wpath(texel), cfg.gemm_tm, cfg.gemm_wg * cfg.gemm_tn);
+    }
+  }
+  {
+    KernelConfig cfg = base_config();
+    cfg.gemm_shared = false;
+    cfg.weights_texel = false;
+    cfg.gemm_wg = 16;
+    cfg.gemm_tm = 3;
+    cfg.gemm_tn = 2;
+    gemm_sweep(cfg, "registers wg16 tm3 tn2", 3, 32);
+  }
+  {
+    KernelConfig cfg = base_config();
+    cfg.gemm_shared = true;
+    cfg.weights_texel = false;
+    cfg.gemm_tile_m = cfg.gemm_tile_n = 32;
+    cfg.gemm_tm = 4;
+    cfg.gemm_tn = 2;
+    gemm_sweep(cfg, "shared 32x32 tm4 tn2", 32, 32);
+  }
+}
+
+TEST_CASE("quant linear: linear() picks matvec or gemm; offsets of X, W and Y") {
+  Kernels& k = *gpu().kernels;
+  uint32_t seed = 500;
+  for (WType t : kQuantTypes) {
+    const uint32_t K = wtype_block_elems(t) * 2;
+    for (uint32_t M : {1u, 3u}) check_case(k, {Op::linear, M, 37, K, t}, "default", seed++);
+    for (bool texel : kTexel) {
+      KernelConfig cfg = base_config();
+      cfg.weights_texel = texel;
+      Kernels kt(*gpu().device, cfg);
+      for (Op op : {Op::gemm, Op::matvec}) {
+        check_case(kt, {op, 3, 37, K, t, 4, 16, 4}, "default" + wpath(texel), seed++);
+        check_case(kt, {op, 2, 19, K, t, 16, 48, 12}, "default" + wpath(texel), seed++);
+        check_case(kt, {op, 1, 70, K, t, 256, 256, 256}, "default" + wpath(texel), seed++);
+      }
+    }
+  }
+}
+
+TEST_CASE("quant linear: weights, X and Y split over several bindings") {
+  for (bool texel : kTexel)
+    for (uint64_t max_binding : {4096ull, 20000ull}) {
+      KernelConfig cfg = base_config();
+      cfg.max_binding = max_binding;
+      cfg.weights_texel = texel;
+      Kernels k(*gpu().device, cfg);
+      const std::string name = str("max_binding=", max_binding, wpath(texel));
+      uint32_t seed = 1300;
+      for (WType t : kQuantTypes) {
+        // One row must fit a binding: 256-weight types get K = 256 (<= 210 bytes per row).
+        const uint32_t K = wtype_block_elems(t) == 256 ? 256 : 96;
+        for (Op op : {Op::gemm, Op::matvec}) {
+          check_case(k, {op, 5, 300, K, t}, name, seed++);
+          check_case(k, {op, 2, 129, K, t, 0, 16 * 3, 0}, name, seed++);   // W not aligned to the binding alignment
+        }
+      }
+    }
+}
+
+TEST_CASE("quant linear: misuse is an error") {
+  auto& g = gpu();
+  Buffer b = g.zeros(1 << 16);
+  Kernels& k = *g.kernels;
+  CommandList cmd(*g.device);
+  cmd.begin();
+  // K not a multiple of the block; W offset not a multiple of 16.
+  CHECK_THROWS_AS(k.matvec(cmd, Act{&b, 0, 1, 48}, Mat{&b, 0, WType::q4_0, 4, 48}, Act{&b, 0, 1, 4}), Error);
+  CHECK_THROWS_AS(k.matvec(cmd, Act{&b, 0, 1, 64}, Mat{&b, 8, WType::q8_0, 4, 64}, Act{&b, 0, 1, 4}), Error);
+  CHECK_THROWS_AS(k.gemm(cmd, Act{&b, 0, 2, 256}, Mat{&b, 0, WType::q4_k, 4, 128}, Act{&b, 0, 2, 4}), Error);
+  cmd.end();
+}
+
+TEST_CASE("quant embed: every type, out-of-range ids, row chunks, workgroup sizes") {
+  auto& g = gpu();
+  for (WType t : kQuantTypes)
+    for (uint64_t max_binding : {0ull, 4096ull})
+      for (uint32_t wg : {1u, 8u, 64u}) {
+        Kernels k = kernels_with(wg, max_binding);
+        const uint32_t rows = 37, cols = wtype_block_elems(t) * 3;
+        const uint32_t seed = uint32_t(t) * 100 + wg;
+        const QWeights w = make_qweights(t, rows, cols, seed);
+        const std::vector<int32_t> ids = {0, 36, 5, -1, 37, 1 << 30, 20, 20, 36, 1};
+        const uint32_t n = uint32_t(ids.size());
+        const uint32_t y_front = 4;   // y at a 16-byte offset
+        check_kernel({
+            .op = "embed",
+            .params = str(wtype_name(t), " table=[", rows, ",", cols, "] tokens=", n, " reduce_wg=", wg,
+                          " max_binding=", max_binding),
+            .seed = seed,
+            .tol = Tolerance::exact("dequantization as the specification computes it: one rounding at most, "
+                                    "the same one as the reference"),
+            .device =
+                [&] {
+                  std::vector<uint8_t> tb(256 + w.device.size());
+                  std::memcpy(tb.data() + 256, w.device.data(), w.device.size());
+                  Buffer bt = g.upload_bytes(tb.data(), tb.size(), Arena::weights, "table");
+                  Buffer bi = g.upload_bytes(ids.data(), n * 4);
+                  Buffer by = g.upload_f32(std::vector<float>(y_front + size_t(n) * cols, 7.0f));
+                  g.run([&](CommandList& cmd) {
+                    k.embed(cmd, {&bt, 256, t, rows, cols}, bi.range(), n, {&by, y_front * 4, n, cols});
+                  });
+                  return Values::bits_of(g.download_f32(by, y_front + size_t(n) * cols));
+                },
+            .reference =
+                [&] {
+                  std::vector<float> y(y_front + size_t(n) * cols, 7.0f);
+                  for (uint32_t i = 0; i < n; ++i)
+                    for (uint32_t c = 0; c < cols; ++c) {
+                      const bool valid = ids[i] >= 0 && uint32_t(ids[i]) < rows;
+                      y[y_front + size_t(i) * cols + c] = valid ? w.deq[size_t(ids[i]) * cols + c] : 0.0f;
+                    }
+                  return Values::bits_of(y);
+                },
+            .guard_front = y_front,
+        });
+      }
+}
