@@ -96,7 +96,10 @@ void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange&
   const auto& p = device_.pipelines().get({ShaderId::embed_q, 4, sizeof(Push), sc.constants()});
   const BufferRange ids_r{ids.buffer, ids.offset, uint64_t(n_tokens) * 4};
   const Bound yb = bind_aligned(*y.buffer, y.offset, uint64_t(n_tokens) * y.cols * 4, 4, align);
-  if (yb.range.size > max_range) throw Error(ErrorCode::unsupported, "embed: y exceeds maxStorageBufferRange");
+  // (Only the table is cut into chunks; y must fit one binding of the device.)
+  if (yb.range.size > binding_span(caps))
+    throw Error(ErrorCode::unsupported, "embed: y of " + std::to_string(yb.range.size) +
+                                            " bytes exceeds maxStorageBufferRange; embed fewer tokens at a time");
   const RowGrid g = row_grid(caps, n_tokens, "embed");
   for (const RowChunk& c : split_rows(table.rows, wtype_row_bytes(table.type, table.cols), max_range - align, 1)) {
     const uint64_t b0 = uint64_t(c.first_row) * blocks_per_row, nb = uint64_t(c.rows) * blocks_per_row;
