@@ -250,3 +250,181 @@ TEST_CASE("gguf writer: bad tensors, unwritable paths and cancelling are clear e
   w.write(p);
   CHECK(GgufFile::open(p).tensors().size() == 1);
 }
+
+namespace {
+
+// The HF tensor a GGUF tensor was written from (quantize_model's names).
+std::string hf_name(const std::string& g) {
+  static const std::map<std::string, std::string> global = {{"token_embd.weight", "model.embed_tokens.weight"},
+                                                            {"output_norm.weight", "model.norm.weight"},
+                                                            {"output.weight", "lm_head.weight"}};
+  static const std::map<std::string, std::string> layer = {
+      {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
+      {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"}};
+  if (auto it = global.find(g); it != global.end()) return it->second;
+  const size_t a = g.find('.', 4), b = g.rfind('.');
+  REQUIRE((g.rfind("blk.", 0) == 0 && a != std::string::npos && b > a));
+  const std::string part = g.substr(a + 1, b - a - 1);
+  REQUIRE(layer.count(part));
+  return "model.layers." + g.substr(4, a - 4) + "." + layer.at(part) + g.substr(b);
+}
+
+// Largest error a value of `block` may have after a round trip through type t
+// (per block of the format; see the q4_k test in test_quantize.cpp for its terms).
+double error_bound(WType t, const float* x, size_t n) {
+  float amax = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i])), lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  switch (t) {
+    case WType::f32: return 0;
+    case WType::f16: return amax * 0x1p-11 + 0x1p-24;           // half an ulp, or a subnormal step
+    case WType::q8_0: return amax / 127 * (0.5 + 127 * 0x1p-11) + 1e-12;   // half a step + the f16 scale's rounding
+    case WType::q4_0: return amax / 8 * (1 + 16 * 0x1p-11) + 1e-12;        // -max clips from level 16 to 15: a step
+    default: return (hi - lo) / 15.0 * 1.5 + 1e-9;   // q4_k within a sub-block (scale rounding: see test_quantize)
+  }
+}
+
+// Quantizes `model` to `t` and checks the file against the source weights and config.
+void check_quantized_model(const fs::path& model, WType t, const TempDir& dir) {
+  INFO("model " << model.string() << " as " << std::string(wtype_name(t)));
+  const fs::path out = dir / (std::string(wtype_name(t)) + ".gguf");
+  std::vector<std::string> notes;
+  QuantizeModelOptions o;
+  o.type = t;
+  o.on_note = [&](const std::string& s) { notes.push_back(s); };
+  QuantizeModelSummary sum;
+  try {
+    sum = quantize_model(model, out, o);
+  } catch (const Error& e) {
+    // Until Tokenizer::to_gguf is implemented the tokenizer step refuses; nothing may be left behind.
+    const std::string msg = e.what();
+    REQUIRE_MESSAGE((e.code() == ErrorCode::unsupported && msg.find("tokenizer.json") != std::string::npos), msg);
+    CHECK_FALSE(fs::exists(out));
+    CHECK(no_temp_files(dir.path));
+    MESSAGE("SKIP: " << msg);
+    return;
+  }
+  CHECK(no_temp_files(dir.path));
+  GgufFile f = GgufFile::open(out);
+  const ModelConfig c = load_model_config(model / "config.json"), g = model_config_from_gguf(f);
+  CHECK(g.hidden_size == c.hidden_size);
+  CHECK(g.intermediate_size == c.intermediate_size);
+  CHECK(g.n_layers == c.n_layers);
+  CHECK(g.n_heads == c.n_heads);
+  CHECK(g.n_kv_heads == c.n_kv_heads);
+  CHECK(g.head_dim == c.head_dim);
+  CHECK(g.vocab_size == c.vocab_size);
+  CHECK(g.max_position_embeddings == c.max_position_embeddings);
+  CHECK(g.rms_norm_eps == c.rms_norm_eps);
+  CHECK(g.rope_theta == c.rope_theta);
+  CHECK(g.rotary_dim == c.rotary_dim);
+  CHECK(g.rope.type == c.rope.type);
+  CHECK(g.rope.factor == c.rope.factor);
+  CHECK(g.rope.original_max_position == c.rope.original_max_position);
+  CHECK(g.rope.beta_fast == c.rope.beta_fast);
+  CHECK(g.rope.beta_slow == c.rope.beta_slow);
+  CHECK(g.tie_word_embeddings == c.tie_word_embeddings);
+  CHECK(g.attention_bias == c.attention_bias);
+  if (!c.bos_ids.empty()) CHECK(g.bos_ids == std::vector<int32_t>{c.bos_ids[0]});
+  if (!c.eos_ids.empty()) CHECK(g.eos_ids == std::vector<int32_t>{c.eos_ids[0]});
+  CHECK(f.tensors().size() == sum.tensors);
+
+  const std::string heads = " --unpermute " + std::to_string(c.n_heads) + " " + std::to_string(c.n_kv_heads);
+  if (!py_dump(out, dir / (std::string(wtype_name(t)) + "_py"), heads)) return;
+  const fs::path py = dir / (std::string(wtype_name(t)) + "_py");
+  const json meta = json::parse(reach::test::read_text(py / "meta.json"));
+  REQUIRE(meta["tensors"].size() == f.tensors().size());
+  const ModelWeights w = ModelWeights::open_dir(model);
+  for (size_t i = 0; i < f.tensors().size(); ++i) {
+    const GgufTensor& gt = f.tensors()[i];
+    INFO("tensor " << gt.name);
+    CHECK(meta["tensors"][i]["name"] == gt.name);
+    CHECK(meta["tensors"][i]["type"] == uint32_t(gt.type));
+    const std::vector<uint8_t> b = file_bytes(py / (std::to_string(i) + ".bin"));
+    REQUIRE(b.size() == gt.nbytes);
+    CHECK(std::memcmp(b.data(), gt.data, b.size()) == 0);
+    // Types: vectors f32; matrices the asked type, or q8_0 where rows do not split into its blocks.
+    const TensorInfo& src = w.get(hf_name(gt.name));
+    const int64_t cols = src.shape.back();
+    WType want = src.shape.size() == 1 ? WType::f32 : t;
+    if (wtype_is_quant(want) && cols % wtype_block_elems(want)) want = WType::q8_0;
+    CHECK(gt.type == ggml_type_of(want));
+    CHECK(gt.shape() == src.shape);
+    // Values: gguf.quants' dequantization, q/k rows restored by convert_smollm2's unpermute.
+    std::vector<float> x(size_t(src.numel()));
+    convert_to_f32(src, x.data());
+    const std::vector<float> y = file_f32(py / (std::to_string(i) + ".f32"));
+    REQUIRE(y.size() == x.size());
+    const size_t blk = src.shape.size() == 1 ? 1 : (want == WType::q4_k ? 32 : wtype_block_elems(want));
+    size_t bad = 0;
+    for (size_t s = 0; s < x.size(); s += std::max<size_t>(blk, 1)) {
+      const size_t n = std::min(blk, x.size() - s);
+      const double bound = error_bound(want, x.data() + s, n);
+      for (size_t k = s; k < s + n; ++k)
+        if (std::fabs(double(y[k]) - x[k]) > bound && bad++ < 3)
+          FAIL_CHECK("value " << k << ": source " << x[k] << ", file " << y[k] << ", bound " << bound);
+    }
+    CHECK(bad == 0);
+  }
+  if (t == WType::q4_k && c.intermediate_size % 256) CHECK(notes.size() >= 1);
+}
+
+}  // namespace
+
+TEST_CASE("reach quantize: tiny models read back with GgufFile and gguf.GGUFReader, within each type's error") {
+  TempDir dir("quantize_model");
+  // Untied with biases (bf16, yarn): ffn_down rows of 320 fall back to q8_0 under q4_k.
+  const fs::path a = reach::test::tiny_model(
+      "--hidden 256 --intermediate 320 --heads 4 --kv-heads 2 --bias --dtype bf16 --rope-scaling "
+      "'{\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 512}'");
+  // Tied, head_dim 32 (key_length written), f32.
+  const fs::path b = reach::test::tiny_model("--hidden 256 --intermediate 512 --heads 4 --kv-heads 1 --head-dim 32 "
+                                             "--tie --rope-theta 500000");
+  for (WType t : {WType::q4_k, WType::q8_0}) check_quantized_model(a, t, dir);
+  for (WType t : {WType::q4_0, WType::f16, WType::f32}) check_quantized_model(b, t, dir);
+}
+
+TEST_CASE("reach quantize: unusable inputs are clear errors") {
+  TempDir dir("quantize_bad");
+  const fs::path tiny = reach::test::tiny_model("");
+  QuantizeModelOptions o;
+  o.type = WType::q5_k;
+  CHECK_HAS(error_of([&] { quantize_model(tiny, dir / "x.gguf", o); }, ErrorCode::unsupported), "q5_k");
+  o.type = WType::q8_0;
+  CHECK_HAS(error_of([&] { quantize_model(dir / "nope", dir / "x.gguf", o); }, ErrorCode::io), "nope");
+  CHECK_HAS(error_of([&] { quantize_model(tiny, dir / "missing" / "x.gguf", o); }, ErrorCode::io), "missing");
+  CHECK_HAS(error_of([&] { quantize_model(tiny, dir.path, o); }, ErrorCode::invalid_argument), "directory");
+  fs::create_directories(dir / "m");
+  fs::copy_file(tiny / "config.json", dir / "m" / "config.json");
+  CHECK_HAS(error_of([&] { quantize_model(dir / "m", dir / "x.gguf", o); }, ErrorCode::io), "tokenizer.json");
+  const fs::path dyn =
+      reach::test::tiny_model("--rope-scaling '{\"rope_type\": \"dynamic\", \"factor\": 2.0}'");
+  CHECK_HAS(error_of([&] { quantize_model(dyn, dir / "x.gguf", o); }, ErrorCode::unsupported), "dynamic");
+  CHECK_FALSE(fs::exists(dir / "x.gguf"));
+
+  // The CLI: flags checked before any work or device.
+  const std::string reach = (reach::test::build_root() / "cli" / "reach").string();
+  auto run = [&](const std::string& args) {
+    std::string out;
+    std::FILE* p = popen((reach + " " + args + " 2>&1").c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int rc = pclose(p);
+    return std::pair{WEXITSTATUS(rc), out};
+  };
+  auto [rc1, o1] = run("quantize " + tiny.string() + " " + (dir / "y.gguf").string() + " --type q5_k");
+  CHECK(rc1 == 1);
+  CHECK_HAS(o1, "q8_0, q4_0, q4_k, f16 or f32");
+  auto [rc2, o2] = run("quantize " + tiny.string());
+  CHECK(rc2 == 1);
+  CHECK_HAS(o2, "OUT.gguf");
+  auto [rc3, o3] = run("run -m " + tiny.string() + " -p hi --quantize q6_k");
+  CHECK(rc3 == 1);
+  CHECK_HAS(o3, "--quantize 'q6_k' is not a type reach quantizes to: use q8_0, q4_0, q4_k");
+  auto [rc4, o4] = run("quantize --help");
+  CHECK(rc4 == 0);
+  CHECK_HAS(o4, "--type T");
+}
