@@ -45,7 +45,8 @@ int cmd_quantize(const Args& args) {
     }
     else if (a == "--threads") threads = static_cast<unsigned>(int_of(args, i, 1, 1024));
     else if (!a.empty() && a[0] == '-')
-      throw Error(ErrorCode::invalid_argument, "reach quantize: unknown option '" + a + "' (see reach quantize --help)");
+      throw Error(ErrorCode::invalid_argument,
+                  "reach quantize: unknown option '" + a + "' (see reach quantize --help)");
     else if (in.empty()) in = a;
     else if (out.empty()) out = a;
     else throw Error(ErrorCode::invalid_argument, "reach quantize: unexpected argument '" + a + "' (IN OUT.gguf "

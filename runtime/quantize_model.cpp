@@ -77,7 +77,8 @@ void put_config(GgufWriter& w, const ModelConfig& c, const std::string& name, WT
   if (r.type == RopeType::linear || r.type == RopeType::yarn) {
     w.put_string(a + "rope.scaling.type", r.type == RopeType::linear ? "linear" : "yarn");
     w.put_f32(a + "rope.scaling.factor", static_cast<float>(r.factor));
-    if (r.original_max_position > 0) w.put_u32(a + "rope.scaling.original_context_length", u32(r.original_max_position));
+    if (r.original_max_position > 0)
+      w.put_u32(a + "rope.scaling.original_context_length", u32(r.original_max_position));
     if (r.type == RopeType::yarn) {
       w.put_f32(a + "rope.scaling.yarn_beta_fast", static_cast<float>(r.beta_fast));
       w.put_f32(a + "rope.scaling.yarn_beta_slow", static_cast<float>(r.beta_slow));
@@ -122,7 +123,8 @@ QuantizeModelSummary quantize_model(const fs::path& in_dir, const fs::path& out,
       throw Error(ErrorCode::io, (in_dir / f).string() + " is missing: a model folder to quantize holds "
                                                          "config.json, *.safetensors and tokenizer.json");
   if (fs::is_directory(out))
-    throw Error(ErrorCode::invalid_argument, "output " + out.string() + " is a directory: name the .gguf file to write");
+    throw Error(ErrorCode::invalid_argument,
+                "output " + out.string() + " is a directory: name the .gguf file to write");
   const fs::path out_dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(out_dir))
     throw Error(ErrorCode::io, "cannot write " + out.string() + ": folder " + out_dir.string() +

@@ -275,7 +275,11 @@ std::string hf_name(const std::string& g) {
 // (per block of the format; see the q4_k test in test_quantize.cpp for its terms).
 double error_bound(WType t, const float* x, size_t n) {
   float amax = 0, lo = 0, hi = 0;
-  for (size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i])), lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  for (size_t i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
   switch (t) {
     case WType::f32: return 0;
     case WType::f16: return amax * 0x1p-11 + 0x1p-24;           // half an ulp, or a subnormal step
