@@ -330,6 +330,16 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
     m->alloc = std::make_unique<Allocator>(*d->dev);
     LoadOptions lo;
     lo.require_tokenizer = p.require_tokenizer != 0;
+    switch (p.quantize) {
+      case REACH_QUANTIZE_NONE: break;
+      case REACH_QUANTIZE_Q8_0: lo.quantize = WType::q8_0; break;
+      case REACH_QUANTIZE_Q4_0: lo.quantize = WType::q4_0; break;
+      case REACH_QUANTIZE_Q4_K: lo.quantize = WType::q4_k; break;
+      default:
+        need(false, REACH_ERROR_INVALID_ARGUMENT,
+             "reach_model_params.quantize is " + std::to_string(p.quantize) +
+                 ": use REACH_QUANTIZE_NONE, REACH_QUANTIZE_Q8_0, REACH_QUANTIZE_Q4_0 or REACH_QUANTIZE_Q4_K");
+    }
     if (p.progress) {
       auto cb = p.progress;
       void* user = p.progress_user;

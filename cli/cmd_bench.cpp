@@ -66,8 +66,8 @@ void bench_usage() {
       "  --chunk N      prefill chunk (default 512)\n"
       "  -o md|json|csv output format (default md)\n"
       "  --profile      GPU time per kernel (timestamp queries), largest share first\n"
-      "  --device N|NAME\n%s",
-      scheme_flags_help().c_str());
+      "  --device N|NAME\n%s%s",
+      kQuantizeFlagHelp, scheme_flags_help().c_str());
 }
 
 std::string json_str(const std::string& s) {
@@ -99,6 +99,7 @@ int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
   int64_t n_prompt = 512, n_gen = 128, reps = 5, depth = 0, chunk = 512;
   bool profile = false;
+  std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -115,10 +116,11 @@ int cmd_bench(const Args& args) {
         throw Error(ErrorCode::invalid_argument, "-o expects md, json or csv, got '" + format + "'");
     } else if (a == "--profile") profile = true;
     else if (a == "--device") device = value_of(args, i);
+    else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (parse_scheme_flag(args, i, ov)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach bench: unknown option '" + a + "' (see reach bench --help)");
   }
-  Engine e = open_engine(model_dir, device, false);
+  Engine e = open_engine(model_dir, device, false, quantize);
   Model& model = *e.model;
   const uint32_t V = uint32_t(model.config().vocab_size);
 

@@ -61,6 +61,7 @@ void eval_usage() {
       "  --original-ctx N      L_train of the presets (default: config.json, see below)\n"
       "  -v, --verbose         the scheme parameters per (scheme, L) and the resolved schemes (stderr)\n"
       "  --device N|NAME       Vulkan device (see `reach info`)\n"
+      "%s"
       "\n"
       "last-segment protocol: for every L the model reads tokens[T-L-1 : T-1] of the T-token sample and\n"
       "is scored on its last N predictions (targets tokens[T-N : T]): every L scores the same tokens.\n"
@@ -74,7 +75,7 @@ void eval_usage() {
       "PPL +/- PPL*sqrt((mean(NLL^2) - mean(NLL)^2) / (N-1))  (\"Final estimate\" line, the table's +/- column).\n"
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above:\n%s",
-      kDefaultPrefillChunk, preset_help(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, kQuantizeFlagHelp, preset_help(), scheme_flags_help().c_str());
 }
 
 // Empty when --help was printed.
@@ -114,6 +115,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (a == "--chunks") o.chunks = int_of(args, i, -1, 1 << 30);
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--device") o.device = value_of(args, i);
+    else if (a == "--quantize") o.quantize = quantize_of(args, i);
     else if (parse_scheme_flag(args, i, o.user)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach eval: unknown option '" + a + "' (see reach eval --help)");
   }
@@ -309,7 +311,7 @@ int cmd_eval(const Args& args) {
   if (passkey) plan_passkey(plan);
   else plan_sample(plan, cfg.vocab_size);
 
-  Engine e = open_engine(o.model_dir, o.device, !o.tokens_file.empty() ? false : true);
+  Engine e = open_engine(o.model_dir, o.device, !o.tokens_file.empty() ? false : true, o.quantize);
   Model& model = *e.model;
   std::fprintf(stderr, "model: %s, L_train %lld, %s\n", model.dir().string().c_str(), (long long)plan.L_train,
                wtype_name(model.weight_type()));

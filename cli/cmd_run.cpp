@@ -27,8 +27,8 @@ void run_usage() {
       "  --ids               print the prompt's and the generated token ids to stderr\n"
       "  -v                  print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
-      "%s",
-      kDefaultPrefillChunk, scheme_flags_help().c_str());
+      "%s%s",
+      kDefaultPrefillChunk, kQuantizeFlagHelp, scheme_flags_help().c_str());
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -45,6 +45,7 @@ int cmd_run(const Args& args) {
   int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
   SamplerParams sp;
   SessionOptions so;
+  std::optional<WType> quantize;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { run_usage(); return 0; }
@@ -61,13 +62,14 @@ int cmd_run(const Args& args) {
     else if (a == "--ids") print_ids = true;
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "--device") device = value_of(args, i);
+    else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach run: unknown option '" + a + "' (see reach run --help)");
   }
   if (!have_prompt) throw Error(ErrorCode::invalid_argument, "no prompt: pass -p TEXT");
   if (prompt.empty()) throw Error(ErrorCode::invalid_argument, "the prompt is empty: pass a non-empty -p TEXT");
 
-  Engine e = open_engine(model_dir, device);
+  Engine e = open_engine(model_dir, device, true, quantize);
   Model& model = *e.model;
   const Tokenizer& tk = *model.tokenizer();
   std::vector<int32_t> ids = tk.encode(prompt, true);

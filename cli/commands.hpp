@@ -12,5 +12,6 @@ int cmd_selftest(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_eval(const Args& args);
+int cmd_quantize(const Args& args);
 
 }  // namespace reach::cli

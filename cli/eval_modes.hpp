@@ -32,6 +32,7 @@ struct EvalOptions {
   uint64_t seed = 0;
   bool verbose = false;
   SchemeOverrides user;   // scheme flags given on the command line
+  std::optional<WType> quantize;   // --quantize
 };
 
 // One passkey trial: the prompt for context ctxs[ci] and depth depths[di].

@@ -1,4 +1,4 @@
-// The `reach` command line: run, bench, eval, info.
+// The `reach` command line: run, bench, eval, quantize, info.
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -19,6 +19,7 @@ void usage(FILE* out) {
                "  run -m DIR -p TEXT   generate text from a prompt\n"
                "  bench -m DIR         prompt-processing and generation speed (llama-bench style)\n"
                "  eval -m DIR -f TEXT  long-context evaluation: loss / perplexity / passkey per scheme x context\n"
+               "  quantize IN OUT.gguf --type T   write a model folder as a GGUF (q8_0, q4_0, q4_k, f16, f32)\n"
                "\n"
                "Run `reach COMMAND --help` for a command's options.\n"
                "Environment: REACH_DEVICE (index or name), REACH_VALIDATION=1, REACH_CACHE_DIR.\n");
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return reach::cli::cmd_eval(args);
     if (cmd == "run") return reach::cli::cmd_run(args);
     if (cmd == "bench") return reach::cli::cmd_bench(args);
+    if (cmd == "quantize") return reach::cli::cmd_quantize(args);
     std::fprintf(stderr, "reach: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -6,6 +6,7 @@
 #include "cli/progress_bar.hpp"
 #include "engine/error.hpp"
 #include "runtime/flag_values.hpp"
+#include "runtime/quantize.hpp"
 
 namespace reach::cli {
 
@@ -28,7 +29,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer) {
+const char* const kQuantizeFlagHelp =
+    "  --quantize T          quantize a safetensors model's weight matrices at load: q8_0, q4_0 or q4_k\n";
+
+WType quantize_of(const Args& args, size_t& i) {
+  const std::string& flag = args[i];
+  const std::string& v = value_of(args, i);
+  const std::optional<WType> t = wtype_from_name(v);
+  if (!t || !quantize_supported(*t))
+    throw Error(ErrorCode::invalid_argument, flag + " '" + v + "' is not a type reach quantizes to: use " +
+                                                 quantize_type_names() +
+                                                 (t ? " (other types load from GGUF files as they are)" : ""));
+  return *t;
+}
+
+Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer,
+                   std::optional<WType> quantize) {
   if (model_dir.empty())
     throw Error(ErrorCode::invalid_argument, "no model given: pass -m DIR (a folder with config.json, "
                                              "model.safetensors and tokenizer.json)");
@@ -44,6 +60,7 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
   auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.require_tokenizer = require_tokenizer;
+  lo.quantize = quantize;
   ProgressBar bar("loading " + std::filesystem::path(model_dir).filename().string(), 0, true);
   lo.on_progress = bar.callback();
   e.model = Model::load(*e.device, *e.allocator, model_dir, lo);

@@ -29,8 +29,15 @@ struct Engine {
   double load_seconds = 0;
 };
 
-// --device N|NAME overrides REACH_DEVICE.
-Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true);
+// --quantize T: the value after the flag, a type quantize_matrix produces
+// (q8_0, q4_0, q4_k); throws invalid_argument naming the flag otherwise.
+WType quantize_of(const Args& args, size_t& i);
+// The help line of --quantize, for run / bench / eval.
+extern const char* const kQuantizeFlagHelp;
+
+// --device N|NAME overrides REACH_DEVICE.  `quantize` sets LoadOptions::quantize.
+Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true,
+                   std::optional<WType> quantize = std::nullopt);
 
 double seconds_since(std::chrono::steady_clock::time_point t0);
 

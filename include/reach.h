@@ -226,12 +226,22 @@ REACH_API reach_status reach_device_free(reach_device* device);
 /* Load progress in bytes; return 0 to cancel the load (REACH_ERROR_CANCELLED). */
 typedef int (*reach_progress_callback)(void* user, uint64_t done, uint64_t total);
 
+/* Weight types a safetensors model can be quantized to at load (GGML block
+ * formats, byte-identical to llama.cpp's reference quantizers). */
+typedef enum reach_quantize_type {
+  REACH_QUANTIZE_NONE = 0,   /* keep the file's weight type (default) */
+  REACH_QUANTIZE_Q8_0 = 1,
+  REACH_QUANTIZE_Q4_0 = 2,
+  REACH_QUANTIZE_Q4_K = 3
+} reach_quantize_type;
+
 typedef struct reach_model_params {
   uint32_t size;
   reach_progress_callback progress;   /* NULL: none (nothing is printed either way) */
   void* progress_user;
   int32_t require_tokenizer;          /* 1 (default): fail without tokenizer.json; 0: token ids only */
-  uint32_t reserved[16];
+  int32_t quantize;                   /* a reach_quantize_type; other values: INVALID_ARGUMENT */
+  uint32_t reserved[15];              /* quantize took reserved[0]: the struct's size and layout are unchanged */
 } reach_model_params;
 
 REACH_API reach_model_params reach_model_default_params(void);
