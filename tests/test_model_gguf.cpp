@@ -304,7 +304,8 @@ TEST_CASE("gguf model: SmolLM2 Q4_1 log-probs agree with the float64 forward of 
   auto m = load(gguf);
   CHECK(m->weight_types() == "q4_1+q8_0");
   uint64_t file_bytes = 0;
-  for (const auto& t : GgufFile::open(gguf).tensors()) file_bytes += t.nbytes;
+  const GgufFile file = GgufFile::open(gguf);
+  for (const auto& t : file.tensors()) file_bytes += t.nbytes;
   CHECK(m->weight_bytes() == file_bytes);
 
   const json ref_data = json::parse(read_text(source_root() / "tests/data/smollm2/reference_f16.json"));
