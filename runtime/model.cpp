@@ -184,12 +184,12 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
                                                  " is a block format: ask for it with the quantize option");
   if (options.quantize) {
     const WType q = *options.quantize;
-    if (!wtype_is_quant(q) || !quantize_supported(q))
-      throw Error(ErrorCode::unsupported, std::string("reach cannot quantize weights to ") + wtype_name(q) +
-                                              " at load (" + (quantize_supported(WType::q8_0)
-                                                                  ? "supported: q8_0, q4_0, q4_k"
-                                                                  : "host quantization is not available in this build") +
-                                              ")");
+    if (!wtype_is_quant(q) || !quantize_supported(q)) {
+      const std::string which = quantize_supported(WType::q8_0) ? "ask for q8_0, q4_0 or q4_k"
+                                                                : "host quantization is not available in this build";
+      throw Error(ErrorCode::unsupported,
+                  std::string("reach cannot quantize weights to ") + wtype_name(q) + " at load: " + which);
+    }
   }
   const ModelPath where = resolve_model_path(path);
   std::unique_ptr<Model> m(new Model(device, allocator));

@@ -226,7 +226,8 @@ TEST_CASE("gguf model paths: a .gguf file, a folder holding one; several, a lone
 
   const fs::path st = tiny_model("--dtype f32 --hidden 32 --intermediate 64 --layers 1 --heads 2 --kv-heads 1 "
                                  "--vocab 270");
-  expect_error([&] { load(st / "model.safetensors"); }, ErrorCode::invalid_argument, {"model.safetensors", "directory"});
+  expect_error([&] { load(st / "model.safetensors"); }, ErrorCode::invalid_argument,
+               {"model.safetensors", "directory"});
   expect_error([&] { load(two / "nothing-here"); }, ErrorCode::io, {"nothing-here", ".gguf"});
   CHECK_FALSE(resolve_model_path(st).gguf);   // config.json wins
 }
