@@ -150,7 +150,10 @@ ModelPath resolve_model_path(const fs::path& path) {
   if (ggufs.size() > 1) {
     std::sort(ggufs.begin(), ggufs.end());
     std::string list;
-    for (const auto& g : ggufs) list += (list.empty() ? "" : ", ") + g.filename().string();
+    for (const auto& g : ggufs) {
+      if (!list.empty()) list += ", ";
+      list += g.filename().string();
+    }
     throw Error(ErrorCode::invalid_argument, "model directory " + path.string() + " holds " +
                                                  std::to_string(ggufs.size()) + " .gguf files (" + list +
                                                  ") and no config.json: pass the one to run (-m DIR/FILE.gguf)");
@@ -173,7 +176,10 @@ std::string Model::weight_types() const {
   for (const auto& [t, b] : matrix_bytes_) by_bytes.push_back({b, t});
   std::stable_sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string s;
-  for (const auto& [b, t] : by_bytes) s += (s.empty() ? "" : "+") + std::string(wtype_name(t));
+  for (const auto& [b, t] : by_bytes) {
+    if (!s.empty()) s += '+';
+    s += wtype_name(t);
+  }
   return s.empty() ? wtype_name(wtype_) : s;
 }
 

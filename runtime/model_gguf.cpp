@@ -68,9 +68,16 @@ class GgufSource : public WeightSource {
     const std::vector<int64_t> got = t->shape();
     if (!std::equal(got.begin(), got.end(), shape.begin(), shape.end())) {
       std::string want;
-      for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      std::string have;
-      for (int64_t d : got) have += (have.empty() ? "" : ", ") + std::to_string(d);
+      auto dims = [](auto&& ds) {
+        std::string out;
+        for (int64_t d : ds) {
+          if (!out.empty()) out += ", ";
+          out += std::to_string(d);
+        }
+        return out;
+      };
+      want = dims(shape);
+      const std::string have = dims(got);
       f_.fail("tensor '" + name + "' has shape [" + have + "] (ggml ne " + t->ne_string() + "), expected [" + want +
               "] (" + why + ")");
     }
