@@ -322,7 +322,7 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
     *out = nullptr;
     auto d = live(device, Kind::device, "device");
     need(dir && *dir, REACH_ERROR_INVALID_ARGUMENT,
-         "no model folder given (a folder with config.json, *.safetensors and tokenizer.json)");
+         "no model given (a folder with config.json, *.safetensors and tokenizer.json, or a .gguf file)");
     const reach_model_params p = read_params(params, reach_model_default_params(), "reach_model");
     auto l = lock(d.get());
     auto m = std::make_unique<reach_model>();
@@ -347,7 +347,7 @@ reach_status reach_model_load(reach_device* device, const char* dir, const reach
     }
     m->model = Model::load(*d->dev, *m->alloc, dir, lo);
     log(REACH_LOG_INFO, std::string("model: ") + dir + " (" + std::to_string(m->model->n_params()) + " params, " +
-                            wtype_name(m->model->weight_type()) + " weights)");
+                            m->model->weight_types() + " weights)");
     d->models++;
     registry_add(m.get(), Kind::model);
     *out = m.release();

@@ -178,7 +178,7 @@ int cmd_bench(const Args& args) {
 
   const auto& caps = e.device->caps();
   const std::string model_name = model.dir().filename().string();
-  const std::string dtype = wtype_name(model.weight_type());
+  const std::string dtype = model.weight_types();   // "q4_1+q8_0": every matrix type, most bytes first
   const std::string scheme = session.schemes().describe().substr(0, session.schemes().describe().find('\n'));
   if (format == "md") {
     std::printf("| model | size | params | device | dtype | scheme | test | t/s |\n");

@@ -21,7 +21,9 @@
 #include "engine/checked.hpp"
 #include "engine/error.hpp"
 #include "runtime/file_read.hpp"
+#include "runtime/gguf.hpp"
 #include "runtime/json_parse.hpp"
+#include "runtime/model.hpp"
 #include "runtime/rope_types.hpp"
 #include "runtime/tokenizer.hpp"
 
@@ -128,7 +130,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
 void check_eval_options(const EvalOptions& o) {
   if (o.model_dir.empty())
     throw Error(ErrorCode::invalid_argument,
-                "no model given: pass -m DIR (a folder with config.json and model.safetensors)");
+                "no model given: pass -m DIR (a folder with config.json and model.safetensors) or -m FILE.gguf");
   if (o.mode == "passkey") {
     if (!o.text_file.empty() || !o.tokens_file.empty())
       throw Error(ErrorCode::invalid_argument, "--passkey builds its own prompts: drop -f / --tokens");
@@ -150,7 +152,7 @@ ModelConfig plan_grid(EvalPlan& p) {
   if (p.schemes.empty()) throw Error(ErrorCode::invalid_argument, "--schemes is empty: give e.g. default,yarn");
   for (const auto& s : p.schemes) normalize_preset(s);   // throws on an unknown name
 
-  ModelConfig cfg = load_model_config(o.model_dir);
+  ModelConfig cfg = load_model_config_at(resolve_model_path(o.model_dir));
   p.L_train = training_length(cfg);
   if (o.user.original_ctx) {
     // --original-ctx says what the trained context is: L_train of the presets.  It
@@ -221,10 +223,22 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
 
 // llama-perplexity's add-BOS setting (eval::ppl_bos): tokenizer_config.json, then tokenizer.json.
 void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
-  const fs::path dir = p.opt.model_dir;
+  const ModelPath model = resolve_model_path(p.opt.model_dir);
+  const fs::path dir = model.path;
   std::optional<bool> config_add_bos;
   const fs::path tc = dir / "tokenizer_config.json";
-  if (fs::exists(tc)) {
+  if (model.gguf) {
+    // The GGUF's tokenizer.ggml.add_bos_token is what llama-perplexity reads for it.
+    const GgufFile f = GgufFile::open(dir);
+    config_add_bos = f.opt_bool("tokenizer.ggml.add_bos_token");
+    if (!p.tokenizer && f.has("tokenizer.ggml.model")) {
+      try {
+        p.tokenizer = Tokenizer::from_gguf(f);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported) throw;   // --tokens needs no tokenizer: BOS from the metadata
+      }
+    }
+  } else if (fs::exists(tc)) {
     nlohmann::json j;
     try {
       j = parse_json_bounded(read_file(tc, file_kinds::tokenizer_config_json), 64);
@@ -235,7 +249,7 @@ void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
     if (j.is_object() && j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
       config_add_bos = j["add_bos_token"].get<bool>();
   }
-  if (!p.tokenizer && fs::exists(dir / "tokenizer.json")) p.tokenizer = Tokenizer::load(dir);
+  if (!model.gguf && !p.tokenizer && fs::exists(dir / "tokenizer.json")) p.tokenizer = Tokenizer::load(dir);
   std::optional<bool> adds;
   std::optional<int32_t> prefix_id, named;
   if (p.tokenizer) {
@@ -306,7 +320,7 @@ int cmd_eval(const Args& args) {
   const EvalOptions& o = plan.opt;
   const bool passkey = o.mode == "passkey";
   const ModelConfig cfg = plan_grid(plan);
-  if (passkey || !o.text_file.empty()) plan.tokenizer = Tokenizer::load(o.model_dir);
+  if (passkey || !o.text_file.empty()) plan.tokenizer = load_tokenizer_at(resolve_model_path(o.model_dir));
   if (o.mode == "ppl") plan_ppl_bos(plan, cfg);
   if (passkey) plan_passkey(plan);
   else plan_sample(plan, cfg.vocab_size);
@@ -314,7 +328,7 @@ int cmd_eval(const Args& args) {
   Engine e = open_engine(o.model_dir, o.device, !o.tokens_file.empty() ? false : true, o.quantize);
   Model& model = *e.model;
   std::fprintf(stderr, "model: %s, L_train %lld, %s\n", model.dir().string().c_str(), (long long)plan.L_train,
-               wtype_name(model.weight_type()));
+               model.weight_types().c_str());
   if (o.verbose)
     std::fprintf(stderr, "device: %s\n%s\n", e.device->caps().summary().c_str(), model.config().describe().c_str());
 

@@ -89,7 +89,7 @@ int cmd_run(const Args& args) {
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
     std::fprintf(stderr, "model: %s (%llu params, %s weights)\n%s\n", model.dir().string().c_str(),
-                 (unsigned long long)model.n_params(), wtype_name(model.weight_type()),
+                 (unsigned long long)model.n_params(), model.weight_types().c_str(),
                  session.config().describe().c_str());
     std::fprintf(stderr, "scheme: %s\n", session.schemes().describe().c_str());
   }

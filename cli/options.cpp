@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 
 #include "cli/progress_bar.hpp"
@@ -47,7 +48,7 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
                    std::optional<WType> quantize) {
   if (model_dir.empty())
     throw Error(ErrorCode::invalid_argument, "no model given: pass -m DIR (a folder with config.json, "
-                                             "model.safetensors and tokenizer.json)");
+                                             "model.safetensors and tokenizer.json) or -m FILE.gguf");
   Engine e;
   DeviceOptions opt;
   if (!device.empty()) {
@@ -65,6 +66,7 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
   lo.on_progress = bar.callback();
   e.model = Model::load(*e.device, *e.allocator, model_dir, lo);
   bar.finish();
+  if (!e.model->load_note().empty()) std::fprintf(stderr, "load: %s\n", e.model->load_note().c_str());
   e.load_seconds = seconds_since(t0);
   return e;
 }

@@ -11,12 +11,8 @@
 // or mapped) whose message starts with "gguf (PATH):" and names the key or
 // tensor at fault.
 //
-// This is the first step of GGUF support: the reader and (gguf_config.hpp)
-// the mapping of llama metadata to ModelConfig.  Next: loading the weights
-// in Model::load (undoing llama.cpp's q/k row permutation, tied output), the
-// tokenizer from tokenizer.ggml.*, `reach run -m FILE.gguf`, quantized
-// matvec / matmul / embedding kernels that read the blocks directly, and a
-// fuzz target for this parser.
+// Model::load reads model weights through it (runtime/model_gguf.cpp), and
+// gguf_config.hpp maps the llama metadata to ModelConfig.
 //
 // Views (strings, tensor data) point into the mapping and stay valid as long
 // as the GgufFile lives (moves included).  Tensor data is aligned to the

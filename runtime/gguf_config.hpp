@@ -5,7 +5,7 @@
 // heads divide, token ids inside the vocabulary, ...).  Errors name the file
 // and the GGUF key: format for malformed values, unsupported for valid files
 // reach does not run yet (other architectures, experts, per-frequency rope
-// factors).  Not yet used by Model::load (see gguf.hpp for what is next).
+// factors).  Used by Model::load for GGUF files.
 #include "runtime/gguf.hpp"
 #include "runtime/model_config.hpp"
 

@@ -1,7 +1,9 @@
 #pragma once
 // A Llama-family model on the device: config, tokenizer and weights uploaded
-// from a Hugging Face style directory (config.json, *.safetensors, tokenizer.json).
+// from a Hugging Face style directory (config.json, *.safetensors, tokenizer.json)
+// or from a llama.cpp GGUF file (quantized matrices stay quantized on the device).
 #include <cstdint>
+#include <map>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -30,21 +32,52 @@ struct LoadOptions {
   bool require_tokenizer = true;   // false: token ids only (eval --tokens)
   // Weight bytes uploaded and the total, after each piece; return false to cancel the load.
   ProgressFn on_progress;
-  std::optional<WType> weight_type;   // convert weights; default keeps the file's dtype when the device can read it
-  // Quantize the weight matrices of a safetensors model at load (q8_0, q4_0, q4_k: runtime/quantize.hpp).
+  // Convert the float weight matrices (f32/f16/bf16); default keeps the file's dtype when the device can read
+  // it.  Quantized matrices (GGUF) keep their block type.
+  std::optional<WType> weight_type;
+  // Quantize the float weight matrices at load (q8_0, q4_0, q4_k: runtime/quantize.hpp).  A matrix whose rows
+  // are not a multiple of the type's block gets q8_0 (32-element blocks), or stays float when not even that
+  // fits; Model::load_note() says which.  Norms and biases stay f32; GGUF blocks are kept as they are.
   std::optional<WType> quantize;
 };
 
+// What a model path names: a Hugging Face style directory (config.json, *.safetensors), or a GGUF file,
+// given directly or as the only .gguf in a directory without config.json.
+struct ModelPath {
+  std::filesystem::path path;   // the directory, or the .gguf file
+  bool gguf = false;
+};
+// Throws io (missing path) / invalid_argument (several .gguf files, a lone .safetensors file, ...) naming it.
+ModelPath resolve_model_path(const std::filesystem::path& path);
+// The model's config (config.json, or the GGUF's metadata) without loading weights.
+ModelConfig load_model_config_at(const ModelPath& model);
+// The model's tokenizer (tokenizer.json, or the GGUF's tokenizer.ggml.* metadata).
+Tokenizer load_tokenizer_at(const ModelPath& model);
+
 class Model {
  public:
-  static std::unique_ptr<Model> load(Device& device, Allocator& allocator, const std::filesystem::path& dir,
+  // `path`: a model directory, a .gguf file, or a directory holding one .gguf (resolve_model_path).
+  static std::unique_ptr<Model> load(Device& device, Allocator& allocator, const std::filesystem::path& path,
                                      const LoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const Tokenizer* tokenizer() const { return tokenizer_ ? tokenizer_.get() : nullptr; }
+  // The model's path: its directory, or its .gguf file.
   const std::filesystem::path& dir() const { return dir_; }
+  bool is_gguf() const { return gguf_; }
+  // The type of the weight matrices holding the most bytes.
   WType weight_type() const { return wtype_; }
+  // Every weight-matrix type, most bytes first, joined by '+': "q4_1+q8_0" for a GGUF whose layers are
+  // Q4_1 and whose embedding is Q8_0, "f16" for a plain f16 model.  Norms and biases (always f32) are not
+  // listed.
+  std::string weight_types() const;
+  // Device bytes of the weight matrices per type.
+  const std::map<WType, uint64_t>& matrix_bytes() const { return matrix_bytes_; }
+  // One line on what loading changed (quantize-at-load fallbacks); empty when nothing to say.
+  const std::string& load_note() const { return load_note_; }
   uint64_t n_params() const { return n_params_; }
+  // Device bytes of all weights (matrices, norms, biases).  For a GGUF whose types the device keeps, the sum
+  // of the file's tensor bytes.
   uint64_t weight_bytes() const { return weight_bytes_; }
 
   const Mat& embed() const { return embed_; }
@@ -63,6 +96,9 @@ class Model {
   Device& device_;
   Allocator& allocator_;
   std::filesystem::path dir_;
+  bool gguf_ = false;
+  std::map<WType, uint64_t> matrix_bytes_;
+  std::string load_note_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   WType wtype_ = WType::f32;

