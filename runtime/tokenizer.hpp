@@ -56,6 +56,9 @@ class Tokenizer {
   std::span<const int32_t> special_prefix() const;
   std::span<const int32_t> special_suffix() const;
   bool adds_bos() const { return !special_prefix().empty(); }
+  bool adds_eos() const { return !special_suffix().empty(); }
+  // The chat template of a GGUF file (tokenizer.chat_template); empty when unknown.
+  std::string_view chat_template() const;
 
   // Incremental detokenizer for generation: push() returns the text that is
   // final so far and never a split UTF-8 character; flush() returns the rest.
