@@ -373,3 +373,32 @@ TEST_CASE("tokenizer_gguf: bad tokenizer metadata is a clear error naming the fi
   expect(gpt2().kv_bool("tokenizer.ggml.add_eos_token", true).remove_kv("tokenizer.ggml.eos_token_id"),
          ErrorCode::format, "'tokenizer.ggml.eos_token_id' is missing");
 }
+
+TEST_CASE("tokenizer_gguf: the GGUF fuzz seeds reach the tokenizer") {
+  // tests/fuzz/corpus/gguf (tests/fuzz/make_seeds.py): the fuzzer starts from files that load.
+  const fs::path corpus = source_root() / "tests" / "fuzz" / "corpus" / "gguf";
+  const Tokenizer gpt2 = Tokenizer::from_gguf(GgufFile::open(corpus / "tiny_gpt2.gguf"));
+  // "hello world": hell+o merges to "hello", then "Ġw" and "or" (merge order), l, d.
+  const std::vector<int32_t> ids = gpt2.encode("hello world", false);
+  std::vector<std::string> pieces;
+  for (int32_t id : ids) pieces.push_back(gpt2.token_text(id));
+  CHECK(pieces == std::vector<std::string>{"hello", "\xC4\xA0w", "or", "l", "d"});
+  CHECK(gpt2.decode(ids) == "hello world");
+  const Tokenizer spm = Tokenizer::from_gguf(GgufFile::open(corpus / "tiny_spm.gguf"));
+  const std::vector<int32_t> sids = spm.encode("hello", true);
+  REQUIRE(sids.size() == 2);
+  CHECK(sids[0] == 1);
+  CHECK(spm.token_text(sids[1]) == "\xE2\x96\x81hello");
+  CHECK(spm.decode(spm.encode("hello \xF0\x9F\x99\x82 world", true)) == "hello \xF0\x9F\x99\x82 world");
+}
+
+TEST_CASE("tokenizer_gguf: fuzz findings in the GGUF reader stay fixed") {
+  TempDir dir("tokenizer_gguf_fuzz");
+  // A string length of 2^64 - 1 wrapped the reader's bounds check (8 + n) and passed.
+  GgufBuilder b = tiny_gpt2_gguf();
+  b.kv_raw("tokenizer.chat_template", reach::test::kString, reach::test::gguf_u64(~uint64_t{0}) + "{{ x }}");
+  b.write(dir / "f.gguf");
+  const std::string msg = error_of([&] { (void)GgufFile::open(dir / "f.gguf"); }, ErrorCode::format);
+  CHECK_HAS(msg, "'tokenizer.chat_template'");
+  CHECK_HAS(msg, "18446744073709551615 bytes");
+}
