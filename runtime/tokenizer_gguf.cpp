@@ -47,9 +47,11 @@ enum TokenType : int64_t { kUndefined = 0, kNormal = 1, kUnknown = 2, kControl =
 constexpr const char* kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
 const char* const kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
+    R"(\s+(?!\S)|\s+)";
 const char* const kQwen2Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
+    R"(\s+(?!\S)|\s+)";
 const char* const kKnownPre = "smollm, gpt2, default, llama-bpe, llama3, qwen2";
 
 // The pre-tokenizer pipelines of the byte-level models reach knows, as the

