@@ -197,6 +197,7 @@ class GgufReader {
     eos_ = token_id(kEos);
     unk_ = token_id(kUnk);
     t_.pad = token_id(kPad);
+    if (!spm) t_.unk_meta = unk_;
     if (spm) {  // the unknown token stands for bytes without a <0xNN> token
       if (unk_) bpe.unk = unk_;
       else if (auto it = bpe.vocab.find(std::string_view("<unk>")); it != bpe.vocab.end()) bpe.unk = it->second;
@@ -381,7 +382,7 @@ class GgufExporter {
     };
     put_id(kBos, t_.bos);
     put_id(kEos, t_.eos);
-    put_id(kUnk, bpe.unk);
+    put_id(kUnk, bpe.unk ? bpe.unk : t_.unk_meta);
     put_id(kPad, t_.pad);
     sink.put_bool(kAddBos, adds(t_.prefix, t_.bos, "before", "BOS"));
     sink.put_bool(kAddEos, adds(t_.suffix, t_.eos, "after", "EOS"));

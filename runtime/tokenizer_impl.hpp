@@ -155,7 +155,8 @@ struct TokenizerImpl {
   std::vector<uint8_t> special;          // per id
   TokenMap token_to_id;                  // model vocab + added tokens
   std::optional<int32_t> bos, eos;
-  std::optional<int32_t> pad;   // from GGUF metadata; kept for export
+  std::optional<int32_t> pad;       // from GGUF metadata; kept for export
+  std::optional<int32_t> unk_meta;  // GGUF's unknown_token_id where the model does not use it (byte-level BPE)
   std::string chat_template;   // from GGUF metadata (tokenizer.chat_template); empty when unknown
 
   void normalize(std::string& s) const;

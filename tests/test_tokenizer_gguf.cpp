@@ -223,6 +223,30 @@ TEST_CASE("tokenizer_gguf: SmolLM2's GGUF tokenizer gives the ids of its tokeniz
   CHECK(!tok.adds_eos());
   CHECK(tok.chat_template() == f.get_string("tokenizer.chat_template"));
   CHECK(tok.chat_template().find("<|im_start|>") != std::string_view::npos);
+
+  // Written back by to_gguf, the tokenizer metadata is the file's own.
+  TempDir dir("tokenizer_gguf_smollm2");
+  GgufBuilder b;
+  BuilderSink sink(b);
+  tok.to_gguf(sink);
+  b.write(dir / "back.gguf");
+  const GgufFile back = GgufFile::open(dir / "back.gguf");
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}) {
+    CAPTURE(key);
+    CHECK(back.get_string_array(key) == f.get_string_array(key));
+  }
+  CHECK(back.get_int_array("tokenizer.ggml.token_type") == f.get_int_array("tokenizer.ggml.token_type"));
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template"}) {
+    CAPTURE(key);
+    CHECK(back.get_string(key) == f.get_string(key));
+  }
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"}) {
+    CAPTURE(key);
+    CHECK(back.get_u32(key) == f.get_u32(key));
+  }
+  CHECK(back.get_bool("tokenizer.ggml.add_bos_token") == f.get_bool("tokenizer.ggml.add_bos_token"));
+  CHECK(back.get_bool("tokenizer.ggml.add_space_prefix") == f.get_bool("tokenizer.ggml.add_space_prefix"));
 }
 
 TEST_CASE("tokenizer_gguf: a SentencePiece (llama) GGUF gives the tokenizers ids of the same vocabulary") {
