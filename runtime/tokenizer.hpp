@@ -5,6 +5,8 @@
 //  - SentencePiece-style BPE with byte fallback (Llama 2, Mistral).
 // Token ids match the `tokenizers` package (checked against it by
 // tests/test_tokenizer.cpp on data from tools/gen_tokenizer_tests.py).
+// GGUF files' tokenizer.ggml.* metadata ("gpt2" byte-level BPE, "llama"
+// SentencePiece by scores) builds the same state (runtime/tokenizer_gguf.cpp).
 //
 // A Tokenizer is cheap to copy (shared immutable state) and safe to use from
 // several threads at once.
