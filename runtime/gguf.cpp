@@ -168,7 +168,11 @@ void check_value(Cursor& c, uint32_t t, const std::string& key, std::vector<uint
   if (type == GgufType::string) {
     if (c.left() < 8) c.need(8, where() + " string length");
     const uint64_t n = load<uint64_t>(c.here());
-    if (n > c.left() - 8) c.need(8 + n, where() + " string of " + std::to_string(n) + " bytes");
+    // (Not need(8 + n): a length near 2^64 would wrap the sum and pass.)
+    if (n > c.left() - 8)
+      c.fail(where() + " string of " + std::to_string(n) + " bytes needs 8 + " + std::to_string(n) +
+             " bytes at offset " + std::to_string(c.pos()) + " but the file has only " + std::to_string(c.left()) +
+             " left" + kRedownload);
     c.take(8 + n, "");
     return;
   }

@@ -30,9 +30,6 @@ constexpr int kMaxSequenceDepth = 16;
 // limit keeps the parsed form of a hostile file of "[],[],..." near 0.6 GB.
 constexpr size_t kMaxJsonValues = size_t{8} << 20;
 
-// The GPT-2 regex that ByteLevel uses when use_regex is true.
-const char* const gpt2_pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
 class Loader {
  public:
   Loader(TokenizerImpl& t, const std::string& origin) : t_(t), origin_(origin) {}
@@ -281,7 +278,7 @@ class Loader {
   }
 
   std::shared_ptr<Regex> gpt2_regex(const std::string& where) {
-    if (!gpt2_) gpt2_ = regex(gpt2_pattern, false, where);
+    if (!gpt2_) gpt2_ = regex(kGpt2Pattern, false, where);
     return gpt2_;
   }
 
@@ -399,7 +396,9 @@ std::optional<int32_t> first_known(const TokenizerImpl& t, std::initializer_list
   return std::nullopt;
 }
 
-void finish(TokenizerImpl& t) {
+}  // namespace
+
+void finish_tokenizer(TokenizerImpl& t) {
   int64_t size = 0;
   for (const auto& [tok, id] : t.bpe.vocab) size = std::max<int64_t>(size, int64_t{id} + 1);
   for (const auto& a : t.added) size = std::max<int64_t>(size, int64_t{a.id} + 1);
@@ -448,8 +447,6 @@ void finish(TokenizerImpl& t) {
                             "<|end|>"});
 }
 
-}  // namespace
-
 Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin) {
   auto impl = std::make_shared<TokenizerImpl>();
   impl->origin = origin;
@@ -475,7 +472,7 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
   } catch (const json::exception& e) {  // a key of the wrong type somewhere
     throw Error(ErrorCode::format, origin + ": unexpected content: " + e.what());
   }
-  finish(*impl);
+  finish_tokenizer(*impl);
   return Tokenizer(std::move(impl));
 }
 

@@ -5,6 +5,8 @@
 //  - SentencePiece-style BPE with byte fallback (Llama 2, Mistral).
 // Token ids match the `tokenizers` package (checked against it by
 // tests/test_tokenizer.cpp on data from tools/gen_tokenizer_tests.py).
+// GGUF files' tokenizer.ggml.* metadata ("gpt2" byte-level BPE, "llama"
+// SentencePiece by scores) builds the same state (runtime/tokenizer_gguf.cpp).
 //
 // A Tokenizer is cheap to copy (shared immutable state) and safe to use from
 // several threads at once.
@@ -56,6 +58,9 @@ class Tokenizer {
   std::span<const int32_t> special_prefix() const;
   std::span<const int32_t> special_suffix() const;
   bool adds_bos() const { return !special_prefix().empty(); }
+  bool adds_eos() const { return !special_suffix().empty(); }
+  // The chat template of a GGUF file (tokenizer.chat_template); empty when unknown.
+  std::string_view chat_template() const;
 
   // Incremental detokenizer for generation: push() returns the text that is
   // final so far and never a split UTF-8 character; flush() returns the rest.

@@ -60,7 +60,8 @@ std::string onig_compatible(std::string_view p) {
 }
 }  // namespace
 
-Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where) : where_(where) {
+Regex::Regex(std::string_view pattern_in, bool literal, const std::string& where)
+    : where_(where), source_(pattern_in), literal_(literal) {
   int err = 0;
   PCRE2_SIZE offset = 0;
   uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
@@ -85,6 +86,8 @@ Regex& Regex::operator=(Regex&& o) noexcept {
     if (code_) pcre2_code_free(code_);
     code_ = std::exchange(o.code_, nullptr);
     where_ = std::move(o.where_);
+    source_ = std::move(o.source_);
+    literal_ = o.literal_;
   }
   return *this;
 }
@@ -375,6 +378,10 @@ void TokenizerImpl::pre_tokenize(std::vector<Piece>& pieces) const {
 
 void BpeModel::tokenize(std::string_view w, std::vector<int32_t>& out) const {
   if (w.empty()) return;
+  if (!scores.empty()) {
+    tokenize_spm(w, out);
+    return;
+  }
   if (ignore_merges) {
     auto it = vocab.find(w);
     if (it != vocab.end()) {

@@ -30,7 +30,9 @@ class Regex {
   // `where` names the JSON key for the error message.  Throws Error(format).
   Regex(std::string_view pattern, bool literal, const std::string& where);
   ~Regex();
-  Regex(Regex&& o) noexcept : code_(std::exchange(o.code_, nullptr)), where_(std::move(o.where_)) {}
+  Regex(Regex&& o) noexcept
+      : code_(std::exchange(o.code_, nullptr)), where_(std::move(o.where_)), source_(std::move(o.source_)),
+        literal_(o.literal_) {}
   Regex& operator=(Regex&& o) noexcept;
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
@@ -42,10 +44,15 @@ class Regex {
   // result would be longer than max_size: an empty pattern matches between all
   // characters, so a long `with` could multiply the text.
   bool replace_all(std::string_view s, std::string_view with, size_t max_size, std::string& out) const;
+  // The pattern as written and whether it is a literal (GGUF export recognizes known pipelines by them).
+  const std::string& source() const { return source_; }
+  bool literal() const { return literal_; }
 
  private:
   pcre2_code_8* code_ = nullptr;
   std::string where_;
+  std::string source_;
+  bool literal_ = false;
 };
 
 enum class SplitBehavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
@@ -124,10 +131,14 @@ struct BpeModel {
   std::optional<int32_t> unk;
   bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
   std::array<int32_t, 256> byte_tokens{};  // id of <0xNN>, -1 if absent
+  // SentencePiece scores per id (GGUF "llama" vocabularies).  When set, tokenize()
+  // merges by score as llama.cpp's SPM tokenizer does, and `merges` is unused.
+  std::vector<float> scores;
   static uint64_t key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
   void tokenize(std::string_view word, std::vector<int32_t>& out) const;
+  void tokenize_spm(std::string_view word, std::vector<int32_t>& out) const;  // runtime/tokenizer_spm.cpp
 };
 
 struct TokenizerImpl {
@@ -144,6 +155,9 @@ struct TokenizerImpl {
   std::vector<uint8_t> special;          // per id
   TokenMap token_to_id;                  // model vocab + added tokens
   std::optional<int32_t> bos, eos;
+  std::optional<int32_t> pad;       // from GGUF metadata; kept for export
+  std::optional<int32_t> unk_meta;  // GGUF's unknown_token_id where the model does not use it (byte-level BPE)
+  std::string chat_template;   // from GGUF metadata (tokenizer.chat_template); empty when unknown
 
   void normalize(std::string& s) const;
   void pre_tokenize(std::vector<Piece>& pieces) const;
@@ -155,6 +169,14 @@ struct TokenizerImpl {
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
 };
+
+// The GPT-2 regex that ByteLevel uses when use_regex is true.
+inline constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// Fills the id tables and added-token matchers once model, added tokens,
+// normalizer and post-processor are set (runtime/tokenizer.cpp); guesses bos/eos.
+void finish_tokenizer(TokenizerImpl& t);
 
 // A tokenizer.json may chain steps that each grow the text (64 Replace "a" ->
 // "aa" would double it 64 times).  Real pipelines grow it at most ~3x per stage

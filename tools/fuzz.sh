@@ -3,7 +3,7 @@
 #   tools/fuzz.sh TARGET [SECONDS] [libFuzzer options...]
 #   tools/fuzz.sh all [SECONDS]      # each target in turn
 #   tools/fuzz.sh list
-# Targets: safetensors, config, tokenizer_json, tokenizer_codec, schemes.
+# Targets: safetensors, config, tokenizer_json, tokenizer_codec, schemes, gguf.
 # SECONDS defaults to 600.  Builds ./build-fuzz with clang first (Debian: clang,
 # libclang-rt-14-dev).  The corpus grows in build-fuzz/fuzz-long/TARGET/corpus
 # and is kept between runs; a crash, hang or leak leaves its input in
@@ -12,7 +12,7 @@
 # Options such as -jobs=2 -workers=2 or -max_len=65536 are passed on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(safetensors config tokenizer_json tokenizer_codec schemes)
+targets=(safetensors config tokenizer_json tokenizer_codec schemes gguf)
 target=${1:-}
 case "$target" in
   list) printf '%s\n' "${targets[@]}"; exit 0 ;;

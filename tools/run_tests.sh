@@ -22,7 +22,7 @@ meson test -C build --print-errorlogs --num-processes 1 || status=$?
 # Leaks fail a test, except those inside the Vulkan loader, Mesa and the
 # validation layer (tests/lsan.supp); any UBSan report aborts it.
 asan_suites=(safetensors config tokenizer schemes model_files engine model model_schemes trained_models
-             kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf)
+             kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf)
 asan_log=build-asan/meson-logs/testlog.json
 rm -f "$asan_log"
 logs+=("$asan_log")

@@ -173,10 +173,89 @@ def schemes_seeds() -> None:
         write('schemes', f'case{k:02d}', bytes([config]) + struct.pack('<H', context) + flags.encode())
 
 
+# --------------------------------------------------------------------------- gguf
+GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY = 4, 5, 6, 7, 8, 9
+
+
+def gguf_value(kind: int, value) -> bytes:
+    if kind == GGUF_STRING:
+        b = value.encode()
+        return struct.pack('<Q', len(b)) + b
+    if kind == GGUF_ARRAY:
+        elem, items = value
+        return struct.pack('<IQ', elem, len(items)) + b''.join(gguf_value(elem, v) for v in items)
+    return struct.pack({GGUF_U32: '<I', GGUF_I32: '<i', GGUF_F32: '<f', GGUF_BOOL: '<?'}[kind], value)
+
+
+def gguf_file(kvs: list, tensors: list = (), version: int = 3, align: int = 32) -> bytes:
+    """kvs: (key, type, value); tensors: (name, ne, ggml type, data bytes), data packed in order."""
+    out = b'GGUF' + struct.pack('<IQQ', version, len(tensors), len(kvs))
+    for key, kind, value in kvs:
+        # bytes: the value's encoding as given (for malformed values)
+        out += gguf_value(GGUF_STRING, key) + struct.pack('<I', kind)
+        out += value if isinstance(value, bytes) else gguf_value(kind, value)
+    offset, blobs = 0, b''
+    for name, ne, kind, data in tensors:
+        out += gguf_value(GGUF_STRING, name) + struct.pack('<I', len(ne)) + struct.pack(f'<{len(ne)}Q', *ne)
+        out += struct.pack('<IQ', kind, offset)
+        pad = (-len(data)) % align
+        blobs += data + b'\0' * pad
+        offset += len(data) + pad
+    return out + b'\0' * ((-len(out)) % align) + blobs
+
+
+def gguf_llama_config(vocab: int) -> list:
+    return [('general.architecture', GGUF_STRING, 'llama'), ('llama.context_length', GGUF_U32, 64),
+            ('llama.embedding_length', GGUF_U32, 32), ('llama.block_count', GGUF_U32, 1),
+            ('llama.feed_forward_length', GGUF_U32, 48), ('llama.attention.head_count', GGUF_U32, 4),
+            ('llama.attention.head_count_kv', GGUF_U32, 2),
+            ('llama.attention.layer_norm_rms_epsilon', GGUF_F32, 1e-5), ('llama.rope.freq_base', GGUF_F32, 1e4),
+            ('llama.vocab_size', GGUF_U32, vocab)]
+
+
+def gguf_seeds() -> None:
+    # byte-level BPE ("gpt2", pre "smollm"): specials, the bytes of "hello world" and a few merges
+    g = 'Ġ'
+    tokens = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] + list('hel o wrd1') + [g, 'he', 'll', 'hell', 'hello',
+                                                                                       g + 'w', 'or']
+    tokens = [t for t in tokens if t != ' ']
+    merges = ['h e', 'l l', 'he ll', 'hell o', g + ' w', 'o r']
+    types = [3, 3, 3] + [1] * (len(tokens) - 3)
+    gpt2 = [('tokenizer.ggml.model', GGUF_STRING, 'gpt2'), ('tokenizer.ggml.pre', GGUF_STRING, 'smollm'),
+            ('tokenizer.ggml.tokens', GGUF_ARRAY, (GGUF_STRING, tokens)),
+            ('tokenizer.ggml.token_type', GGUF_ARRAY, (GGUF_I32, types)),
+            ('tokenizer.ggml.merges', GGUF_ARRAY, (GGUF_STRING, merges)),
+            ('tokenizer.ggml.bos_token_id', GGUF_U32, 1), ('tokenizer.ggml.eos_token_id', GGUF_U32, 2),
+            ('tokenizer.ggml.add_bos_token', GGUF_BOOL, False),
+            ('tokenizer.chat_template', GGUF_STRING, '{% for m in messages %}{{ m.content }}{% endfor %}')]
+    q8 = struct.pack('<e', 0.5) + bytes(range(32))   # one Q8_0 block (32 values)
+    tensors = [('token_embd.weight', [32, len(tokens)], 8, q8 * len(tokens)),
+               ('output_norm.weight', [32], 0, struct.pack('<32f', *([1.0] * 32)))]
+    write('gguf', 'tiny_gpt2.gguf', gguf_file(gguf_llama_config(len(tokens)) + gpt2, tensors))
+    write('gguf', 'tokenizer_only_v2.gguf', gguf_file(gpt2, version=2))
+    # SentencePiece ("llama"): <unk> <s> </s>, the 256 byte tokens, pieces with scores
+    pieces = ['▁', 'h', 'e', 'l', 'o', '▁h', 'he', 'll', '▁he', '▁hell', '▁hello', 'w', 'r', 'd']
+    tokens = ['<unk>', '<s>', '</s>'] + [f'<0x{b:02X}>' for b in range(256)] + pieces
+    types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)
+    scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
+    spm = [('tokenizer.ggml.model', GGUF_STRING, 'llama'),
+           ('tokenizer.ggml.tokens', GGUF_ARRAY, (GGUF_STRING, tokens)),
+           ('tokenizer.ggml.scores', GGUF_ARRAY, (GGUF_F32, scores)),
+           ('tokenizer.ggml.token_type', GGUF_ARRAY, (GGUF_I32, types)),
+           ('tokenizer.ggml.bos_token_id', GGUF_U32, 1), ('tokenizer.ggml.eos_token_id', GGUF_U32, 2),
+           ('tokenizer.ggml.unknown_token_id', GGUF_U32, 0), ('tokenizer.ggml.add_bos_token', GGUF_BOOL, True)]
+    write('gguf', 'tiny_spm.gguf', gguf_file(gguf_llama_config(len(tokens)) + spm))
+    write('gguf', 'empty.gguf', gguf_file([]))
+    # A fuzz finding: a string length of 2^64 - 1 wrapped the reader's bounds check.
+    write('gguf', 'string_length_2p64_minus_1.gguf',
+          gguf_file(gpt2[:-1] + [('tokenizer.chat_template', GGUF_STRING, struct.pack('<Q', 2**64 - 1) + b'{{ x }}')]))
+    write('gguf', 'truncated.gguf', gguf_file(gguf_llama_config(len(tokens)) + spm)[:300])
+
+
 def main() -> None:
     for target, make in [('safetensors', safetensors_seeds), ('config', config_seeds),
                          ('tokenizer_json', tokenizer_json_seeds), ('tokenizer_codec', tokenizer_codec_seeds),
-                         ('schemes', schemes_seeds)]:
+                         ('schemes', schemes_seeds), ('gguf', gguf_seeds)]:
         shutil.rmtree(CORPUS / target, ignore_errors=True)
         (CORPUS / target).mkdir(parents=True)
         make()
