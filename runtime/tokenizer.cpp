@@ -447,7 +447,9 @@ void finish_tokenizer(TokenizerImpl& t) {
                             "<|end|>"});
 }
 
-Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin) {
+namespace {
+
+std::shared_ptr<TokenizerImpl> build_from_json(std::string_view text, const std::string& origin) {
   auto impl = std::make_shared<TokenizerImpl>();
   impl->origin = origin;
   json j;
@@ -473,7 +475,39 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
     throw Error(ErrorCode::format, origin + ": unexpected content: " + e.what());
   }
   finish_tokenizer(*impl);
-  return Tokenizer(std::move(impl));
+  return impl;
+}
+
+// The chat template of tokenizer_config.json next to tokenizer.json: a string, or Hugging Face's list
+// of {"name", "template"} of which reach takes "default".  Empty when the file or the key is absent.
+std::string read_chat_template(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return {};
+  const std::string text = read_file(file, file_kinds::tokenizer_config_json);
+  const std::string fix = "; fix or delete " + file.string() + " (reach reads only its chat_template)";
+  json j;
+  try {
+    j = parse_json_bounded(text, kMaxJsonDepth, kMaxJsonValues);
+  } catch (const std::exception& e) {  // malformed (json::exception) or too large (JsonTooLarge)
+    throw Error(ErrorCode::format, file.string() + ": malformed JSON (" + e.what() + ")" + fix);
+  }
+  const json& t = Loader::member(j, "chat_template");
+  if (t.is_null()) return {};
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array())
+    for (const json& e : t)
+      if (Loader::member(e, "name") == "default" && Loader::member(e, "template").is_string())
+        return Loader::member(e, "template").get<std::string>();
+  if (t.is_array()) return {};  // named templates only (tool_use, rag, ...): none for plain chat
+  throw Error(ErrorCode::format, file.string() + ": chat_template is " + Loader::short_dump(t) +
+                                     ", expected a string or a list of {\"name\", \"template\"}" + fix);
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin) {
+  return Tokenizer(build_from_json(text, origin));
 }
 
 Tokenizer Tokenizer::load(const std::filesystem::path& file) {
@@ -486,7 +520,9 @@ Tokenizer Tokenizer::load(const std::filesystem::path& file) {
   const std::string text = read_file(path, file_kinds::tokenizer_json,
                                      "; copy tokenizer.json from the model's Hugging Face repository into " +
                                          dir.string());
-  return from_json(text, path.string());
+  std::shared_ptr<TokenizerImpl> impl = build_from_json(text, path.string());
+  impl->chat_template = read_chat_template(dir);
+  return Tokenizer(std::move(impl));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {

@@ -27,8 +27,8 @@ class GgufMetaSink;   // runtime/gguf_meta_sink.hpp
 
 class Tokenizer {
  public:
-  // `file` is a tokenizer.json or a directory holding one.  Throws
-  // reach::Error: io (missing / unreadable), format (malformed JSON, missing
+  // `file` is a tokenizer.json or a directory holding one; a tokenizer_config.json beside it gives
+  // chat_template().  Throws reach::Error: io (missing / unreadable), format (malformed JSON, missing
   // or bad keys, bad regex), unsupported (WordPiece, Unigram, ... models).
   static Tokenizer load(const std::filesystem::path& file);
   // Same from the JSON text; `origin` names it in error messages.
@@ -59,7 +59,8 @@ class Tokenizer {
   std::span<const int32_t> special_suffix() const;
   bool adds_bos() const { return !special_prefix().empty(); }
   bool adds_eos() const { return !special_suffix().empty(); }
-  // The chat template of a GGUF file (tokenizer.chat_template); empty when unknown.
+  // The model's Jinja chat template: a GGUF file's tokenizer.chat_template, or for load() the
+  // chat_template of tokenizer_config.json beside tokenizer.json; empty when there is none.
   std::string_view chat_template() const;
 
   // Incremental detokenizer for generation: push() returns the text that is

