@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/error.hpp"
+#include "runtime/chat_template.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
 #include "cli/options.hpp"
@@ -16,9 +17,14 @@ namespace {
 
 void run_usage() {
   std::printf(
-      "usage: reach run -m DIR -p TEXT [options]\n"
-      "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json)\n"
-      "  -p, --prompt TEXT   prompt text\n"
+      "usage: reach run -m DIR (-p TEXT | --chat TEXT) [options]\n"
+      "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json) or .gguf file\n"
+      "  -p, --prompt TEXT   prompt text, used as it is\n"
+      "  --chat TEXT         a user message, put into the model's chat template (GGUF tokenizer.chat_template,\n"
+      "                      tokenizer_config.json chat_template, or the turn tokens of the vocabulary) with the\n"
+      "                      assistant's turn opened; generation stops at the end of that turn and only the\n"
+      "                      reply is printed\n"
+      "  --system TEXT       with --chat: a system message before it\n"
       "  -n N                tokens to generate (default 64)\n"
       "  --temp T            temperature, 0 = greedy (default 0.8)\n"
       "  --top-k K           0 = no cut (default 40)   --top-p P in (0, 1] (default 0.95)   --seed S (default 0)\n"
@@ -37,11 +43,39 @@ std::string ids_line(const std::vector<int32_t>& ids) {
   return s;
 }
 
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> stop_ids;  // the end-of-turn token, and EOS
+  std::string describe;
+};
+
+// The chat template applied to [system,] user with the assistant's turn opened.  The tokenizer's
+// own prefix (BOS) is added only when the rendered text does not start with it already: Gemma's and
+// Llama's templates write bos_token themselves, and a doubled BOS degrades the reply.
+ChatPrompt chat_prompt(const Tokenizer& tk, const std::string& origin, const std::string& system, bool have_system,
+                       const std::string& user) {
+  const ChatTemplate t = ChatTemplate::for_tokenizer(tk, origin);
+  std::vector<ChatMessage> messages;
+  if (have_system) messages.push_back({"system", system});
+  messages.push_back({"user", user});
+  ChatPrompt c;
+  c.ids = tk.encode(t.render(messages, true), false);
+  const auto prefix = tk.special_prefix();
+  const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
+  if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());
+  if (auto id = tk.find(t.end_of_turn())) c.stop_ids.push_back(*id);
+  if (auto id = tk.eos_id()) c.stop_ids.push_back(*id);
+  c.describe = std::string(t.family_name()) + (t.from_vocabulary() ? " (no template in the model: from its turn tokens)"
+                                                                   : " (the model's template)") +
+               ", stops at " + t.end_of_turn();
+  return c;
+}
+
 }  // namespace
 
 int cmd_run(const Args& args) {
-  std::string model_dir, prompt, device;
-  bool have_prompt = false, print_ids = false, verbose = false;
+  std::string model_dir, prompt, device, chat, system;
+  bool have_prompt = false, have_chat = false, have_system = false, print_ids = false, verbose = false;
   int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
   SamplerParams sp;
   SessionOptions so;
@@ -51,6 +85,8 @@ int cmd_run(const Args& args) {
     if (a == "-h" || a == "--help") { run_usage(); return 0; }
     else if (a == "-m" || a == "--model") model_dir = value_of(args, i);
     else if (a == "-p" || a == "--prompt") { prompt = value_of(args, i); have_prompt = true; }
+    else if (a == "--chat") { chat = value_of(args, i); have_chat = true; }
+    else if (a == "--system") { system = value_of(args, i); have_system = true; }
     else if (a == "-n") n_predict = int_of(args, i, 0, 1 << 24);
     // Bounds that keep the float finite and in the sampler's ranges (validate_sampler_params).
     else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, FLT_MAX, "a finite number >= 0 (0 = greedy)"));
@@ -66,13 +102,29 @@ int cmd_run(const Args& args) {
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach run: unknown option '" + a + "' (see reach run --help)");
   }
-  if (!have_prompt) throw Error(ErrorCode::invalid_argument, "no prompt: pass -p TEXT");
-  if (prompt.empty()) throw Error(ErrorCode::invalid_argument, "the prompt is empty: pass a non-empty -p TEXT");
+  if (have_prompt && have_chat)
+    throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");
+  if (have_system && !have_chat) throw Error(ErrorCode::invalid_argument, "--system needs --chat TEXT");
+  if (!have_prompt && !have_chat) throw Error(ErrorCode::invalid_argument, "no prompt: pass -p TEXT or --chat TEXT");
+  if (have_prompt && prompt.empty())
+    throw Error(ErrorCode::invalid_argument, "the prompt is empty: pass a non-empty -p TEXT");
+  if (have_chat && chat.empty())
+    throw Error(ErrorCode::invalid_argument, "the chat message is empty: pass a non-empty --chat TEXT");
 
   Engine e = open_engine(model_dir, device, true, quantize);
   Model& model = *e.model;
   const Tokenizer& tk = *model.tokenizer();
-  std::vector<int32_t> ids = tk.encode(prompt, true);
+  std::vector<int32_t> eos = model.eos_ids();
+  std::vector<int32_t> ids;
+  if (have_chat) {
+    ChatPrompt c = chat_prompt(tk, model.dir().string(), system, have_system, chat);
+    ids = std::move(c.ids);
+    for (int32_t id : c.stop_ids)
+      if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+    if (verbose) std::fprintf(stderr, "chat template: %s\n", c.describe.c_str());
+  } else {
+    ids = tk.encode(prompt, true);
+  }
   if (ids.empty()) throw Error(ErrorCode::invalid_argument, "the prompt encodes to no tokens");
 
   const int64_t needed = int64_t(ids.size()) + n_predict;
@@ -102,7 +154,6 @@ int cmd_run(const Args& args) {
   Sampler sampler(sp);
   Tokenizer::StreamDecoder out(tk);
   std::vector<int32_t> generated;
-  const auto& eos = model.eos_ids();
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n_predict; ++i) {
     const int32_t next = sampler.sample(session.logits());

@@ -215,7 +215,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       if (add_generation_prompt) out += "<|im_start|>assistant\n";
       break;
     case ChatFamily::gemma: {
-      if (has_system && !system_role_) raise(origin_, "this Gemma template has no system role; drop the system message");
+      if (has_system && !system_role_)
+        raise(origin_, "this Gemma template has no system role; drop the system message");
       const size_t first = has_system ? 1 : 0;
       check_alternation(m, first, origin_);
       if (writes_bos_) out += bos_;

@@ -171,7 +171,9 @@ TEST_CASE("families are recognised from the template text") {
   CHECK(from_file("llama2.jinja", "<s>", "</s>").tmpl.end_of_turn() == "</s>");
 
   const std::string unknown = error_of(
-      [] { (void)ChatTemplate::from_jinja("{% for m in messages %}### {{ m['content'] }}{% endfor %}", "x.gguf", "", ""); },
+      [] {
+        (void)ChatTemplate::from_jinja("{% for m in messages %}### {{ m['content'] }}{% endfor %}", "x.gguf", "", "");
+      },
       ErrorCode::unsupported);
   CHECK_HAS(unknown, "x.gguf");
   CHECK_HAS(unknown, "<|im_start|>");
@@ -257,7 +259,8 @@ TEST_CASE("tokenizer_config.json: chat_template as a string, as named templates,
   CHECK(with_config(R"({"add_bos_token": false})").chat_template().empty());
   CHECK(with_config(R"({"chat_template": "<|im_start|>{{ x }}"})").chat_template() == "<|im_start|>{{ x }}");
   CHECK(Tokenizer::load(d / "tokenizer.json").chat_template() == "<|im_start|>{{ x }}");  // the file's path too
-  CHECK(with_config(R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})")
+  CHECK(with_config(R"({"chat_template": [{"name": "tool_use", "template": "T"},
+                                           {"name": "default", "template": "D"}]})")
             .chat_template() == "D");
   CHECK(with_config(R"({"chat_template": [{"name": "rag", "template": "R"}]})").chat_template().empty());
 

