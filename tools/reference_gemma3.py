@@ -213,12 +213,12 @@ def forward(m, ids):
 
 # ----------------------------------------------------------------------------- tiny model
 
-def make_tiny(dirname, seed):
+def make_tiny(dirname, seed, head_dim=32, kv_heads=2):
     """A random Gemma 3 in config.json + safetensors (f32): 6 layers, local:global 2:1, window 16,
     head_dim 32 != hidden / heads, query_pre_attn_scalar 24 != head_dim, linear rope scaling 2 on
     the global layers, norm weights around 0 (so 1 + w matters)."""
     rng = np.random.default_rng(seed)
-    H, I, L, nh, nkv, d, V = 48, 96, 6, 4, 2, 32, 300
+    H, I, L, nh, nkv, d, V = 48, 96, 6, 4, kv_heads, head_dim, 300
     cfg = {
         "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": H,
         "intermediate_size": I, "num_hidden_layers": L, "num_attention_heads": nh, "num_key_value_heads": nkv,
@@ -267,9 +267,11 @@ def main(argv=None):
     p.add_argument("--json", action="store_true")
     p.add_argument("--make-tiny", metavar="DIR")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--head-dim", type=int, default=32, help="with --make-tiny")
+    p.add_argument("--kv-heads", type=int, default=2, help="with --make-tiny")
     a = p.parse_args(argv)
     if a.make_tiny:
-        make_tiny(a.make_tiny, a.seed)
+        make_tiny(a.make_tiny, a.seed, a.head_dim, a.kv_heads)
         return
     if not a.model or not a.ids:
         p.error("MODEL and --ids are needed")
