@@ -1,5 +1,5 @@
 // Element-wise kernels (shaders/elementwise_*.comp): add / bias broadcast,
-// silu·mul and the bf16 -> f32 / f32 -> f16 conversions.  Grid-stride loops,
+// silu·mul, gelu_tanh·mul, scale and the bf16 -> f32 / f32 -> f16 conversions.  Grid-stride loops,
 // so any n fits the dispatch grid.
 #include <algorithm>
 #include <string>
@@ -43,6 +43,25 @@ void Kernels::silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange
   if (n == 0) return;
   const auto& p = pipeline(device_, ShaderId::silu_mul_f32, 3, sizeof n);
   cmd.dispatch(p, {g, u, y}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "silu_mul");
+}
+
+void Kernels::gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y,
+                            uint32_t n) {
+  need(g, uint64_t(n) * 4, "gelu_tanh_mul", "g", n);
+  need(u, uint64_t(n) * 4, "gelu_tanh_mul", "u", n);
+  need(y, uint64_t(n) * 4, "gelu_tanh_mul", "y", n);
+  if (n == 0) return;
+  const auto& p = pipeline(device_, ShaderId::gelu_mul_f32, 3, sizeof n);
+  cmd.dispatch(p, {g, u, y}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "gelu_tanh_mul");
+}
+
+void Kernels::scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s) {
+  need(x, uint64_t(n) * 4, "scale", "x", n);
+  need(y, uint64_t(n) * 4, "scale", "y", n);
+  if (n == 0) return;
+  struct { uint32_t n; float s; } push{n, s};
+  const auto& p = pipeline(device_, ShaderId::scale_f32, 2, sizeof push);
+  cmd.dispatch(p, {x, y}, &push, sizeof push, stride_groups(n, kGroup), 1, 1, "scale");
 }
 
 void Kernels::bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {

@@ -114,6 +114,10 @@ class Kernels {
   void softmax(CommandList& cmd, const Act& x, float scale);
   // y = silu(g) * u, n elements.
   void silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  // y = gelu_tanh(g) * u, n elements (Gemma's gated MLP).
+  void gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  // y = x * s, n elements; y may be x.
+  void scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
   // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.  An id outside
   // [0, table.rows) (only the device sees ids) gives a row of zeros.
   void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);

@@ -14,7 +14,8 @@ namespace {
 
 // Sizes and positions are 32-bit in the kernels, as for config.json.
 constexpr int64_t kMaxDimension = INT32_MAX;
-constexpr const char* kSupportedArchs = "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama)";
+constexpr const char* kSupportedArchs =
+    "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama) and gemma3 (Gemma 3 text models)";
 
 // Typed reads of one architecture's keys, with config.json's range rules.
 struct Keys {
@@ -118,6 +119,35 @@ RopeScaling rope_scaling(const Keys& k) {
   return rs;
 }
 
+// Gemma 3 as llama.cpp runs it: the converter stored the norms as 1 + w; every sixth layer is global
+// (llama.cpp's fixed pattern), the others attend through attention.sliding_window with rotary base
+// rope.freq_base_swa (10000 when absent, llama.cpp's value); the query scale is 1/sqrt(head size), except
+// for the 62-layer (27B) model, whose query_pre_attn_scalar is hidden / heads.
+void gemma3_keys(const Keys& k, ModelConfig& c) {
+  c.architecture = "Gemma3ForCausalLM";
+  c.model_type = "gemma3_text";
+  c.arch = ModelArch::gemma3;
+  c.activation = Activation::gelu_tanh;
+  c.norm_weight_offset = 0;
+  c.post_norms = true;
+  c.qk_head_norm = true;
+  // llama.cpp scales in f32: sqrtf(n_embd).
+  c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (k.f.has(k.key(cap)))
+      k.unsupported("key '" + k.key(cap) + "' is set; logit soft-capping (Gemma 2) is not supported");
+  const double qpas = c.n_layers == 62 ? static_cast<double>(c.hidden_size / c.n_heads)
+                                        : static_cast<double>(c.head_dim);
+  c.query_scale = 1.0 / std::sqrt(qpas);
+  const std::string sw_key = k.key("attention.sliding_window");
+  if (!k.f.has(sw_key)) k.f.fail("missing key '" + sw_key + "' - every gemma3 GGUF has it; is the file complete?");
+  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
+  const std::string swa_base = k.key("rope.freq_base_swa");
+  c.rope_local_theta = k.positive(swa_base, k.opt_num(swa_base).value_or(10000.0));
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % 6 != 0;
+}
+
 }  // namespace
 
 ModelConfig model_config_from_gguf(const GgufFile& f) {
@@ -126,7 +156,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     f.fail("missing key '" + arch_key + "' - every model GGUF names its architecture; reach runs " +
            kSupportedArchs);
   const std::string arch(f.get_string(arch_key));
-  if (arch != "llama")
+  if (arch != "llama" && arch != "gemma3")
     throw Error(ErrorCode::unsupported, "gguf (" + f.path().string() + "): key '" + arch_key + "' is \"" + arch +
                                             "\", an architecture reach does not run; reach runs " + kSupportedArchs);
   const Keys k{f, arch};
@@ -142,7 +172,8 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     k.unsupported("tensor 'rope_freqs.weight' (per-frequency rope factors, as Llama 3.1 / 3.2 files carry) is "
                   "not supported yet");
 
-  const char* hint = "every llama GGUF has it; is the file complete?";
+  const std::string hint_s = "every " + arch + " GGUF has it; is the file complete?";
+  const char* hint = hint_s.c_str();
   c.hidden_size = k.req_dim("embedding_length", hint);
   c.intermediate_size = k.req_dim("feed_forward_length", hint);
   c.n_layers = k.req_dim("block_count", hint);
@@ -210,6 +241,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
 
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (arch == "gemma3") gemma3_keys(k, c);
   if (f.has("tokenizer.ggml.bos_token_id")) c.bos_ids = {token_id(f, "tokenizer.ggml.bos_token_id", c.vocab_size)};
   if (f.has("tokenizer.ggml.eos_token_id")) c.eos_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
   return c;

@@ -21,7 +21,10 @@ namespace {
 // How many layers the weights hold: the first index i from 0 with no tensor
 // named model.layers.<i>.*.
 int64_t layers_in_weights(const ModelWeights& w) {
-  static const std::string prefix = "model.layers.";
+  std::string prefix = "model.layers.";
+  for (const char* pre : {"language_model.model.", "model.language_model."})
+    if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight"))
+      prefix = std::string(pre) + "layers.";
   std::set<int64_t> seen;
   for (const auto& name : w.names()) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -39,20 +42,31 @@ int64_t layers_in_weights(const ModelWeights& w) {
 // The tensors of a safetensors directory, by their Hugging Face names.
 class SafetensorsSource : public WeightSource {
  public:
-  explicit SafetensorsSource(const ModelWeights& w) : w_(w) {
+  SafetensorsSource(const ModelWeights& w, const ModelConfig& c) : w_(w), gemma_(c.arch == ModelArch::gemma3) {
+    // Gemma 3's multimodal checkpoints keep the language model under a prefix.
+    for (const char* pre : {"language_model.model.", "model.language_model."})
+      if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight")) {
+        model_ = pre;
+        head_ = model_ == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
+      }
     // Float matrices take the embedding's type (16-bit files stay 16-bit).
-    const TensorInfo& probe = w.get("model.embed_tokens.weight");
+    const TensorInfo& probe = w.get(model_ + "embed_tokens.weight");
     if (probe.dtype == DType::F16) float_type_ = WType::f16;
     if (probe.dtype == DType::BF16) float_type_ = WType::bf16;
   }
   std::string name(Role role, int64_t layer) const override {
-    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    const std::string p = model_ + "layers." + std::to_string(layer) + ".";
     switch (role) {
-      case Role::embed: return "model.embed_tokens.weight";
-      case Role::final_norm: return "model.norm.weight";
-      case Role::lm_head: return "lm_head.weight";
+      case Role::embed: return model_ + "embed_tokens.weight";
+      case Role::final_norm: return model_ + "norm.weight";
+      case Role::lm_head: return head_;
       case Role::attn_norm: return p + "input_layernorm.weight";
-      case Role::mlp_norm: return p + "post_attention_layernorm.weight";
+      // Gemma's post_attention_layernorm follows attention; its MLP norm is pre_feedforward_layernorm.
+      case Role::mlp_norm: return p + (gemma_ ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+      case Role::post_attn_norm: return p + "post_attention_layernorm.weight";
+      case Role::post_mlp_norm: return p + "post_feedforward_layernorm.weight";
+      case Role::q_norm: return p + "self_attn.q_norm.weight";
+      case Role::k_norm: return p + "self_attn.k_norm.weight";
       case Role::q: return p + "self_attn.q_proj.weight";
       case Role::k: return p + "self_attn.k_proj.weight";
       case Role::v: return p + "self_attn.v_proj.weight";
@@ -95,6 +109,8 @@ class SafetensorsSource : public WeightSource {
 
  private:
   const ModelWeights& w_;
+  bool gemma_ = false;
+  std::string model_ = "model.", head_ = "lm_head.weight";
   std::optional<WType> float_type_ = WType::f32;
 };
 
@@ -124,7 +140,7 @@ void ModelLoader::load_safetensors(Model& m, const fs::path& dir, const LoadOpti
                           ", intermediate_size=" + std::to_string(c.intermediate_size) +
                           ", vocab_size=" + std::to_string(c.vocab_size) + ", heads=" + std::to_string(c.n_heads) +
                           "x" + std::to_string(c.head_dim) + ", kv_heads=" + std::to_string(c.n_kv_heads);
-  build(m, SafetensorsSource(w), options, why);
+  build(m, SafetensorsSource(w, c), options, why);
 }
 
 ModelPath resolve_model_path(const fs::path& path) {

@@ -26,6 +26,9 @@ struct LayerWeights {
   Mat q, k, v, o, gate, up, down;
   Buffer q_bias, k_bias, v_bias, o_bias;   // f32, empty when absent
   Buffer attn_norm, mlp_norm;              // f32 [hidden]
+  // Gemma 3 (empty otherwise): norms after attention and after the MLP (f32 [hidden]) and the per-head q / k
+  // norms (f32 [head_dim]); every norm weight already holds the multiplier (1 + w for Gemma).
+  Buffer post_attn_norm, post_mlp_norm, q_norm, k_norm;
 };
 
 struct LoadOptions {

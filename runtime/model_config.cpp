@@ -1,6 +1,8 @@
 #include "runtime/model_config.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,7 +23,8 @@ constexpr int64_t kMaxDimension = INT32_MAX;
 
 // A real config.json nests 3 levels (rope_scaling, reach_attention.layers.N).
 constexpr int kMaxConfigDepth = 64;
-constexpr const char* kSupportedArchs = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
+constexpr const char* kSupportedArchs =
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Gemma3ForCausalLM";
 // "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
 std::string known_rope_types() {
   return rope_type_names(", ", [](const RopeTypeInfo& t) { return t.hf; }) + " (Hugging Face) and " +
@@ -328,7 +331,85 @@ ReachAttention parse_reach_attention(const json& obj, const std::string& where, 
   return a;
 }
 
+namespace {
+
+// sqrt(hidden) rounded to the checkpoint's dtype, as Hugging Face's scaled embedding keeps its
+// normalizer in the weights' dtype (bfloat16: sqrt(640) = 25.298 becomes 25.25).
+float gemma_embed_scale(int64_t hidden, const std::string& dtype) {
+  const float s = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
+  uint32_t bits;
+  std::memcpy(&bits, &s, 4);
+  if (dtype == "bfloat16") {
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;   // round to nearest even
+  } else if (dtype == "float16") {
+    // sqrt of a real hidden size is a normal f16 (< 65504): keep 10 mantissa bits, nearest even.
+    bits = (bits + 0xfffu + ((bits >> 13) & 1u)) & 0xffffe000u;
+  }
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
+
+// Gemma 3's keys beyond the common ones (config.json of Gemma3ForCausalLM / gemma3_text).
+void parse_gemma3(const Reader& r, ModelConfig& c) {
+  c.arch = ModelArch::gemma3;
+  const std::string act = r.opt_str("hidden_activation").value_or(r.opt_str("hidden_act").value_or(
+      "gelu_pytorch_tanh"));
+  if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+    r.fail(ErrorCode::unsupported, "hidden_activation \"" + act + "\" is not supported for Gemma 3; reach's Gemma "
+                                   "MLP is GELU(tanh)-gated (\"gelu_pytorch_tanh\")");
+  c.activation = Activation::gelu_tanh;
+  for (const char* k : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (r.has(k))
+      r.fail(ErrorCode::unsupported, std::string("'") + k + "' is set; Gemma 3 has no logit soft-capping and reach "
+                                     "does not run it - set it to null");
+  c.norm_weight_offset = 1;   // Gemma3RMSNorm: x * (1 + w), w stored
+  c.post_norms = true;
+  c.qk_head_norm = true;
+  c.embed_scale = gemma_embed_scale(c.hidden_size, c.torch_dtype);
+  const double qpas = r.positive("query_pre_attn_scalar", r.opt_num("query_pre_attn_scalar").value_or(256.0));
+  c.query_scale = 1.0 / std::sqrt(qpas);
+  c.local_window = r.dimension("sliding_window", r.opt_int("sliding_window").value_or(4096));
+  c.rope_local_theta = r.positive("rope_local_base_freq", r.opt_num("rope_local_base_freq").value_or(10000.0));
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (const json* lt = r.find("layer_types")) {
+    if (!lt->is_array() || lt->size() != static_cast<size_t>(c.n_layers))
+      r.wrong_type("layer_types", *lt, "a list of num_hidden_layers entries");
+    for (size_t i = 0; i < lt->size(); ++i) {
+      const json& e = (*lt)[i];
+      if (e == "sliding_attention") c.local_layers[i] = true;
+      else if (e != "full_attention")
+        r.fail(ErrorCode::format, "'layer_types' entry " + std::to_string(i) + " is " + describe_value(e) +
+                                      ", expected \"sliding_attention\" or \"full_attention\"");
+    }
+  } else {
+    // Older configs: every sliding_window_pattern-th layer is global.
+    const int64_t pattern = r.dimension("sliding_window_pattern", r.opt_int("sliding_window_pattern").value_or(6));
+    for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % pattern != 0;
+  }
+}
+
+}  // namespace
+
+bool ModelConfig::has_local_layers() const {
+  return std::find(local_layers.begin(), local_layers.end(), true) != local_layers.end();
+}
+
 ModelConfig parse_model_config(const json& j, const std::filesystem::path& source) {
+  // Gemma 3's multimodal checkpoints nest the language model's config in text_config.
+  if (j.is_object() && j.contains("text_config") && j["text_config"].is_object() &&
+      ((j.contains("model_type") && j["model_type"] == "gemma3") ||
+       (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+        j["architectures"][0] == "Gemma3ForConditionalGeneration"))) {
+    json t = j["text_config"];
+    t.erase("architectures");
+    t["model_type"] = "gemma3_text";
+    for (const char* k : {"tie_word_embeddings", "bos_token_id", "eos_token_id", "torch_dtype", "dtype"})
+      if (!t.contains(k) && j.contains(k)) t[k] = j[k];
+    ModelConfig c = parse_model_config(t, source);
+    c.architecture = "Gemma3ForConditionalGeneration";
+    return c;
+  }
   ModelConfig c;
   c.source = source;
   const std::string where = "config.json (" + source.string() + ")";
@@ -338,7 +419,8 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
 
   // Architecture.
   static const std::pair<const char*, const char*> kArchs[] = {
-      {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"}};
+      {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
+      {"Gemma3ForCausalLM", "gemma3_text"}};
   if (const json* archs = r.find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       r.wrong_type("architectures", *archs, "a list of class names like [\"LlamaForCausalLM\"]");
@@ -353,13 +435,14 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
       if (*mt == m) c.architecture = a, c.model_type = m;
     if (c.model_type.empty())
       r.fail(ErrorCode::unsupported, "model_type '" + *mt + "' is not supported; reach runs " + kSupportedArchs +
-                                         " (model_type llama, mistral, qwen2)");
+                                         " (model_type llama, mistral, qwen2, gemma3_text)");
   } else {
     r.missing("architectures", std::string("neither 'architectures' nor 'model_type' is set; reach runs ") +
                                    kSupportedArchs);
   }
 
-  const std::string hint = "every Llama/Mistral/Qwen2 config.json has it; is this the model's own config.json?";
+  const bool gemma3 = c.model_type == "gemma3_text";
+  const std::string hint = "every Llama/Mistral/Qwen2/Gemma 3 config.json has it; is this the model's own config.json?";
   // Nothing is sized from these here; Model::load checks each against the weights.
   c.hidden_size = r.dimension("hidden_size", r.req_int("hidden_size", hint));
   c.intermediate_size = r.dimension("intermediate_size", r.req_int("intermediate_size", hint));
@@ -392,17 +475,18 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
                                   " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_heads) +
                                   " (grouped-query attention shares each KV head among a whole group of heads)");
 
-  if (auto act = r.opt_str("hidden_act"); act && *act != "silu" && *act != "swish")
+  if (auto act = r.opt_str("hidden_act"); !gemma3 && act && *act != "silu" && *act != "swish")
     r.fail(ErrorCode::unsupported, "hidden_act \"" + *act + "\" is not supported; reach's MLP is SiLU-gated (\"silu\")");
   if (r.opt_bool("mlp_bias").value_or(false))
     r.fail(ErrorCode::unsupported, "'mlp_bias' is true; reach's MLP has no bias terms yet - use a model without "
                                    "MLP biases");
   c.attention_bias = r.opt_bool("attention_bias").value_or(c.model_type == "qwen2");
-  c.tie_word_embeddings = r.opt_bool("tie_word_embeddings").value_or(false);
+  c.tie_word_embeddings = r.opt_bool("tie_word_embeddings").value_or(gemma3);   // Gemma's default is tied
   c.torch_dtype = r.opt_str("torch_dtype").value_or(r.opt_str("dtype").value_or(""));
+  if (gemma3) parse_gemma3(r, c);
 
   // Sliding window (Mistral; Qwen2 only with use_sliding_window).
-  if (auto sw = r.opt_int("sliding_window")) {
+  if (auto sw = r.opt_int("sliding_window"); sw && !gemma3) {   // Gemma 3's is its local layers'
     r.positive("sliding_window", *sw);
     if (c.model_type == "qwen2") {
       if (r.opt_bool("use_sliding_window").value_or(false)) {
@@ -420,6 +504,15 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   // Position encoding: v5 rope_parameters, else v4 rope_scaling.
   const char* rope_key = r.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   const json* rope_obj = r.find(rope_key);
+  // Gemma 3 under v5: rope_parameters per layer kind; the global layers' is the model's scheme.
+  if (gemma3 && rope_obj && rope_obj->is_object() && rope_obj->contains("full_attention")) {
+    Reader rp{*rope_obj, where + ": " + rope_key};
+    if (const json* sl = rp.find("sliding_attention"); sl && sl->is_object()) {
+      Reader rs{*sl, where + ": " + rope_key + ".sliding_attention"};
+      if (auto t = rs.opt_num("rope_theta")) c.rope_local_theta = rs.positive("rope_theta", *t);
+    }
+    rope_obj = rp.find("full_attention");
+  }
   if (rope_obj) c.rope = parse_rope_scaling(*rope_obj, where + ": " + rope_key);
   std::optional<double> theta, prf;
   if (rope_obj && rope_obj->is_object()) {
@@ -492,6 +585,12 @@ std::string ModelConfig::describe() const {
   o << "\n  rms_norm_eps " << rms_norm_eps << ", attention_bias " << (attention_bias ? "yes" : "no")
     << ", tied embeddings " << (tie_word_embeddings ? "yes" : "no");
   if (sliding_window) o << ", sliding_window " << *sliding_window;
+  if (has_local_layers()) {
+    const auto n_local = std::count(local_layers.begin(), local_layers.end(), true);
+    o << "\n  local layers " << n_local << " of " << n_layers << " (window " << local_window << ", rope theta "
+      << rope_local_theta << "), embed scale " << embed_scale << ", query scale "
+      << (query_scale ? *query_scale : 1.0 / std::sqrt(double(head_dim)));
+  }
   if (!torch_dtype.empty()) o << ", dtype " << torch_dtype;
   if (attn.logn_train_len || attn.qk_norm != QkNorm::none || attn.window || attn.sinks || !attn.layers.empty() ||
       attn.alibi_max_bias) {

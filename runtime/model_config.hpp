@@ -46,9 +46,19 @@ struct ReachAttention {   // top-level "reach_attention" object
   std::optional<double> alibi_max_bias;
 };
 
+// The layer family a config describes: which norms, activation and attention extras the forward runs.
+enum class ModelArch {
+  llama,    // Llama / Mistral / Qwen2: pre-norms, SiLU-gated MLP
+  gemma3,   // Gemma 3: norms before and after attention and MLP, GELU(tanh)-gated MLP, per-head q/k RMSNorm,
+            // embeddings x sqrt(hidden), local (sliding-window) and global layers with two rotary bases
+};
+enum class Activation { silu, gelu_tanh };   // the gate of the gated MLP
+
 struct ModelConfig {
-  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
-  std::string model_type;     // "llama", "mistral", "qwen2"
+  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Gemma3ForCausalLM"
+  std::string model_type;     // "llama", "mistral", "qwen2", "gemma3_text"
+  ModelArch arch = ModelArch::llama;
+  Activation activation = Activation::silu;
   int64_t hidden_size = 0, intermediate_size = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
           vocab_size = 0, max_position_embeddings = 0;
   double rms_norm_eps = 1e-6, rope_theta = 10000, partial_rotary_factor = 1;
@@ -57,7 +67,21 @@ struct ModelConfig {
   // Bias on q/k/v projections.  Llama-style attention_bias=true also has an
   // o_proj bias; Qwen2 (always true) does not: check the weights for it.
   bool attention_bias = false;
-  std::optional<int64_t> sliding_window;   // Mistral
+  std::optional<int64_t> sliding_window;   // Mistral: every layer
+  // Gemma 3 ------------------------------------------------------------------------------------------
+  // Added to every norm weight at load: Gemma's RMSNorm multiplies by (1 + w); Hugging Face files store w
+  // (offset 1), llama.cpp's converter already stored 1 + w (offset 0).
+  double norm_weight_offset = 0;
+  bool post_norms = false;        // a norm after attention and after the MLP, before each residual add
+  bool qk_head_norm = false;      // RMSNorm of every q and k head (head_dim wide) before the rotation
+  float embed_scale = 0;          // embeddings x this (sqrt(hidden) as the source rounds it); 0 = none
+  std::optional<double> query_scale;   // logit scale (query_pre_attn_scalar^-0.5); none = 1/sqrt(head_dim)
+  // Local layers: local_layers[i] marks a sliding-window layer (window local_window, rotary base
+  // rope_local_theta, never rope scaling); empty = every layer is global.
+  std::vector<bool> local_layers;
+  int64_t local_window = 0;
+  double rope_local_theta = 10000;
+  bool has_local_layers() const;
   std::vector<int32_t> bos_ids, eos_ids;
   std::string torch_dtype;                 // informational ("bfloat16"), may be empty
   RopeScaling rope;

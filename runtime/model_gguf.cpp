@@ -35,7 +35,8 @@ WType wtype_of(GgmlType t) {
 
 class GgufSource : public WeightSource {
  public:
-  explicit GgufSource(const GgufFile& f) : f_(f) {}
+  // interleaved: llama.cpp permuted q/k rows (llama); it leaves Gemma's (NeoX rotation) as they are.
+  GgufSource(const GgufFile& f, bool interleaved) : f_(f), interleaved_(interleaved) {}
 
   std::string name(Role role, int64_t layer) const override {
     const std::string p = "blk." + std::to_string(layer) + ".";
@@ -56,6 +57,10 @@ class GgufSource : public WeightSource {
       case Role::gate: return p + "ffn_gate.weight";
       case Role::up: return p + "ffn_up.weight";
       case Role::down: return p + "ffn_down.weight";
+      case Role::q_norm: return p + "attn_q_norm.weight";
+      case Role::k_norm: return p + "attn_k_norm.weight";
+      case Role::post_attn_norm: return p + "post_attention_norm.weight";
+      case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
     }
     return {};
   }
@@ -94,12 +99,13 @@ class GgufSource : public WeightSource {
     for (const auto& t : f_.tensors()) n += uint64_t(t.numel());
     return n;
   }
-  bool interleaved_rotary_rows() const override { return true; }
+  bool interleaved_rotary_rows() const override { return interleaved_; }
   std::optional<WType> float_type() const override { return std::nullopt; }
   std::string where() const override { return f_.path().string(); }
 
  private:
   const GgufFile& f_;
+  bool interleaved_;
 };
 
 }  // namespace
@@ -121,11 +127,12 @@ void ModelLoader::load_gguf(Model& m, const fs::path& path, const LoadOptions& o
     if (options.require_tokenizer || e.code() != ErrorCode::unsupported) throw;
   }
 
-  const std::string why = "the metadata says llama.embedding_length=" + std::to_string(c.hidden_size) +
+  const std::string why = "the metadata says " + std::string(f.get_string("general.architecture")) +
+                          ".embedding_length=" + std::to_string(c.hidden_size) +
                           ", feed_forward_length=" + std::to_string(c.intermediate_size) +
                           ", vocabulary " + std::to_string(c.vocab_size) + ", heads " + std::to_string(c.n_heads) +
                           "x" + std::to_string(c.head_dim) + ", kv heads " + std::to_string(c.n_kv_heads);
-  build(m, GgufSource(f), options, why);
+  build(m, GgufSource(f, c.arch == ModelArch::llama), options, why);
 }
 
 }  // namespace reach

@@ -160,7 +160,20 @@ Buffer ModelLoader::vector_f32(Role role, int64_t layer, int64_t n, const std::s
   if (dry_) return {};
   Buffer buf = m_.allocator_.allocate(Arena::weights, bytes, t.name);
   std::vector<std::byte> tmp;
-  upload_float(rows_in_order(t, uint64_t(n), heads, tmp), t.type, uint64_t(n), buf, WType::f32);
+  const std::byte* data = rows_in_order(t, uint64_t(n), heads, tmp);
+  const bool norm = role == Role::attn_norm || role == Role::mlp_norm || role == Role::final_norm ||
+                    role == Role::q_norm || role == Role::k_norm || role == Role::post_attn_norm ||
+                    role == Role::post_mlp_norm;
+  if (norm && m_.config_.norm_weight_offset != 0) {
+    // Gemma's x * (1 + w): the multiplier, computed once here in f32 as Hugging Face does.
+    std::vector<float> f(static_cast<size_t>(n));
+    to_f32(data, t.type, uint64_t(n), f.data());
+    for (float& x : f) x = float(x + float(m_.config_.norm_weight_offset));
+    transfer_->upload(buf, 0, f.data(), uint64_t(n) * 4, [](uint64_t) {});
+    advance(uint64_t(n) * wtype_size(t.type));
+    return buf;
+  }
+  upload_float(data, t.type, uint64_t(n), buf, WType::f32);
   return buf;
 }
 
@@ -250,6 +263,14 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
         if (src.has(src.name(Role::o_bias, i))) lw.o_bias = L.vector_f32(Role::o_bias, i, H, why);
       }
       lw.mlp_norm = L.vector_f32(Role::mlp_norm, i, H, why);
+      if (c.qk_head_norm) {
+        lw.q_norm = L.vector_f32(Role::q_norm, i, d, why);
+        lw.k_norm = L.vector_f32(Role::k_norm, i, d, why);
+      }
+      if (c.post_norms) {
+        lw.post_attn_norm = L.vector_f32(Role::post_attn_norm, i, H, why);
+        lw.post_mlp_norm = L.vector_f32(Role::post_mlp_norm, i, H, why);
+      }
       lw.gate = L.matrix(Role::gate, i, I, H, why);
       lw.up = L.matrix(Role::up, i, I, H, why);
       lw.down = L.matrix(Role::down, i, H, I, why);

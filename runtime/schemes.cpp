@@ -237,7 +237,9 @@ std::string scheme_flags_help() {
          "  --qk-norm MODE            " + qk_norm_names("", "|", "|") + " (KeyNorm / QueryNorm / CosA)\n"
          "  --cos-n N                 CosA lambda = 4 ln N (default: query position + 1)\n"
          "  --attn-window W           sliding window for every layer (0 = full)\n"
-         "  --attn-sinks S            first S tokens stay visible with a window\n";
+         "  --attn-sinks S            first S tokens stay visible with a window\n"
+         "  Models with local sliding-window layers (Gemma 3): these flags act on the global layers only;\n"
+         "  the local layers keep their window, rotary base and scale (they never see longer distances).\n";
 }
 
 void apply_overrides(ModelConfig& cfg, const SchemeOverrides& o) {
@@ -441,6 +443,26 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
     const uint32_t w = u32(window, "attention window");
     R.layers.push_back(s.with_window(w, w ? u32(at.sinks, "attention sinks") : 0));
   }
+  // The model's own query scale (Gemma: query_pre_attn_scalar^-0.5) where the scores are not normalised.
+  if (cfg.query_scale)
+    for (AttentionSpec& s : R.layers)
+      if (s.norm == QkNorm::none) s.scale = static_cast<float>(*cfg.query_scale);
+  if (cfg.has_local_layers()) {
+    if (cfg.local_layers.size() != static_cast<size_t>(cfg.n_layers))
+      fail(ErrorCode::internal, "the config marks " + std::to_string(cfg.local_layers.size()) + " local layers of " +
+                                    std::to_string(cfg.n_layers));
+    R.local = cfg.local_layers;
+    R.table_local = rope_freqs(RopeScaling{}, cfg.rotary_dim, cfg.rope_local_theta, cfg.max_position_embeddings,
+                               R.l_test);
+    AttentionSpec local = AttentionSpec::plain(static_cast<uint32_t>(cfg.n_heads),
+                                               static_cast<uint32_t>(cfg.n_kv_heads),
+                                               static_cast<uint32_t>(cfg.head_dim))
+                              .with_rotary_dim(static_cast<uint32_t>(cfg.rotary_dim))
+                              .with_window(u32(cfg.local_window, "local attention window"), 0);
+    if (cfg.query_scale) local.scale = static_cast<float>(*cfg.query_scale);
+    for (size_t li = 0; li < R.local.size(); ++li)
+      if (R.local[li]) R.layers[li] = local;
+  }
   return R;
 }
 
@@ -473,6 +495,11 @@ std::string ResolvedSchemes::describe() const {
   if (!table1.inv_freq.empty())
     o << ", inv_freq " << fmt(table1.inv_freq.front()) << " .. " << fmt(table1.inv_freq.back());
   if (table2) o << "\n  table 2: " << table2->inv_freq.size() << " pairs x " << table2_positions << " positions";
+  if (table_local) {
+    o << "\n  local layers' table: " << table_local->inv_freq.size() << " pairs, inv_freq "
+      << fmt(table_local->inv_freq.front()) << " .. " << fmt(table_local->inv_freq.back())
+      << " (position schemes act on the global layers only)";
+  }
   // Per-layer layout, runs of identical layers folded.
   size_t i = 0;
   while (i < layers.size()) {
@@ -481,7 +508,7 @@ std::string ResolvedSchemes::describe() const {
     while (j < layers.size() && layer_desc(layers[j]) == d) ++j;
     o << "\n  layer" << (j - i > 1 ? "s " : " ") << i;
     if (j - i > 1) o << "-" << j - 1;
-    o << ": " << d;
+    o << ": " << (i < local.size() && local[i] ? "local, " : "") << d;
     i = j;
   }
   return o.str();

@@ -74,6 +74,12 @@ struct ResolvedSchemes {
   std::vector<AttentionSpec> layers;   // one per layer
   RopeFreqs table1;                    // branch 1 (and every rotated cache)
   std::optional<RopeFreqs> table2;     // Leaky ReRoPE branch 2: θ/k, af 1
+  // Models with local (sliding-window) layers, e.g. Gemma 3: local[i] marks one; they rotate with
+  // table_local (base rope_local_theta, never scaled) and keep the model's own window and scale.  Every
+  // position scheme (rope scaling, ReRoPE, Self-Extend, log n, qk norm, window flags) acts on the global
+  // layers only: the local layers never see a distance beyond their window.
+  std::vector<bool> local;
+  std::optional<RopeFreqs> table_local;
   uint32_t table1_positions = 0;       // rows each table needs for the context
   uint32_t table2_positions = 0;
   RopeScaling rope;                    // the scheme these were resolved from

@@ -108,7 +108,8 @@ Session::Session(Model& model, const SessionOptions& options)
   uint64_t caches = 0;
   for (const auto& spec : schemes_.layers)
     caches = saturating_add(caches, saturating_mul({kv_bytes, wants_rotated_keys(spec) ? 3u : 2u}));
-  const uint64_t tables = saturating_mul({rows1 + rows2, pairs, 8});
+  const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
+  const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
   const uint64_t scratch = saturating_add(
       saturating_mul({n, 4, H + std::max(H, qd) + 2 * (qd + kvd + I)}), dec);
   model.allocator().require(Arena::cache, saturating_add(saturating_add(caches, tables), scratch),
@@ -141,6 +142,8 @@ Session::Session(Model& model, const SessionOptions& options)
   make_table(schemes_.table1, uint32_t(rows1), rope1_, table1_, "rope table");
   if (schemes_.table2) make_table(*schemes_.table2, uint32_t(rows2), rope2_, table2_, "rope table 2");
   else table2_ = table1_;
+  if (schemes_.table_local) make_table(*schemes_.table_local, uint32_t(rows_local), rope_local_, table_local_,
+                                       "rope table (local layers)");
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string name = "kv cache layer " + std::to_string(l);
@@ -218,10 +221,17 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
 
   K.embed(cmd, model_.embed(), ids_.range(0, uint64_t(n) * 4), n, x);
   cmd.barrier();
+  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
+    K.scale(cmd, x.range(), x.range(), n * H, c.embed_scale);
+    cmd.barrier();
+  }
   const auto& layers = model_.layers();
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
     const AttentionSpec& spec = schemes_.layers[l];
+    const bool local = l < schemes_.local.size() && schemes_.local[l];
+    const RopeTable& t1 = local ? table_local_ : table1_;
+    const RopeTable& t2 = local ? table_local_ : table2_;
     K.rmsnorm(cmd, x, w.attn_norm.range(), h, eps);
     cmd.barrier();
     K.linear(cmd, h, w.q, q);
@@ -234,13 +244,19 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
       K.add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
       cmd.barrier();
     }
+    if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3), before the rotation: rows of head_dim, in place
+      Act qh{&q_, 0, n * uint32_t(c.n_heads), d}, kh{&k_, 0, n * uint32_t(c.n_kv_heads), d};
+      K.rmsnorm(cmd, qh, w.q_norm.range(), qh, eps);
+      K.rmsnorm(cmd, kh, w.k_norm.range(), kh, eps);
+      cmd.barrier();
+    }
     LayerCache cache{&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr};
-    attention_.store_kv(cmd, spec, table1_, step, k, v, cache);
+    attention_.store_kv(cmd, spec, t1, step, k, v, cache);
     cmd.barrier();
     if (n == 1) {
-      attention_.decode(cmd, spec, table1_, table2_, step, q, cache, o, decode_scratch_.range());
+      attention_.decode(cmd, spec, t1, t2, step, q, cache, o, decode_scratch_.range());
     } else {
-      attention_.prefill(cmd, spec, table1_, table2_, step, q, cache, o, n);
+      attention_.prefill(cmd, spec, t1, t2, step, q, cache, o, n);
     }
     cmd.barrier();
     Act t{&h_, 0, n, H};
@@ -250,6 +266,10 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
       K.add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
       cmd.barrier();
     }
+    if (w.post_attn_norm) {   // Gemma: normalise the attention output before the residual add
+      K.rmsnorm(cmd, t, w.post_attn_norm.range(), t, eps);
+      cmd.barrier();
+    }
     K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
     K.rmsnorm(cmd, x, w.mlp_norm.range(), h, eps);
@@ -257,10 +277,15 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
     K.linear(cmd, h, w.gate, g);
     K.linear(cmd, h, w.up, u);
     cmd.barrier();
-    K.silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
+    if (c.activation == Activation::gelu_tanh) K.gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
+    else K.silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
     cmd.barrier();
     K.linear(cmd, g, w.down, t);
     cmd.barrier();
+    if (w.post_mlp_norm) {
+      K.rmsnorm(cmd, t, w.post_mlp_norm.range(), t, eps);
+      cmd.barrier();
+    }
     K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
   }

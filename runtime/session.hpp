@@ -113,8 +113,8 @@ class Session {
   uint32_t capacity_ = 0, chunk_ = 0, pos_ = 0;
 
   // Device buffers.
-  Buffer rope1_, rope2_;
-  RopeTable table1_, table2_;
+  Buffer rope1_, rope2_, rope_local_;
+  RopeTable table1_, table2_, table_local_;   // table_local_: the local layers' (base rope_local_theta)
   std::vector<Buffer> k_cache_, v_cache_;
   std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
   Buffer ids_, step_;

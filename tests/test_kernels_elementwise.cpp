@@ -1,4 +1,4 @@
-// add, silu_mul, bf16_to_f32 and f32_to_f16 (kernels/elementwise.cpp) on the
+// add, silu_mul, gelu_tanh_mul, scale, bf16_to_f32 and f32_to_f16 (kernels/elementwise.cpp) on the
 // Vulkan device vs plain C++ references, through tests/support/kernel_check:
 // sizes around the workgroup, extreme inputs, every bf16 bit pattern, f32 -> f16
 // rounding ties, and the refusal of the 16-bit paths on a device without
@@ -94,6 +94,82 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
   bad.begin();
   CHECK_THROWS_AS(g.kernels->silu_mul(bad, small.range(), small.range(), small.range(), 5), Error);
   bad.end();
+}
+
+// gelu_tanh(g)·u against float64 0.5·g·(1 + tanh(sqrt(2/pi)(g + 0.044715 g³)))·u (in its exp form).  Tolerance 5e-5
+// relative + 1e-30 absolute: the kernel computes g / (1 + exp(−z2)), z2 = 2·sqrt(2/pi)(g + 0.044715 g³); where
+// the result is above 1e-30, |z2| < 71, so a few-ULP error of z2 (3.6e-7 relative) moves exp by up to
+// 71 · 3.6e-7 = 2.6e-5, and exp itself is <= 3 + 2|x| = 145 ULP (8.6e-6); the division and product add 3 ULP.
+// The absolute term covers results in or near the denormal range (g <= −10), which a device may flush.
+TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
+  auto& g = gpu();
+  const Tolerance tol = Tolerance::close(
+      5e-5, 1e-30, "|z2| < 71 where |y| > 1e-30: z2's few ULP x 71 + exp's 145 ULP; 1e-30 absolute for denormals");
+  double worst_rel = 0;
+  for (uint32_t n : sizes_around(kGroup, {7, 1000, 100003})) {
+    auto gv = random_floats(n, 600 + n, -10.0f, 10.0f);
+    const auto u = random_floats(n, 700 + n, -2.0f, 2.0f);
+    const float specials[] = {0.0f, -0.0f, 100.0f, -100.0f, 88.0f, -88.0f, 1e-8f, -1e-8f, 20.0f, -20.0f};
+    for (size_t i = 0; i < std::size(specials) && i < n; ++i) gv[i] = specials[i];
+    const auto s = check_kernel({
+        .op = "gelu_tanh_mul",
+        .params = str("dtype=f32 n=", n, " (u seed ", 700 + n, "; g[0..9] = 0, -0, +-100, +-88, +-1e-8, +-20)"),
+        .seed = 600 + n,
+        .tol = tol,
+        .device =
+            [&] {
+              Buffer bg = g.upload_f32(gv), bu = g.upload_f32(u), by = g.zeros(n * 4);
+              g.run([&](CommandList& cmd) { g.kernels->gelu_tanh_mul(cmd, bg.range(), bu.range(), by.range(), n); });
+              return Values::of(g.download_f32(by, n));
+            },
+        .reference =
+            [&] {
+              const double c = std::sqrt(2.0 / 3.14159265358979323846);
+              std::vector<double> ref(n);
+              for (uint32_t i = 0; i < n; ++i) {
+                const double a = gv[i];
+                // 0.5 (1 + tanh z) = 1 / (1 + exp(-2z)): the same value without double's cancellation of
+                // 1 + tanh z near -1 (which gives 0 where the true result is ~1e-20).
+                ref[i] = a / (1.0 + std::exp(-2.0 * c * (a + 0.044715 * a * a * a))) * u[i];
+              }
+              return Values::of(ref);
+            },
+    });
+    worst_rel = std::max(worst_rel, s.max_rel);
+  }
+  MESSAGE("gelu_tanh_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  Buffer small = g.zeros(16);
+  CommandList bad(*g.device);
+  bad.begin();
+  CHECK_THROWS_AS(g.kernels->gelu_tanh_mul(bad, small.range(), small.range(), small.range(), 5), Error);
+  bad.end();
+}
+
+// x·s in place: one f32 product, correctly rounded.
+TEST_CASE("kernel scale: in place, exact") {
+  auto& g = gpu();
+  for (uint32_t n : sizes_around(kGroup, {7, 100003})) {
+    const auto x = random_floats(n, 800 + n, -100.0f, 100.0f);
+    const float s = 25.298221f;
+    check_kernel({
+        .op = "scale",
+        .params = str("dtype=f32 n=", n, " s=", s, " in place"),
+        .seed = 800 + n,
+        .tol = Tolerance::exact("one f32 product is correctly rounded"),
+        .device =
+            [&] {
+              Buffer bx = g.upload_f32(x);
+              g.run([&](CommandList& cmd) { g.kernels->scale(cmd, bx.range(), bx.range(), n, s); });
+              return Values::bits_of(g.download_f32(bx, n));
+            },
+        .reference =
+            [&] {
+              std::vector<float> y(n);
+              for (uint32_t i = 0; i < n; ++i) y[i] = x[i] * s;
+              return Values::bits_of(y);
+            },
+    });
+  }
 }
 
 // Exact, every one of the 65536 bit patterns (NaN payloads kept).
