@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/error.hpp"
+#include "runtime/flag_values.hpp"
 #include "runtime/session.hpp"
 #include "cli/options.hpp"
 
@@ -62,7 +63,8 @@ void bench_usage() {
       "  -p N           prompt tokens for the pp test (default 512; 0 = skip)\n"
       "  -n N           generated tokens for the tg test (default 128; 0 = skip)\n"
       "  -r N           repetitions (default 5)\n"
-      "  -d N           depth: tokens already in the cache before each test (default 0)\n"
+      "  -d N[,N...]    depth(s): tokens already in the cache before each test (default 0);\n"
+      "                 a list gives one row per depth and test\n"
       "  --chunk N      prefill chunk (default 512)\n"
       "  -o md|json|csv output format (default md)\n"
       "  --profile      GPU time per kernel (timestamp queries), largest share first\n"
@@ -93,11 +95,30 @@ std::string human_params(uint64_t n) {
   return b;
 }
 
+// "-d 0,2048,8192": comma-separated depths, each in [0, 2^24]; repeats are kept once.
+std::vector<uint32_t> depths_of(const Args& args, size_t& i) {
+  const std::string flag = args[i];
+  const std::string v = value_of(args, i);
+  std::vector<uint32_t> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = v.find(',', start);
+    const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const uint32_t d = uint32_t(flag_integer(flag, item, 0, 1 << 24, "a depth or a comma-separated list of depths "
+                                                                      "(integers in [0, 16777216]), e.g. 0,2048,8192"));
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
-  int64_t n_prompt = 512, n_gen = 128, reps = 5, depth = 0, chunk = 512;
+  int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = 512;
+  std::vector<uint32_t> depths = {0};
   bool profile = false;
   std::optional<WType> quantize;
   SchemeOverrides ov;
@@ -108,7 +129,7 @@ int cmd_bench(const Args& args) {
     else if (a == "-p") n_prompt = int_of(args, i, 0, 1 << 20);
     else if (a == "-n") n_gen = int_of(args, i, 0, 1 << 20);
     else if (a == "-r") reps = int_of(args, i, 1, 1000);
-    else if (a == "-d") depth = int_of(args, i, 0, 1 << 24);
+    else if (a == "-d") depths = depths_of(args, i);
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
     else if (a == "-o") {
       format = value_of(args, i);
@@ -124,13 +145,17 @@ int cmd_bench(const Args& args) {
   Model& model = *e.model;
   const uint32_t V = uint32_t(model.config().vocab_size);
 
+  // One row per (depth, test), depths in the order given.
   std::vector<BenchTest> tests;
-  auto label = [&](const std::string& base) { return depth ? base + " @ d" + std::to_string(depth) : base; };
-  if (n_prompt) tests.push_back({label("pp" + std::to_string(n_prompt)), uint32_t(n_prompt), 0, uint32_t(depth)});
-  if (n_gen) tests.push_back({label("tg" + std::to_string(n_gen)), 0, uint32_t(n_gen), uint32_t(depth)});
+  for (uint32_t depth : depths) {
+    auto label = [&](const std::string& base) { return depth ? base + " @ d" + std::to_string(depth) : base; };
+    if (n_prompt) tests.push_back({label("pp" + std::to_string(n_prompt)), uint32_t(n_prompt), 0, depth});
+    if (n_gen) tests.push_back({label("tg" + std::to_string(n_gen)), 0, uint32_t(n_gen), depth});
+  }
+  const uint32_t max_depth = *std::max_element(depths.begin(), depths.end());
 
   SessionOptions so;
-  so.context = uint32_t(depth + std::max(n_prompt, n_gen) + 1);
+  so.context = uint32_t(max_depth + std::max(n_prompt, n_gen) + 1);
   so.chunk = uint32_t(chunk);
   so.overrides = ov;
   so.profile = profile;
@@ -146,10 +171,19 @@ int cmd_bench(const Args& args) {
   };
 
   const std::time_t started = std::time(nullptr);
+  // The depth tokens are prefilled once per depth (untimed); each repetition
+  // rewinds to them, which leaves the cache as a fresh prefill would.
+  uint32_t filled = 0;
+  bool have_fill = false;
   for (auto& t : tests) {
     for (int64_t r = -1; r < reps; ++r) {   // r = -1: warm-up (records the programs)
-      session.reset();
-      if (t.n_depth) session.prefill(random_ids(t.n_depth));
+      if (!have_fill || filled != t.n_depth) {
+        session.reset();
+        if (t.n_depth) session.prefill(random_ids(t.n_depth));
+        filled = t.n_depth;
+        have_fill = true;
+      }
+      session.rewind(t.n_depth);
       const auto prompt = random_ids(std::max<uint32_t>(t.n_prompt, 1));
       std::map<std::string, double> prof;
       auto add_profile = [&]() {

@@ -7,8 +7,13 @@
 //     size keys per tile, exchanged with subgroup shuffles (no shared memory:
 //     llvmpipe runs every memory load lane by lane, so each load must bring
 //     distinct data to every lane);
-//   decode: workgroup = subgroup size on CPU devices, 64 on GPUs; 32 / 64 keys
-//     per tile; splits of >= 256 / 128 keys, at most 256 splits.
+//   decode on GPUs (attention_decode.comp): workgroups of 64, 64 keys per
+//     shared-memory tile, splits of >= 128 keys, at most 256 splits;
+//   decode on CPU devices (attention_decode_lanes.comp): one subgroup per
+//     (split, kv head, head chunk), each lane walking its own keys with its
+//     softmax in registers (a barrier makes llvmpipe switch lane groups, and
+//     shared-memory traffic is plain memory traffic there), tiles of subgroup x
+//     4 keys, splits of >= 512 keys.
 #include "kernels/attention.hpp"
 
 #include <algorithm>
@@ -147,7 +152,10 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
 }
 
 struct DecodeShape {
-  uint32_t wg, bc, split_len, n_splits;
+  uint32_t variant;       // AttentionTuning::decode_variant
+  uint32_t wg, bc;        // bc: keys per tile (variant 2: subgroup x lane keys)
+  uint32_t kpl, hpw, nhc; // variant 2: keys per lane per tile, heads per workgroup, head chunks per kv head
+  uint32_t split_len, n_splits;
 };
 
 }  // namespace
@@ -167,10 +175,12 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
   const uint32_t sg = std::max<uint32_t>(caps.subgroup_size, 1);
   if (caps.is_cpu()) {
     // One CPU thread runs a workgroup, subgroup-size lanes at a time, and switches
-    // lane groups at every barrier: one lane group per workgroup.
+    // lane groups at every barrier: one lane group per workgroup, no barriers.
     t.decode_group = sg;
     t.decode_keys = 32;
-    t.split_min = 256;
+    // Each workgroup pays a fixed cost (queries, lane merge, partial): 512-key
+    // splits measured 1.7 ms per SmolLM2 layer at depth 8192, 128-key splits 3 ms.
+    t.split_min = 512;
   } else {
     t.decode_group = 64;
     t.decode_keys = 64;
@@ -178,6 +188,9 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
   }
   t.max_splits = 256;
   t.texel = caps.is_cpu() ? 2 : 1;
+  const bool fixed_subgroup = caps.subgroup_size_control || caps.subgroup_min == caps.subgroup_max;
+  t.decode_variant = caps.is_cpu() && caps.has_subgroup_arithmetic() && fixed_subgroup ? 2 : 1;
+  t.decode_lane_keys = 4;
   return t;
 }
 
@@ -191,6 +204,15 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
   if (!tuning_.split_min) tuning_.split_min = d.split_min;
   if (!tuning_.max_splits) tuning_.max_splits = d.max_splits;
   if (!tuning_.texel) tuning_.texel = d.texel;
+  if (!tuning_.decode_variant) tuning_.decode_variant = d.decode_variant;
+  if (!tuning_.decode_lane_keys) tuning_.decode_lane_keys = d.decode_lane_keys;
+}
+
+// The lanes decode kernel merges its lanes with subgroup reductions, so its
+// workgroup must be exactly one subgroup.
+bool Attention::lanes_decode_supported() const {
+  const Capabilities& c = device_.caps();
+  return c.has_subgroup_arithmetic() && (c.subgroup_size_control || c.subgroup_min == c.subgroup_max);
 }
 
 // The kernel and texel bindings of prefill/decode: bindings 2..5 and 7 (K, V,
@@ -315,15 +337,31 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
 namespace {
 DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const AttentionSpec& spec, uint32_t capacity) {
   DecodeShape d{};
-  d.wg = std::max<uint32_t>(t.decode_group, 1);
-  d.bc = std::max<uint32_t>(t.decode_keys, 1);
+  d.variant = t.decode_variant == 2 ? 2 : 1;
   const uint32_t gq = group_size(spec);
+  if (d.variant == 2) {
+    // Heads per workgroup: all of the group while their queries and
+    // accumulators stay within ~256 floats each per lane (CPU registers spill
+    // to the stack beyond).
+    d.wg = std::max<uint32_t>(c.subgroup_size, 1);
+    d.kpl = std::max<uint32_t>(t.decode_lane_keys, 1);
+    d.nhc = std::max<uint32_t>(1, (gq * spec.head_dim + 255) / 256);
+    d.hpw = (gq + d.nhc - 1) / d.nhc;
+    d.nhc = (gq + d.hpw - 1) / d.hpw;
+    d.bc = d.wg * d.kpl;
+  } else {
+    d.wg = std::max<uint32_t>(t.decode_group, 1);
+    d.bc = std::max<uint32_t>(t.decode_keys, 1);
+    d.kpl = d.hpw = d.nhc = 1;
+  }
   const uint64_t shared = c.max_shared_memory ? c.max_shared_memory : 16384;
   auto bytes = [&](uint32_t bc) {
     return uint64_t(gq) * spec.head_dim * 4 * (spec.dual() ? 2 : 1) + uint64_t(gq) * bc * 8;
   };
-  while (d.bc > 1 && bytes(d.bc) > shared) d.bc /= 2;
-  if (bytes(d.bc) > shared) unsupported("decode: the group's queries exceed shared memory");
+  if (d.variant == 1) {
+    while (d.bc > 1 && bytes(d.bc) > shared) d.bc /= 2;
+    if (bytes(d.bc) > shared) unsupported("decode: the group's queries exceed shared memory");
+  }
   const uint32_t cap = std::max<uint32_t>(capacity, 1);
   uint32_t len = std::max<uint32_t>(t.split_min, (cap + t.max_splits - 1) / std::max<uint32_t>(t.max_splits, 1));
   len = (len + d.bc - 1) / d.bc * d.bc;
@@ -354,15 +392,25 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
   const bool krot = reads_rotated_keys(spec, cache);
+  const bool lanes = d.variant == 2;
+  if (lanes && !lanes_decode_supported())
+    unsupported("decode: the lanes kernel (decode_variant 2) needs subgroup arithmetic and a fixed subgroup size");
   spec::AttentionDecodeSpec sc;
   sc.wg = d.wg;
   sc.keys = d.bc;
   sc.head_dim = spec.head_dim;
   sc.gq = gq;
   sc.rot_pairs = rot_pairs(spec);
+  sc.lane_keys = d.kpl;
+  sc.hpw = d.hpw;
   set_scheme(sc, spec, krot);
   PipelineDesc desc{ShaderId::attention_decode, 8, sizeof(AttnPush), sc.constants()};
-  select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
+  if (lanes) {
+    if (device_.caps().subgroup_size_control) desc.required_subgroup = d.wg;
+    select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
+  } else {
+    select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
+  }
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache.capacity);
   push.max_rows = 1;
@@ -381,7 +429,7 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
                  {step, q1, cache.k->range(hc.first * slab, hc.count * slab),
                   cache.v->range(hc.first * slab, hc.count * slab), r1, r2, part,
                   kr->range(hc.first * slab, hc.count * slab)},
-                 &push, sizeof push, d.n_splits, hc.count, 1, "attention_decode");
+                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1, "attention_decode");
   }
   cmd.barrier();
   const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));

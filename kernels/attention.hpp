@@ -40,8 +40,14 @@ struct StepParams {
 // Kernel tunables, chosen from the device's capabilities (never its vendor);
 // tests and benchmarks may force values.  0 = choose.
 struct AttentionTuning {
-  uint32_t decode_group = 0;   // decode workgroup size
-  uint32_t decode_keys = 0;    // keys per decode tile
+  // Decode kernel: 1 = workgroup per split with shared-memory tiles and
+  // barriers (GPUs), 2 = one subgroup per split, each lane walking its own keys
+  // with its softmax in registers, no shared memory or barriers (CPU devices;
+  // needs subgroup arithmetic and a fixed subgroup size).
+  uint32_t decode_variant = 0;
+  uint32_t decode_group = 0;   // decode workgroup size (variant 1; variant 2 runs one subgroup)
+  uint32_t decode_keys = 0;    // keys per decode tile (variant 1)
+  uint32_t decode_lane_keys = 0;   // keys per lane per tile (variant 2: tile = subgroup x this)
   uint32_t split_min = 0;      // decode: fewest keys per split
   uint32_t max_splits = 0;     // decode: most splits (more keys per split beyond)
   // Read the K/V cache and rope tables through uniform texel buffers (CPU
@@ -103,6 +109,9 @@ class Attention {
   // Scratch the decode path needs for a cache of this capacity (bytes).
   // splits x n_heads x (head_dim + 2) f32: never grows with n².
   uint64_t decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const;
+
+  // Whether this device can run decode_variant 2 (subgroup arithmetic, a fixed subgroup size).
+  bool lanes_decode_supported() const;
 
   // Tile classes prefill would use for a chunk of n_new rows at pos0 (all kv heads alike).
   TileCounts prefill_tiles(const AttentionSpec& spec, uint32_t pos0, uint32_t n_new) const;

@@ -185,7 +185,8 @@ double max_abs(const std::vector<float>& a, const std::vector<double>& b, size_t
 // Runs a whole sequence of n tokens through store_kv + prefill in the given
 // chunks, then decodes `decode_steps` further tokens one by one with one
 // recorded command buffer (only the step buffer and the new k/v/q rows change),
-// and compares every output row with the reference.
+// once with each decode kernel (the same steps again: store_kv rewrites the
+// same rows), and compares every output row with the reference.
 struct Harness {
   Scheme s;
   uint32_t n;                      // prefill tokens
@@ -194,14 +195,18 @@ struct Harness {
   AttentionTuning tuning{};
   uint32_t seed = 1;
   bool rotated_keys = true;        // give dual-branch specs a pre-rotated key cache (LayerCache::k_rot)
+  // Decode kernels to run (AttentionTuning::decode_variant): the shared-memory
+  // workgroup kernel and the lanes kernel, whatever the device would choose.
+  std::vector<uint32_t> decode_variants = {1, 2};
 
   std::string describe() const {
     std::ostringstream o;
     o << s.name << " [" << s.ref.describe() << "] H=" << s.spec.n_heads << " Hkv=" << s.spec.n_kv_heads
       << " d=" << s.spec.head_dim << " n=" << n << " chunks=";
     for (uint32_t c : chunks) o << c << ",";
-    o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",split=" << tuning.split_min
-      << ",texel=" << tuning.texel << ") rotated_keys=" << rotated_keys;
+    o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",lane keys="
+      << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
+      << ") rotated_keys=" << rotated_keys;
     return o.str();
   }
 
@@ -288,19 +293,26 @@ struct Harness {
       check(p0, len, "prefill");
       p0 += len;
     }
-    if (decode_steps) {
-      Buffer scratch = g.zeros(att.decode_scratch_bytes(a, cap), "decode scratch");
+    const uint32_t p_decode = p0;
+    for (uint32_t variant : decode_steps ? decode_variants : std::vector<uint32_t>{}) {
+      AttentionTuning tv = tuning;
+      tv.decode_variant = variant;
+      Attention dec(*g.device, tv);
+      if (variant == 2 && !dec.lanes_decode_supported()) continue;
+      const std::string what = "decode (variant " + std::to_string(variant) + ")";
+      Buffer scratch = g.zeros(dec.decode_scratch_bytes(a, cap), "decode scratch");
       Act qa{&qb, 0, 1, qd}, ka{&kb, 0, 1, kvd}, va{&vb, 0, 1, kvd}, oa{&ob, 0, 1, qd};
       CommandList cmd(*g.device);   // recorded once, resubmitted
       cmd.begin();
-      att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      dec.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
       cmd.barrier();
-      att.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range());
+      dec.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range());
       cmd.end();
+      p0 = p_decode;
       for (uint32_t t = 0; t < decode_steps; ++t, ++p0) {
         upload_rows(p0, 1);
         cmd.run();
-        check(p0, 1, "decode");
+        check(p0, 1, what.c_str());
       }
     }
     return res;
@@ -324,13 +336,15 @@ void expect_ok(Harness h) {
 }
 
 // Small decode tiles and splits (many splits at n ~ 200; prefill tiles are the
-// subgroup size, 8 on lavapipe, already small), and storage-buffer K/V reads:
+// subgroup size, 8 on lavapipe, already small; lanes decode tiles of subgroup x
+// 2 keys), and storage-buffer K/V reads:
 // the default on a CPU device is the texel variant, so the cases that use
 // small_tiles() cover the storage-buffer kernels GPUs run.
 AttentionTuning small_tiles() {
   AttentionTuning t;
   t.texel = 1;
   t.decode_keys = 8;
+  t.decode_lane_keys = 2;
   t.split_min = 16;
   t.max_splits = 256;
   return t;
@@ -453,28 +467,56 @@ TEST_CASE("attention: the last prefill row equals the decode step") {
     const std::vector<float> pre = g.download_f32(ob, qd, size_t(n - 1) * qd * 4);
     uint32_t st2[4] = {n - 1, 1, 0, 0};
     g.transfer->upload(step, 0, st2, 16);
-    Buffer scratch = g.zeros(att.decode_scratch_bytes(sp, cap));
-    Buffer od = g.zeros(qd * 4);
-    CommandList c2(*g.device);
-    c2.begin();
-    att.decode(c2, sp, t1, t2, step.range(), Act{&qb, size_t(n - 1) * qd * 4, 1, qd}, cache, Act{&od, 0, 1, qd},
-               scratch.range());
-    c2.end();
-    c2.run();
-    const std::vector<float> dec = g.download_f32(od, qd);
-    double e = 0;
-    for (uint32_t i = 0; i < qd; ++i) e = std::max(e, double(std::fabs(pre[i] - dec[i])));
-    INFO("scheme " << s.name << ": prefill last row vs decode, max abs diff " << e);
-    CHECK(e <= 2e-5);
+    for (uint32_t variant : {1u, 2u}) {
+      AttentionTuning tv;
+      tv.decode_variant = variant;
+      Attention dec_att(*g.device, tv);
+      if (variant == 2 && !dec_att.lanes_decode_supported()) continue;
+      Buffer scratch = g.zeros(dec_att.decode_scratch_bytes(sp, cap));
+      Buffer od = g.zeros(qd * 4);
+      CommandList c2(*g.device);
+      c2.begin();
+      dec_att.decode(c2, sp, t1, t2, step.range(), Act{&qb, size_t(n - 1) * qd * 4, 1, qd}, cache,
+                     Act{&od, 0, 1, qd}, scratch.range());
+      c2.end();
+      c2.run();
+      const std::vector<float> dec = g.download_f32(od, qd);
+      double e = 0;
+      for (uint32_t i = 0; i < qd; ++i) e = std::max(e, double(std::fabs(pre[i] - dec[i])));
+      INFO("scheme " << s.name << ", decode variant " << variant << ": prefill last row vs decode, max abs diff " << e);
+      CHECK(e <= 2e-5);
+    }
   }
 }
 
 TEST_CASE("attention: decode at many positions with one recorded command buffer, many splits") {
-  AttentionTuning t = small_tiles();
-  for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::window_sinks}) {
-    Harness h{make_scheme(kind, 4, 2, 16, 24, 40, 2), 5, {5}, 120, t};
+  // 120 positions: the ReRoPE window edge (24) and the sliding window (40)
+  // cross every alignment to the decode tiles and splits.
+  for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::leaky, Kind::self_extend, Kind::window_sinks,
+                    Kind::window_rerope, Kind::alibi}) {
+    Harness h{make_scheme(kind, 4, 2, 16, 24, 40, 2), 5, {5}, 120, small_tiles()};
     expect_ok(h);
   }
+}
+
+TEST_CASE("attention: decode with GQA groups split into head chunks (lanes kernel)") {
+  // CPU devices run the lanes kernel by default: the tests must not skip it there.
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  if (g.device->caps().is_cpu()) {
+    CHECK(att.lanes_decode_supported());
+    CHECK(att.tuning().decode_variant == 2);
+  }
+  // Groups of 3 (SmolLM2's), 5 x d128 (chunks of 2 heads, the last half empty)
+  // and 8 x d64 (two chunks of 4).
+  struct G {
+    uint32_t H, Hkv, d;
+  };
+  for (G gq : {G{9, 3, 64}, G{5, 1, 128}, G{8, 1, 64}})
+    for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::leaky}) {
+      Harness h{make_scheme(kind, gq.H, gq.Hkv, gq.d, 40), 150, {150}, 3};
+      expect_ok(h);
+    }
 }
 
 TEST_CASE("attention: scratch does not grow with n², misuse is rejected") {

@@ -7,7 +7,8 @@
 //   reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2]
 //                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1] [--texel 1|2] [--no-rotated-keys]
 //                         [--schemes default,rerope,leaky_rerope,yarn]
-//                         [--decode]
+//                         [--decode] [--decode-only] [--variant 1|2] [--lane-keys N] [--split-min N]
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cmath>
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   uint32_t H = 8, Hkv = 2, D = 64, W = 512, leaky_k = 16, reps = 1;
   std::vector<std::string> schemes = {"default", "rerope", "leaky_rerope", "yarn"};
   AttentionTuning tune{};
-  bool decode = false, rotated_keys = true;
+  bool decode = false, decode_only = false, rotated_keys = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -83,6 +84,10 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = uint32_t(std::stoul(next()));
     else if (a == "--schemes") schemes = parse_names(next());
     else if (a == "--decode") decode = true;
+    else if (a == "--decode-only") decode = decode_only = true;
+    else if (a == "--variant") tune.decode_variant = uint32_t(std::stoul(next()));
+    else if (a == "--lane-keys") tune.decode_lane_keys = uint32_t(std::stoul(next()));
+    else if (a == "--split-min") tune.split_min = uint32_t(std::stoul(next()));
     else if (a == "--texel") tune.texel = uint32_t(std::stoul(next()));
     else if (a == "--no-rotated-keys") rotated_keys = false;
     else {
@@ -90,6 +95,9 @@ int main(int argc, char** argv) {
                    "usage: reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2] [--dim 64]\n"
                    "  [--window 512] [--leaky-k 16] [--reps 1] [--schemes default,rerope,leaky_rerope,yarn]\n"
                    "  [--decode] [--texel 1|2]  (K/V reads: 1 storage buffers, 2 texel buffers; default: by device)\n"
+                   "  [--decode-only]  (time decode alone: a step at position ctx-1)\n"
+                   "  [--variant 1|2]  (decode kernel: 1 shared-memory workgroups, 2 lanes; default: by device)\n"
+                   "  [--lane-keys N] [--split-min N]  (decode tunings)\n"
                    "  [--no-rotated-keys]  (dual-branch schemes rotate raw keys on every read)\n");
       return 2;
     }
@@ -105,7 +113,7 @@ int main(int argc, char** argv) {
     // CPU ms: process CPU time (all driver threads) of the dispatch, which a busy
     // machine disturbs far less than wall time; ratios use it.
     std::printf("| ctx | scheme | Br x Bc | wall ms | CPU ms | tiles window / outside / mixed | ratio vs default (CPU) |%s\n",
-                decode ? " decode wall ms |" : "");
+                decode ? " decode wall ms (median) |" : "");
     std::printf("|---|---|---|---|---|---|---|%s\n", decode ? "---|" : "");
     for (uint32_t n : ctxs) {
       const uint32_t qd = H * D, kvd = Hkv * D;
@@ -177,8 +185,8 @@ int main(int argc, char** argv) {
         c.begin();
         att.prefill(c, s, r1, r2, step.range(0, 16), Act{&q, 0, n, qd}, cache, Act{&out, 0, n, qd}, n);
         c.end();
-        double best = 1e300, best_cpu = 1e300;
-        for (uint32_t r = 0; r < reps; ++r) {
+        double best = decode_only ? 0 : 1e300, best_cpu = decode_only ? 0 : 1e300;
+        for (uint32_t r = 0; r < (decode_only ? 0 : reps); ++r) {
           const auto t0 = std::chrono::steady_clock::now();
           const std::clock_t c0 = std::clock();
           c.run();
@@ -201,12 +209,15 @@ int main(int argc, char** argv) {
           att.decode(cd, s, r1, r2, step.range(0, 16), Act{&q, 0, 1, qd}, cache, Act{&out, 0, 1, qd}, scratch.range());
           cd.end();
           cd.run();
-          double bd = 1e300;
-          for (uint32_t r = 0; r < std::max<uint32_t>(reps, 3); ++r) {
+          // Median of the repetitions: the machine is shared, and one slow run says little.
+          std::vector<double> ts;
+          for (uint32_t r = 0; r < std::max<uint32_t>(reps, 5); ++r) {
             const auto t0 = std::chrono::steady_clock::now();
             cd.run();
-            bd = std::min(bd, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
           }
+          std::sort(ts.begin(), ts.end());
+          const double bd = ts[ts.size() / 2];
           xfer.upload(step, 0, st, 16);
           char b[32];
           std::snprintf(b, sizeof b, " %.2f |", bd);

@@ -1,0 +1,247 @@
+#version 450
+// Split-K decode attention for CPU devices: no shared memory, no barriers.
+// One query row at i = pos0 + n_new - 1, with the dual-branch contract.
+//
+// Workgroup = one subgroup of WG lanes = (split s, kv head, chunk of HPW query
+// heads of its GQA group); it covers keys [s*split_len, (s+1)*split_len) in
+// tiles of WG x KPL keys.  Lane l takes keys k0 + t*WG + l (t < KPL) of each
+// tile, so every texel fetch brings WG distinct keys (llvmpipe gathers a texel
+// fetch as one vector op and runs a barrier as a switch between lane groups),
+// and keeps its own f32 online softmax (max, sum, HPW accumulators) in
+// registers; each key load serves the HPW heads.  At the end the lanes merge
+// with subgroup reductions into one partial per (split, head), which
+// attention_combine.comp merges as for attention_decode.comp.
+//
+// Branch classes form contiguous tile ranges, as in attention_prefill.comp:
+// tiles wholly outside the ReRoPE window evaluate branch 2 only, tiles inside
+// branch 1 only, and only the tile straddling r = W evaluates both; windowed
+// layers never visit tiles the window masks (past the sinks).  Each range is a
+// loop with bounds uniform over the workgroup, so llvmpipe runs one branch.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "contract.glsl"
+#include "spec/attention_decode.h"
+const uint WG = gl_WorkGroupSize.x;
+const uint D4 = D / 4u;
+const uint R4 = ROTP / 4u;
+const uint NHC = (GQ + HPW - 1u) / HPW;   // head chunks per kv head
+const uint TK = WG * KPL;                 // keys per tile
+
+layout(binding = 0) readonly buffer Step { uint step[]; };
+layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+#if defined(KV_TEX)
+// Texel-buffer variant (the one CPU devices run): see attention_decode.comp.
+layout(binding = 2) uniform samplerBuffer kc_t;
+layout(binding = 7) uniform samplerBuffer kr_t;
+layout(binding = 3) uniform samplerBuffer vc_t;
+layout(binding = 4) uniform samplerBuffer tab1_t;
+layout(binding = 5) uniform samplerBuffer tab2_t;
+#define KR(i) texelFetch(kr_t, int(i))
+#define KC(i) texelFetch(kc_t, int(i))
+#define VC(i) texelFetch(vc_t, int(i))
+#define TAB1(i) texelFetch(tab1_t, int(i))
+#define TAB2(i) texelFetch(tab2_t, int(i))
+#else
+layout(binding = 2) readonly buffer KC { vec4 kc[]; };
+layout(binding = 7) readonly buffer KRot { vec4 kr_buf[]; };
+layout(binding = 3) readonly buffer VC { vec4 vc[]; };
+layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+#define KR(i) kr_buf[i]
+#define KC(i) kc[i]
+#define VC(i) vc[i]
+#endif
+layout(binding = 6) writeonly buffer Part { float part[]; };
+#define ATTN_HAS_TAB2
+#include "attention_common.glsl"
+
+// Per-lane state: the chunk's queries for branch 1 and 2 (shared by all
+// lanes), and this lane's online softmax over the keys it visited.
+vec4 q1[HPW * D4];
+vec4 q2[DUAL ? HPW * D4 : 1u];
+vec4 acc[HPW * D4];
+float m_run[HPW], l_run[HPW], slope[HPW];
+
+void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
+  if (t2) table_cs2(p, c, cs, sn);
+  else table_cs1(p, c, cs, sn);
+}
+
+// Key at `base` (from the pre-rotated cache when FROM_KR), rotated at position
+// kp (table 2 when T2) when ROT; s[hq] = q[hq]·key.  Macro: the arrays stay
+// registers (every index is a constant once the loops unroll).
+#define KEY_SCORES(s, q, FROM_KR, ROT, kp, T2)                                  \
+  {                                                                             \
+    vec4 k[D4];                                                                 \
+    [[unroll]] for (uint c = 0u; c < D4; ++c) k[c] = (FROM_KR) ? KR(base + c) : KC(base + c); \
+    if (ROT) {                                                                  \
+      [[unroll]] for (uint c = 0u; c < R4; ++c) {                               \
+        vec4 cs, sn;                                                            \
+        cs_at(T2, kp, c, cs, sn);                                               \
+        const vec4 lo = k[c], hi = k[c + R4];                                   \
+        k[c] = lo * cs - hi * sn;                                               \
+        k[c + R4] = hi * cs + lo * sn;                                          \
+      }                                                                         \
+    }                                                                           \
+    [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {                             \
+      vec4 a = vec4(0.0);                                                       \
+      [[unroll]] for (uint c = 0u; c < D4; ++c) a += q[hq * D4 + c] * k[c];     \
+      s[hq] = (a.x + a.y) + (a.z + a.w);                                        \
+    }                                                                           \
+  }
+
+// One tile [k0, k0 + TK) of class `cls` (1: branch 1 only, 2: branch 2 only,
+// 3: both, select per key); every call site passes a constant class.  Keys
+// past k_last are read clamped to k_last (a written key) and masked.
+void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int W) {
+  const bool need1 = !DUAL || cls != 2u;
+  const bool need2 = DUAL && cls != 1u;
+  float s[KPL * HPW];
+  [[unroll]] for (uint t = 0u; t < KPL; ++t) {
+    const int m = k0 + int(t * WG + lane);
+    const int mk = min(m, k_last);
+    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+    float s1[HPW], s2[HPW];
+    if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
+    if (need2) KEY_SCORES(s2, q2, false, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2)
+    const bool b1 = need1 && (!need2 || (i - m) < W);
+    const bool vis = m <= k_last && key_visible(i, m);
+    [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
+      float sc = b1 ? s1[hq] : s2[hq];
+      if (ALIBI) sc -= slope[hq] * float(i - m);
+      s[t * HPW + hq] = vis ? sc : NEG;
+    }
+  }
+  [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
+    float tmax = NEG;
+    [[unroll]] for (uint t = 0u; t < KPL; ++t) tmax = max(tmax, s[t * HPW + hq]);
+    // Rescale only when some lane's max moved: deep in the context it rarely does.
+    if (tmax > m_run[hq]) {
+      const float alpha = exp2(m_run[hq] - tmax);
+      l_run[hq] *= alpha;
+      [[unroll]] for (uint c = 0u; c < D4; ++c) acc[hq * D4 + c] *= alpha;
+      m_run[hq] = tmax;
+    }
+    [[unroll]] for (uint t = 0u; t < KPL; ++t) {
+      const float sc = s[t * HPW + hq];
+      const float p = sc > NEG_HALF ? exp2(sc - m_run[hq]) : 0.0;
+      s[t * HPW + hq] = p;
+      l_run[hq] += p;
+    }
+  }
+  [[unroll]] for (uint t = 0u; t < KPL; ++t) {
+    const int mk = min(k0 + int(t * WG + lane), k_last);
+    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      const vec4 v = VC(base + c);
+      [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) acc[hq * D4 + c] += s[t * HPW + hq] * v;
+    }
+  }
+}
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint s = gl_WorkGroupID.x;
+  const uint g_local = gl_WorkGroupID.y / NHC;
+  const uint hq0 = (gl_WorkGroupID.y % NHC) * HPW;   // first query head of the chunk within the group
+  const uint g = pc.kv_base + g_local;
+  const uint H = pc.n_heads;
+  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const int i = int(pos0 + n_new - 1u);
+  const int k_begin = int(s * pc.split_len);
+  if (k_begin > i) return;   // past the live keys: the combine pass skips this split
+  const int k_last = min(k_begin + int(pc.split_len), i + 1) - 1;
+  const int W = int(min(pc.branch_window, 0x7fffffffu));
+  const uint ml_base = pc.n_splits * H * D;
+
+  if (pc.window != 0u && i - k_last >= int(pc.window) && k_begin >= int(pc.sinks)) {
+    // Every key of the split is outside the sliding window: an empty partial.
+    if (lane == 0u)
+      for (uint hq = hq0; hq < min(hq0 + HPW, GQ); ++hq) {
+        part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
+        part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
+      }
+    return;
+  }
+
+  // Queries of the chunk (heads past the group repeat its last head and are
+  // not written): norms, logn, scale, log2(e), rotation(s).
+  const int p2 = q2_position(Q2MODE, i, pc.q2_const, pc.group);
+  [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
+    const uint h = g * GQ + min(hq0 + hq, GQ - 1u);
+    const uint qb = h * D4;
+    float n2 = 0.0;
+    if (NORM == 2u || NORM == 3u)
+      [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
+    const float f = query_factor(i, n2, NORM);
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      const vec4 x = qbuf[qb + c] * f;
+      q1[hq * D4 + c] = x;
+      if (DUAL) q2[hq * D4 + c] = x;
+      acc[hq * D4 + c] = vec4(0.0);
+    }
+    if (ROPE)
+      [[unroll]] for (uint c = 0u; c < R4; ++c) {
+        const vec4 lo = q1[hq * D4 + c], hi = q1[hq * D4 + c + R4];
+        vec4 cs, sn;
+        table_cs1(i, c, cs, sn);
+        q1[hq * D4 + c] = lo * cs - hi * sn;
+        q1[hq * D4 + c + R4] = hi * cs + lo * sn;
+        if (DUAL) {
+          cs_at(TABLE2, p2, c, cs, sn);
+          q2[hq * D4 + c] = lo * cs - hi * sn;
+          q2[hq * D4 + c + R4] = hi * cs + lo * sn;
+        }
+      }
+    slope[hq] = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
+    m_run[hq] = NEG;
+    l_run[hq] = 0.0;
+  }
+
+  // Tile ranges of the split (tile kt covers keys k_begin + kt*TK ...):
+  // [0, n_out) branch 2 only, [n_out, t_win) both, [t_win, nt) branch 1 only;
+  // the window masks [n_sink, n_masked).
+  const int B = int(TK);
+  const int nt = (k_last - k_begin) / B + 1;
+  const int x = i - W + 1 - k_begin;   // first branch-1 key, relative to the split
+  const int n_out = DUAL ? min(max(x, 0) / B, nt) : 0;
+  const int t_win = DUAL ? clamp(x <= 0 ? 0 : (x + B - 1) / B, n_out, nt) : 0;
+  const int n_masked = pc.window == 0u ? 0 : min(max(i - int(pc.window) + 1 - k_begin, 0) / B, nt);
+  const int n_sink = min(max(int(pc.sinks) - k_begin + B - 1, 0) / B, n_masked);
+#define TILE_RANGE(a, b, CLS)                                                   \
+  {                                                                             \
+    const int lo_ = (a), hi_ = (b);                                             \
+    for (int kt = lo_; kt < min(hi_, n_sink); ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W); \
+    for (int kt = max(lo_, n_masked); kt < hi_; ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W); \
+  }
+  if (DUAL) {
+    TILE_RANGE(0, n_out, 2u)
+    TILE_RANGE(n_out, t_win, 3u)
+  }
+  TILE_RANGE(t_win, nt, 1u)
+#undef TILE_RANGE
+
+  // Merge the lanes: one partial per (split, head).
+  [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
+    const float mx = subgroupMax(m_run[hq]);
+    const float w = exp2(m_run[hq] - mx);   // 0 for a lane that saw no visible key (unless none did)
+    const float l = subgroupAdd(l_run[hq] * w);
+    const uint h = g * GQ + hq0 + hq;
+    const bool live = hq0 + hq < GQ;
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      const vec4 a = subgroupAdd(acc[hq * D4 + c] * w);
+      if (lane == 0u && live) {
+        const uint pb = (s * H + h) * D + c * 4u;
+        part[pb] = a.x;
+        part[pb + 1u] = a.y;
+        part[pb + 2u] = a.z;
+        part[pb + 3u] = a.w;
+      }
+    }
+    if (lane == 0u && live) {
+      part[ml_base + (s * H + h) * 2u] = mx;
+      part[ml_base + (s * H + h) * 2u + 1u] = l;
+    }
+  }
+}
