@@ -89,7 +89,10 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     mv.mode = cfg.matvec_mode;
     mv.qtype = qtype;
   } else {
-    const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
+    // The register variant has its own tile for quantized W (KernelConfig::qgemm_*).
+    const bool own = !cfg.gemm_shared;
+    const uint32_t tm = std::max(own && cfg.qgemm_tm ? cfg.qgemm_tm : cfg.gemm_tm, 1u);
+    const uint32_t tn = std::max(own && cfg.qgemm_tn ? cfg.qgemm_tn : cfg.gemm_tn, 1u);
     uint32_t wg = cfg.gemm_wg, tile_m = 1, tile_n = 1;
     if (cfg.gemm_shared) {
       tile_m = cfg.gemm_tile_m;
