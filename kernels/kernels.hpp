@@ -75,6 +75,11 @@ struct KernelConfig {
   uint32_t gemm_tn = 2;           // GEMM register tile: rows of W per invocation
   uint32_t gemm_bk = 16;          // GEMM shared variant: K depth of a staged slab
   bool gemm_bcast = false;        // GEMM registers: lanes share X rows by subgroupShuffle (needs subgroup == real size)
+  // GEMM register tile for quantized W (linear_quant.cpp; 0: gemm_tm / gemm_tn).
+  // More X rows per invocation reuse each decoded W sub-block (decode, not
+  // FMAs, bounds the quantized kernels on CPU devices).
+  uint32_t qgemm_tm = 0;
+  uint32_t qgemm_tn = 0;
   uint32_t matvec_mode = 0;       // 0: row per lane, 1: subgroupAdd over K, 2: shared-memory reduction
   uint32_t matvec_wg = 64;        // matvec workgroup size
   uint32_t linear_matvec_max_m = 1;   // linear(): matvec when M <= this, GEMM above

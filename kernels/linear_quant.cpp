@@ -8,7 +8,8 @@
 // max_binding) binds the two sub-ranges separately (bindings 1 and 3), each
 // from an aligned start with the remainder passed as a unit offset.  On CPU
 // devices (KernelConfig::weights_texel) the planes are read through uniform
-// texel buffers (R32G32B32A32_UINT, R16_UINT): llvmpipe vectorises texel
+// texel buffers (R32G32B32A32_UINT; the meta plane in R16_UINT units or one texel
+// per block, quant_meta_texel_bytes): llvmpipe vectorises texel
 // fetches but not per-lane SSBO loads (see linear.cpp).
 #include <algorithm>
 #include <string>
@@ -46,14 +47,17 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
   const uint64_t quant_total = uint64_t(N) * blocks_per_row * planes.quant_bytes;
 
   const uint64_t max_texels = caps.max_texel_buffer_elements;
+  // The meta plane's texel: a whole block's meta where that is a texel size (fewer fetches).
+  const uint32_t meta_texel = quant_meta_texel_bytes(w.type);
+  const VkFormat meta_format = meta_texel == 16 ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_R16_UINT;
   bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena()) &&
-             caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_UINT) && caps.supports_uniform_texel(VK_FORMAT_R16_UINT);
+             caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_UINT) && caps.supports_uniform_texel(meta_format);
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
   const uint64_t max_binding = binding_span(caps, cfg.max_binding);
   if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
   const uint64_t room = max_binding - align;
   // Texel views: aligned to minTexelBufferOffsetAlignment and at most
-  // maxTexelBufferElements texels; the meta plane (2-byte texels) is the tighter.
+  // maxTexelBufferElements texels; the meta plane (texels of 2 bytes or more) is the tighter.
   const uint64_t walign = tex ? std::max<uint64_t>(align, caps.min_texel_buffer_offset_alignment) : align;
   const uint64_t tex_span = std::min<uint64_t>(max_binding, 2 * max_texels);
   if (tex && tex_span <= 2 * walign) tex = false;
@@ -85,7 +89,10 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     mv.mode = cfg.matvec_mode;
     mv.qtype = qtype;
   } else {
-    const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
+    // The register variant has its own tile for quantized W (KernelConfig::qgemm_*).
+    const bool own = !cfg.gemm_shared;
+    const uint32_t tm = std::max(own && cfg.qgemm_tm ? cfg.qgemm_tm : cfg.gemm_tm, 1u);
+    const uint32_t tn = std::max(own && cfg.qgemm_tn ? cfg.qgemm_tn : cfg.gemm_tn, 1u);
     uint32_t wg = cfg.gemm_wg, tile_m = 1, tile_n = 1;
     if (cfg.gemm_shared) {
       tile_m = cfg.gemm_tile_m;
@@ -126,16 +133,20 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     mv.aligned = gm.aligned = aligned ? 1u : 0u;
     PipelineDesc desc{kShaders[use_matvec ? 1 : 0][xtex ? 2 : tex ? 1 : 0], 4, sizeof(LinearQPush),
                       use_matvec ? mv.constants() : gm.constants()};
-    if (tex) desc.texel(1, VK_FORMAT_R32G32B32A32_UINT).texel(3, VK_FORMAT_R16_UINT);
+    if (tex) desc.texel(1, VK_FORMAT_R32G32B32A32_UINT).texel(3, meta_format);
     if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
     const auto& pipe = device.pipelines().get(desc);
     for (const RowChunk& c : chunks) {
       const uint64_t blocks0 = uint64_t(c.first_row) * blocks_per_row, nblocks = uint64_t(c.rows) * blocks_per_row;
       const Bound qb = bind_aligned(*w.buffer, w.offset + blocks0 * planes.quant_bytes, nblocks * planes.quant_bytes,
                                     16, walign);
+      // Texel meta: bound in whole meta texels (each chunk starts at a block, and
+      // meta_texel divides both 16 and the block's meta bytes); the push offset stays in 2-byte units.
+      const uint32_t meta_unit = tex ? meta_texel : 2;
       const Bound mb = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes,
-                                    nblocks * planes.meta_bytes, 2, walign);
-      const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, mb.elem_off, yb.elem_off + c.first_row, N};
+                                    nblocks * planes.meta_bytes, meta_unit, walign);
+      const uint32_t m_off = mb.elem_off * (meta_unit / 2);
+      const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, m_off, yb.elem_off + c.first_row, N};
       const uint32_t gx = groups_for(c.rows, gx_per);
       const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);
       cmd.dispatch(pipe, {xb.range, qb.range, yb.range, mb.range}, &push, sizeof push, gx, gy, 1, op);

@@ -44,6 +44,10 @@ QuantPlanes quant_planes(WType t) {
   return p;
 }
 
+uint32_t quant_meta_texel_bytes(WType t) {
+  return quant_planes(t).meta_bytes == 16 ? 16 : 2;
+}
+
 uint64_t quant_device_bytes(WType t, uint32_t rows, uint32_t cols) { return uint64_t(rows) * wtype_row_bytes(t, cols); }
 
 void quant_to_device_layout(WType t, uint32_t rows, uint32_t cols, const void* blocks, void* out) {

@@ -33,6 +33,11 @@ struct QuantPlanes {
 };
 QuantPlanes quant_planes(WType t);   // throws internal for non-block types
 
+// Bytes per meta-plane texel when the kernels read the meta plane as texels:
+// 16 (the whole block meta, one R32G32B32A32 fetch) for q4_k / q5_k, else 2
+// (R16 units; one R32 fetch of q4_1's d and m measured slower on llvmpipe).
+uint32_t quant_meta_texel_bytes(WType t);
+
 // Bytes the device copy of a [rows, cols] matrix of type t takes (== the file's bytes).
 uint64_t quant_device_bytes(WType t, uint32_t rows, uint32_t cols);
 

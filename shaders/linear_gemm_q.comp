@@ -28,13 +28,13 @@ void gemm_registers() {
   for (uint t = 0; t < TM * TN; ++t) acc[t] = 0.0;
   for (uint c = 0; c < K / 32; ++c) {
     XSub x[TM];
-    for (uint i = 0; i < TM; ++i) x[i] = load_xsub(p.x_off + min(m0 + i, M - 1) * K + 32 * c);
+    for (uint i = 0; i < TM; ++i) x[i] = load_xsub_reg(p.x_off + min(m0 + i, M - 1) * K + 32 * c);
     for (uint j = 0; j < TN; ++j) {
       uint qb, mb, s;
       sub_units(min(n0 + j * WG, N - 1), c, K, qb, mb, s);
       vec4 q[8];
       vec4 ab;
-      decode_sub(qb, mb, s, q, ab);
+      decode_sub_reg(qb, mb, s, q, ab);
       for (uint i = 0; i < TM; ++i) acc[i * TN + j] += sub_dot(q, ab, x[i]);
     }
   }

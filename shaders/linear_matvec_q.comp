@@ -41,13 +41,13 @@ void main() {
     float acc[ROWS];
     for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
     for (uint c = 0; c < K / 32; ++c) {
-      const XSub x = load_xsub(xb + 32 * c);
+      const XSub x = load_xsub_reg(xb + 32 * c);
       for (uint r = 0; r < ROWS; ++r) {
         uint qb, mb, s;
         sub_units(min(n0 + r * WG, N - 1), c, K, qb, mb, s);
         vec4 q[8];
         vec4 ab;
-        decode_sub(qb, mb, s, q, ab);
+        decode_sub_reg(qb, mb, s, q, ab);
         acc[r] += sub_dot(q, ab, x);
       }
     }

@@ -43,6 +43,39 @@ XSub load_xsub(uint e) {
   return x;
 }
 
+// Register paths (matvec MODE 0, register GEMM), q4_0 / q4_1: nibbles are masked
+// in place, not shifted down (the nibble at bit 8k + 4h reads as n · 2^(8k+4h)),
+// and the X of the sub-block is scaled by the inverse powers of two once for
+// all the W rows it meets.  Both scalings are exact, so every product, and the
+// dot, is bit for bit what the shifted decode gives, with ~1/3 fewer ops per row.
+const bool QNIB = QTYPE == QT_Q4_0 || QTYPE == QT_Q4_1;
+const vec4 NIB_LO = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
+const vec4 NIB_HI = vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 1048576.0, 1.0);
+XSub load_xsub_reg(uint e) {
+  XSub x = load_xsub(e);
+  if (QNIB)
+    for (uint w = 0; w < 4; ++w) {
+      x.v[w] *= NIB_LO;
+      x.v[w + 4] *= NIB_HI;
+    }
+  return x;
+}
+void decode_sub_reg(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
+  if (QNIB) {
+    const uvec4 u = qload(qb);
+    for (uint w = 0; w < 4; ++w) {
+      const uint v = u[w];
+      q[w] = vec4(uvec4(v & 0xFu, v & 0xF00u, v & 0xF0000u, (v >> 24) & 0xFu));
+      q[w + 4] = vec4(uvec4(v & 0xF0u, v & 0xF000u, v & 0xF00000u, v >> 28));
+    }
+    const float d = qf16(mload(mb));
+    const float b = QTYPE == QT_Q4_1 ? qf16(mload(mb + 1)) : -QOFF * d;
+    ab = vec4(d, b, d, b);
+  } else {
+    decode_sub(qb, mb, s, q, ab);
+  }
+}
+
 // Σ w·x over one sub-block from its decoded quants.
 float sub_dot(vec4 q[8], vec4 ab, XSub x) {
   const float lo = (dot(q[0], x.v[0]) + dot(q[1], x.v[1])) + (dot(q[2], x.v[2]) + dot(q[3], x.v[3]));

@@ -22,11 +22,18 @@ const float QOFF = QTYPE == QT_Q4_0 ? 8.0 : QTYPE == QT_Q5_0 ? 16.0 : QTYPE == Q
 // Whether ab.y / ab.w can be non-zero (all but q8_0).
 const bool QHAS_B = QTYPE != QT_Q8_0;
 
+// Meta units per meta texel on the texel path (kernels/quant_layout.hpp's
+// quant_meta_texel_bytes / 2): q4_k / q5_k read their whole 16-byte meta (d,
+// dmin, 12 scale bytes) in one R32G32B32A32 fetch instead of one R16 fetch per
+// field; on llvmpipe each fetch is a gather, and fetches bound the kernels.
+// (One R32 fetch for q4_1's d and m measured slower there than two R16 ones.)
+const uint MTU = QTYPE == QT_Q4_K || QTYPE == QT_Q5_K ? 8 : 1;
+
 #if defined(Q_TEX)
 layout(binding = QB_QUANT) uniform usamplerBuffer wq;
 layout(binding = QB_META) uniform usamplerBuffer wm;
 uvec4 qload(uint i) { return texelFetch(wq, int(i)); }
-uint mload(uint i) { return texelFetch(wm, int(i)).x; }
+uint mload(uint i) { return texelFetch(wm, int(i)).x; }   // MTU == 1 only
 #else
 layout(binding = QB_QUANT) readonly buffer WQ { uvec4 wq[]; };
 #extension GL_EXT_shader_16bit_storage : require
@@ -35,17 +42,32 @@ uvec4 qload(uint i) { return wq[i]; }
 uint mload(uint i) { return uint(wm[i]); }
 #endif
 
+// The first 2 * WORDS meta units of the block at meta unit mb as 32-bit words
+// (unit 2i in the low half of word i); with MTU > 1, mb % MTU == 0.
+uvec4 meta_words(uint mb) {
+#if defined(Q_TEX)
+  if (MTU > 1) return texelFetch(wm, int(mb / MTU));
+#endif
+  uvec4 w = uvec4(0u);
+  const uint units = min(MU, 8u);
+  for (uint i = 0; i < units / 2; ++i) w[i] = mload(mb + 2 * i) | (mload(mb + 2 * i + 1) << 16);
+  if ((units & 1u) != 0) w[units / 2] = mload(mb + units - 1);
+  return w;
+}
+
 float qf16(uint bits) { return unpackHalf2x16(bits).x; }
 vec4 nib_lo(uint v) { return vec4(uvec4(v, v >> 8, v >> 16, v >> 24) & 15u); }
 vec4 nib_hi(uint v) { return vec4(uvec4(v >> 4, v >> 12, v >> 20, v >> 28) & 15u); }
 vec4 bytes_u(uint v) { return vec4(uvec4(v, v >> 8, v >> 16, v >> 24) & 255u); }
 vec4 bytes_s(uint v) { return vec4(ivec4(uvec4(v << 24, v << 16, v << 8, v)) >> 24); }
 vec4 bits4(uint v) { return vec4(uvec4(v, v >> 1, v >> 2, v >> 3) & 1u); }
-// Byte k of the meta plane from unit mb.
-uint mbyte(uint mb, uint k) { return (mload(mb + (k >> 1)) >> ((k & 1u) * 8u)) & 255u; }
+// Byte k (< 16) of a block's meta from its meta_words.
+uint mbyte(uvec4 mw, uint k) { return (mw[k >> 2] >> ((k & 3u) * 8u)) & 255u; }
 
 void decode_sub(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
-  const float d = qf16(mload(mb));
+  // d is meta unit 0 of every type; q6_k reads its scales by unit (below).
+  const uvec4 mw = QTYPE == QT_Q6_K ? uvec4(mload(mb), 0u, 0u, 0u) : meta_words(mb);
+  const float d = qf16(mw.x);
   if (QTYPE == QT_Q8_0) {
     const uvec4 u0 = qload(qb), u1 = qload(qb + 1);
     q[0] = bytes_s(u0.x); q[1] = bytes_s(u0.y); q[2] = bytes_s(u0.z); q[3] = bytes_s(u0.w);
@@ -61,11 +83,11 @@ void decode_sub(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
     float b;
     if (QTYPE == QT_Q5_0 || QTYPE == QT_Q5_1) {
       // Bit i of qh is the fifth bit of weight i.
-      const uint o = QTYPE == QT_Q5_1 ? 2 : 1;
-      const uint qh = mload(mb + o) | (mload(mb + o + 1) << 16);
+      // q5_0: meta units 1, 2; q5_1: units 2, 3.
+      const uint qh = QTYPE == QT_Q5_1 ? mw.y : (mw.x >> 16) | (mw.y << 16);
       for (uint w = 0; w < 8; ++w) q[w] += 16.0 * bits4(qh >> (4 * w));
     }
-    if (QTYPE == QT_Q4_1 || QTYPE == QT_Q5_1) b = qf16(mload(mb + 1));
+    if (QTYPE == QT_Q4_1 || QTYPE == QT_Q5_1) b = unpackHalf2x16(mw.x).y;
     else b = -QOFF * d;
     ab = vec4(d, b, d, b);
   } else if (QTYPE == QT_Q4_K || QTYPE == QT_Q5_K) {
@@ -84,14 +106,14 @@ void decode_sub(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
     // 6-bit scale and min of sub-block s from the 12 scale bytes (meta bytes 4..15).
     uint sc, m;
     if (s < 4) {
-      sc = mbyte(mb, 4 + s) & 63u;
-      m = mbyte(mb, 8 + s) & 63u;
+      sc = mbyte(mw, 4 + s) & 63u;
+      m = mbyte(mw, 8 + s) & 63u;
     } else {
-      const uint hi = mbyte(mb, 8 + s);
-      sc = (hi & 15u) | ((mbyte(mb, s) >> 6) << 4);
-      m = (hi >> 4) | ((mbyte(mb, 4 + s) >> 6) << 4);
+      const uint hi = mbyte(mw, 8 + s);
+      sc = (hi & 15u) | ((mbyte(mw, s) >> 6) << 4);
+      m = (hi >> 4) | ((mbyte(mw, 4 + s) >> 6) << 4);
     }
-    const float a = d * float(sc), b = -(qf16(mload(mb + 1)) * float(m));
+    const float a = d * float(sc), b = -(unpackHalf2x16(mw.x).y * float(m));
     ab = vec4(a, b, a, b);
   } else {   // q6_k
     // Half h = s/4, quarter t = s%4: weight l takes a nibble of ql[64h + 32(t&1) + l]
@@ -103,10 +125,10 @@ void decode_sub(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
     const uint hw[8] = uint[8](h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w);
     for (uint w = 0; w < 8; ++w)
       q[w] = (t < 2 ? nib_lo(lw[w]) : nib_hi(lw[w])) + 16.0 * bytes_u((hw[w] >> (2 * t)) & 0x03030303u);
-    // Scales are int8 at meta bytes 2..17.
-    const uint k = 2 + 8 * h + 2 * t;
-    const float a0 = d * float((int(mbyte(mb, k)) << 24) >> 24);
-    const float a1 = d * float((int(mbyte(mb, k + 1)) << 24) >> 24);
+    // Scales are int8 at meta bytes 2..17: the two of this sub-block (bytes 2 + 8h + 2t, +1) are unit 1 + 4h + t.
+    const uint sw = mload(mb + 1 + 4 * h + t);
+    const float a0 = d * float((int(sw) << 24) >> 24);
+    const float a1 = d * float((int(sw) << 16) >> 24);
     ab = vec4(a0, -32.0 * a0, a1, -32.0 * a1);
   }
 }

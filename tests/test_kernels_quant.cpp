@@ -265,7 +265,8 @@ TEST_CASE("quant gemm: register tiles (CPU) and shared-memory tiles (GPU)") {
     cfg.gemm_shared = false;
     for (bool texel : kTexel) {
       cfg.weights_texel = texel;
-      gemm_sweep(cfg, "registers default" + wpath(texel), cfg.gemm_tm, cfg.gemm_wg * cfg.gemm_tn);
+      const uint32_t tm = cfg.qgemm_tm ? cfg.qgemm_tm : cfg.gemm_tm, tn = cfg.qgemm_tn ? cfg.qgemm_tn : cfg.gemm_tn;
+      gemm_sweep(cfg, "registers default" + wpath(texel), tm, cfg.gemm_wg * tn);
     }
   }
   {
@@ -275,7 +276,19 @@ TEST_CASE("quant gemm: register tiles (CPU) and shared-memory tiles (GPU)") {
     cfg.gemm_wg = 16;
     cfg.gemm_tm = 3;
     cfg.gemm_tn = 2;
+    cfg.qgemm_tm = cfg.qgemm_tn = 0;   // 0: the float tile
     gemm_sweep(cfg, "registers wg16 tm3 tn2", 3, 32);
+  }
+  for (bool texel : kTexel) {
+    // The quantized tile overrides the float one (odd sizes: partial tiles in both directions).
+    KernelConfig cfg = base_config();
+    cfg.gemm_shared = false;
+    cfg.weights_texel = texel;
+    cfg.gemm_wg = 8;
+    cfg.gemm_tm = cfg.gemm_tn = 1;
+    cfg.qgemm_tm = 5;
+    cfg.qgemm_tn = 3;
+    gemm_sweep(cfg, "registers qgemm tm5 tn3" + wpath(texel), 5, 24);
   }
   {
     KernelConfig cfg = base_config();

@@ -3,12 +3,14 @@
 //   matvec GB/s    = weight bytes / time  (N x K = 2048², 4096²; M = 1)
 //   quant  GB/s    = weight bytes / time of the matvec with f16 and quantized
 //                    weights at SmolLM2-135M shapes (N x K = 576x1536, 1536x576,
-//                    49152x576; M = 1), --only quant
+//                    49152x576; M = 1), and GFLOP/s of the GEMM at M = 128 (prefill),
+//                    --only quant (--only qgemm: the GEMM rows only)
 // Each case is warmed up, then timed `--reps` times (wall clock around
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
-//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --reps N --only gemm|matvec --quick --size N
+//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --qgemm-tm N --qgemm-tn N
+//   --reps N --only gemm|matvec|quant|qgemm --quick --size N
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -102,9 +104,9 @@ int main(int argc, char** argv) {
     else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
     else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant] [--quick] [--size N]\n"
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
-                "  [--mv-wg N --mv-rows N --mv-mode 0|1|2]");
+                "  [--mv-wg N --mv-rows N --mv-mode 0|1|2] [--qgemm-tm N --qgemm-tn N]");
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (see --help)\n", a.c_str());
@@ -125,6 +127,8 @@ int main(int argc, char** argv) {
       else if (k == "gemm-tile") cfg.gemm_tile_m = cfg.gemm_tile_n = u;
       else if (k == "gemm-bk") cfg.gemm_bk = u;
       else if (k == "gemm-bcast") cfg.gemm_bcast = u != 0;
+      else if (k == "qgemm-tm") cfg.qgemm_tm = u;
+      else if (k == "qgemm-tn") cfg.qgemm_tn = u;
       else if (k == "mv-wg") cfg.matvec_wg = u;
       else if (k == "mv-rows") cfg.matvec_rows = u;
       else if (k == "mv-mode") cfg.matvec_mode = u;
@@ -205,6 +209,21 @@ int main(int argc, char** argv) {
                           tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
           std::fprintf(stderr, "matvec %s %ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), nk[0], nk[1], tm.wall * 1e3,
                        tm.cpu * 1e3);
+        }
+    }
+    if (only == "quant" || only == "qgemm") {
+      // Prefill: M = 128 rows of X at the SmolLM2-135M MLP shapes.
+      const uint32_t M = 128, shapes[][2] = {{1536, 576}, {576, 1536}};   // N x K
+      for (const auto& nk : shapes)
+        for (WType t : {WType::f16, WType::q8_0, WType::q4_0, WType::q4_1, WType::q4_k}) {
+          if (nk[1] % wtype_block_elems(t)) continue;
+          const Timing tm = time_op(M, nk[0], nk[1], t, true);
+          const double flop = 2.0 * M * nk[0] * double(nk[1]);
+          rows.push_back({"gemm", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
+                          std::to_string(nk[1]), "GFLOP/s", tm.wall * 1e3, flop / tm.wall * 1e-9, tm.cpu * 1e3,
+                          flop / tm.cpu * 1e-9});
+          std::fprintf(stderr, "gemm %s %ux%ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), M, nk[0], nk[1],
+                       tm.wall * 1e3, tm.cpu * 1e3);
         }
     }
     // Wall clock is what a user sees; "per CPU-second" divides the work by the
