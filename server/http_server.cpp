@@ -69,7 +69,9 @@ struct HttpServer::Impl {
     http.set_payload_max_length(options.max_body);
     // Idle keep-alive connections hold a pool thread: let them go soon.
     http.set_keep_alive_timeout(2);
-    http.set_read_timeout(30);
+    // A connection that sends nothing holds a pool thread, and stop() waits for it: a request (headers
+    // and body) must arrive within 5 s; loopback and LAN clients send theirs at once.
+    http.set_read_timeout(5);
     http.set_write_timeout(30);
 
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
