@@ -27,7 +27,7 @@ except ImportError:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REACH = os.environ.get("REACH_BIN", os.path.join(ROOT, "build", "cli", "reach"))
+REACH = os.path.join(os.environ.get("REACH_BUILD_ROOT", os.path.join(ROOT, "build")), "cli", "reach")
 MODEL_SRC = os.path.join(ROOT, "models", "rope")
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
           "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
