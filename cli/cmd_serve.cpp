@@ -90,6 +90,8 @@ int cmd_serve(const Args& args) {
   Engine e = open_engine(model_dir, device, true, quantize);
   so.context = uint32_t(ctx);
   so.chunk = uint32_t(chunk);
+  // so.l_test stays 0: dynamic position scaling takes each slot's whole context as its test length, since
+  // the server cannot know a request's length when the slot is made.
   server::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue));
   server::HttpServer http(*e.model, scheduler, ho);
   const int port = http.bind();
@@ -102,6 +104,9 @@ int cmd_serve(const Args& args) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "reach serve: stopping\n");
+    // The scheduler first: requests in flight end at once with an error rather than holding the
+    // HTTP pool (which stop() waits for) until their replies are complete.
+    scheduler.stop();
     http.stop();
   });
   http.listen();
