@@ -20,6 +20,9 @@ void usage(FILE* out) {
                "  bench -m DIR         prompt-processing and generation speed (llama-bench style)\n"
                "  eval -m DIR -f TEXT  long-context evaluation: loss / perplexity / passkey per scheme x context\n"
                "  quantize IN OUT.gguf --type T   write a model folder as a GGUF (q8_0, q4_0, q4_k, f16, f32)\n"
+#ifdef REACH_HAVE_SERVE
+               "  serve -m DIR         OpenAI-compatible HTTP server (completions, chat, streaming)\n"
+#endif
                "\n"
                "Run `reach COMMAND --help` for a command's options.\n"
                "Environment: REACH_DEVICE (index or name), REACH_VALIDATION=1, REACH_CACHE_DIR.\n");
@@ -54,6 +57,15 @@ int main(int argc, char** argv) {
     if (cmd == "run") return reach::cli::cmd_run(args);
     if (cmd == "bench") return reach::cli::cmd_bench(args);
     if (cmd == "quantize") return reach::cli::cmd_quantize(args);
+#ifdef REACH_HAVE_SERVE
+    if (cmd == "serve") return reach::cli::cmd_serve(args);
+#else
+    if (cmd == "serve") {
+      std::fprintf(stderr, "reach serve: this build has no HTTP server: install libcpp-httplib-dev "
+                           "(tools/setup.sh does) and reconfigure (meson setup --reconfigure build)\n");
+      return 2;
+    }
+#endif
     std::fprintf(stderr, "reach: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -1,0 +1,120 @@
+// `reach serve`: an OpenAI-compatible HTTP server (server/).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cfloat>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "engine/error.hpp"
+#include "runtime/session.hpp"
+#include "server/http_server.hpp"
+#include "server/scheduler.hpp"
+#include "cli/options.hpp"
+
+namespace reach::cli {
+
+namespace {
+
+void serve_usage() {
+  std::printf(
+      "usage: reach serve -m MODEL [options]\n"
+      "OpenAI-compatible API: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions\n"
+      "(streamed with \"stream\": true).  Requests are served by --parallel slots, each with its own context.\n"
+      "  -m, --model DIR     model folder or .gguf file\n"
+      "  --host ADDR         address to listen on (default 127.0.0.1: this machine only)\n"
+      "  --port N            port (default 8080; 0 = any free port, printed)\n"
+      "  --parallel N        sequences generated at once (default 1)\n"
+      "  --queue N           requests that may wait for a slot; beyond, 503 (default 16)\n"
+      "  --ctx N             context per slot, prompt + reply (default min(model's, 4096))\n"
+      "  --chunk N           prefill chunk length (default %u)\n"
+      "  --api-key KEY       require 'Authorization: Bearer KEY' on /v1 routes\n"
+      "  --alias NAME        model name in /v1/models and requests (default the file or folder name)\n"
+      "  --max-body BYTES    largest request body (default 1048576); larger: 413\n"
+      "  --threads N         connections served at once (default 4 x parallel + 8)\n"
+      "  --device N|NAME     Vulkan device (see `reach info`)\n"
+      "%s%s",
+      kDefaultPrefillChunk, kQuantizeFlagHelp, scheme_flags_help().c_str());
+}
+
+std::string default_model_id(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();   // "models/x/"
+  std::string name = p.filename().string();
+  if (p.extension() == ".gguf") name = p.stem().string();
+  return name.empty() ? "reach" : name;
+}
+
+}  // namespace
+
+int cmd_serve(const Args& args) {
+  std::string model_dir, device, alias;
+  int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0;
+  server::HttpOptions ho;
+  SessionOptions so;
+  std::optional<WType> quantize;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") { serve_usage(); return 0; }
+    else if (a == "-m" || a == "--model") model_dir = value_of(args, i);
+    else if (a == "--host") ho.host = value_of(args, i);
+    else if (a == "--port") ho.port = int(int_of(args, i, 0, 65535));
+    else if (a == "--parallel" || a == "-np") parallel = int_of(args, i, 1, 256);
+    else if (a == "--queue") queue = int_of(args, i, 0, 1 << 16);
+    else if (a == "--ctx") ctx = int_of(args, i, 2, 1 << 24);
+    else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
+    else if (a == "--api-key") ho.api_key = value_of(args, i);
+    else if (a == "--alias") alias = value_of(args, i);
+    else if (a == "--max-body") ho.max_body = size_t(int_of(args, i, 1024, int64_t(1) << 32));
+    else if (a == "--threads") threads = int_of(args, i, 1, 1024);
+    else if (a == "--device") device = value_of(args, i);
+    else if (a == "--quantize") quantize = quantize_of(args, i);
+    else if (parse_scheme_flag(args, i, so.overrides)) continue;
+    else throw Error(ErrorCode::invalid_argument, "reach serve: unknown option '" + a + "' (see reach serve --help)");
+  }
+  if (ho.api_key.empty() && std::getenv("REACH_API_KEY")) ho.api_key = std::getenv("REACH_API_KEY");
+  ho.model_id = alias.empty() ? default_model_id(model_dir) : alias;
+  ho.threads = size_t(threads ? threads : 4 * parallel + 8);
+
+  // Signals go to one thread that stops the server; every other thread (httplib's pool, the scheduler)
+  // inherits the blocked mask.  A client gone mid-write must be an error return, not SIGPIPE.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Engine e = open_engine(model_dir, device, true, quantize);
+  so.context = uint32_t(ctx);
+  so.chunk = uint32_t(chunk);
+  // so.l_test stays 0: dynamic position scaling takes each slot's whole context as its test length, since
+  // the server cannot know a request's length when the slot is made.
+  server::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue));
+  server::HttpServer http(*e.model, scheduler, ho);
+  const int port = http.bind();
+  std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ho.model_id.c_str(),
+               (long long)parallel, scheduler.context(), e.load_seconds);
+  std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
+  std::fflush(stderr);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "reach serve: stopping\n");
+    // The scheduler first: requests in flight end at once with an error rather than holding the
+    // HTTP pool (which stop() waits for) until their replies are complete.
+    scheduler.stop();
+    http.stop();
+  });
+  http.listen();
+  scheduler.stop();
+  // listen() returns only after stop(); a listen that failed on its own leaves the waiter waiting.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}
+
+}  // namespace reach::cli

@@ -1,0 +1,262 @@
+#include "server/openai_api.hpp"
+
+#include <cmath>
+
+#include "runtime/json_parse.hpp"
+
+namespace reach::server {
+
+namespace {
+
+using nlohmann::json;
+
+// Bounds on a request body's JSON: a chat needs a few levels, never hundreds; the value count caps the
+// memory a small body full of "[],[]," could take (the body size itself is capped by the HTTP server).
+constexpr int kMaxDepth = 32;
+constexpr size_t kMaxValues = 1 << 20;
+constexpr size_t kMaxStops = 4;   // as the OpenAI API
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError{400, message, "invalid_request_error", param, ""};
+}
+
+const char* type_name(const json& v) { return v.type_name(); }
+
+[[noreturn]] void wrong_type(const std::string& param, const json& v, const char* expected) {
+  bad(param, "'" + param + "' must be " + expected + ", not " + type_name(v));
+}
+
+bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+double number_of(const json& body, const char* key) {
+  const json& v = body[key];
+  if (!v.is_number()) wrong_type(key, v, "a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) bad(key, std::string("'") + key + "' must be finite");
+  return d;
+}
+
+int64_t integer_of(const json& body, const char* key) {
+  const json& v = body[key];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  // 5.0 is an integer in JSON's eyes for many clients.
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return int64_t(d);
+  }
+  wrong_type(key, v, "an integer");
+}
+
+bool bool_of(const json& body, const char* key) {
+  const json& v = body[key];
+  if (!v.is_boolean()) wrong_type(key, v, "true or false");
+  return v.get<bool>();
+}
+
+std::string string_of(const json& v, const std::string& param) {
+  if (!v.is_string()) wrong_type(param, v, "a string");
+  return v.get<std::string>();
+}
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts joined.
+std::string content_of(const json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) wrong_type(param, v, "a string or an array of text parts");
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& part = v[i];
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(p, part, "an object");
+    if (!part.contains("type") || part["type"] != "text")
+      bad(p + ".type", "only text content parts are supported ('type': 'text')");
+    if (!part.contains("text")) bad(p + ".text", "a text part needs 'text'");
+    out += string_of(part["text"], p + ".text");
+  }
+  return out;
+}
+
+void parse_prompt(const json& body, GenerationRequest& r) {
+  if (!present(body, "prompt")) bad("prompt", "'prompt' is required");
+  const json& p = body["prompt"];
+  if (p.is_string()) { r.prompt = p.get<std::string>(); }
+  else if (p.is_array() && p.size() == 1 && p[0].is_string()) { r.prompt = p[0].get<std::string>(); }
+  else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
+    r.prompt_is_ids = true;
+    for (const json& t : p) {
+      if (!t.is_number_integer()) bad("prompt", "a token-id prompt must hold integers only");
+      const int64_t id = t.get<int64_t>();
+      if (id < 0 || id > INT32_MAX) bad("prompt", "token id " + std::to_string(id) + " is out of range");
+      r.prompt_ids.push_back(int32_t(id));
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    bad("prompt", "one prompt per request: send several requests for several prompts");
+  } else {
+    bad("prompt", "'prompt' must be a non-empty string or a list of token ids");
+  }
+  if (!r.prompt_is_ids && r.prompt.empty()) bad("prompt", "'prompt' is empty");
+}
+
+void parse_messages(const json& body, GenerationRequest& r) {
+  if (!present(body, "messages")) bad("messages", "'messages' is required");
+  const json& m = body["messages"];
+  if (!m.is_array()) wrong_type("messages", m, "an array");
+  if (m.empty()) bad("messages", "'messages' is empty");
+  for (size_t i = 0; i < m.size(); ++i) {
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    const json& msg = m[i];
+    if (!msg.is_object()) wrong_type(p, msg, "an object");
+    if (!msg.contains("role")) bad(p + ".role", "each message needs a 'role'");
+    ChatMessage cm;
+    cm.role = string_of(msg["role"], p + ".role");
+    if (cm.role == "developer") cm.role = "system";   // the newer name of the system role
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
+      bad(p + ".role", "role '" + cm.role + "' is not supported: use system, user or assistant");
+    if (present(msg, "content")) cm.content = content_of(msg["content"], p + ".content");
+    r.messages.push_back(std::move(cm));
+  }
+}
+
+}  // namespace
+
+GenerationRequest parse_generation_request(const std::string& text, Endpoint endpoint) {
+  json body;
+  try {
+    body = parse_json_bounded(text, kMaxDepth, kMaxValues);
+  } catch (const JsonTooLarge& e) {
+    bad("", std::string("the request body ") + e.what());
+  } catch (const json::exception& e) {
+    bad("", std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) bad("", std::string("the request body must be a JSON object, not ") + body.type_name());
+
+  GenerationRequest r;
+  r.endpoint = endpoint;
+  // OpenAI's defaults: temperature 1, top_p 1; top_k (an extension) off.
+  r.sampling.temperature = 1.0f;
+  r.sampling.top_p = 1.0f;
+  r.sampling.top_k = 0;
+  if (present(body, "model")) r.model = string_of(body["model"], "model");
+  if (endpoint == Endpoint::completions) parse_prompt(body, r);
+  else parse_messages(body, r);
+
+  // max_completion_tokens is the chat API's newer name of max_tokens.
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    if (!present(body, key)) continue;
+    const int64_t n = integer_of(body, key);
+    if (n < 1) bad(key, std::string("'") + key + "' must be at least 1");
+    r.max_tokens = n;
+  }
+  if (present(body, "temperature")) {
+    const double t = number_of(body, "temperature");
+    if (t < 0 || t > 100) bad("temperature", "'temperature' must be in [0, 100] (0 = greedy)");
+    r.sampling.temperature = float(t);
+  }
+  if (present(body, "top_p")) {
+    const double p = number_of(body, "top_p");
+    if (!(p > 0 && p <= 1)) bad("top_p", "'top_p' must be in (0, 1]");
+    r.sampling.top_p = float(p);
+  }
+  if (present(body, "top_k")) {
+    const int64_t k = integer_of(body, "top_k");
+    if (k < 0 || k > INT32_MAX) bad("top_k", "'top_k' must be >= 0 (0 = no cut)");
+    r.sampling.top_k = int32_t(k);
+  }
+  if (present(body, "seed")) {
+    const int64_t s = integer_of(body, "seed");
+    r.sampling.seed = uint64_t(s);
+    r.seeded = true;
+  }
+  if (present(body, "stop")) {
+    const json& s = body["stop"];
+    if (s.is_string()) r.stop.push_back(s.get<std::string>());
+    else if (s.is_array()) {
+      if (s.size() > kMaxStops) bad("stop", "at most 4 stop strings");
+      for (size_t i = 0; i < s.size(); ++i) r.stop.push_back(string_of(s[i], "stop[" + std::to_string(i) + "]"));
+    } else {
+      wrong_type("stop", s, "a string or an array of strings");
+    }
+    for (const std::string& x : r.stop)
+      if (x.empty()) bad("stop", "stop strings must not be empty");
+  }
+  if (present(body, "stream")) r.stream = bool_of(body, "stream");
+  if (present(body, "stream_options")) {
+    const json& so = body["stream_options"];
+    if (!so.is_object()) wrong_type("stream_options", so, "an object");
+    if (present(so, "include_usage")) r.include_usage = bool_of(so, "include_usage");
+  }
+  if (present(body, "n") && integer_of(body, "n") != 1) bad("n", "only n = 1 is supported");
+  if (present(body, "best_of") && integer_of(body, "best_of") != 1) bad("best_of", "only best_of = 1 is supported");
+  if (present(body, "echo") && bool_of(body, "echo")) bad("echo", "echo is not supported");
+  if (present(body, "logprobs") && !(body["logprobs"].is_boolean() && !body["logprobs"].get<bool>()))
+    bad("logprobs", "logprobs are not supported");
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (present(body, key)) number_of(body, key);   // accepted for compatibility, type-checked, not applied
+  return r;
+}
+
+const char* finish_reason_name(FinishReason r) { return r == FinishReason::stop ? "stop" : "length"; }
+
+json error_json(const ApiError& e) {
+  json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
+  if (!e.param.empty()) err["param"] = e.param;
+  if (!e.code.empty()) err["code"] = e.code;
+  return json{{"error", err}};
+}
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+namespace {
+json envelope(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model, bool chunk) {
+  const char* object = endpoint == Endpoint::chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                                  : "text_completion";
+  return {{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"system_fingerprint", "reach"}};
+}
+}  // namespace
+
+json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                     const std::string& text, FinishReason finish, const Usage& usage) {
+  json j = envelope(endpoint, id, created, model, false);
+  json choice = {{"index", 0}, {"finish_reason", finish_reason_name(finish)}, {"logprobs", nullptr}};
+  if (endpoint == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else choice["text"] = text;
+  j["choices"] = json::array({choice});
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
+json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                const std::string& text, std::optional<FinishReason> finish, bool first) {
+  json j = envelope(endpoint, id, created, model, true);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (finish) choice["finish_reason"] = finish_reason_name(*finish);
+  if (endpoint == Endpoint::chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  j["choices"] = json::array({choice});
+  return j;
+}
+
+json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                      const Usage& usage) {
+  json j = envelope(endpoint, id, created, model, true);
+  j["choices"] = json::array();
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
+json models_json(const std::string& model, int64_t created) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "reach"}}})}};
+}
+
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace reach::server

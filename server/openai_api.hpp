@@ -1,0 +1,72 @@
+#pragma once
+// The OpenAI HTTP API's JSON: request bodies of /v1/completions and /v1/chat/completions parsed and
+// checked into a GenerationRequest, and the response bodies (whole and streamed chunks, errors).
+// No I/O and no device here: the parts a test can check on their own.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/chat_template.hpp"
+#include "runtime/sampler.hpp"
+
+namespace reach::server {
+
+// An error answered as {"error": {"message", "type", "param", "code"}} with an HTTP status.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;   // the request field at fault; "" = null
+  std::string code;    // "" = null
+};
+
+enum class Endpoint { completions, chat };
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;                       // "" when the request names none
+  std::string prompt;                      // completions: the text (BOS added when encoding)
+  std::vector<int32_t> prompt_ids;         // completions: a prompt given as token ids
+  bool prompt_is_ids = false;
+  std::vector<ChatMessage> messages;       // chat
+  std::optional<int64_t> max_tokens;       // absent: up to the end of the context
+  SamplerParams sampling;
+  bool seeded = false;                     // no seed given: the server draws one
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;              // stream_options.include_usage
+};
+
+// Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong
+// type, or a value out of range, naming the field.  Fields the server does not use are ignored, except
+// those whose non-default value would change the answer (n > 1, echo, best_of, logprobs): 400.
+GenerationRequest parse_generation_request(const std::string& body, Endpoint endpoint);
+
+enum class FinishReason { stop, length };
+const char* finish_reason_name(FinishReason r);
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+nlohmann::json error_json(const ApiError& e);
+nlohmann::json usage_json(const Usage& u);
+// A whole (non-streamed) answer.
+nlohmann::json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                               const std::string& text, FinishReason finish, const Usage& usage);
+// One streamed chunk: text (may be empty), and a finish reason on the last one.  Chat streams open
+// with a chunk whose delta carries the role (first = true).
+nlohmann::json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                          const std::string& text, std::optional<FinishReason> finish, bool first);
+// The usage-only chunk that stream_options.include_usage asks for (empty choices).
+nlohmann::json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
+                                const Usage& usage);
+nlohmann::json models_json(const std::string& model, int64_t created);
+
+// JSON text, invalid UTF-8 replaced rather than thrown on.
+std::string dump_json(const nlohmann::json& j);
+
+}  // namespace reach::server

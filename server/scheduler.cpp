@@ -1,0 +1,175 @@
+#include "server/scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/error.hpp"
+
+namespace reach::server {
+
+void Job::push(JobEvent e) {
+  {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_one();
+}
+
+std::optional<JobEvent> Job::pop(int timeout_ms) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !events_.empty(); }))
+    return std::nullopt;
+  JobEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue)
+    : model_(model), tokenizer_(*model.tokenizer()), max_queue_(max_queue) {
+  slots_.resize(std::max<size_t>(parallel, 1));
+  for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
+  context_ = slots_[0].session->capacity();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Scheduler::submit(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    const size_t free_slots = slots_.size() - busy_;
+    if (queue_.size() >= free_slots + max_queue_) return false;
+    queue_.push_back(job);
+  }
+  cv_.notify_all();
+  return true;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mu_);
+  return {slots_.size(), busy_, queue_.size()};
+}
+
+void Scheduler::loop() {
+  std::vector<Slot*> active;
+  for (;;) {
+    // Admit queued jobs into free slots.  A job whose client left while queued is dropped.
+    for (Slot& slot : slots_) {
+      if (slot.job) continue;
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock lock(mu_);
+        while (!queue_.empty() && !job) {
+          job = std::move(queue_.front());
+          queue_.pop_front();
+          if (job->cancelled) job.reset();
+        }
+        if (!job) break;
+        ++busy_;
+      }
+      admit(slot, std::move(job));
+    }
+    active.clear();
+    for (Slot& slot : slots_) {
+      if (!slot.job) continue;
+      if (slot.job->cancelled) { finish(slot, FinishReason::stop, ""); continue; }
+      sample_and_emit(slot);
+      if (slot.job) active.push_back(&slot);
+    }
+    advance(active);
+    std::unique_lock lock(mu_);
+    if (stopping_) break;
+    if (busy_ == 0) cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+  }
+  for (Slot& slot : slots_)
+    if (slot.job) fail(slot, "the server is shutting down");
+  std::lock_guard lock(mu_);
+  for (auto& job : queue_) job->push({"", true, FinishReason::stop, {}, "the server is shutting down"});
+  queue_.clear();
+}
+
+void Scheduler::admit(Slot& slot, std::shared_ptr<Job> job) {
+  slot.job = std::move(job);
+  slot.sampled = 0;
+  slot.next.reset();
+  try {
+    slot.sampler = std::make_unique<Sampler>(slot.job->sampling);
+    slot.decoder = std::make_unique<Tokenizer::StreamDecoder>(tokenizer_);
+    slot.stop = std::make_unique<StopText>(slot.job->stop);
+    slot.session->reset();
+    // The whole prompt at once: Session::prefill runs it in chunks, but the other slots wait until it is
+    // done.  Interleaving chunks with other slots' decode steps belongs to the batched stepper.
+    slot.session->prefill(slot.job->ids);
+  } catch (const std::exception& e) {
+    fail(slot, std::string("prefill failed: ") + e.what());
+  }
+}
+
+void Scheduler::sample_and_emit(Slot& slot) {
+  Job& job = *slot.job;
+  try {
+    const int32_t tok = slot.sampler->sample(slot.session->logits());
+    ++slot.sampled;
+    if (std::find(job.end_ids.begin(), job.end_ids.end(), tok) != job.end_ids.end()) {
+      finish(slot, FinishReason::stop, slot.decoder->flush());
+      return;
+    }
+    const std::string text = slot.stop->push(slot.decoder->push(tok));
+    if (!text.empty()) job.push({text});
+    if (slot.stop->stopped()) { finish(slot, FinishReason::stop, ""); return; }
+    if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.decoder->flush()); return; }
+    slot.next = tok;
+  } catch (const std::exception& e) {
+    fail(slot, std::string("sampling failed: ") + e.what());
+  }
+}
+
+void Scheduler::advance(std::vector<Slot*>& active) {
+  // One sequence at a time for now; the batched stepper replaces this loop with one step over all.
+  for (Slot* slot : active) {
+    try {
+      slot->session->decode(*slot->next);
+    } catch (const std::exception& e) {
+      fail(*slot, std::string("decode failed: ") + e.what());
+    }
+    slot->next.reset();
+  }
+}
+
+void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail) {
+  Job& job = *slot.job;
+  JobEvent e;
+  e.text = slot.stop->push(tail);
+  if (slot.stop->stopped()) reason = FinishReason::stop;
+  else e.text += slot.stop->flush();
+  e.done = true;
+  e.finish = reason;
+  // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
+  e.usage = {int64_t(job.ids.size()), slot.sampled};
+  job.push(std::move(e));
+  slot.job.reset();
+  std::lock_guard lock(mu_);
+  --busy_;
+}
+
+void Scheduler::fail(Slot& slot, const std::string& message) {
+  slot.job->push({"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
+  slot.job.reset();
+  std::lock_guard lock(mu_);
+  --busy_;
+}
+
+}  // namespace reach::server

@@ -1,0 +1,109 @@
+#pragma once
+// The scheduler: owns N slots, each with its own reach Session, and is the only thread that touches the
+// device.  HTTP handler threads submit Jobs (token ids, sampling, limits) and read each Job's event
+// queue; the scheduler thread admits queued jobs into free slots (prefill), then advances every active
+// slot by one token, in turn, and goes back to admitting.
+//
+// Stepping is split in two so that a batched stepper can replace it: sample_and_emit() picks each active
+// slot's next token from its logits and emits text (host work, per slot), then advance() feeds those
+// tokens to the sessions.  Today advance() decodes slot after slot; continuous batching will make it one
+// decode step over all active sequences (one matrix-matrix product per linear layer), with the
+// per-slot logic unchanged.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/sampler.hpp"
+#include "runtime/session.hpp"
+#include "runtime/tokenizer.hpp"
+#include "server/openai_api.hpp"
+#include "server/stop_text.hpp"
+
+namespace reach::server {
+
+// What a handler thread reads from its Job: text deltas, then one final event.
+struct JobEvent {
+  std::string text;
+  bool done = false;
+  FinishReason finish = FinishReason::stop;
+  Usage usage;
+  std::string error;   // non-empty: generation failed (done is true)
+};
+
+struct Job {
+  std::vector<int32_t> ids;          // the prompt, checked against the context by the submitter
+  std::vector<int32_t> end_ids;      // tokens that end generation (EOS, end of turn); not emitted
+  std::vector<std::string> stop;     // stop strings
+  SamplerParams sampling;
+  int64_t max_tokens = 1;            // sampled tokens at most, the end token included
+
+  // Set by the handler when its client went away: the scheduler frees the slot at its next step.
+  std::atomic<bool> cancelled{false};
+
+  void push(JobEvent e);
+  // Waits up to timeout_ms for an event; nullopt on timeout.
+  std::optional<JobEvent> pop(int timeout_ms);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobEvent> events_;
+};
+
+struct SchedulerStats {
+  size_t slots = 0, busy = 0, queued = 0;
+};
+
+class Scheduler {
+ public:
+  // `parallel` sessions of `options`, created now (a model or context too large fails here, not on a
+  // request).  max_queue: jobs that may wait for a slot; submit() refuses beyond it.
+  Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue);
+  ~Scheduler();   // stop() and join
+
+  // false when every slot is busy and max_queue jobs are already waiting.
+  bool submit(const std::shared_ptr<Job>& job);
+  void stop();
+  SchedulerStats stats() const;
+  uint32_t context() const { return context_; }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Session> session;
+    std::shared_ptr<Job> job;      // null: free
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<Tokenizer::StreamDecoder> decoder;
+    std::unique_ptr<StopText> stop;
+    int64_t sampled = 0;
+    std::optional<int32_t> next;   // the token advance() feeds, set by sample_and_emit
+  };
+
+  void loop();
+  void admit(Slot& slot, std::shared_ptr<Job> job);
+  void sample_and_emit(Slot& slot);
+  void advance(std::vector<Slot*>& active);
+  void finish(Slot& slot, FinishReason reason, const std::string& tail);
+  void fail(Slot& slot, const std::string& message);
+
+  Model& model_;
+  Tokenizer tokenizer_;
+  uint32_t context_ = 0;
+  size_t max_queue_ = 0;
+  std::vector<Slot> slots_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  size_t busy_ = 0;      // slots with a job, under mu_ (for submit's limit and stats)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace reach::server
