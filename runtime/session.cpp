@@ -1,6 +1,7 @@
 #include "runtime/session.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "engine/error.hpp"
 #include "kernels/binding.hpp"
 #include "kernels/kernels.hpp"
+#include "runtime/forward.hpp"
 #include "engine/transfer.hpp"
 
 namespace reach {
@@ -71,10 +73,15 @@ std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
   throw Error(ErrorCode::unsupported, "position schemes: " + what);
 }
 
+uint64_t next_serial() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+
 }  // namespace
 
 Session::Session(Model& model, const SessionOptions& options)
-    : model_(model), options_(options), config_(model.config()), attention_(model.device()) {
+    : model_(model), options_(options), config_(model.config()), attention_(model.device()), serial_(next_serial()) {
   apply_overrides(config_, options.overrides);
   const ModelConfig& c = config_;
   capacity_ = options.context ? options.context
@@ -210,91 +217,31 @@ Session::Program& Session::program(uint32_t n, bool all_logits) {
 }
 
 void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
-  const ModelConfig& c = config_;
-  Kernels K(model_.device());
-  const uint32_t H = uint32_t(c.hidden_size), d = uint32_t(c.head_dim), qd = uint32_t(c.n_heads) * d,
-                 kvd = uint32_t(c.n_kv_heads) * d, I = uint32_t(c.intermediate_size), V = uint32_t(c.vocab_size);
-  const float eps = float(c.rms_norm_eps);
-  Act x{&x_, 0, n, H}, h{&h_, 0, n, H}, q{&q_, 0, n, qd}, k{&k_, 0, n, kvd}, v{&v_, 0, n, kvd},
-      o{&o_, 0, n, qd}, g{&g_, 0, n, I}, u{&u_, 0, n, I};
-  const BufferRange step = step_.range(0, sizeof(StepParams));
+  const ForwardBuffers b{&ids_, &x_, &h_, &q_, &k_, &v_, &o_, &g_, &u_, &logits_buf_};
+  ForwardAttention attention;
+  attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
+  attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
+  record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention);
+}
 
-  K.embed(cmd, model_.embed(), ids_.range(0, uint64_t(n) * 4), n, x);
-  cmd.barrier();
-  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
-    K.scale(cmd, x.range(), x.range(), n * H, c.embed_scale);
-    cmd.barrier();
-  }
-  const auto& layers = model_.layers();
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const LayerWeights& w = layers[l];
-    const AttentionSpec& spec = schemes_.layers[l];
-    const bool local = l < schemes_.local.size() && schemes_.local[l];
-    const RopeTable& t1 = local ? table_local_ : table1_;
-    const RopeTable& t2 = local ? table_local_ : table2_;
-    K.rmsnorm(cmd, x, w.attn_norm.range(), h, eps);
-    cmd.barrier();
-    K.linear(cmd, h, w.q, q);
-    K.linear(cmd, h, w.k, k);
-    K.linear(cmd, h, w.v, v);
-    cmd.barrier();
-    if (w.q_bias) {
-      K.add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
-      K.add(cmd, k.range(), w.k_bias.range(), k.range(), n * kvd, kvd);
-      K.add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
-      cmd.barrier();
-    }
-    if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3), before the rotation: rows of head_dim, in place
-      Act qh{&q_, 0, n * uint32_t(c.n_heads), d}, kh{&k_, 0, n * uint32_t(c.n_kv_heads), d};
-      K.rmsnorm(cmd, qh, w.q_norm.range(), qh, eps);
-      K.rmsnorm(cmd, kh, w.k_norm.range(), kh, eps);
-      cmd.barrier();
-    }
-    LayerCache cache{&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr};
-    attention_.store_kv(cmd, spec, t1, step, k, v, cache);
-    cmd.barrier();
-    if (n == 1) {
-      attention_.decode(cmd, spec, t1, t2, step, q, cache, o, decode_scratch_.range());
-    } else {
-      attention_.prefill(cmd, spec, t1, t2, step, q, cache, o, n);
-    }
-    cmd.barrier();
-    Act t{&h_, 0, n, H};
-    K.linear(cmd, o, w.o, t);
-    cmd.barrier();
-    if (w.o_bias) {
-      K.add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
-      cmd.barrier();
-    }
-    if (w.post_attn_norm) {   // Gemma: normalise the attention output before the residual add
-      K.rmsnorm(cmd, t, w.post_attn_norm.range(), t, eps);
-      cmd.barrier();
-    }
-    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
-    cmd.barrier();
-    K.rmsnorm(cmd, x, w.mlp_norm.range(), h, eps);
-    cmd.barrier();
-    K.linear(cmd, h, w.gate, g);
-    K.linear(cmd, h, w.up, u);
-    cmd.barrier();
-    if (c.activation == Activation::gelu_tanh) K.gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
-    else K.silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
-    cmd.barrier();
-    K.linear(cmd, g, w.down, t);
-    cmd.barrier();
-    if (w.post_mlp_norm) {
-      K.rmsnorm(cmd, t, w.post_mlp_norm.range(), t, eps);
-      cmd.barrier();
-    }
-    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
-    cmd.barrier();
-  }
-  // Only the rows whose logits are wanted go through the final norm and lm_head.
-  const uint32_t rows = all_logits ? n : 1;
-  Act xr{&x_, uint64_t(n - rows) * H * 4, rows, H}, hr{&h_, 0, rows, H}, lg{&logits_buf_, 0, rows, V};
-  K.rmsnorm(cmd, xr, model_.final_norm().range(), hr, eps);
-  cmd.barrier();
-  K.linear(cmd, hr, model_.lm_head(), lg);
+LayerCache Session::layer_cache(size_t l) const {
+  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr};
+}
+
+void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  attention_.store_kv(cmd, schemes_.layers[l], t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
+}
+
+void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {
+  const AttentionSpec& spec = schemes_.layers[l];
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  const RopeTable& t2 = local ? table_local_ : table2_;
+  const BufferRange step = step_.range(0, sizeof(StepParams));
+  if (n == 1) attention_.decode(cmd, spec, t1, t2, step, q, layer_cache(l), o, decode_scratch_.range());
+  else attention_.prefill(cmd, spec, t1, t2, step, q, layer_cache(l), o, n);
 }
 
 void Session::check_ids(std::span<const int32_t> ids) const {
@@ -419,6 +366,17 @@ void Session::check_decode(int32_t id) const {
 void Session::finish_decode_step() {
   need_idle("finish_decode_step");
   read_decode_logits();
+}
+
+void Session::begin_batch_row(int32_t id) {
+  need_idle("a batched decode step");
+  check_decode(id);
+  write_step_inputs(&id, 1);
+}
+
+void Session::finish_batch_row(const float* logits) {
+  std::memcpy(logits_.data(), logits, size_t(config_.vocab_size) * 4);
+  pos_ += 1;
 }
 
 void Session::read_decode_logits() {

@@ -91,7 +91,23 @@ class Session {
   void begin_decode_step(int32_t id);
   void finish_decode_step();
 
+  // Unique among the Sessions of this process (never reused, unlike an address):
+  // DecodeBatch keys its recorded programs by it.
+  uint64_t serial() const { return serial_; }
+  // The options it was made with (DecodeBatch steps only sessions of equal options).
+  const SessionOptions& options() const { return options_; }
+
  private:
+  friend class DecodeBatch;
+  // One layer's attention for rows q/k/v/o of this sequence, bound to its own
+  // KV cache, StepParams and decode scratch (record and DecodeBatch share them).
+  LayerCache layer_cache(size_t l) const;
+  void record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v);
+  void record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n);
+  // Around a DecodeBatch step: check and write this row's inputs; take its logits, position + 1.
+  void begin_batch_row(int32_t id);
+  void finish_batch_row(const float* logits);
+
   struct Program {
     std::unique_ptr<CommandList> cmd;
     uint32_t n = 0;
@@ -110,6 +126,7 @@ class Session {
   ModelConfig config_;
   ResolvedSchemes schemes_;
   Attention attention_;
+  uint64_t serial_ = 0;
   uint32_t capacity_ = 0, chunk_ = 0, pos_ = 0;
 
   // Device buffers.
