@@ -68,6 +68,7 @@ class Session {
 
   uint32_t position() const { return pos_; }
   uint32_t capacity() const { return capacity_; }
+  uint32_t chunk() const { return chunk_; }   // prefill chunk length
   // Forget everything after position n (n <= position()).
   void rewind(uint32_t n);
   void reset() { rewind(0); }

@@ -28,6 +28,7 @@ Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t paralle
     : model_(model), tokenizer_(*model.tokenizer()), max_queue_(max_queue) {
   slots_.resize(std::max<size_t>(parallel, 1));
   for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
+  batch_ = std::make_unique<DecodeBatch>(model, uint32_t(slots_.size()));
   context_ = slots_[0].session->capacity();
   thread_ = std::thread([this] { loop(); });
 }
@@ -81,10 +82,12 @@ void Scheduler::loop() {
       }
       admit(slot, std::move(job));
     }
+    for (Slot& slot : slots_)
+      if (slot.job && slot.job->cancelled) finish(slot, FinishReason::stop, "");
+    prefill_chunk();
     active.clear();
     for (Slot& slot : slots_) {
-      if (!slot.job) continue;
-      if (slot.job->cancelled) { finish(slot, FinishReason::stop, ""); continue; }
+      if (!slot.job || slot.prefilled < slot.job->ids.size()) continue;
       sample_and_emit(slot);
       if (slot.job) active.push_back(&slot);
     }
@@ -110,11 +113,28 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Job> job) {
     slot.decoder = std::make_unique<Tokenizer::StreamDecoder>(tokenizer_);
     slot.stop = std::make_unique<StopText>(slot.job->stop);
     slot.session->reset();
-    // The whole prompt at once: Session::prefill runs it in chunks, but the other slots wait until it is
-    // done.  Interleaving chunks with other slots' decode steps belongs to the batched stepper.
-    slot.session->prefill(slot.job->ids);
+    slot.prefilled = 0;
+    slot.session->check_prefill(slot.job->ids);   // the whole prompt fits, every id is valid
   } catch (const std::exception& e) {
     fail(slot, std::string("prefill failed: ") + e.what());
+  }
+}
+
+void Scheduler::prefill_chunk() {
+  // The next prefilling slot after the last one served: several new prompts share the chunks fairly.
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    Slot& slot = slots_[(prefill_turn_ + k) % slots_.size()];
+    if (!slot.job || slot.prefilled >= slot.job->ids.size()) continue;
+    prefill_turn_ = (prefill_turn_ + k + 1) % slots_.size();
+    const std::vector<int32_t>& ids = slot.job->ids;
+    const size_t n = std::min<size_t>(slot.session->chunk(), ids.size() - slot.prefilled);
+    try {
+      slot.session->prefill(std::span<const int32_t>(ids.data() + slot.prefilled, n));
+      slot.prefilled += n;
+    } catch (const std::exception& e) {
+      fail(slot, std::string("prefill failed: ") + e.what());
+    }
+    return;
   }
 }
 
@@ -138,14 +158,19 @@ void Scheduler::sample_and_emit(Slot& slot) {
 }
 
 void Scheduler::advance(std::vector<Slot*>& active) {
-  // One sequence at a time for now; the batched stepper replaces this loop with one step over all.
+  if (active.empty()) return;
+  std::vector<Session*> sessions;
+  std::vector<int32_t> ids;
   for (Slot* slot : active) {
-    try {
-      slot->session->decode(*slot->next);
-    } catch (const std::exception& e) {
-      fail(*slot, std::string("decode failed: ") + e.what());
-    }
+    sessions.push_back(slot->session.get());
+    ids.push_back(*slot->next);
     slot->next.reset();
+  }
+  try {
+    batch_->step(sessions, ids);
+  } catch (const std::exception& e) {
+    // A step that failed may have left any row half-written: every job in it ends.
+    for (Slot* slot : active) fail(*slot, std::string("decode failed: ") + e.what());
   }
 }
 
@@ -159,17 +184,22 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail)
   e.finish = reason;
   // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
   e.usage = {int64_t(job.ids.size()), slot.sampled};
-  job.push(std::move(e));
-  slot.job.reset();
-  std::lock_guard lock(mu_);
-  --busy_;
+  release(slot, std::move(e));
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
-  slot.job->push({"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
-  slot.job.reset();
-  std::lock_guard lock(mu_);
-  --busy_;
+  release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
+}
+
+void Scheduler::release(Slot& slot, JobEvent last) {
+  // The slot is free before the client hears the end: a client that sends its next request at once
+  // must find the slot free, not a spurious 503.
+  std::shared_ptr<Job> job = std::move(slot.job);
+  {
+    std::lock_guard lock(mu_);
+    --busy_;
+  }
+  job->push(std::move(last));
 }
 
 }  // namespace reach::server

@@ -1,14 +1,14 @@
 #pragma once
 // The scheduler: owns N slots, each with its own reach Session, and is the only thread that touches the
 // device.  HTTP handler threads submit Jobs (token ids, sampling, limits) and read each Job's event
-// queue; the scheduler thread admits queued jobs into free slots (prefill), then advances every active
-// slot by one token, in turn, and goes back to admitting.
-//
-// Stepping is split in two so that a batched stepper can replace it: sample_and_emit() picks each active
-// slot's next token from its logits and emits text (host work, per slot), then advance() feeds those
-// tokens to the sessions.  Today advance() decodes slot after slot; continuous batching will make it one
-// decode step over all active sequences (one matrix-matrix product per linear layer), with the
-// per-slot logic unchanged.
+// queue.  Each iteration of the scheduler thread (continuous batching):
+//   1. admits queued jobs into free slots (no device work yet);
+//   2. prefills one chunk of one admitted prompt, so that a long prompt never stalls running streams
+//      for more than a chunk;
+//   3. samples each decoding slot's next token from its logits and emits text (host work, per slot);
+//   4. advances every decoding slot by that token in one DecodeBatch step (the linear layers run once
+//      over all active rows, attention per sequence over its own KV cache).
+// A finished, failed or cancelled job frees its slot at once; the next iteration can admit into it.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/decode_batch.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
 #include "runtime/tokenizer.hpp"
@@ -82,21 +83,26 @@ class Scheduler {
     std::unique_ptr<Tokenizer::StreamDecoder> decoder;
     std::unique_ptr<StopText> stop;
     int64_t sampled = 0;
+    size_t prefilled = 0;          // prompt tokens in the cache; < ids.size(): still prefilling
     std::optional<int32_t> next;   // the token advance() feeds, set by sample_and_emit
   };
 
   void loop();
   void admit(Slot& slot, std::shared_ptr<Job> job);
+  void prefill_chunk();
   void sample_and_emit(Slot& slot);
   void advance(std::vector<Slot*>& active);
   void finish(Slot& slot, FinishReason reason, const std::string& tail);
   void fail(Slot& slot, const std::string& message);
+  void release(Slot& slot, JobEvent last);
 
   Model& model_;
   Tokenizer tokenizer_;
   uint32_t context_ = 0;
   size_t max_queue_ = 0;
   std::vector<Slot> slots_;
+  std::unique_ptr<DecodeBatch> batch_;
+  size_t prefill_turn_ = 0;   // round-robin over prefilling slots
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
