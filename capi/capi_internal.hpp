@@ -14,6 +14,7 @@
 #include "engine/error.hpp"
 #include "engine/memory.hpp"
 #include "include/reach.h"
+#include "runtime/decode_batch.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
@@ -31,6 +32,7 @@ struct reach_model {
   reach_device* device = nullptr;
   std::unique_ptr<reach::Allocator> alloc;   // declared first: destroyed after the model
   std::unique_ptr<reach::Model> model;
+  std::unique_ptr<reach::DecodeBatch> batch;   // reach_batch_decode's, made on first use; dies before the model
   int sessions = 0;
 };
 

@@ -374,6 +374,20 @@ REACH_API reach_status reach_session_sample(reach_session* session, int32_t* tok
 /* decode(token) then sample(): one generation step. */
 REACH_API reach_status reach_session_step(reach_session* session, int32_t token, int32_t* next, int* is_eos);
 
+/* Continuous batching: appends tokens[i] to sessions[i] (i < n) in one
+ * decode step.  The linear layers run once over the n rows; each session's
+ * attention runs over its own cache at its own position.  Afterwards each
+ * session's logits and position are those reach_session_decode(sessions[i],
+ * tokens[i]) would give (up to float rounding: the rows share one
+ * matrix-matrix product).  The sessions must be of one model, distinct,
+ * prefilled and idle (no step_async or host-submitted decode in flight);
+ * n at most REACH_BATCH_MAX.  Every session and token is checked first:
+ * INVALID_ARGUMENT (NULL, n == 0 or too large, a repeated session, sessions
+ * of different models, a bad id), INVALID_STATE (empty or busy session),
+ * CONTEXT_OVERFLOW (a full session) leave every session as it was. */
+#define REACH_BATCH_MAX 64
+REACH_API reach_status reach_batch_decode(reach_session* const* sessions, const int32_t* tokens, size_t n);
+
 /* Replaces the sampler (and reseeds it). */
 REACH_API reach_status reach_session_set_sampling(reach_session* session, const reach_sampling_params* params);
 

@@ -307,3 +307,106 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
   }
   reach_set_log_callback(nullptr, nullptr);
 }
+
+TEST_CASE("capi: reach_batch_decode steps several sessions as each would step alone") {
+  reach_set_log_callback(on_log, nullptr);
+  g_vulkan_errors = 0;
+  const std::string dir = tiny();
+  reach_device* dev = nullptr;
+  REQUIRE_OK(reach_device_create(nullptr, &dev));
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+  const std::vector<int32_t> ids = prompt_ids(m);
+  constexpr int kSeqs = 3, kSteps = 10;
+
+  // Greedy chains alone, each from a different prompt prefix (different positions per row).
+  std::vector<std::vector<int32_t>> alone(kSeqs), batched(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {
+    reach_session* s = greedy_session(m);
+    alone[i] = generate_sync(s, std::vector<int32_t>(ids.begin(), ids.end() - 2 * i), kSteps);
+    REQUIRE_OK(reach_session_free(s));
+  }
+  std::vector<reach_session*> ss(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {
+    ss[i] = greedy_session(m);
+    REQUIRE_OK(reach_session_prefill(ss[i], ids.data(), ids.size() - 2 * i));
+    batched[i].resize(1);
+    REQUIRE_OK(reach_session_sample(ss[i], &batched[i][0], nullptr));
+  }
+  for (int t = 1; t < kSteps; ++t) {
+    std::vector<int32_t> toks;
+    for (int i = 0; i < kSeqs; ++i) toks.push_back(batched[i].back());
+    REQUIRE_OK(reach_batch_decode(ss.data(), toks.data(), kSeqs));
+    for (int i = 0; i < kSeqs; ++i) {
+      int32_t next = 0;
+      REQUIRE_OK(reach_session_sample(ss[i], &next, nullptr));
+      batched[i].push_back(next);
+    }
+  }
+  // Greedy tokens are equal; the logits of a batched row differ from decode alone by float rounding only.
+  for (int i = 0; i < kSeqs; ++i) CHECK(batched[i] == alone[i]);
+  uint32_t pos = 0;
+  REQUIRE_OK(reach_session_position(ss[0], &pos, nullptr));
+  CHECK(pos == ids.size() + kSteps - 1);
+
+  // Bad input: a clear status, nothing changed.
+  const int32_t two[2] = {1, 2};
+  CHECK_FAILS(reach_batch_decode(nullptr, two, 2), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_batch_decode(ss.data(), nullptr, 2), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_batch_decode(ss.data(), two, 0), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_batch_decode(ss.data(), two, REACH_BATCH_MAX + 1), REACH_ERROR_INVALID_ARGUMENT);
+  reach_session* dup[2] = {ss[0], ss[0]};
+  CHECK_FAILS(reach_batch_decode(dup, two, 2), REACH_ERROR_INVALID_ARGUMENT);
+  reach_session* with_null[2] = {ss[0], nullptr};
+  CHECK_FAILS(reach_batch_decode(with_null, two, 2), REACH_ERROR_INVALID_ARGUMENT);
+  int not_a_handle = 0;
+  reach_session* bogus[2] = {ss[0], reinterpret_cast<reach_session*>(&not_a_handle)};
+  CHECK_FAILS(reach_batch_decode(bogus, two, 2), REACH_ERROR_INVALID_ARGUMENT);
+  const int32_t bad_id[2] = {1, 1 << 30};
+  CHECK_FAILS(reach_batch_decode(ss.data(), bad_id, 2), REACH_ERROR_INVALID_ARGUMENT);
+
+  reach_model* other = nullptr;
+  REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &other));
+  reach_session* foreign = greedy_session(other);
+  REQUIRE_OK(reach_session_prefill(foreign, ids.data(), ids.size()));
+  reach_session* mixed[2] = {ss[0], foreign};
+  CHECK_FAILS(reach_batch_decode(mixed, two, 2), REACH_ERROR_INVALID_ARGUMENT);
+
+  reach_session* empty = greedy_session(m);
+  reach_session* with_empty[2] = {ss[0], empty};
+  CHECK_FAILS(reach_batch_decode(with_empty, two, 2), REACH_ERROR_INVALID_STATE);
+
+  REQUIRE_OK(reach_session_step_async(ss[1], 1));
+  CHECK_FAILS(reach_batch_decode(ss.data(), two, 2), REACH_ERROR_INVALID_STATE);
+  int done = 0;
+  REQUIRE_OK(reach_session_wait(ss[1], UINT64_MAX, &done));
+  CHECK(done == 1);
+
+  // A full context (64 tokens): CONTEXT_OVERFLOW, the other session untouched.
+  std::vector<int32_t> fill(64 - ids.size(), 1);
+  REQUIRE_OK(reach_session_prefill(empty, ids.data(), ids.size()));
+  REQUIRE_OK(reach_session_prefill(empty, fill.data(), fill.size()));
+  REQUIRE_OK(reach_session_position(ss[0], &pos, nullptr));
+  const uint32_t before = pos;
+  CHECK_FAILS(reach_batch_decode(with_empty, two, 2), REACH_ERROR_CONTEXT_OVERFLOW);
+  REQUIRE_OK(reach_session_position(ss[0], &pos, nullptr));
+  CHECK(pos == before);
+  const float* logits = nullptr;
+  size_t count = 0;
+  REQUIRE_OK(reach_session_logits(ss[0], &logits, &count));   // still readable after a rejected step
+
+  // A freed session's slot in the batch goes to a new one.
+  REQUIRE_OK(reach_session_free(ss[2]));
+  ss[2] = greedy_session(m);
+  REQUIRE_OK(reach_session_prefill(ss[2], ids.data(), ids.size()));
+  const int32_t three[3] = {1, 2, 3};
+  REQUIRE_OK(reach_batch_decode(ss.data(), three, 3));
+
+  for (reach_session* s : ss) REQUIRE_OK(reach_session_free(s));
+  REQUIRE_OK(reach_session_free(empty));
+  REQUIRE_OK(reach_session_free(foreign));
+  REQUIRE_OK(reach_model_free(other));
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+  CHECK(g_vulkan_errors == 0);
+}
