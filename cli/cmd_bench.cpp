@@ -12,6 +12,7 @@
 #include "engine/error.hpp"
 #include "runtime/flag_values.hpp"
 #include "runtime/session.hpp"
+#include "cli/bench_parallel.hpp"
 #include "cli/options.hpp"
 
 namespace reach::cli {
@@ -68,6 +69,9 @@ void bench_usage() {
       "  --chunk N      prefill chunk (default 512)\n"
       "  -o md|json|csv output format (default md)\n"
       "  --profile      GPU time per kernel (timestamp queries), largest share first\n"
+      "  --parallel N[,N...]  decode N sequences together (as reach serve --parallel does): aggregate\n"
+      "                 and per-stream tokens/s, ms per token and one request's time for each N;\n"
+      "                 each stream prefills -p tokens (default then 16), then generates -n\n"
       "  --device N|NAME\n%s%s",
       kQuantizeFlagHelp, scheme_flags_help().c_str());
 }
@@ -95,8 +99,8 @@ std::string human_params(uint64_t n) {
   return b;
 }
 
-// "-d 0,2048,8192": comma-separated depths, each in [0, 2^24]; repeats are kept once.
-std::vector<uint32_t> depths_of(const Args& args, size_t& i) {
+// "-d 0,2048,8192", "--parallel 1,2,4,8": comma-separated integers in [lo, hi]; repeats are kept once.
+std::vector<uint32_t> list_of(const Args& args, size_t& i, int64_t lo, int64_t hi, const char* what) {
   const std::string flag = args[i];
   const std::string v = value_of(args, i);
   std::vector<uint32_t> out;
@@ -104,8 +108,7 @@ std::vector<uint32_t> depths_of(const Args& args, size_t& i) {
   while (true) {
     const size_t comma = v.find(',', start);
     const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const uint32_t d = uint32_t(flag_integer(flag, item, 0, 1 << 24, "a depth or a comma-separated list of depths "
-                                                                      "(integers in [0, 16777216]), e.g. 0,2048,8192"));
+    const uint32_t d = uint32_t(flag_integer(flag, item, lo, hi, what));
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -118,18 +121,21 @@ std::vector<uint32_t> depths_of(const Args& args, size_t& i) {
 int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
   int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = 512;
-  std::vector<uint32_t> depths = {0};
-  bool profile = false;
+  std::vector<uint32_t> depths = {0}, parallel;
+  bool profile = false, prompt_given = false;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { bench_usage(); return 0; }
     else if (a == "-m" || a == "--model") model_dir = value_of(args, i);
-    else if (a == "-p") n_prompt = int_of(args, i, 0, 1 << 20);
+    else if (a == "-p") { n_prompt = int_of(args, i, 0, 1 << 20); prompt_given = true; }
+    else if (a == "--parallel") parallel = list_of(args, i, 1, 64, "a stream count or a comma-separated list "
+                                                                  "of stream counts in [1, 64], e.g. 1,2,4,8");
     else if (a == "-n") n_gen = int_of(args, i, 0, 1 << 20);
     else if (a == "-r") reps = int_of(args, i, 1, 1000);
-    else if (a == "-d") depths = depths_of(args, i);
+    else if (a == "-d") depths = list_of(args, i, 0, 1 << 24, "a depth or a comma-separated list of depths "
+                                                               "(integers in [0, 16777216]), e.g. 0,2048,8192");
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
     else if (a == "-o") {
       format = value_of(args, i);
@@ -144,6 +150,18 @@ int cmd_bench(const Args& args) {
   Engine e = open_engine(model_dir, device, false, quantize);
   Model& model = *e.model;
   const uint32_t V = uint32_t(model.config().vocab_size);
+  if (!parallel.empty()) {
+    if (format == "json") throw Error(ErrorCode::invalid_argument, "--parallel prints md or csv: use -o md or -o csv");
+    ParallelBench pb{parallel, uint32_t(prompt_given ? n_prompt : 16), uint32_t(std::max<int64_t>(n_gen, 1)), reps,
+                     format};
+    SessionOptions so;
+    so.context = pb.n_prompt + pb.n_gen + 1;
+    so.chunk = uint32_t(chunk);
+    so.overrides = ov;
+    so.l_test = so.context;
+    bench_parallel(model, so, pb, e.device->caps().device_name);
+    return 0;
+  }
 
   // One row per (depth, test), depths in the order given.
   std::vector<BenchTest> tests;

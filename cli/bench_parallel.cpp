@@ -1,0 +1,97 @@
+#include "cli/bench_parallel.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "cli/options.hpp"
+#include "runtime/decode_batch.hpp"
+
+namespace reach::cli {
+
+namespace {
+
+struct Row {
+  uint32_t streams = 0;
+  std::vector<double> step_s, request_s;   // per repetition: seconds per batched step, one request's seconds
+};
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / double(v.size() - 1));
+}
+
+}  // namespace
+
+void bench_parallel(Model& model, const SessionOptions& options, const ParallelBench& b,
+                    const std::string& device_name) {
+  const uint32_t most = *std::max_element(b.streams.begin(), b.streams.end());
+  const int32_t V = int32_t(model.config().vocab_size);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (uint32_t i = 0; i < most; ++i) sessions.push_back(std::make_unique<Session>(model, options));
+  DecodeBatch batch(model, most);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> dist(0, V - 1);
+
+  std::vector<Row> rows;
+  for (uint32_t p : b.streams) {
+    Row row{p, {}, {}};
+    std::vector<Session*> active;
+    for (uint32_t i = 0; i < p; ++i) active.push_back(sessions[i].get());
+    for (int64_t r = -1; r < b.reps; ++r) {   // r = -1: warm-up (records the programs)
+      const auto t0 = std::chrono::steady_clock::now();
+      for (Session* s : active) {
+        std::vector<int32_t> prompt(std::max<uint32_t>(b.n_prompt, 1));
+        for (auto& x : prompt) x = dist(rng);
+        s->reset();
+        s->prefill(prompt);
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      std::vector<int32_t> ids(p);
+      for (uint32_t g = 0; g < b.n_gen; ++g) {
+        for (auto& x : ids) x = dist(rng);
+        if (p == 1) active[0]->decode(ids[0]);   // the single-sequence program, as serve with one request
+        else batch.step(active, ids);
+      }
+      const double decode_s = seconds_since(t1);
+      if (r >= 0) {
+        row.step_s.push_back(decode_s / std::max<uint32_t>(b.n_gen, 1));
+        row.request_s.push_back(seconds_since(t0));
+      }
+    }
+    rows.push_back(row);
+  }
+
+  const double base_ts = 1.0 / mean(rows[0].step_s) * rows[0].streams;
+  if (b.format == "csv") {
+    std::printf("streams,n_prompt,n_gen,aggregate_ts,per_stream_ts,ms_per_token,stddev_ms_per_token,request_s,device\n");
+    for (const auto& r : rows)
+      std::printf("%u,%u,%u,%.3f,%.3f,%.3f,%.3f,%.3f,\"%s\"\n", r.streams, b.n_prompt, b.n_gen,
+                  r.streams / mean(r.step_s), 1 / mean(r.step_s), mean(r.step_s) * 1e3, stddev(r.step_s) * 1e3,
+                  mean(r.request_s), device_name.c_str());
+    return;
+  }
+  std::printf("| model | device | streams | tg t/s (all streams) | vs 1 stream | t/s per stream | ms/token | "
+              "request s (pp%u + tg%u) |\n", b.n_prompt, b.n_gen);
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const auto& r : rows) {
+    const double ts = r.streams / mean(r.step_s);
+    std::printf("| %s | %s | %u | %.2f | %.2fx | %.2f | %.2f ± %.2f | %.2f |\n", model.dir().filename().c_str(),
+                device_name.c_str(), r.streams, ts, ts / base_ts, 1 / mean(r.step_s), mean(r.step_s) * 1e3,
+                stddev(r.step_s) * 1e3, mean(r.request_s));
+  }
+}
+
+}  // namespace reach::cli
