@@ -167,7 +167,9 @@ void Scheduler::advance(std::vector<Slot*>& active) {
     slot->next.reset();
   }
   try {
-    batch_->step(sessions, ids);
+    // One sequence: its own decode program (the one-row matvec), exactly what `reach run` computes.
+    if (sessions.size() == 1) sessions[0]->decode(ids[0]);
+    else batch_->step(sessions, ids);
   } catch (const std::exception& e) {
     // A step that failed may have left any row half-written: every job in it ends.
     for (Slot* slot : active) fail(*slot, std::string("decode failed: ") + e.what());
