@@ -83,6 +83,12 @@ struct KernelConfig {
   uint32_t matvec_mode = 0;       // 0: row per lane, 1: subgroupAdd over K, 2: shared-memory reduction
   uint32_t matvec_wg = 64;        // matvec workgroup size
   uint32_t linear_matvec_max_m = 1;   // linear(): matvec when M <= this, GEMM above
+  // Matvec over M > 1 rows (batched decode): a workgroup takes up to this many
+  // X rows (1..8) and reads W once for all of them.
+  uint32_t matvec_xrows = 8;
+  // Mode 0 (registers): accumulators per invocation (output rows x X rows)
+  // at most this; output rows per invocation shrink as X rows grow (0: no cap).
+  uint32_t matvec_max_acc = 0;
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   // Linear kernels read W (in Arena::weights) through uniform texel buffers
   // (gemm_tex_* / matvec_tex_*) where the format supports it: CPU devices,
@@ -93,6 +99,9 @@ struct KernelConfig {
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (rmsnorm, softmax, embed)
   static KernelConfig from(const Capabilities& caps);
+  // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
+  // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
+  void matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const;
   void choose_linear(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
 };
 

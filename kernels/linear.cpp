@@ -46,7 +46,15 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     matvec_mode = 0;
     matvec_wg = std::min(16u, max_inv);
     matvec_rows = 8;
-    linear_matvec_max_m = 1;
+    // Batched decode (M = 2..8) reads W once per workgroup for all X rows.
+    // Mode 0 keeps rows x xrows accumulators per lane; llvmpipe spills them
+    // to the stack at 8 x 8, but that is L1 traffic and still the fastest
+    // (measured on lavapipe, 1536x576 at M = 8: 64 accumulators 0.75 ms f16 /
+    // 0.65 ms q4_1, 32: 1.0 / 0.92, 8: 1.5 / 1.46, one W read per X row:
+    // 1.9 / 1.0), so no cap.
+    linear_matvec_max_m = 8;
+    matvec_xrows = 8;
+    matvec_max_acc = 64;
     // llvmpipe (Mesa 22.3) compiles a texelFetch to a vectorised gather but a
     // per-lane SSBO load to a scalar loop with a bounds check per element:
     // measured on lavapipe, 4096x4096 f16 matvec 0.43 -> 1.3 GB/s per CPU-second.
@@ -74,10 +82,22 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     matvec_mode = caps.has_subgroup_arithmetic() ? 1 : 2;
     matvec_wg = std::min(std::max(sg, 64u), max_inv);
     matvec_rows = 8;
-    linear_matvec_max_m = 1;
+    // Batched decode: a subgroup reduces up to 8 X rows per W row it reads.
+    linear_matvec_max_m = 8;
+    matvec_xrows = 8;
+    matvec_max_acc = 0;
     weights_texel = false;   // SSBO loads are coalesced on GPUs
     activations_texel = false;
   }
+}
+
+void KernelConfig::matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const {
+  const uint32_t cap = std::clamp(matvec_xrows, 1u, 8u);
+  xrows = 1;
+  while (xrows < M && xrows < cap) xrows *= 2;
+  if (xrows > cap) xrows = cap;
+  rows = std::max(matvec_rows, 1u);
+  if (matvec_mode == 0 && matvec_max_acc) rows = std::max(1u, std::min(rows, matvec_max_acc / xrows));
 }
 
 namespace {
@@ -169,12 +189,14 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   const auto wt = static_cast<uint32_t>(w.type);
   // X through a texel buffer too (with texel weights and aligned shapes).
   const bool x_arena_tex = arena_texel_readable(x.buffer->arena());
-  uint32_t gx_per = 1, gy_per = 1;
+  uint32_t gx_per = 1, gy_per = 1, xrows = 1;
   spec::MatvecSpec mv;
   spec::GemmSpec gm;
   const bool aligned = K % 4 == 0;
   if (use_matvec) {
-    const uint32_t wg = cfg.matvec_wg, rows = std::max(cfg.matvec_rows, 1u);
+    const uint32_t wg = cfg.matvec_wg;
+    uint32_t rows = 1;
+    cfg.matvec_tiling(m_step, xrows, rows);
     if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
         cfg.matvec_mode > 2)
       throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
@@ -183,6 +205,7 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     mv.wg = wg;
     mv.rows = rows;
     mv.mode = cfg.matvec_mode;
+    mv.xrows = xrows;
   } else {
     const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
     uint32_t wg = cfg.gemm_wg;
@@ -253,7 +276,7 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       const auto& pipe = device.pipelines().get(desc);
       LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
       const uint32_t gx = groups_for(c.rows, gx_per);
-      const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);
+      const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);
       cmd.dispatch(pipe, {xb.range, wb.range, yb.range}, &push, sizeof push, gx, gy, 1, op);
     }
   }

@@ -76,9 +76,11 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
 
   spec::MatvecQSpec mv;
   spec::GemmQSpec gm;
-  uint32_t gx_per = 1, gy_per = 1;
+  uint32_t gx_per = 1, gy_per = 1, xrows = 1;
   if (use_matvec) {
-    const uint32_t wg = cfg.matvec_wg, rows = std::max(cfg.matvec_rows, 1u);
+    const uint32_t wg = cfg.matvec_wg;
+    uint32_t rows = 1;
+    cfg.matvec_tiling(m_step, xrows, rows);
     if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
         cfg.matvec_mode > 2)
       throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
@@ -88,6 +90,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     mv.rows = rows;
     mv.mode = cfg.matvec_mode;
     mv.qtype = qtype;
+    mv.xrows = xrows;
   } else {
     // The register variant has its own tile for quantized W (KernelConfig::qgemm_*).
     const bool own = !cfg.gemm_shared;
@@ -148,7 +151,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
       const uint32_t m_off = mb.elem_off * (meta_unit / 2);
       const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, m_off, yb.elem_off + c.first_row, N};
       const uint32_t gx = groups_for(c.rows, gx_per);
-      const uint32_t gy = use_matvec ? mc : groups_for(mc, gy_per);
+      const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);
       cmd.dispatch(pipe, {xb.range, qb.range, yb.range, mb.range}, &push, sizeof push, gx, gy, 1, op);
     }
   }

@@ -1,6 +1,10 @@
 #version 450
-// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X (gl_WorkGroupID.y):
-// decode is memory-bound, so W is read once per X row, 4 K-elements per load.
+// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X: decode is
+// memory-bound, 4 K-elements per load.  A workgroup takes XROWS rows of X
+// (gl_WorkGroupID.y * XROWS ...; batched decode of several sequences) and
+// reads each W element once for all of them.  Each X row keeps its own f32
+// accumulators, updated in exactly the order of XROWS = 1, so every row's
+// result is bit-identical to a matvec of that row alone.
 //
 // MODE (specialization constant) picks how a row's K loop is spread:
 //  0  one W row per invocation (ROWS of them, interleaved by WG), the whole K
@@ -23,63 +27,94 @@
 const uint WG = gl_WorkGroupSize.x;
 shared float red[MODE == 2 ? ROWS * WG : 1];
 
-// Partial dot product of x row `xb` and W row `wb` over k = first, first+step, ... (4 at a time).
-float partial_dot(uint xb, uint wb, uint K, uint lane, uint lanes) {
-  float s = 0.0;
+// Partial dot products of the XROWS X rows at xb[] with W row `wb` over
+// k = first, first+step, ... (4 at a time), into s[].
+void partial_dot(uint xb[XROWS], uint wb, uint K, uint lane, uint lanes, out float s[XROWS]) {
+  for (uint j = 0; j < XROWS; ++j) s[j] = 0.0;
   const uint K4 = K & ~3u;
-  for (uint k = lane * 4; k < K4; k += lanes * 4) s += dot(load_x4(xb + k), load_w4(wb + k));
-  for (uint k = K4 + lane; k < K; k += lanes) s += load_x(xb + k) * load_w(wb + k);
-  return s;
+  for (uint k = lane * 4; k < K4; k += lanes * 4) {
+    const vec4 wv = load_w4(wb + k);
+    for (uint j = 0; j < XROWS; ++j) s[j] += dot(load_x4(xb[j] + k), wv);
+  }
+  for (uint k = K4 + lane; k < K; k += lanes) {
+    const float wv = load_w(wb + k);
+    for (uint j = 0; j < XROWS; ++j) s[j] += load_x(xb[j] + k) * wv;
+  }
 }
 
 void main() {
   const uint l = gl_LocalInvocationID.x;
-  const uint m = gl_WorkGroupID.y;
   const uint N = p.N, K = p.K;
-  const uint xb = p.x_off + m * K;
-  const uint yb = p.y_off + m * p.ldy;
+  const uint m0 = gl_WorkGroupID.y * XROWS;
+  // Rows past M repeat the last row (loads stay in range) and are not stored.
+  uint xb[XROWS];
+  for (uint j = 0; j < XROWS; ++j) xb[j] = p.x_off + min(m0 + j, p.M - 1) * K;
+  const uint yb = p.y_off + m0 * p.ldy;
 
   if (MODE == 0) {
     const uint n0 = gl_WorkGroupID.x * WG * ROWS + l;
     uint wrow[ROWS];
-    float acc[ROWS];
+    float acc[ROWS * XROWS];
     for (uint r = 0; r < ROWS; ++r) {
       wrow[r] = p.w_off + min(n0 + r * WG, N - 1) * K;
-      acc[r] = 0.0;
+      for (uint j = 0; j < XROWS; ++j) acc[r * XROWS + j] = 0.0;
     }
     const uint K4 = K & ~3u;
     for (uint k = 0; k < K4; k += 4) {
-      const vec4 xv = load_x4(xb + k);
-      for (uint r = 0; r < ROWS; ++r) acc[r] += dot(xv, load_w4(wrow[r] + k));
+      // The first X row is held across the W rows; the others are uniform
+      // loads (cached), reloaded per W row so that few are live at once.
+      const vec4 x0 = load_x4(xb[0] + k);
+      for (uint r = 0; r < ROWS; ++r) {
+        const vec4 wv = load_w4(wrow[r] + k);
+        for (uint j = 0; j < XROWS; ++j) acc[r * XROWS + j] += dot(j == 0 ? x0 : load_x4(xb[j] + k), wv);
+      }
     }
     for (uint k = K4; k < K; ++k) {
-      const float xv = load_x(xb + k);
-      for (uint r = 0; r < ROWS; ++r) acc[r] += xv * load_w(wrow[r] + k);
+      float xv[XROWS];
+      for (uint j = 0; j < XROWS; ++j) xv[j] = load_x(xb[j] + k);
+      for (uint r = 0; r < ROWS; ++r) {
+        const float wv = load_w(wrow[r] + k);
+        for (uint j = 0; j < XROWS; ++j) acc[r * XROWS + j] += xv[j] * wv;
+      }
     }
     for (uint r = 0; r < ROWS; ++r) {
       const uint n = n0 + r * WG;
-      if (n < N) y1[yb + n] = acc[r];
+      if (n < N)
+        for (uint j = 0; j < XROWS; ++j)
+          if (m0 + j < p.M) y1[yb + j * p.ldy + n] = acc[r * XROWS + j];
     }
   } else if (MODE == 1) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
     for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
       const uint n = n0 + r;
       if (n >= N) break;   // uniform within the subgroup
-      const float s = subgroupAdd(partial_dot(xb, p.w_off + n * K, K, gl_SubgroupInvocationID, gl_SubgroupSize));
-      if (subgroupElect()) y1[yb + n] = s;
+      float s[XROWS];
+      partial_dot(xb, p.w_off + n * K, K, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+      for (uint j = 0; j < XROWS; ++j) {
+        const float t = subgroupAdd(s[j]);
+        if (subgroupElect() && m0 + j < p.M) y1[yb + j * p.ldy + n] = t;
+      }
     }
   } else {
     const uint n0 = gl_WorkGroupID.x * ROWS;
+    float part[ROWS * XROWS];
     for (uint r = 0; r < ROWS; ++r) {
       const uint n = min(n0 + r, N - 1);
-      red[r * WG + l] = partial_dot(xb, p.w_off + n * K, K, l, WG);
+      float s[XROWS];
+      partial_dot(xb, p.w_off + n * K, K, l, WG, s);
+      for (uint j = 0; j < XROWS; ++j) part[r * XROWS + j] = s[j];
     }
-    barrier();
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-      if (l < s)
-        for (uint r = 0; r < ROWS; ++r) red[r * WG + l] += red[r * WG + l + s];
+    // One shared-memory tree per X row (the same tree as XROWS = 1).
+    for (uint j = 0; j < XROWS; ++j) {
+      if (j > 0) barrier();   // the previous row's results are read
+      for (uint r = 0; r < ROWS; ++r) red[r * WG + l] = part[r * XROWS + j];
       barrier();
+      for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (l < s)
+          for (uint r = 0; r < ROWS; ++r) red[r * WG + l] += red[r * WG + l + s];
+        barrier();
+      }
+      if (l < ROWS && n0 + l < N && m0 + j < p.M) y1[yb + j * p.ldy + n0 + l] = red[l * WG];
     }
-    if (l < ROWS && n0 + l < N) y1[yb + n0 + l] = red[l * WG];
   }
 }

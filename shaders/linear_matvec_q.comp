@@ -1,7 +1,10 @@
 #version 450
-// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X (gl_WorkGroupID.y), W in
+// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X, W in
 // a GGML block format (QTYPE), dequantized in registers 32 weights at a time,
-// f32 accumulation.  MODE as linear_matvec.comp:
+// f32 accumulation.  A workgroup takes XROWS rows of X and decodes each W
+// sub-block once for all of them; every X row keeps its own accumulators in
+// the order of XROWS = 1, so its result is bit-identical to a matvec of that
+// row alone.  MODE as linear_matvec.comp:
 //  0  ROWS W rows per invocation (interleaved by WG), no reduction: CPU devices;
 //     the 32 activations of a sub-block are loaded once (uniform) for all rows.
 //  1  a subgroup per row, lanes split the sub-blocks, subgroupAdd (GPUs).
@@ -15,63 +18,81 @@
 const uint WG = gl_WorkGroupSize.x;
 shared float red[MODE == 2 ? ROWS * WG : 1];
 
-float partial_dot(uint xb, uint n, uint K, uint lane, uint lanes) {
-  float acc = 0.0;
+void partial_dot(uint xb[XROWS], uint n, uint K, uint lane, uint lanes, out float acc[XROWS]) {
+  for (uint j = 0; j < XROWS; ++j) acc[j] = 0.0;
   for (uint c = lane; c < K / 32; c += lanes) {
-    const XSub x = load_xsub(xb + 32 * c);
     uint qb, mb, s;
     sub_units(n, c, K, qb, mb, s);
     vec4 q[8];
     vec4 ab;
     decode_sub(qb, mb, s, q, ab);
-    acc += sub_dot(q, ab, x);
+    for (uint j = 0; j < XROWS; ++j) acc[j] += sub_dot(q, ab, load_xsub(xb[j] + 32 * c));
   }
-  return acc;
 }
 
 void main() {
   const uint l = gl_LocalInvocationID.x;
-  const uint m = gl_WorkGroupID.y;
   const uint N = p.N, K = p.K;
-  const uint xb = p.x_off + m * K;
-  const uint yb = p.y_off + m * p.ldy;
+  const uint m0 = gl_WorkGroupID.y * XROWS;
+  // Rows past M repeat the last row (loads stay in range) and are not stored.
+  uint xb[XROWS];
+  for (uint j = 0; j < XROWS; ++j) xb[j] = p.x_off + min(m0 + j, p.M - 1) * K;
+  const uint yb = p.y_off + m0 * p.ldy;
 
   if (MODE == 0) {
     const uint n0 = gl_WorkGroupID.x * WG * ROWS + l;
-    float acc[ROWS];
-    for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+    float acc[ROWS * XROWS];
+    for (uint i = 0; i < ROWS * XROWS; ++i) acc[i] = 0.0;
     for (uint c = 0; c < K / 32; ++c) {
-      const XSub x = load_xsub_reg(xb + 32 * c);
+      // The sub-block of every X row is loaded once for all the W rows.
+      XSub xs[XROWS];
+      for (uint j = 0; j < XROWS; ++j) xs[j] = load_xsub_reg(xb[j] + 32 * c);
       for (uint r = 0; r < ROWS; ++r) {
         uint qb, mb, s;
         sub_units(min(n0 + r * WG, N - 1), c, K, qb, mb, s);
         vec4 q[8];
         vec4 ab;
         decode_sub_reg(qb, mb, s, q, ab);
-        acc[r] += sub_dot(q, ab, x);
+        for (uint j = 0; j < XROWS; ++j) acc[r * XROWS + j] += sub_dot(q, ab, xs[j]);
       }
     }
     for (uint r = 0; r < ROWS; ++r) {
       const uint n = n0 + r * WG;
-      if (n < N) y1[yb + n] = acc[r];
+      if (n < N)
+        for (uint j = 0; j < XROWS; ++j)
+          if (m0 + j < p.M) y1[yb + j * p.ldy + n] = acc[r * XROWS + j];
     }
   } else if (MODE == 1) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
     for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
       const uint n = n0 + r;
       if (n >= N) break;   // uniform within the subgroup
-      const float s = subgroupAdd(partial_dot(xb, n, K, gl_SubgroupInvocationID, gl_SubgroupSize));
-      if (subgroupElect()) y1[yb + n] = s;
+      float s[XROWS];
+      partial_dot(xb, n, K, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+      for (uint j = 0; j < XROWS; ++j) {
+        const float t = subgroupAdd(s[j]);
+        if (subgroupElect() && m0 + j < p.M) y1[yb + j * p.ldy + n] = t;
+      }
     }
   } else {
     const uint n0 = gl_WorkGroupID.x * ROWS;
-    for (uint r = 0; r < ROWS; ++r) red[r * WG + l] = partial_dot(xb, min(n0 + r, N - 1), K, l, WG);
-    barrier();
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-      if (l < s)
-        for (uint r = 0; r < ROWS; ++r) red[r * WG + l] += red[r * WG + l + s];
-      barrier();
+    float part[ROWS * XROWS];
+    for (uint r = 0; r < ROWS; ++r) {
+      float s[XROWS];
+      partial_dot(xb, min(n0 + r, N - 1), K, l, WG, s);
+      for (uint j = 0; j < XROWS; ++j) part[r * XROWS + j] = s[j];
     }
-    if (l < ROWS && n0 + l < N) y1[yb + n0 + l] = red[l * WG];
+    // One shared-memory tree per X row (the same tree as XROWS = 1).
+    for (uint j = 0; j < XROWS; ++j) {
+      if (j > 0) barrier();   // the previous row's results are read
+      for (uint r = 0; r < ROWS; ++r) red[r * WG + l] = part[r * XROWS + j];
+      barrier();
+      for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (l < s)
+          for (uint r = 0; r < ROWS; ++r) red[r * WG + l] += red[r * WG + l + s];
+        barrier();
+      }
+      if (l < ROWS && n0 + l < N && m0 + j < p.M) y1[yb + j * p.ldy + n0 + l] = red[l * WG];
+    }
   }
 }

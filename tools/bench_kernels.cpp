@@ -5,12 +5,14 @@
 //                    weights at SmolLM2-135M shapes (N x K = 576x1536, 1536x576,
 //                    49152x576; M = 1), and GFLOP/s of the GEMM at M = 128 (prefill),
 //                    --only quant (--only qgemm: the GEMM rows only)
+//   batch  GB/s    = weight bytes / time of one matvec over M = 1, 2, 4, 8 X
+//                    rows (batched decode) at SmolLM2-135M shapes, --only batch
 // Each case is warmed up, then timed `--reps` times (wall clock around
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
-//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --qgemm-tm N --qgemm-tn N
-//   --reps N --only gemm|matvec|quant|qgemm --quick --size N
+//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --qgemm-tm N --qgemm-tn N
+//   --reps N --only gemm|matvec|quant|qgemm|batch --quick --size N
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -104,9 +106,11 @@ int main(int argc, char** argv) {
     else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
     else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm] [--quick] [--size N]\n"
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
-                "  [--mv-wg N --mv-rows N --mv-mode 0|1|2] [--qgemm-tm N --qgemm-tn N]");
+                "  [--mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-max-acc N] [--qgemm-tm N --qgemm-tn N]\n"
+                "  --only batch: matvec over M = 1, 2, 4, 8 X rows (batched decode) at SmolLM2-135M shapes;\n"
+                "  --mv-xrows 1 reads W once per X row (the unbatched baseline)");
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (see --help)\n", a.c_str());
@@ -132,6 +136,8 @@ int main(int argc, char** argv) {
       else if (k == "mv-wg") cfg.matvec_wg = u;
       else if (k == "mv-rows") cfg.matvec_rows = u;
       else if (k == "mv-mode") cfg.matvec_mode = u;
+      else if (k == "mv-xrows") cfg.matvec_xrows = u;
+      else if (k == "mv-max-acc") cfg.matvec_max_acc = u;
       else {
         std::fprintf(stderr, "unknown option --%s\n", k.c_str());
         return 2;
@@ -209,6 +215,26 @@ int main(int argc, char** argv) {
                           tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
           std::fprintf(stderr, "matvec %s %ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), nk[0], nk[1], tm.wall * 1e3,
                        tm.cpu * 1e3);
+        }
+    }
+    if (only == "batch") {
+      // Batched decode: one matvec over M rows of X; "x M=1" is the time
+      // relative to one single-row matvec (M would be M x without batching).
+      const uint32_t shapes[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};   // N x K
+      for (const auto& nk : shapes)
+        for (WType t : {WType::f16, WType::q8_0, WType::q4_1}) {
+          if (size && nk[0] != size) continue;   // --size N: only the shapes with N rows
+          double t1 = 0;
+          for (uint32_t M : {1u, 2u, 4u, 8u}) {
+            const Timing tm = time_op(M, nk[0], nk[1], t, false);
+            if (M == 1) t1 = tm.wall;
+            const double bytes = double(Mat{nullptr, 0, t, nk[0], nk[1]}.bytes());
+            rows.push_back({"matvec", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
+                            std::to_string(nk[1]), "GB/s", tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3,
+                            bytes / tm.cpu * 1e-9});
+            std::fprintf(stderr, "matvec %s M=%u %ux%u: %.3f ms (%.2fx M=1; cpu %.3f ms)\n", wtype_name(t), M, nk[0],
+                         nk[1], tm.wall * 1e3, tm.wall / t1, tm.cpu * 1e3);
+          }
         }
     }
     if (only == "quant" || only == "qgemm") {
