@@ -164,6 +164,7 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
     so.chunk = p.chunk;
     so.l_test = p.l_test;
     so.profile = p.profile != 0;
+    so.full_kv = p.full_kv != 0;
     SchemeOverrides& o = so.overrides;
     const std::vector<std::string> fields = scheme_field_flags(p);
     for (size_t i = 0; i < fields.size(); ++i) parse_scheme_flag(fields, i, o);   // each is a known flag

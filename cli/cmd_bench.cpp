@@ -73,7 +73,7 @@ void bench_usage() {
       "                 and per-stream tokens/s, ms per token and one request's time for each N;\n"
       "                 each stream prefills -p tokens (default then 16), then generates -n\n"
       "  --device N|NAME\n%s%s",
-      kQuantizeFlagHelp, scheme_flags_help().c_str());
+      (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
 }
 
 std::string json_str(const std::string& s) {
@@ -122,7 +122,7 @@ int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
   int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = 512;
   std::vector<uint32_t> depths = {0}, parallel;
-  bool profile = false, prompt_given = false;
+  bool profile = false, prompt_given = false, full_kv = false;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -144,6 +144,7 @@ int cmd_bench(const Args& args) {
     } else if (a == "--profile") profile = true;
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
+    else if (a == "--full-kv") full_kv = true;
     else if (parse_scheme_flag(args, i, ov)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach bench: unknown option '" + a + "' (see reach bench --help)");
   }
@@ -159,6 +160,7 @@ int cmd_bench(const Args& args) {
     so.chunk = uint32_t(chunk);
     so.overrides = ov;
     so.l_test = so.context;
+    so.full_kv = full_kv;
     bench_parallel(model, so, pb, e.device->caps().device_name);
     return 0;
   }
@@ -178,6 +180,7 @@ int cmd_bench(const Args& args) {
   so.overrides = ov;
   so.profile = profile;
   so.l_test = so.context;
+  so.full_kv = full_kv;
   Session session(model, so);
 
   std::mt19937 rng(42);
@@ -195,7 +198,8 @@ int cmd_bench(const Args& args) {
   bool have_fill = false;
   for (auto& t : tests) {
     for (int64_t r = -1; r < reps; ++r) {   // r = -1: warm-up (records the programs)
-      if (!have_fill || filled != t.n_depth) {
+      // A ring cache (sliding-window layers) cannot rewind past what it overwrote.
+      if (!have_fill || filled != t.n_depth || (t.n_depth && t.n_depth < session.rewind_floor())) {
         session.reset();
         if (t.n_depth) session.prefill(random_ids(t.n_depth));
         filled = t.n_depth;

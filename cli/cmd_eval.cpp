@@ -77,7 +77,7 @@ void eval_usage() {
       "PPL +/- PPL*sqrt((mean(NLL^2) - mean(NLL)^2) / (N-1))  (\"Final estimate\" line, the table's +/- column).\n"
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above:\n%s",
-      kDefaultPrefillChunk, kQuantizeFlagHelp, preset_help(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), preset_help(), scheme_flags_help().c_str());
 }
 
 // Empty when --help was printed.
@@ -118,6 +118,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--device") o.device = value_of(args, i);
     else if (a == "--quantize") o.quantize = quantize_of(args, i);
+    else if (a == "--full-kv") o.full_kv = true;
     else if (parse_scheme_flag(args, i, o.user)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach eval: unknown option '" + a + "' (see reach eval --help)");
   }

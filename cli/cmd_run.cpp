@@ -34,7 +34,7 @@ void run_usage() {
       "  -v                  print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, kQuantizeFlagHelp, scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -99,6 +99,7 @@ int cmd_run(const Args& args) {
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
+    else if (a == "--full-kv") so.full_kv = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach run: unknown option '" + a + "' (see reach run --help)");
   }
@@ -144,6 +145,7 @@ int cmd_run(const Args& args) {
                  (unsigned long long)model.n_params(), model.weight_types().c_str(),
                  session.config().describe().c_str());
     std::fprintf(stderr, "scheme: %s\n", session.schemes().describe().c_str());
+    std::fprintf(stderr, "%s\n", session.describe_kv_cache().c_str());
   }
   std::fprintf(stderr, "load: %.2f s\n", e.load_seconds);
 

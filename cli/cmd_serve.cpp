@@ -36,7 +36,7 @@ void serve_usage() {
       "  --threads N         connections served at once (default 4 x parallel + 8)\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, kQuantizeFlagHelp, scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
 }
 
 std::string default_model_id(const std::string& path) {
@@ -71,6 +71,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--threads") threads = int_of(args, i, 1, 1024);
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
+    else if (a == "--full-kv") so.full_kv = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "reach serve: unknown option '" + a + "' (see reach serve --help)");
   }

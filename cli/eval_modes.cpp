@@ -20,12 +20,13 @@ using namespace reach::eval;
 
 namespace {
 
-std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_t L, uint32_t chunk, bool verbose) {
+std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_t L, const EvalOptions& o) {
   SessionOptions so;
   so.context = uint32_t(L);
-  so.chunk = chunk;
+  so.chunk = uint32_t(o.chunk);
   so.l_test = L;
   so.overrides = run.overrides;
+  so.full_kv = o.full_kv;
   std::unique_ptr<Session> s;
   try {
     s = std::make_unique<Session>(model, so);
@@ -33,9 +34,9 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
     throw Error(e.code(),
                 "scheme '" + run.name + "' at ctx " + std::to_string(L) + " (" + run.params + "): " + e.what());
   }
-  if (verbose)
-    std::fprintf(stderr, "scheme %s, ctx %lld: %s\n  %s\n", run.name.c_str(), (long long)L, run.params.c_str(),
-                 s->schemes().describe().c_str());
+  if (o.verbose)
+    std::fprintf(stderr, "scheme %s, ctx %lld: %s\n  %s\n  %s\n", run.name.c_str(), (long long)L, run.params.c_str(),
+                 s->schemes().describe().c_str(), s->describe_kv_cache().c_str());
   return s;
 }
 
@@ -84,7 +85,7 @@ LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string&
   const Window& w = plan.windows[ci];
   const SchemeRun run = preset_overrides(scheme, L, plan.L_train, o.user);
   auto t0 = std::chrono::steady_clock::now();
-  auto session = open_session(model, run, L, uint32_t(o.chunk), o.verbose);
+  auto session = open_session(model, run, L, o);
   const int32_t* in = plan.sample.data() + w.input_begin;
   prefill_plain(*session, in, w.n_prefix, size_t(o.chunk), bar);
   std::vector<size_t> positions;
@@ -187,7 +188,7 @@ void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string*
   for (const auto& scheme : plan.schemes) {
     const SchemeRun run = preset_overrides(scheme, int64_t(n_ctx), plan.L_train, o.user);
     auto t0 = std::chrono::steady_clock::now();
-    auto session = open_session(model, run, int64_t(n_ctx), uint32_t(o.chunk), o.verbose);
+    auto session = open_session(model, run, int64_t(n_ctx), o);
     PplRow row;
     row.scheme = scheme;
     row.ctx = int64_t(n_ctx);
@@ -233,7 +234,7 @@ void eval_passkey(Model& model, const EvalPlan& plan, ProgressBar& bar) {
     for (size_t ci = 0; ci < plan.ctxs.size(); ++ci) {
       const int64_t L = plan.ctxs[ci];
       const SchemeRun run = preset_overrides(scheme, L, plan.L_train, o.user);
-      auto session = open_session(model, run, L, uint32_t(o.chunk), o.verbose);
+      auto session = open_session(model, run, L, o);
       for (size_t di = 0; di < plan.depths.size(); ++di) {
         PasskeyCell cell;
         cell.scheme = scheme;

@@ -31,6 +31,7 @@ struct EvalOptions {
   int64_t trials = 5, chunk = kDefaultPrefillChunk;
   uint64_t seed = 0;
   bool verbose = false;
+  bool full_kv = false;   // --full-kv (SessionOptions::full_kv)
   SchemeOverrides user;   // scheme flags given on the command line
   std::optional<WType> quantize;   // --quantize
 };

@@ -32,6 +32,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 const char* const kQuantizeFlagHelp =
     "  --quantize T          quantize a safetensors model's weight matrices at load: q8_0, q4_0 or q4_k\n";
+const char* const kFullKvFlagHelp =
+    "  --full-kv             keep every position in the KV cache of sliding-window layers too (default:\n"
+    "                        a ring of window + chunk - 1 rows, O(window) memory; a rewind cannot go back\n"
+    "                        past what the ring overwrote)\n";
 
 WType quantize_of(const Args& args, size_t& i) {
   const std::string& flag = args[i];

@@ -34,6 +34,7 @@ struct Engine {
 WType quantize_of(const Args& args, size_t& i);
 // The help line of --quantize, for run / bench / eval.
 extern const char* const kQuantizeFlagHelp;
+extern const char* const kFullKvFlagHelp;   // --full-kv (SessionOptions::full_kv)
 
 // --device N|NAME overrides REACH_DEVICE.  `quantize` sets LoadOptions::quantize.
 Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true,

@@ -343,7 +343,11 @@ typedef struct reach_session_params {
   const char* scheme_flags;
   reach_sampling_params sampling; /* initial sampler (reach_session_set_sampling changes it) */
   int32_t profile;            /* 1: GPU timestamps per dispatch (slower) */
-  uint32_t reserved[16];
+  /* 1: sliding-window layers keep every position (--full-kv).  0 (default): they
+   * keep a ring of window + chunk - 1 rows, so their memory does not grow with
+   * the context, and reach_session_rewind cannot go back past what it overwrote. */
+  int32_t full_kv;
+  uint32_t reserved[15];
 } reach_session_params;
 
 REACH_API reach_session_params reach_session_default_params(void);
@@ -399,7 +403,9 @@ REACH_API reach_status reach_session_logits(reach_session* session, const float*
 REACH_API reach_status reach_session_position(const reach_session* session, uint32_t* position, uint32_t* capacity);
 
 /* Forgets everything after `position` (<= the current position).  The logits
- * are unavailable until the next prefill / decode. */
+ * are unavailable until the next prefill / decode.  INVALID_ARGUMENT, with no
+ * change, for a position above 0 whose keys a sliding-window ring has already
+ * overwritten (full_kv in reach_session_params keeps them). */
 REACH_API reach_status reach_session_rewind(reach_session* session, uint32_t position);
 
 /* rewind(0): an empty sequence, same KV cache and programs. */

@@ -34,7 +34,7 @@ constexpr double kLog2e = 1.4426950408889634;
 
 // The push-constant block of every attention kernel (shaders/spec/attention_push.h).
 using AttnPush = spec::AttentionPush;
-static_assert(sizeof(AttnPush) == 88);
+static_assert(sizeof(AttnPush) == 92);
 
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
 [[noreturn]] void unsupported(const std::string& what) { throw Error(ErrorCode::unsupported, "attention: " + what); }
@@ -68,11 +68,12 @@ float scale_log2(const AttentionSpec& s) {
   return float(sc * kLog2e);
 }
 
-AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable& t2, uint32_t capacity) {
+AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable& t2, const LayerCache& cache) {
   AttnPush p{};
   p.n_heads = s.n_heads;
   p.n_kv_heads = s.n_kv_heads;
-  p.capacity = capacity;
+  p.capacity = cache.rows(s);
+  p.ring = cache.ring;
   p.kv_base = 0;
   p.branch_window = s.branch_window;
   p.q2_const = s.q2_const;
@@ -99,6 +100,15 @@ AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable&
 // Whether the kernels read branch-1 keys from cache.k_rot.
 bool reads_rotated_keys(const AttentionSpec& spec, const LayerCache& cache) {
   return cache.k_rot && wants_rotated_keys(spec);
+}
+
+// A ring cache must hold every key a chunk of n rows still sees (LayerCache::ring).
+void check_ring(const AttentionSpec& spec, const LayerCache& cache, uint32_t n, const char* where) {
+  if (!cache.ring) return;
+  if (spec.window == 0) fail(std::string(where) + ": a ring cache needs a sliding-window layer (spec.window > 0)");
+  if (uint64_t(cache.ring) + 1 < uint64_t(spec.window) + std::max<uint32_t>(n, 1))
+    fail(std::string(where) + ": a ring of " + std::to_string(cache.ring) + " rows is too short for window " +
+         std::to_string(spec.window) + " and chunks of " + std::to_string(n) + " (needs window + chunk - 1)");
 }
 
 // What an unused table binding gets: the step buffer, or for texel bindings
@@ -264,6 +274,8 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   if (k_new.cols != kvd || v_new.cols != kvd || v_new.rows < k_new.rows)
     fail("store_kv: k/v rows must be [n, " + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("store_kv: no cache");
+  check_ring(spec, cache, k_new.rows, "store_kv");
+  const uint32_t rows = cache.rows(spec);
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
   const uint32_t wg = 64;
@@ -277,11 +289,11 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   sc.store_rot = store_rot;
   const Pipeline& p = device_.pipelines().get({ShaderId::attention_kv_store, 7, sizeof(AttnPush), sc.constants()});
   const uint64_t mb = max_binding(device_.caps());
-  const auto chunks = head_chunks(spec, cache.capacity, mb, device_.caps().min_storage_buffer_offset_alignment);
+  const auto chunks = head_chunks(spec, rows, mb, device_.caps().min_storage_buffer_offset_alignment);
   if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
-  AttnPush push = make_push(spec, table1, RopeTable{}, cache.capacity);
+  AttnPush push = make_push(spec, table1, RopeTable{}, cache);
   push.max_rows = k_new.rows;
-  const uint64_t cbytes = uint64_t(spec.n_kv_heads) * cache.capacity * spec.head_dim * 4;
+  const uint64_t cbytes = uint64_t(spec.n_kv_heads) * rows * spec.head_dim * 4;
   const BufferRange t1 = table_range(table1, step);
   const BufferRange kr = store_rot ? cache.k_rot->range(0, cbytes) : cache.k->range(0, cbytes);
   cmd.dispatch(p, {step, k_new.range(), v_new.range(), cache.k->range(0, cbytes), cache.v->range(0, cbytes), t1, kr},
@@ -298,6 +310,8 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
     fail("prefill: q/out must be [>= " + std::to_string(max_new) + ", " + std::to_string(qd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("prefill: no cache");
   if (max_new == 0) return;
+  check_ring(spec, cache, max_new, "prefill");
+  const uint32_t cache_rows = cache.rows(spec);
   uint32_t rows = 0, wg = 0;
   prefill_tile_sizes(spec, rows, wg);
   const uint32_t gq = group_size(spec);
@@ -317,13 +331,13 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
   select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex);
   const Pipeline& p = device_.pipelines().get(desc);
-  AttnPush push = make_push(spec, table1, table2, cache.capacity);
+  AttnPush push = make_push(spec, table1, table2, cache);
   push.max_rows = max_new;
   const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
-  const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
+  const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
   for (const HeadChunk& hc :
-       head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+       head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
@@ -362,7 +376,10 @@ DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const 
     while (d.bc > 1 && bytes(d.bc) > shared) d.bc /= 2;
     if (bytes(d.bc) > shared) unsupported("decode: the group's queries exceed shared memory");
   }
-  const uint32_t cap = std::max<uint32_t>(capacity, 1);
+  // The keys one step walks: a windowed layer without sinks starts its splits
+  // at the window's first key (decode_first_key in the shaders).
+  const uint32_t span = spec.window && !spec.sinks ? std::min(capacity, spec.window) : capacity;
+  const uint32_t cap = std::max<uint32_t>(span, 1);
   uint32_t len = std::max<uint32_t>(t.split_min, (cap + t.max_splits - 1) / std::max<uint32_t>(t.max_splits, 1));
   len = (len + d.bc - 1) / d.bc * d.bc;
   d.split_len = len;
@@ -384,6 +401,8 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   if (q.cols != qd || out.cols != qd || q.rows < 1 || out.rows < 1)
     fail("decode: q/out must be [1, " + std::to_string(qd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("decode: no cache");
+  check_ring(spec, cache, 1, "decode");
+  const uint32_t cache_rows = cache.rows(spec);
   const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, cache.capacity);
   const uint64_t need = decode_scratch_bytes(spec, cache.capacity);
   if (scratch.size < need)
@@ -412,17 +431,17 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
     select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
   }
   const Pipeline& p = device_.pipelines().get(desc);
-  AttnPush push = make_push(spec, table1, table2, cache.capacity);
+  AttnPush push = make_push(spec, table1, table2, cache);
   push.max_rows = 1;
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
   const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const BufferRange part{scratch.buffer, scratch.offset, need};
-  const uint64_t slab = uint64_t(cache.capacity) * spec.head_dim * 4;
+  const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
   const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};
   for (const HeadChunk& hc :
-       head_chunks(spec, cache.capacity, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+       head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,

@@ -67,16 +67,24 @@ struct TileCounts {
   std::string str() const;
 };
 
-// Per-layer K and V caches: [n_kv_heads][capacity][head_dim], f32.
+// Per-layer K and V caches: [n_kv_heads][rows()][head_dim], f32.
 struct LayerCache {
   const Buffer* k = nullptr;
   const Buffer* v = nullptr;
-  uint32_t capacity = 0;
+  uint32_t capacity = 0;   // positions the cache serves (keys [0, capacity))
   // Optional, for a raw cache with a dual-branch spec (ReRoPE, Leaky,
   // Self-Extend): the same keys rotated at their positions, written by
   // store_kv, so branch 1 (the window) reads them like plain RoPE instead of
   // rotating raw keys on every read.  Same shape as k.
   const Buffer* k_rot = nullptr;
+  // > 0: a ring cache for a sliding-window layer (spec.window > 0): the sinks
+  // keep rows [0, sinks), key m >= sinks lives in row sinks + (m - sinks) mod
+  // ring, so memory is O(window), not O(context).  A prefill chunk of n rows
+  // needs ring >= window + n - 1 (its keys overwrite only keys it no longer
+  // sees); decode needs ring >= window.
+  uint32_t ring = 0;
+  // Rows per kv head: sinks + ring for a ring cache, else capacity.
+  uint32_t rows(const AttentionSpec& spec) const { return ring ? spec.sinks + ring : capacity; }
 };
 
 // Whether a cache for `spec` benefits from LayerCache::k_rot.

@@ -100,8 +100,18 @@ Session::Session(Model& model, const SessionOptions& options)
   if (saturating_mul({rows1, pairs, 8}) > limit) table_too_large(schemes_, false, rows1, pairs, capacity_, limit);
   if (saturating_mul({rows2, pairs, 8}) > limit) table_too_large(schemes_, true, rows2, pairs, capacity_, limit);
 
+  // Ring caches for sliding-window layers when they save memory (LayerCache::ring):
+  // window + chunk - 1 rows hold every key a chunk of queries still sees.
+  for (const auto& spec : schemes_.layers) {
+    const uint64_t ring = uint64_t(spec.window) + chunk_ - 1;
+    const bool use = !options.full_kv && spec.window > 0 && spec.sinks + ring < capacity_;
+    ring_.push_back(use ? uint32_t(ring) : 0);
+  }
+  ring_lost_.assign(ring_.size(), 0);
   const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
-  const uint64_t kv_bytes = saturating_mul({kvd, capacity_, 4});
+  uint64_t max_rows = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) max_rows = std::max<uint64_t>(max_rows, kv_rows(l));
+  const uint64_t kv_bytes = saturating_mul({kvd, max_rows, 4});
   if (kv_bytes > limit)
     throw Error(ErrorCode::out_of_memory,
                 "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) +
@@ -113,8 +123,9 @@ Session::Session(Model& model, const SessionOptions& options)
   uint64_t dec = 0;
   for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
   uint64_t caches = 0;
-  for (const auto& spec : schemes_.layers)
-    caches = saturating_add(caches, saturating_mul({kv_bytes, wants_rotated_keys(spec) ? 3u : 2u}));
+  for (size_t l = 0; l < schemes_.layers.size(); ++l)
+    caches = saturating_add(caches, saturating_mul({kvd, kv_rows(l), 4, wants_rotated_keys(schemes_.layers[l]) ? 3u : 2u}));
+  kv_cache_bytes_ = caches;
   const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
   const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
   const uint64_t scratch = saturating_add(
@@ -154,12 +165,13 @@ Session::Session(Model& model, const SessionOptions& options)
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string name = "kv cache layer " + std::to_string(l);
-    k_cache_.push_back(A.allocate(Arena::cache, kv_bytes, "k " + name));
-    v_cache_.push_back(A.allocate(Arena::cache, kv_bytes, "v " + name));
+    const uint64_t layer_bytes = kvd * kv_rows(size_t(l)) * 4;
+    k_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "k " + name));
+    v_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "v " + name));
     // Dual-branch layers keep rotated keys too (LayerCache::k_rot): the
     // window branch then costs what plain RoPE does, for 50 % more cache.
     k_rot_.push_back(wants_rotated_keys(schemes_.layers[size_t(l)])
-                         ? A.allocate(Arena::cache, kv_bytes, "rotated k " + name)
+                         ? A.allocate(Arena::cache, layer_bytes, "rotated k " + name)
                          : Buffer{});
   }
   ids_ = A.allocate(Arena::staging, n * 4, "token ids");
@@ -199,7 +211,57 @@ void Session::rewind(uint32_t n) {
   if (n > pos_)
     throw Error(ErrorCode::invalid_argument, "cannot rewind to position " + std::to_string(n) +
                                                  ": the session holds only " + tok(pos_));
+  const uint32_t floor = rewind_floor();
+  if (n != 0 && n < floor)
+    throw Error(ErrorCode::invalid_argument,
+                "cannot rewind to position " + std::to_string(n) + ": the sliding-window layers keep their keys in a "
+                "ring of about window + prefill chunk positions, and the keys position " + std::to_string(n) +
+                " needs were overwritten; rewind to 0 or to at least " + std::to_string(floor) +
+                ", or open the session with full_kv (--full-kv) to keep every position");
   pos_ = n;   // cache entries past n are simply overwritten later
+  if (n == 0) ring_lost_.assign(ring_lost_.size(), 0);   // nothing older is needed again
+}
+
+uint32_t Session::rewind_floor() const {
+  uint32_t floor = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) {
+    if (!ring_[l]) continue;
+    const AttentionSpec& spec = schemes_.layers[l];
+    // Position n needs keys [max(sinks, n - window + 1), n) >= sinks: intact when
+    // they start at or after ring_lost_, or when there are none (n <= sinks).
+    if (ring_lost_[l] <= spec.sinks) continue;
+    floor = std::max<uint32_t>(floor, ring_lost_[l] + spec.window - 1);
+  }
+  return floor;
+}
+
+uint32_t Session::kv_rows(size_t l) const {
+  return ring_[l] ? schemes_.layers[l].sinks + ring_[l] : capacity_;
+}
+
+std::string Session::describe_kv_cache() const {
+  size_t rings = 0, windowed = 0;
+  uint32_t ring_rows = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) {
+    if (schemes_.layers[l].window) ++windowed;
+    if (ring_[l]) {
+      ++rings;
+      ring_rows = std::max(ring_rows, kv_rows(l));
+    }
+  }
+  std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_);
+  if (rings)
+    s += " (" + std::to_string(rings) + " of " + std::to_string(ring_.size()) + " layers are sliding-window rings of " +
+         std::to_string(ring_rows) + " rows; --full-kv keeps every position)";
+  else if (windowed)
+    s += " (every position on all layers, sliding-window ones included)";
+  return s;
+}
+
+void Session::advance(uint32_t n) {
+  pos_ += n;
+  for (size_t l = 0; l < ring_.size(); ++l)
+    if (ring_[l] && pos_ > ring_[l]) ring_lost_[l] = std::max(ring_lost_[l], pos_ - ring_[l]);
 }
 
 Session::Program& Session::program(uint32_t n, bool all_logits) {
@@ -225,7 +287,7 @@ void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
 }
 
 LayerCache Session::layer_cache(size_t l) const {
-  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr};
+  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l]};
 }
 
 void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
@@ -269,7 +331,7 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   } else {
     T.download(logits_buf_, 0, logits_.data(), uint64_t(V) * 4);
   }
-  pos_ += n;
+  advance(n);
 }
 
 void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
@@ -376,13 +438,13 @@ void Session::begin_batch_row(int32_t id) {
 
 void Session::finish_batch_row(const float* logits) {
   std::memcpy(logits_.data(), logits, size_t(config_.vocab_size) * 4);
-  pos_ += 1;
+  advance(1);
 }
 
 void Session::read_decode_logits() {
   Transfer T(model_.allocator());
   T.download(logits_buf_, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
-  pos_ += 1;
+  advance(1);
 }
 
 }  // namespace reach

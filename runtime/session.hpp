@@ -29,6 +29,11 @@ struct SessionOptions {
   int64_t l_test = 0;            // dynamic scaling's L_test (prompt + max new tokens); 0 = context
   SchemeOverrides overrides;     // CLI / API overrides of config.json's schemes
   bool profile = false;          // timestamps per dispatch
+  // Sliding-window layers (e.g. Gemma 3's local layers) keep only their window
+  // (plus a prefill chunk) of keys in a ring: memory O(window), not O(context),
+  // at the price of how far rewind can go back (rewind_floor).  true keeps
+  // every position for every layer.
+  bool full_kv = false;
 };
 
 class Session {
@@ -69,8 +74,17 @@ class Session {
   uint32_t position() const { return pos_; }
   uint32_t capacity() const { return capacity_; }
   uint32_t chunk() const { return chunk_; }   // prefill chunk length
-  // Forget everything after position n (n <= position()).
+  // Forget everything after position n (n <= position(); n == 0 or
+  // n >= rewind_floor(): a ring cache has overwritten the keys older ones need).
   void rewind(uint32_t n);
+  // The lowest position above 0 that rewind accepts now (0: any).
+  uint32_t rewind_floor() const;
+  // Device bytes of the KV caches (keys, values, rotated keys) of all layers.
+  uint64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+  // Rows per kv head of layer l's cache: capacity(), or a ring's sinks + ring.
+  uint32_t kv_rows(size_t l) const;
+  // "KV cache 12.0 MiB (...)": bytes, and the ring rows of sliding-window layers.
+  std::string describe_kv_cache() const;
   void reset() { rewind(0); }
 
   const ModelConfig& config() const { return config_; }
@@ -121,6 +135,7 @@ class Session {
   void check_ids(std::span<const int32_t> ids) const;
   void write_step_inputs(const int32_t* ids, uint32_t n);
   void read_decode_logits();
+  void advance(uint32_t n);   // position + n, and what ring caches overwrote
 
   Model& model_;
   SessionOptions options_;
@@ -135,6 +150,9 @@ class Session {
   RopeTable table1_, table2_, table_local_;   // table_local_: the local layers' (base rope_local_theta)
   std::vector<Buffer> k_cache_, v_cache_;
   std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
+  std::vector<uint32_t> ring_;       // per layer: LayerCache::ring (0: every position)
+  std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
+  uint64_t kv_cache_bytes_ = 0;
   Buffer ids_, step_;
   Buffer x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_, decode_scratch_;
   std::vector<float> logits_;

@@ -18,7 +18,8 @@ void main() {
   const uint H = pc.n_heads;
   const uint pos0 = step[0], n_new = max(step[1], 1u);
   const uint kv_len = pos0 + n_new;
-  const uint n_live = min(pc.n_splits, (kv_len + pc.split_len - 1u) / pc.split_len);
+  const uint keys = kv_len - uint(decode_first_key(int(kv_len) - 1));
+  const uint n_live = min(pc.n_splits, (keys + pc.split_len - 1u) / pc.split_len);
   const uint ml_base = pc.n_splits * H * D;
   float mx = NEG;
   for (uint s = 0u; s < n_live; ++s) {

@@ -70,6 +70,21 @@ float alibi_slope(uint h) {
                             : pow(pc.alibi_m1, float(2u * (h - pc.alibi_nlog2) + 1u));
 }
 
+// Cache row of key m: its position, or in a ring cache (pc.ring > 0, the
+// windowed layers' O(window) cache) the sinks keep rows [0, sinks) and later
+// keys cycle through the ring rows after them.  pc.capacity is the row count.
+uint kv_row(int m) {
+  if (pc.ring == 0u || m < int(pc.sinks)) return uint(m);
+  return pc.sinks + uint(m - int(pc.sinks)) % pc.ring;
+}
+
+// First key a decode split walks from: windowed layers without sinks start
+// at the window's first key, so their splits cover only the window.
+int decode_first_key(int i) {
+  if (pc.window == 0u || pc.sinks != 0u) return 0;
+  return max(i - int(pc.window) + 1, 0);
+}
+
 // Visibility of key m from query i: causal, then sliding window + sinks.
 bool key_visible(int i, int m) {
   if (m > i) return false;

@@ -81,7 +81,7 @@ void main() {
   const uint pos0 = step[0], n_new = max(step[1], 1u);
   const int i = int(pos0 + n_new - 1u);
   const int kv_len = i + 1;
-  const int k_begin = int(s * pc.split_len);
+  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
   if (k_begin >= kv_len) return;   // past the live keys: the combine pass skips this split
   const int k_end = min(k_begin + int(pc.split_len), kv_len);
   const int W = int(min(pc.branch_window, 0x7fffffffu));
@@ -147,7 +147,7 @@ void main() {
     // Phase 1: scores, one key per invocation.
     for (uint j = lane; j < nk; j += WG) {
       const int m = k_lo + int(j);
-      const uint base = (g_local * pc.capacity + uint(m)) * D4;
+      const uint base = (g_local * pc.capacity + kv_row(m)) * D4;
       const bool b2 = need2 && (!need1 || (i - m) >= W);
       vec4 kr[D4];
       if (b2) {
@@ -195,7 +195,7 @@ void main() {
       for (uint a = 0u; a < ACCN; ++a) acc[hq * ACCN + a] *= alpha;
     }
     for (uint j = 0u; j < nk; ++j) {
-      const uint base = (g_local * pc.capacity + uint(k_lo) + j) * D4;
+      const uint base = (g_local * pc.capacity + kv_row(k_lo + int(j))) * D4;
       for (uint a = 0u; a < ACCN; ++a) {
         const uint c = lane + a * WG;
         if (c >= D4) break;

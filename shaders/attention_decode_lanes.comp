@@ -101,7 +101,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
     const int mk = min(m, k_last);
-    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+    const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
     float s1[HPW], s2[HPW];
     if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
     if (need2) KEY_SCORES(s2, q2, false, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2)
@@ -132,7 +132,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   }
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int mk = min(k0 + int(t * WG + lane), k_last);
-    const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+    const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
       const vec4 v = VC(base + c);
       [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) acc[hq * D4 + c] += s[t * HPW + hq] * v;
@@ -149,7 +149,7 @@ void main() {
   const uint H = pc.n_heads;
   const uint pos0 = step[0], n_new = max(step[1], 1u);
   const int i = int(pos0 + n_new - 1u);
-  const int k_begin = int(s * pc.split_len);
+  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
   if (k_begin > i) return;   // past the live keys: the combine pass skips this split
   const int k_last = min(k_begin + int(pc.split_len), i + 1) - 1;
   const int W = int(min(pc.branch_window, 0x7fffffffu));

@@ -3,7 +3,8 @@
 // cache position pos0 + t of every kv head ([n_kv_heads][capacity][D]).
 // KeyNorm / CosA keys are stored L2-normalised (norm of the un-rotated key);
 // with a rotated cache the key is then rotated at its position (table 1).
-// Positions come from the step buffer; rows past the capacity are dropped.
+// Positions come from the step buffer; rows past the capacity are dropped
+// (a ring cache, pc.ring > 0, reuses rows instead: kv_row).
 // STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
 #include "contract.glsl"
@@ -27,9 +28,9 @@ void main() {
   const uint pos0 = step[0], n_new = min(step[1], pc.max_rows);
   if (t >= n_new) return;
   const uint pos = pos0 + t;
-  if (pos >= pc.capacity) return;
+  if (pc.ring == 0u && pos >= pc.capacity) return;
   const uint src = (t * hkv + g) * D4;
-  const uint dst = (g * pc.capacity + pos) * D4;
+  const uint dst = (g * pc.capacity + kv_row(int(pos))) * D4;
   float f = 1.0;
   if (NORMALIZE) {
     float n2 = 0.0;

@@ -104,7 +104,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
   const bool need2 = DUAL && cls != 1u;
   // This lane's key (clamped to a written one; keys past k_hi are masked).
   const int mk = min(k0 + int(lane), k_hi);
-  const uint base = (g_local * pc.capacity + uint(mk)) * D4;
+  const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
 
   float s1[WG], s2[WG];
   [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {

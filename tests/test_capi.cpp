@@ -267,6 +267,36 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
     REQUIRE_OK(reach_device_free(dev));
   }
 
+  SUBCASE("a sliding-window ring cannot rewind past what it overwrote; full_kv can") {
+    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &m));
+    std::vector<int32_t> ids(40, 5);
+    for (int32_t full : {0, 1}) {
+      reach_session_params sp = reach_session_default_params();
+      CHECK(sp.full_kv == 0);
+      sp.context = 64;
+      sp.chunk = 4;
+      sp.attn_window = 8;   // a ring of 8 + 4 - 1 = 11 rows
+      sp.full_kv = full;
+      REQUIRE_OK(reach_session_create(m, &sp, &s));
+      REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+      if (full) {
+        REQUIRE_OK(reach_session_rewind(s, 5));
+      } else {
+        CHECK_FAILS(reach_session_rewind(s, 5), REACH_ERROR_INVALID_ARGUMENT);
+        CHECK(std::string(reach_last_error()).find("full_kv") != std::string::npos);
+        REQUIRE_OK(reach_session_rewind(s, 36));   // keys 29..39 are still in the ring
+      }
+      uint32_t pos = 0;
+      REQUIRE_OK(reach_session_position(s, &pos, nullptr));
+      CHECK(pos == (full ? 5u : 36u));
+      REQUIRE_OK(reach_session_decode(s, 5));
+      REQUIRE_OK(reach_session_free(s));
+    }
+    REQUIRE_OK(reach_model_free(m));
+    REQUIRE_OK(reach_device_free(dev));
+  }
+
   SUBCASE("wrong order, context overflow, freed handles") {
     REQUIRE_OK(reach_device_create(nullptr, &dev));
     REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &m));

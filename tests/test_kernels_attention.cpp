@@ -198,6 +198,9 @@ struct Harness {
   // Decode kernels to run (AttentionTuning::decode_variant): the shared-memory
   // workgroup kernel and the lanes kernel, whatever the device would choose.
   std::vector<uint32_t> decode_variants = {1, 2};
+  // Sliding-window layers only: a ring of this many rows after the sinks
+  // (LayerCache::ring) instead of one row per position; 0 = full cache.
+  uint32_t ring = 0;
 
   std::string describe() const {
     std::ostringstream o;
@@ -206,7 +209,7 @@ struct Harness {
     for (uint32_t c : chunks) o << c << ",";
     o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",lane keys="
       << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
-      << ") rotated_keys=" << rotated_keys;
+      << ") rotated_keys=" << rotated_keys << " ring=" << ring;
     return o.str();
   }
 
@@ -237,11 +240,16 @@ struct Harness {
       }
     }
     // Caches start as NaN: reading a key past the live ones poisons the output.
-    std::vector<uint32_t> nan(size_t(Hkv) * cap * d, 0x7fc00000u);
+    // A ring cache holds only sinks + ring rows: older keys are overwritten,
+    // so a kernel that reads one outside the window gets a wrong (non-NaN)
+    // key and the comparison with the reference fails.
+    const uint32_t rows = ring ? a.sinks + ring : cap;
+    std::vector<uint32_t> nan(size_t(Hkv) * rows * d, 0x7fc00000u);
     Buffer kc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "k cache");
     Buffer vc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "v cache");
     Buffer krc;
-    LayerCache cache{&kc, &vc, cap};
+    LayerCache cache{&kc, &vc, cap, nullptr, ring};
+    REQUIRE(cache.rows(a) == rows);
     if (rotated_keys && wants_rotated_keys(a)) {
       krc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "rotated k cache");
       cache.k_rot = &krc;
@@ -280,25 +288,34 @@ struct Harness {
     };
 
     uint32_t p0 = 0;
-    for (uint32_t len : chunks) {
-      Act qa{&qb, 0, len, qd}, ka{&kb, 0, len, kvd}, va{&vb, 0, len, kvd}, oa{&ob, 0, len, qd};
-      upload_rows(p0, len);
-      CommandList cmd(*g.device);
-      cmd.begin();
-      att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
-      cmd.barrier();
-      att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len);
-      cmd.end();
-      cmd.run();
-      check(p0, len, "prefill");
-      p0 += len;
-    }
+    auto prefill_all = [&]() {
+      p0 = 0;
+      for (uint32_t len : chunks) {
+        Act qa{&qb, 0, len, qd}, ka{&kb, 0, len, kvd}, va{&vb, 0, len, kvd}, oa{&ob, 0, len, qd};
+        upload_rows(p0, len);
+        CommandList cmd(*g.device);
+        cmd.begin();
+        att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+        cmd.barrier();
+        att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len);
+        cmd.end();
+        cmd.run();
+        check(p0, len, "prefill");
+        p0 += len;
+      }
+    };
+    prefill_all();
     const uint32_t p_decode = p0;
+    bool first_variant = true;
     for (uint32_t variant : decode_steps ? decode_variants : std::vector<uint32_t>{}) {
       AttentionTuning tv = tuning;
       tv.decode_variant = variant;
       Attention dec(*g.device, tv);
       if (variant == 2 && !dec.lanes_decode_supported()) continue;
+      // A ring cannot be rewound: the previous variant's steps overwrote the
+      // rows the first decode positions need, so prefill again.
+      if (ring && !first_variant) prefill_all();
+      first_variant = false;
       const std::string what = "decode (variant " + std::to_string(variant) + ")";
       Buffer scratch = g.zeros(dec.decode_scratch_bytes(a, cap), "decode scratch");
       Act qa{&qb, 0, 1, qd}, ka{&kb, 0, 1, kvd}, va{&vb, 0, 1, kvd}, oa{&ob, 0, 1, qd};
@@ -497,6 +514,49 @@ TEST_CASE("attention: decode at many positions with one recorded command buffer,
     Harness h{make_scheme(kind, 4, 2, 16, 24, 40, 2), 5, {5}, 120, small_tiles()};
     expect_ok(h);
   }
+}
+
+TEST_CASE("attention: ring KV cache for sliding-window layers (memory O(window))") {
+  // Window 40: chunks up to 33 rows need a ring of 40 + 33 - 1 = 72 rows, and
+  // 63 + 150 positions wrap it about three times.  With sinks the first rows stay
+  // put; without them decode starts its splits at the window's first key.
+  const uint32_t win = 40;
+  for (uint32_t sinks : {0u, 3u})
+    for (Kind kind : {Kind::window_sinks, Kind::window_rerope})
+      for (uint32_t hkv : {1u, 2u}) {
+        Harness h{make_scheme(kind, 4, hkv, 16, 24, win, sinks), 63, {30, 33}, 150, small_tiles()};
+        h.ring = win + 33 - 1;
+        expect_ok(h);
+        // Default tiles, one-token chunks, the shortest ring decode allows.
+        Harness one{make_scheme(kind, 4, hkv, 64, 24, win, sinks), 3, {1, 1, 1}, 100};
+        one.ring = win;
+        expect_ok(one);
+      }
+}
+
+TEST_CASE("attention: a ring shorter than window + chunk - 1 is rejected") {
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  AttentionSpec s = make_scheme(Kind::window_sinks, 4, 2, 16, 0, 40, 0).spec;
+  Buffer dummy = g.zeros(1 << 16);
+  Buffer step = g.zeros(16);
+  RopeTable t{&dummy, 64, 8};
+  LayerCache short_ring{&dummy, &dummy, 1000, nullptr, 40};
+  CommandList cmd(*g.device);
+  cmd.begin();
+  // 40 rows hold decode (one key at a time) but not a chunk of 2.
+  auto message = [&](const AttentionSpec& sp, uint32_t n) -> std::string {
+    try {
+      att.store_kv(cmd, sp, t, step.range(0, 16), Act{&dummy, 0, n, 32}, Act{&dummy, 0, n, 32}, short_ring);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(message(s, 2).find("too short for window 40") != std::string::npos);
+  AttentionSpec full = make_scheme(Kind::rope_rotated, 4, 2, 16).spec;
+  CHECK(message(full, 1).find("needs a sliding-window layer") != std::string::npos);
+  cmd.end();
 }
 
 TEST_CASE("attention: decode with GQA groups split into head chunks (lanes kernel)") {

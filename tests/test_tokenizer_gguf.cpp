@@ -478,22 +478,11 @@ std::vector<std::string> expect_texts(const std::string& name) {
   return texts;
 }
 
-std::optional<fs::path> gemma3_gguf() {
-  if (const char* e = std::getenv("REACH_GEMMA3_GGUF"); e && *e) return fs::path(e);
-  const char* models = std::getenv("REACH_MODELS");
-  const fs::path base = models && *models ? fs::path(models) : fs::path(std::getenv("HOME")) / ".cache/reach/models";
-  const fs::path p = base / "gemma-3-270m" / "gemma-3-270m-q4_k_m.gguf";
-  if (!fs::exists(p)) {
-    MESSAGE("SKIP: " << p.string() << " is absent (tools/get_gemma3.sh fetches it)");
-    return std::nullopt;
-  }
-  return p;
-}
 
 }  // namespace
 
 TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a reference SentencePiece merge") {
-  const auto path = gemma3_gguf();
+  const auto path = reach::test::gemma3_gguf();
   if (!path) return;
   const GgufFile f = GgufFile::open(*path);
   const Tokenizer tk = Tokenizer::from_gguf(f);

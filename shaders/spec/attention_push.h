@@ -2,6 +2,7 @@
 PUSH_UINT(n_heads)
 PUSH_UINT(n_kv_heads)
 PUSH_UINT(capacity)
+PUSH_UINT(ring)
 PUSH_UINT(kv_base)
 PUSH_UINT(branch_window)
 PUSH_INT(q2_const)

@@ -64,4 +64,18 @@ std::string run_command(const std::string& cmd) {
   return out;
 }
 
+fs::path models_dir() {
+  if (const char* m = std::getenv("REACH_MODELS"); m && *m) return m;
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : "/") / ".cache/reach/models";
+}
+
+std::optional<fs::path> gemma3_gguf() {
+  if (const char* e = std::getenv("REACH_GEMMA3_GGUF"); e && *e) return fs::path(e);
+  const fs::path p = models_dir() / "gemma-3-270m" / "gemma-3-270m-q4_k_m.gguf";
+  if (fs::is_regular_file(p)) return p;
+  MESSAGE("SKIP: " << p.string() << " is absent (tools/get_gemma3.sh fetches it; or set REACH_GEMMA3_GGUF)");
+  return std::nullopt;
+}
+
 }  // namespace reach::test

@@ -1,6 +1,7 @@
 #pragma once
 // Paths, temporary directories, files and shell commands for the test suites.
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace reach::test {
@@ -8,6 +9,11 @@ namespace reach::test {
 // Repository root (REACH_SOURCE_ROOT, set by meson test) and build root (REACH_BUILD_ROOT).
 std::filesystem::path source_root();
 std::filesystem::path build_root();
+// The model cache tools/get_*.sh install into: ${REACH_MODELS:-$HOME/.cache/reach/models}.
+std::filesystem::path models_dir();
+// Gemma 3 270M Q4_K_M: $REACH_GEMMA3_GGUF, else where tools/get_gemma3.sh puts it; nullopt
+// (after a SKIP message) when absent.
+std::optional<std::filesystem::path> gemma3_gguf();
 
 // A directory under the process's own temp root, /tmp/reach-test-<pid>/<name>;
 // it stays after the run (tiny models and reference outputs live there).
