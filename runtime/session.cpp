@@ -236,7 +236,8 @@ uint32_t Session::rewind_floor() const {
 }
 
 uint32_t Session::kv_rows(size_t l) const {
-  return ring_[l] ? schemes_.layers[l].sinks + ring_[l] : capacity_;
+  // LayerCache::rows is the one definition (the buffers may not exist yet).
+  return LayerCache{nullptr, nullptr, capacity_, nullptr, ring_[l]}.rows(schemes_.layers[l]);
 }
 
 std::string Session::describe_kv_cache() const {
