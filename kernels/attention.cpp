@@ -197,6 +197,10 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
     t.split_min = 128;
   }
   t.max_splits = 256;
+  // CPU: one block (lavapipe: the tile is 8 keys).  GPUs: a tile of 32 or 64
+  // keys fully unrolled (x head_dim / 4 shuffles, x 2 for ReRoPE) took NVIDIA's
+  // compiler 60 s and more per pipeline (H200, driver 580).
+  t.prefill_key_block = caps.is_cpu() ? sg : std::min<uint32_t>(8, sg);
   t.texel = caps.is_cpu() ? 2 : 1;
   const bool fixed_subgroup = caps.subgroup_size_control || caps.subgroup_min == caps.subgroup_max;
   t.decode_variant = caps.is_cpu() && caps.has_subgroup_arithmetic() && fixed_subgroup ? 2 : 1;
@@ -213,6 +217,7 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
   if (!tuning_.decode_keys) tuning_.decode_keys = d.decode_keys;
   if (!tuning_.split_min) tuning_.split_min = d.split_min;
   if (!tuning_.max_splits) tuning_.max_splits = d.max_splits;
+  if (!tuning_.prefill_key_block) tuning_.prefill_key_block = d.prefill_key_block;
   if (!tuning_.texel) tuning_.texel = d.texel;
   if (!tuning_.decode_variant) tuning_.decode_variant = d.decode_variant;
   if (!tuning_.decode_lane_keys) tuning_.decode_lane_keys = d.decode_lane_keys;
@@ -326,6 +331,10 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   sc.head_dim = spec.head_dim;
   sc.gq = gq;
   sc.rot_pairs = rot_pairs(spec);
+  // A power of two (the subgroup size is one), so it divides the tile.
+  uint32_t kb = 1;
+  while (kb * 2 <= std::min(tuning_.prefill_key_block, wg)) kb *= 2;
+  sc.key_block = kb;
   set_scheme(sc, spec, krot);
   PipelineDesc desc{ShaderId::attention_prefill, 8, sizeof(AttnPush), sc.constants()};
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;

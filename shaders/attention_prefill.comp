@@ -65,8 +65,8 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   else table_cs1(p, c, cs, sn);
 }
 
-// s[jj] += q · key(k0 + jj) for the WG keys of the tile; this lane supplies
-// key k0 + lane (at `base`), rotated at position `kp` when ROT_K.
+// s[jj] += q · key(k0 + j0 + jj) for the KS keys of one block of the tile;
+// lane l supplies key k0 + l (at `base`), rotated at position `kp` when ROT_K.
 #define QK(s, q, ROT_K, kp, T2, LOADK)                                          \
   {                                                                             \
     [[unroll]] for (uint c = 0u; c < D4; ++c) {                                 \
@@ -79,10 +79,10 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
         k_hi = x_hi * cs + k_lo * sn;                                           \
         k_lo = k_lo * cs - x_hi * sn;                                           \
       }                                                                         \
-      [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {                            \
-        const vec4 kb = subgroupShuffle(k_lo, jj);                              \
+      [[unroll]] for (uint jj = 0u; jj < KS; ++jj) {                            \
+        const vec4 kb = subgroupShuffle(k_lo, j0 + jj);                         \
         vec4 a = q[c] * kb;                                                     \
-        if ((ROT_K) && c < R4) a += q[c + R4] * subgroupShuffle(k_hi, jj);      \
+        if ((ROT_K) && c < R4) a += q[c + R4] * subgroupShuffle(k_hi, j0 + jj); \
         s[jj] += (a.x + a.y) + (a.z + a.w);                                     \
       }                                                                         \
     }                                                                           \
@@ -106,42 +106,48 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
   const int mk = min(k0 + int(lane), k_hi);
   const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
 
-  float s1[WG], s2[WG];
-  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-    s1[jj] = 0.0;
-    s2[jj] = 0.0;
-  }
-  if (need1) {
-    if (KROT) QK(s1, q1, false, mk, false, KR)
-    else QK(s1, q1, ROPE && RAW, mk, false, KC)
-  }
-  if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
+  // Blocks of KS keys, each its own online-softmax step.  On CPU devices KS =
+  // WG (one block, no loop); on GPUs (WG 32 or 64) a fully unrolled tile made
+  // the driver's compiler take minutes, and a block re-reads its lane's K/V
+  // from cache, not memory.
+  [[dont_unroll]] for (uint j0 = 0u; j0 < WG && k0 + int(j0) <= k_hi; j0 += KS) {
+    float s1[KS], s2[KS];
+    [[unroll]] for (uint jj = 0u; jj < KS; ++jj) {
+      s1[jj] = 0.0;
+      s2[jj] = 0.0;
+    }
+    if (need1) {
+      if (KROT) QK(s1, q1, false, mk, false, KR)
+      else QK(s1, q1, ROPE && RAW, mk, false, KC)
+    }
+    if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
 
-  // Select, ALiBi, masks (log2 domain), then the online softmax update.
-  float tmax = NEG;
-  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-    const int m = k0 + int(jj);
-    float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
-    if (ALIBI) s -= slope * float(i - m);
-    s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
-    s1[jj] = s;
-    tmax = max(tmax, s);
-  }
-  const float m_new = max(m_run, tmax);
-  const float alpha = exp2(m_run - m_new);
-  float psum = 0.0;
-  [[unroll]] for (uint jj = 0u; jj < WG; ++jj) {
-    const float p = s1[jj] > NEG_HALF ? exp2(s1[jj] - m_new) : 0.0;
-    s1[jj] = p;
-    psum += p;
-  }
-  l_run = l_run * alpha + psum;
-  m_run = m_new;
-  [[unroll]] for (uint c = 0u; c < D4; ++c) {
-    const vec4 v = VC(base + c);
-    vec4 a = o[c] * alpha;
-    [[unroll]] for (uint jj = 0u; jj < WG; ++jj) a += s1[jj] * subgroupShuffle(v, jj);
-    o[c] = a;
+    // Select, ALiBi, masks (log2 domain), then the online softmax update.
+    float tmax = NEG;
+    [[unroll]] for (uint jj = 0u; jj < KS; ++jj) {
+      const int m = k0 + int(j0 + jj);
+      float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
+      if (ALIBI) s -= slope * float(i - m);
+      s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
+      s1[jj] = s;
+      tmax = max(tmax, s);
+    }
+    const float m_new = max(m_run, tmax);
+    const float alpha = exp2(m_run - m_new);
+    float psum = 0.0;
+    [[unroll]] for (uint jj = 0u; jj < KS; ++jj) {
+      const float p = s1[jj] > NEG_HALF ? exp2(s1[jj] - m_new) : 0.0;
+      s1[jj] = p;
+      psum += p;
+    }
+    l_run = l_run * alpha + psum;
+    m_run = m_new;
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      const vec4 v = VC(base + c);
+      vec4 a = o[c] * alpha;
+      [[unroll]] for (uint jj = 0u; jj < KS; ++jj) a += s1[jj] * subgroupShuffle(v, j0 + jj);
+      o[c] = a;
+    }
   }
 }
 
@@ -208,11 +214,16 @@ void main() {
   const int t_win = DUAL ? clamp(q_hi - W < 0 ? 0 : (q_hi - W) / B + 1, n_out, t_end + 1) : 0;
   const int n_masked = pc.window == 0u ? 0 : min(max(q_lo - int(pc.window) + 1, 0) / B, t_end + 1);
   const int n_sink = min((int(pc.sinks) + B - 1) / B, n_masked);
+  // One loop per class (one inlined copy of key_tile each): it jumps from the
+  // last sink tile to the first unmasked one.
 #define TILE_RANGE(a, b, CLS)                                                   \
   {                                                                             \
-    const int lo_ = (a), hi_ = (b);                                             \
-    for (int kt = lo_; kt < min(hi_, n_sink); ++kt) key_tile(kt * B, CLS, lane, g_local, i, q_hi, W); \
-    for (int kt = max(lo_, n_masked); kt < hi_; ++kt) key_tile(kt * B, CLS, lane, g_local, i, q_hi, W); \
+    const int hi_ = (b), skip_lo = min(hi_, n_sink), skip_hi = max((a), n_masked); \
+    for (int kt = (a); kt < hi_; ++kt) {                                        \
+      if (kt >= skip_lo && kt < skip_hi) kt = skip_hi;                          \
+      if (kt >= hi_) break;                                                     \
+      key_tile(kt * B, CLS, lane, g_local, i, q_hi, W);                         \
+    }                                                                           \
   }
   if (DUAL) {
     TILE_RANGE(0, n_out, 2u)

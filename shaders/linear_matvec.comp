@@ -13,8 +13,8 @@
 //     covers WG * ROWS rows.
 //  1  a workgroup covers ROWS rows; each subgroup takes rows in turn, its
 //     lanes split K and subgroupAdd reduces (GPUs with subgroup arithmetic).
-//     Uses the real gl_SubgroupSize, so any subgroup size (8/32/64, or a
-//     partial subgroup when WG is smaller) is correct.
+//     Uses the real subgroup size, so any subgroup size (8/32/64, or a
+//     partial subgroup when WG is smaller: its live lanes) is correct.
 //  2  as 1 but the whole workgroup splits K and a shared-memory tree
 //     reduces (no subgroup ops; WG must be a power of two).
 #extension GL_KHR_shader_subgroup_basic : require
@@ -32,7 +32,23 @@ shared float red[MODE == 2 ? ROWS * WG : 1];
 void partial_dot(uint xb[XROWS], uint wb, uint K, uint lane, uint lanes, out float s[XROWS]) {
   for (uint j = 0; j < XROWS; ++j) s[j] = 0.0;
   const uint K4 = K & ~3u;
-  for (uint k = lane * 4; k < K4; k += lanes * 4) {
+  uint k = lane * 4;
+  if (MODE != 0) {
+    // GPUs: four independent weight loads in flight per lane hide memory
+    // latency; the sums keep the order of the plain loop below (same bits).
+    const uint st = lanes * 4;
+    for (; k + 3 * st < K4; k += 4 * st) {
+      const vec4 w0 = load_w4(wb + k), w1 = load_w4(wb + k + st), w2 = load_w4(wb + k + 2 * st),
+                 w3 = load_w4(wb + k + 3 * st);
+      for (uint j = 0; j < XROWS; ++j) {
+        s[j] += dot(load_x4(xb[j] + k), w0);
+        s[j] += dot(load_x4(xb[j] + k + st), w1);
+        s[j] += dot(load_x4(xb[j] + k + 2 * st), w2);
+        s[j] += dot(load_x4(xb[j] + k + 3 * st), w3);
+      }
+    }
+  }
+  for (; k < K4; k += lanes * 4) {
     const vec4 wv = load_w4(wb + k);
     for (uint j = 0; j < XROWS; ++j) s[j] += dot(load_x4(xb[j] + k), wv);
   }
@@ -85,11 +101,15 @@ void main() {
     }
   } else if (MODE == 1) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
+    // Invocations of this subgroup: fewer than gl_SubgroupSize when the
+    // workgroup is smaller than a subgroup (WG 8 on a 32-wide GPU: the K
+    // stride must be 8, or 3/4 of the row is never read).
+    const uint lanes = min(gl_SubgroupSize, WG - gl_SubgroupID * gl_SubgroupSize);
     for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
       const uint n = n0 + r;
       if (n >= N) break;   // uniform within the subgroup
       float s[XROWS];
-      partial_dot(xb, p.w_off + n * K, K, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+      partial_dot(xb, p.w_off + n * K, K, gl_SubgroupInvocationID, lanes, s);
       for (uint j = 0; j < XROWS; ++j) {
         const float t = subgroupAdd(s[j]);
         if (subgroupElect() && m0 + j < p.M) y1[yb + j * p.ldy + n] = t;

@@ -64,11 +64,15 @@ void main() {
     }
   } else if (MODE == 1) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
+    // Invocations of this subgroup: fewer than gl_SubgroupSize when the
+    // workgroup is smaller than a subgroup (WG 8 on a 32-wide GPU: the K
+    // stride must be 8, or 3/4 of the row is never read).
+    const uint lanes = min(gl_SubgroupSize, WG - gl_SubgroupID * gl_SubgroupSize);
     for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
       const uint n = n0 + r;
       if (n >= N) break;   // uniform within the subgroup
       float s[XROWS];
-      partial_dot(xb, n, K, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+      partial_dot(xb, n, K, gl_SubgroupInvocationID, lanes, s);
       for (uint j = 0; j < XROWS; ++j) {
         const float t = subgroupAdd(s[j]);
         if (subgroupElect() && m0 + j < p.M) y1[yb + j * p.ldy + n] = t;

@@ -209,6 +209,7 @@ struct Harness {
     for (uint32_t c : chunks) o << c << ",";
     o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",lane keys="
       << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
+      << ",prefill key block=" << tuning.prefill_key_block
       << ") rotated_keys=" << rotated_keys << " ring=" << ring;
     return o.str();
   }
@@ -353,8 +354,9 @@ void expect_ok(Harness h) {
 }
 
 // Small decode tiles and splits (many splits at n ~ 200; prefill tiles are the
-// subgroup size, 8 on lavapipe, already small; lanes decode tiles of subgroup x
-// 2 keys), and storage-buffer K/V reads:
+// subgroup size, 8 on lavapipe, already small, scored in blocks of 2 keys as
+// GPUs score 32 in blocks of 8; lanes decode tiles of subgroup x 2 keys), and
+// storage-buffer K/V reads:
 // the default on a CPU device is the texel variant, so the cases that use
 // small_tiles() cover the storage-buffer kernels GPUs run.
 AttentionTuning small_tiles() {
@@ -364,6 +366,7 @@ AttentionTuning small_tiles() {
   t.decode_lane_keys = 2;
   t.split_min = 16;
   t.max_splits = 256;
+  t.prefill_key_block = 2;   // several online-softmax blocks per prefill tile (GPUs: 8 of 32)
   return t;
 }
 
