@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/device.hpp"
 #include "engine/error.hpp"
+#include "engine/pipeline.hpp"
 #include "runtime/chat_template.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
@@ -74,6 +76,7 @@ ChatPrompt chat_prompt(const Tokenizer& tk, const std::string& origin, const std
 }  // namespace
 
 int cmd_run(const Args& args) {
+  const auto t_start = std::chrono::steady_clock::now();
   std::string model_dir, prompt, device, chat, system;
   bool have_prompt = false, have_chat = false, have_system = false, print_ids = false, verbose = false;
   int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
@@ -157,8 +160,10 @@ int cmd_run(const Args& args) {
   Tokenizer::StreamDecoder out(tk);
   std::vector<int32_t> generated;
   t0 = std::chrono::steady_clock::now();
+  double t_first_token = 0;
   for (int64_t i = 0; i < n_predict; ++i) {
     const int32_t next = sampler.sample(session.logits());
+    if (i == 0) t_first_token = seconds_since(t_start);
     generated.push_back(next);
     if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     const std::string piece = out.push(next);
@@ -177,6 +182,17 @@ int cmd_run(const Args& args) {
                ids.size() / std::max(t_prefill, 1e-9));
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.1f tok/s)\n", n_dec, t_decode,
                n_dec ? n_dec / std::max(t_decode, 1e-9) : 0.0);
+  if (verbose) {
+    // Cold start: pipelines are created on first use (only the variants this model
+    // and scheme dispatch), so their cost lands in the first prefill and decode.
+    const PipelineCache& pc = e.device->pipelines();
+    std::fprintf(stderr, "first token: %.3f s after start; pipelines: %zu created in %.3f s (%s)\n",
+                 t_first_token, pc.size(), pc.create_seconds(),
+                 pc.loaded_cache_bytes() ? ("read " + std::to_string(pc.loaded_cache_bytes()) +
+                                            " bytes of pipeline cache from " + pc.cache_file())
+                                               .c_str()
+                                         : "no pipeline cache file read");
+  }
   if (print_ids) {
     std::fprintf(stderr, "prompt ids: %s\n", ids_line(ids).c_str());
     std::fprintf(stderr, "generated ids: %s\n", ids_line(generated).c_str());

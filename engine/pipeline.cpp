@@ -1,5 +1,6 @@
 #include "engine/pipeline.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +56,9 @@ PipelineCache::PipelineCache(Device& device, std::string cache_dir) : device_(de
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = initial.size();
   ci.pInitialData = initial.empty() ? nullptr : initial.data();
+  loaded_cache_bytes_ = initial.size();
   if (vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
+    loaded_cache_bytes_ = 0;
     ci.initialDataSize = 0;
     ci.pInitialData = nullptr;
     vk_check(vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
@@ -167,7 +170,17 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = desc.spec.empty() ? nullptr : &si;
   ci.layout = p->layout;
+  const auto t0 = std::chrono::steady_clock::now();
   r = vkCreateComputePipelines(d, cache_, 1, &ci, nullptr, &p->pipeline);
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  create_seconds_ += dt;
+  // REACH_PIPELINE_LOG=1: one line per pipeline created, to find the variant a
+  // driver's compiler is slow on (a cold start is the sum of these).
+  if (const char* log = std::getenv("REACH_PIPELINE_LOG"); log && *log && *log != '0') {
+    std::string spec;
+    for (const auto& e : desc.spec) spec += " " + std::to_string(e.id) + "=" + std::to_string(e.value);
+    std::fprintf(stderr, "pipeline %s [%s ] %.1f ms\n", name.c_str(), spec.c_str(), dt * 1e3);
+  }
   vkDestroyShaderModule(d, module, nullptr);
   if (r < 0) {
     vkDestroyPipelineLayout(d, p->layout, nullptr);

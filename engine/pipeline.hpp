@@ -69,6 +69,10 @@ class PipelineCache {
 
   const Pipeline& get(const PipelineDesc& desc);
   size_t size() const { return pipelines_.size(); }
+  // Cold-start accounting: how long vkCreateComputePipelines took in all, and how
+  // many bytes of an earlier run's cache were handed to the driver.
+  double create_seconds() const { return create_seconds_; }
+  size_t loaded_cache_bytes() const { return loaded_cache_bytes_; }
   const std::string& cache_file() const { return file_; }
   void save() const;
 
@@ -76,6 +80,8 @@ class PipelineCache {
   Device& device_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::string file_;
+  double create_seconds_ = 0;
+  size_t loaded_cache_bytes_ = 0;
   std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
   std::mutex mutex_;
 };
