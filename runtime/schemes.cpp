@@ -388,7 +388,11 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
       if (!(rs.leaky_k >= 1.0))
         fail(ErrorCode::unsupported, "leaky_rerope factor k = " + fmt(rs.leaky_k) +
                                          " < 1 would make distant tokens advance faster than near ones; use k >= 1");
-      if (shift != std::floor(shift) || shift > INT32_MAX)
+      if (shift > INT32_MAX)
+        fail(ErrorCode::unsupported, "leaky_rerope window·(k−1) = " + std::to_string(rs.window) + "·(" + fmt(rs.leaky_k) +
+                                         "−1) = " + fmt(shift) + " positions is beyond the 2^31 − 1 positions of the "
+                                         "cos/sin tables: choose a smaller window or k");
+      if (shift != std::floor(shift))
         fail(ErrorCode::unsupported, "leaky_rerope window·(k−1) = " + std::to_string(rs.window) + "·(" + fmt(rs.leaky_k) +
                                          "−1) = " + fmt(shift) +
                                          " is not a whole number of positions; the cos/sin tables are indexed by "

@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
   } else {
     const char* root = getenv("REACH_SOURCE_ROOT");
     snprintf(model_dir, sizeof model_dir, "/tmp/reach-capi-c-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tools/make_tiny_model.py %s > /dev/null", root ? root : ".",
-             model_dir);
+    const char* py = getenv("REACH_TEST_PYTHON");
+    snprintf(cmd, sizeof cmd, "%s %s/tools/make_tiny_model.py %s > /dev/null", py && *py ? py : "/usr/bin/python3",
+             root ? root : ".", model_dir);
     if (system(cmd) != 0) {
       fprintf(stderr, "could not make the tiny model: %s\n0 passed, 1 failed\n", cmd);
       return 1;

@@ -419,7 +419,7 @@ TEST_CASE("eval binary: markdown table, repeat mode and an SVG with one series p
       "print('series', len(s), ','.join(e.get('data-scheme') for e in s)); "
       "print('points', ' '.join(str(len(e.get('points').split())) for e in s)); "
       "print('title', sum(1 for e in r.iter() if e.get('class') == 'title'))";
-  const std::string out = run_command("/usr/bin/python3 -c \"" + py + "\" " + (dir / "plot.svg").string());
+  const std::string out = run_command(reach::test::python() + " -c \"" + py + "\" " + (dir / "plot.svg").string());
   CHECK(out.find("series " + std::to_string(schemes.size()) + " " + list) != std::string::npos);
   CHECK(out.find("points 3 3 3 3 3 3 3 3") != std::string::npos);
   CHECK(out.find("title 1") != std::string::npos);

@@ -221,8 +221,11 @@ const std::vector<Case>& cases() {
        },
        {},
        {"window"}},
-      {"--rerope-window 20000000", [](const fs::path&) {}, {"--rerope-window", "20000000"}, {"window"}},
-      {"--leaky-k 2000000", [](const fs::path&) {}, {"--rerope-window", "16", "--leaky-k", "2000000"}, {"leaky"}},
+      // Tables no device binds (a binding is at most 4 GiB: 2^26 positions of
+      // the tiny model's 8 pairs); 2e7 positions fit one of 4 GiB.
+      {"--rerope-window 2000000000", [](const fs::path&) {}, {"--rerope-window", "2000000000"}, {"window"}},
+      {"--leaky-k 50000000", [](const fs::path&) {}, {"--rerope-window", "16", "--leaky-k", "50000000"}, {"leaky"}},
+      {"--leaky-k 1e9", [](const fs::path&) {}, {"--rerope-window", "16", "--leaky-k", "1e9"}, {"leaky", "2^31"}},
       {"--temp nan", [](const fs::path&) {}, {"--temp", "nan"}, {"--temp"}},
       {"--top-p nan", [](const fs::path&) {}, {"--top-p", "nan"}, {"--top-p"}},
       {"--attn-sinks without a window", [](const fs::path&) {}, {"--attn-sinks", "4"}, {"window"}},

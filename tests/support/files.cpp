@@ -64,6 +64,11 @@ std::string run_command(const std::string& cmd) {
   return out;
 }
 
+std::string python() {
+  if (const char* s = std::getenv("REACH_TEST_PYTHON"); s && *s) return s;
+  return "/usr/bin/python3";
+}
+
 fs::path models_dir() {
   if (const char* m = std::getenv("REACH_MODELS"); m && *m) return m;
   const char* home = std::getenv("HOME");

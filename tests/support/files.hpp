@@ -9,6 +9,9 @@ namespace reach::test {
 // Repository root (REACH_SOURCE_ROOT, set by meson test) and build root (REACH_BUILD_ROOT).
 std::filesystem::path source_root();
 std::filesystem::path build_root();
+// The Python that runs tools/make_tiny_model.py and tools/reference_forward.py (numpy):
+// $REACH_TEST_PYTHON, else Debian's /usr/bin/python3 (what tools/setup.sh installs numpy into).
+std::string python();
 // The model cache tools/get_*.sh install into: ${REACH_MODELS:-$HOME/.cache/reach/models}.
 std::filesystem::path models_dir();
 // Gemma 3 270M Q4_K_M: $REACH_GEMMA3_GGUF, else where tools/get_gemma3.sh puts it; nullopt

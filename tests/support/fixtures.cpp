@@ -24,11 +24,16 @@ namespace {
 std::unique_ptr<Gpu> g_gpu;
 }  // namespace
 
+bool validation_wanted() {
+  const char* v = std::getenv("REACH_VALIDATION");
+  return !(v && std::string(v) == "0");
+}
+
 Gpu& gpu() {
   if (!g_gpu) {
     auto g = std::make_unique<Gpu>();
     DeviceOptions opt;
-    opt.validation = true;
+    opt.validation = validation_wanted();
     opt.on_validation = on_validation_message;
     g->device = Device::create(opt);
     g->allocator = std::make_unique<Allocator>(*g->device);
@@ -55,7 +60,7 @@ HostVulkan::HostVulkan(bool debug_utils) {
   VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ici.pApplicationInfo = &app;
   const char* layer = "VK_LAYER_KHRONOS_validation";
-  ici.enabledLayerCount = 1;
+  ici.enabledLayerCount = validation_wanted() ? 1 : 0;
   ici.ppEnabledLayerNames = &layer;
   const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   if (debug_utils) {

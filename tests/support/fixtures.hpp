@@ -60,5 +60,8 @@ Gpu& gpu();
 void release_fixtures();
 // The validation callback used by every device the tests create.
 void on_validation_message(int severity, const std::string& message);
+// The suites run under the Khronos validation layer unless REACH_VALIDATION=0
+// (a GPU machine with only its vendor's driver has no layer).
+bool validation_wanted();
 
 }  // namespace reach::test

@@ -23,7 +23,7 @@ fs::path tiny_model(const std::string& args) {
   static std::map<std::string, fs::path> made;
   if (auto it = made.find(args); it != made.end()) return it->second;
   fs::path dir = temp_dir("model" + std::to_string(made.size()));
-  run_command("/usr/bin/python3 " + (source_root() / "tools/make_tiny_model.py").string() + " " + dir.string() + " " +
+  run_command(reach::test::python() + " " + (source_root() / "tools/make_tiny_model.py").string() + " " + dir.string() + " " +
               args);
   made[args] = dir;
   return dir;
@@ -35,7 +35,7 @@ Reference reference_forward(const fs::path& model, const std::vector<int32_t>& i
   for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
   static int counter = 0;
   const fs::path out = temp_dir("ref") / ("logits" + std::to_string(counter++) + ".bin");
-  std::string cmd = "/usr/bin/python3 " + (source_root() / "tools/reference_forward.py").string() + " " +
+  std::string cmd = reach::test::python() + " " + (source_root() / "tools/reference_forward.py").string() + " " +
                     model.string() + " --ids " + list + " --json --logits-out " + out.string() + " " + extra_args;
   if (n_generate) cmd += " --generate " + std::to_string(n_generate);
   const std::string text = run_command(cmd);
