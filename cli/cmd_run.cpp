@@ -186,12 +186,12 @@ int cmd_run(const Args& args) {
     // Cold start: pipelines are created on first use (only the variants this model
     // and scheme dispatch), so their cost lands in the first prefill and decode.
     const PipelineCache& pc = e.device->pipelines();
+    const std::string source = pc.loaded_cache_bytes()
+                                   ? "read " + std::to_string(pc.loaded_cache_bytes()) +
+                                         " bytes of pipeline cache from " + pc.cache_file()
+                                   : "no pipeline cache file read";
     std::fprintf(stderr, "first token: %.3f s after start; pipelines: %zu created in %.3f s (%s)\n",
-                 t_first_token, pc.size(), pc.create_seconds(),
-                 pc.loaded_cache_bytes() ? ("read " + std::to_string(pc.loaded_cache_bytes()) +
-                                            " bytes of pipeline cache from " + pc.cache_file())
-                                               .c_str()
-                                         : "no pipeline cache file read");
+                 t_first_token, pc.size(), pc.create_seconds(), source.c_str());
   }
   if (print_ids) {
     std::fprintf(stderr, "prompt ids: %s\n", ids_line(ids).c_str());
