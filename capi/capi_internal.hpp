@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/memory.hpp"
 #include "include/reach.h"
-#include "runtime/decode_batch.hpp"
-#include "runtime/model.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 struct reach_device {
   std::unique_ptr<reach::Device> dev;

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "cli/options.hpp"
-#include "runtime/decode_batch.hpp"
+#include "runtime/session/decode_batch.hpp"
 
 namespace reach::cli {
 

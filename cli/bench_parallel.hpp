@@ -1,12 +1,12 @@
 #pragma once
 // `reach bench --parallel 1,2,4,8`: decode throughput of several sequences
-// stepped together (runtime/decode_batch.hpp), as `reach serve` runs them.
+// stepped together (runtime/session/decode_batch.hpp), as `reach serve` runs them.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "runtime/model.hpp"
-#include "runtime/session.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/session.hpp"
 
 namespace reach::cli {
 

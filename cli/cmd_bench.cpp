@@ -9,9 +9,9 @@
 #include <random>
 #include <string>
 
-#include "engine/error.hpp"
-#include "runtime/flag_values.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/config/flag_values.hpp"
+#include "runtime/session/session.hpp"
 #include "cli/bench_parallel.hpp"
 #include "cli/options.hpp"
 

@@ -18,14 +18,14 @@
 #include "cli/eval_protocols.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
-#include "engine/checked.hpp"
-#include "engine/error.hpp"
-#include "runtime/file_read.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/json_parse.hpp"
-#include "runtime/model.hpp"
-#include "runtime/rope_types.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/checked.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/file_read.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/formats/json_parse.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/rope_types.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace reach::cli {
 

@@ -1,5 +1,5 @@
 // `reach quantize IN OUT.gguf --type T`: a safetensors model folder written
-// once as a GGUF (runtime/quantize_model.hpp), to load fast later.
+// once as a GGUF (runtime/quant/quantize_model.hpp), to load fast later.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/error.hpp"
-#include "runtime/quantize.hpp"
-#include "runtime/quantize_model.hpp"
+#include "base/error.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/quant/quantize_model.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
 

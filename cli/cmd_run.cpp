@@ -6,11 +6,11 @@
 #include <string>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/pipeline.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
 #include "cli/options.hpp"
 
 namespace reach::cli {

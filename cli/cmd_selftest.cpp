@@ -12,7 +12,8 @@
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
+#include "base/half.hpp"
 #include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
@@ -30,34 +31,6 @@ std::vector<float> randoms(size_t n, uint32_t seed, float lo = -1.0f, float hi =
   return v;
 }
 
-// IEEE f32 -> f16 bits, round to nearest even (the reference for f32_to_f16).
-uint16_t half_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u, mant0 = x & 0x7fffffu;
-  const int e = int((x >> 23) & 0xff) - 112;
-  if (((x >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00u | (mant0 ? 0x200u : 0));
-  if (e >= 31) return uint16_t(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return uint16_t(sign);
-    const uint32_t mant = mant0 | 0x800000u, shift = uint32_t(14 - e);
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return uint16_t(sign | h);
-  }
-  uint32_t h = (uint32_t(e) << 10) | (mant0 >> 13);
-  const uint32_t rem = mant0 & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
-  return uint16_t(sign | h);
-}
-
-float bf16_value(uint16_t b) {
-  const uint32_t x = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 struct Ctx {
   Device& dev;
@@ -189,13 +162,13 @@ int cmd_selftest(const Args& args) {
     std::vector<uint16_t> bits(table.size());
     std::vector<double> rows_ref(table.size());
     for (size_t i = 0; i < table.size(); ++i) {
-      if (type == WType::f16) bits[i] = half_bits(table[i]);
+      if (type == WType::f16) bits[i] = f32_to_f16_bits(table[i]);
       if (type == WType::bf16) {
         uint32_t u;
         std::memcpy(&u, &table[i], 4);
         bits[i] = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
       }
-      rows_ref[i] = type == WType::f32 ? table[i] : type == WType::bf16 ? bf16_value(bits[i]) : 0.0;
+      rows_ref[i] = type == WType::f32 ? table[i] : type == WType::bf16 ? bf16_to_f32(bits[i]) : 0.0;
     }
     Buffer t = type == WType::f32 ? c.up(table.data(), table.size() * 4) : c.up(bits.data(), bits.size() * 2);
     Buffer bi = c.up(ids.data(), ids.size() * 4), y = c.out(ids.size() * dim * 4);
@@ -228,7 +201,7 @@ int cmd_selftest(const Args& args) {
     auto got = c.down<float>(y, m);
     double bad = 0;
     for (uint32_t i = 0; i < m; ++i) {
-      const float want = bf16_value(in[i]);
+      const float want = bf16_to_f32(in[i]);
       bad += std::memcmp(&got[i], &want, 4) != 0;
     }
     return bad;   // count of mismatching bit patterns
@@ -244,7 +217,7 @@ int cmd_selftest(const Args& args) {
     c.run([&](CommandList& cmd) { k.f32_to_f16(cmd, a.range(), y.range(), m); });
     auto got = c.down<uint16_t>(y, m);
     double bad = 0;
-    for (uint32_t i = 0; i < m; ++i) bad += got[i] != half_bits(in[i]);
+    for (uint32_t i = 0; i < m; ++i) bad += got[i] != f32_to_f16_bits(in[i]);
     return bad;   // count of mismatching bit patterns
   });
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/error.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
 #include "server/scheduler.hpp"
 #include "cli/options.hpp"

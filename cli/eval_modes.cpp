@@ -10,9 +10,9 @@
 
 #include "cli/eval_report.hpp"
 #include "cli/options.hpp"
-#include "engine/error.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
 
 namespace reach::cli {
 

@@ -10,10 +10,10 @@
 
 #include "cli/eval_protocols.hpp"
 #include "cli/progress_bar.hpp"
-#include "runtime/model.hpp"
-#include "runtime/schemes.hpp"
-#include "runtime/session.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/schemes.hpp"
+#include "runtime/session/session.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace reach::cli {
 

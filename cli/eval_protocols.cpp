@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "engine/error.hpp"
-#include "runtime/flag_values.hpp"
+#include "base/error.hpp"
+#include "runtime/config/flag_values.hpp"
 
 namespace reach::eval {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_config.hpp"
-#include "runtime/schemes.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/config/schemes.hpp"
 
 namespace reach::eval {
 

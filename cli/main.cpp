@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "cli/commands.hpp"
 
 namespace {

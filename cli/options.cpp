@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "cli/progress_bar.hpp"
-#include "engine/error.hpp"
-#include "runtime/flag_values.hpp"
-#include "runtime/quantize.hpp"
+#include "base/error.hpp"
+#include "runtime/config/flag_values.hpp"
+#include "runtime/quant/quantize.hpp"
 
 namespace reach::cli {
 

@@ -8,15 +8,15 @@
 
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
-#include "runtime/model.hpp"
-#include "runtime/schemes.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/schemes.hpp"
 #include "cli/commands.hpp"
 
 namespace reach::cli {
 
 // The value after the flag args[i], advancing i to it.  Throws
 // Error(invalid_argument) naming the flag when the value is missing or bad,
-// in the style of runtime/flag_values.hpp.
+// in the style of runtime/config/flag_values.hpp.
 const std::string& value_of(const Args& args, size_t& i);
 int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi);
 // A finite number in [lo, hi]; `expected` words the error.

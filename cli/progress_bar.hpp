@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/progress.hpp"
+#include "base/progress.hpp"
 
 namespace reach::cli {
 

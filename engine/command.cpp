@@ -3,7 +3,7 @@
 #include "engine/command.hpp"
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "engine/vk_check.hpp"
 
 namespace reach {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/error.hpp"
+#include "engine/vk_check.hpp"
 #include "engine/pipeline.hpp"
 
 namespace reach {

@@ -5,9 +5,9 @@
 #include <unistd.h>
 #endif
 
-#include "engine/checked.hpp"
+#include "base/checked.hpp"
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "engine/vk_check.hpp"
 
 namespace reach {
 

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "engine/vk_check.hpp"
 #include "engine/shader_registry.hpp"
 
 namespace reach {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach {
 

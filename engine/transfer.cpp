@@ -5,7 +5,7 @@
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach {
 

@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/pipeline.hpp"
 #include "kernels/binding.hpp"
 #include "kernels/spec.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // Attention on the KV cache: the KV-cache store, flash-style tiled prefill and
-// split-K decode, for the per-layer AttentionSpec of kernels/attention_spec.hpp.
+// split-K decode, for the per-layer AttentionSpec of base/attention_spec.hpp.
 //
 // One kernel family covers every position scheme through the dual-branch
 // contract of docs EXTRAPOLATION.md §1.2 / §5.6:
@@ -15,7 +15,7 @@
 #include "engine/command.hpp"
 #include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
-#include "kernels/attention_spec.hpp"
+#include "base/attention_spec.hpp"
 
 namespace reach {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/spec.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/quant_layout.hpp"
 #include "kernels/spec.hpp"

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/wtype.hpp"
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
@@ -20,21 +21,6 @@
 namespace reach {
 
 class Device;
-
-// Weight types.  The quantized ones are GGML's block formats (kernels/quant_layout.hpp):
-// a row of `cols` weights is cols / wtype_block_elems blocks of wtype_block_bytes each.
-enum class WType : uint32_t {
-  f32 = 0, f16 = 1, bf16 = 2,
-  q8_0 = 3, q4_0 = 4, q4_1 = 5, q5_0 = 6, q5_1 = 7, q4_k = 8, q5_k = 9, q6_k = 10,
-};
-constexpr uint32_t kWTypeCount = 11;
-bool wtype_is_quant(WType t);
-uint32_t wtype_block_elems(WType t);   // 1 for f32/f16/bf16; 32 or 256 for the block formats
-uint32_t wtype_block_bytes(WType t);   // bytes per block (the element size for f32/f16/bf16)
-uint32_t wtype_size(WType t);          // element size of f32/f16/bf16; throws internal for block formats
-// Bytes of one row of `cols` weights; cols must be a multiple of wtype_block_elems (throws internal).
-uint64_t wtype_row_bytes(WType t, uint64_t cols);
-const char* wtype_name(WType t);       // "f16", "q4_k", ...
 
 // A row-major matrix [rows, cols] stored contiguously in `buffer` at `offset`.
 struct Mat {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach {
 

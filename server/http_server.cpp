@@ -8,8 +8,8 @@
 #include <ctime>
 #include <random>
 
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace reach::server {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "runtime/json_parse.hpp"
+#include "runtime/formats/json_parse.hpp"
 
 namespace reach::server {
 

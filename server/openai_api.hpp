@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/chat_template.hpp"
-#include "runtime/sampler.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/session/sampler.hpp"
 
 namespace reach::server {
 

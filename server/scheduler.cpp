@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach::server {
 

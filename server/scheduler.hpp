@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/decode_batch.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "server/openai_api.hpp"
 #include "server/stop_text.hpp"
 

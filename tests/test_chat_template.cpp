@@ -18,10 +18,10 @@
 
 #include <sys/wait.h>
 
-#include "engine/error.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 

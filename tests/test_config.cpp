@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/error.hpp"
-#include "runtime/model_config.hpp"
+#include "base/error.hpp"
+#include "runtime/config/model_config.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 

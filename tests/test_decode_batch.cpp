@@ -8,10 +8,10 @@
 #include <memory>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/decode_batch.hpp"
-#include "runtime/model.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "engine/error.hpp"
+#include "engine/vk_check.hpp"
 #include "engine/pipeline.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/errors.hpp"

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/error.hpp"
-#include "runtime/schemes.hpp"
+#include "base/error.hpp"
+#include "runtime/config/schemes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/progress_bar.hpp"

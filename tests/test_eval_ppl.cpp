@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "cli/eval_protocols.hpp"
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"

@@ -1,6 +1,6 @@
 // Files that are not what their name says, generated here: a directory, a FIFO,
 // a link to /dev/zero, a socket, a file past its size limit, in every place reach
-// reads a whole file (runtime/file_read.hpp, the pipeline cache) or maps one
+// reads a whole file (runtime/formats/file_read.hpp, the pipeline cache) or maps one
 // (safetensors).  Each
 // case runs in a child process with a time limit and an address-space ceiling
 // (tests/support/isolated_run.hpp): reading /dev/zero or waiting on a FIFO
@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/pipeline.hpp"
-#include "runtime/file_read.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/safetensors.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/formats/file_read.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/formats/safetensors.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/isolated_run.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"

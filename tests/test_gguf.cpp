@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/gguf.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/gguf.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/gguf_writer.hpp"

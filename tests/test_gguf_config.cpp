@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/error.hpp"
-#include "runtime/gguf_config.hpp"
+#include "base/error.hpp"
+#include "runtime/config/gguf_config.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/gguf_writer.hpp"

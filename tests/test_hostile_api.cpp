@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
-#include "runtime/sampler.hpp"
+#include "base/error.hpp"
+#include "runtime/session/sampler.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 #include "tests/support/fixtures.hpp"

@@ -23,10 +23,10 @@
 #include <sstream>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/memory.hpp"
-#include "runtime/model.hpp"
-#include "runtime/session.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 #include "tests/support/fixtures.hpp"

@@ -1,6 +1,6 @@
 // Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
 // the naive float64 reference of tests/support/attention_reference.cpp, for every
-// position scheme of kernels/attention_spec.hpp.
+// position scheme of base/attention_spec.hpp.
 //
 // Tolerance: max abs error 1e-4 on outputs of size O(1).  The kernels
 // accumulate in f32 (relative rounding ~6e-8 per operation): logits of
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "kernels/attention.hpp"
 #include "tests/support/attention_reference.hpp"
 #include "tests/support/data.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/fixtures.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kernel_check.hpp"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "kernels/quant_layout.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"

@@ -6,10 +6,10 @@
 #include <cmath>
 
 #include "engine/device.hpp"
-#include "engine/error.hpp"
-#include "runtime/model.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"
 

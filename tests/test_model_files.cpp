@@ -6,8 +6,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.hpp"
-#include "runtime/model.hpp"
+#include "base/error.hpp"
+#include "runtime/model/model.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 

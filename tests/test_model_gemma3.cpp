@@ -10,11 +10,11 @@
 #include <fstream>
 #include <memory>
 
-#include "engine/error.hpp"
-#include "runtime/decode_batch.hpp"
-#include "runtime/model.hpp"
-#include "runtime/schemes.hpp"
-#include "runtime/session.hpp"
+#include "base/error.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/schemes.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"

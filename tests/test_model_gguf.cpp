@@ -11,13 +11,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/transfer.hpp"
 #include "kernels/quant_layout.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/model.hpp"
-#include "runtime/quantize.hpp"
-#include "runtime/session.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
@@ -234,7 +234,7 @@ TEST_CASE("gguf model paths: a .gguf file, a folder holding one; several, a lone
 
 TEST_CASE("quantize at load: float matrices become blocks byte-identical to gguf.quants; short rows get q8_0") {
   if (!quantize_supported(WType::q8_0)) {
-    MESSAGE("SKIP: host quantization is not available in this build (runtime/quantize.cpp)");
+    MESSAGE("SKIP: host quantization is not available in this build (runtime/quant/quantize.cpp)");
     expect_error(
         [&] {
           LoadOptions lo;

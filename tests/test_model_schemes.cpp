@@ -5,9 +5,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "runtime/model.hpp"
-#include "runtime/schemes.hpp"
-#include "runtime/session.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/schemes.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"
 

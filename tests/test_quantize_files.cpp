@@ -1,5 +1,5 @@
-// The GGUF writer (runtime/gguf_write.hpp) and `reach quantize`
-// (runtime/quantize_model.hpp, cli/cmd_quantize.cpp): files read back by
+// The GGUF writer (runtime/formats/gguf_write.hpp) and `reach quantize`
+// (runtime/quant/quantize_model.hpp, cli/cmd_quantize.cpp): files read back by
 // reach's GgufFile and by gguf.GGUFReader (tests/python/quant_ref.py dump).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -16,14 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/gguf_config.hpp"
-#include "runtime/gguf_write.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/quantize.hpp"
-#include "runtime/quantize_model.hpp"
-#include "runtime/safetensors.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/config/gguf_config.hpp"
+#include "runtime/formats/gguf_write.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/quant/quantize_model.hpp"
+#include "runtime/formats/safetensors.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"

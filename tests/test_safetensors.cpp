@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/safetensors.hpp"
+#include "base/error.hpp"
+#include "base/half.hpp"
+#include "runtime/formats/safetensors.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/safetensors_writer.hpp"

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/flag_values.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/schemes.hpp"
+#include "base/error.hpp"
+#include "runtime/config/flag_values.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/config/schemes.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/position_formulas.hpp"
 

@@ -18,10 +18,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/model.hpp"
-#include "runtime/sampler.hpp"
-#include "runtime/session.hpp"
-#include "runtime/tokenizer.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
-#include "runtime/utf8.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/utf8.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 

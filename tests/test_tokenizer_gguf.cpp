@@ -27,10 +27,10 @@
 
 #include <sys/wait.h>
 
-#include "engine/error.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/gguf_meta_sink.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/formats/gguf_meta_sink.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/gguf_writer.hpp"

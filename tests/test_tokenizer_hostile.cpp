@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/isolated_run.hpp"
 
 using nlohmann::json;

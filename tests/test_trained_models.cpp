@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/model.hpp"
-#include "runtime/session.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/session.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 

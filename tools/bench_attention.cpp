@@ -23,7 +23,7 @@
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
 #include "kernels/attention.hpp"

@@ -25,7 +25,7 @@
 
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "engine/error.hpp"
+#include "base/error.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/quant_layout.hpp"
 #include "engine/memory.hpp"

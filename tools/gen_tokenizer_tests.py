@@ -65,7 +65,7 @@ def read_corpus():
     for mod in (_j, _t):
         src = os.path.join(os.path.dirname(mod.__file__), "decoder.py") if mod is _j else mod.__file__
         parts.append(open(src, encoding="utf-8").read())
-    for f in ("engine/error.cpp", "engine/error.hpp"):
+    for f in ("base/error.cpp", "base/error.hpp"):
         p = os.path.join(ROOT, f)
         if os.path.exists(p):
             parts.append(open(p, encoding="utf-8").read())

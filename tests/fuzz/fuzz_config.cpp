@@ -3,9 +3,9 @@
 // Session would before allocating anything.
 #include <algorithm>
 
-#include "engine/error.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/schemes.hpp"
+#include "base/error.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/config/schemes.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

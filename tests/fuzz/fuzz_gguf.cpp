@@ -1,4 +1,4 @@
-// GGUF files (runtime/gguf*, runtime/tokenizer_gguf.cpp): GgufFile::open on
+// GGUF files (runtime/gguf*, runtime/text/tokenizer_gguf.cpp): GgufFile::open on
 // arbitrary bytes; a file that opens has every tensor's bytes read and every
 // key read through the typed accessors, then model_config_from_gguf and
 // Tokenizer::from_gguf; a tokenizer that loads encodes and decodes fixed texts
@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/gguf.hpp"
-#include "runtime/gguf_config.hpp"
-#include "runtime/gguf_meta_sink.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/config/gguf_config.hpp"
+#include "runtime/formats/gguf_meta_sink.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

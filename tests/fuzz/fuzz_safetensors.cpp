@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/safetensors.hpp"
+#include "base/error.hpp"
+#include "runtime/formats/safetensors.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/model_config.hpp"
-#include "runtime/schemes.hpp"
+#include "base/error.hpp"
+#include "runtime/config/model_config.hpp"
+#include "runtime/config/schemes.hpp"
 
 namespace {
 

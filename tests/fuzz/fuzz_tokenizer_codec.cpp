@@ -1,4 +1,4 @@
-// Encode / decode (runtime/tokenizer_encode.cpp, tokenizer_decode.cpp) of
+// Encode / decode (runtime/text/tokenizer_encode.cpp, tokenizer_decode.cpp) of
 // arbitrary text and ids with fixed, valid tokenizers of every kind reach
 // supports (tests/data/tokenizer: byte-level BPE with and without regex
 // splits, SentencePiece-style with byte fallback, Metaspace, normalizers).
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 #ifndef REACH_SOURCE_ROOT
 #error "REACH_SOURCE_ROOT must name the source tree (tests/data/tokenizer)"

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "runtime/tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

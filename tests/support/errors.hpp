@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach::test {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "runtime/gguf.hpp"
+#include "runtime/formats/gguf.hpp"
 
 namespace reach::test {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach::test {
 

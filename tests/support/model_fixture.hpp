@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model.hpp"
+#include "runtime/model/model.hpp"
 
 namespace reach::test {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.hpp"
+#include "base/error.hpp"
 
 namespace reach {
 

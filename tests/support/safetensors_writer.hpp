@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/safetensors.hpp"
+#include "runtime/formats/safetensors.hpp"
 
 namespace reach {
 

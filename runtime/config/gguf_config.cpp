@@ -1,0 +1,250 @@
+#include "runtime/config/gguf_config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "base/checked.hpp"
+#include "base/error.hpp"
+
+namespace reach {
+
+namespace {
+
+// Sizes and positions are 32-bit in the kernels, as for config.json.
+constexpr int64_t kMaxDimension = INT32_MAX;
+constexpr const char* kSupportedArchs =
+    "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama) and gemma3 (Gemma 3 text models)";
+
+// Typed reads of one architecture's keys, with config.json's range rules.
+struct Keys {
+  const GgufFile& f;
+  std::string arch;   // key prefix, "llama"
+
+  std::string key(const char* k) const { return arch + "." + k; }
+  std::string where() const { return "gguf (" + f.path().string() + "): "; }
+  [[noreturn]] void unsupported(const std::string& what) const {
+    throw Error(ErrorCode::unsupported, where() + what);
+  }
+
+  int64_t dimension(const std::string& k, uint64_t v) const {
+    if (v == 0) f.fail("key '" + k + "' is 0, must be > 0");
+    if (v > static_cast<uint64_t>(kMaxDimension))
+      f.fail("key '" + k + "' is " + std::to_string(v) + ", more than reach handles (" +
+             std::to_string(kMaxDimension) + ")");
+    return static_cast<int64_t>(v);
+  }
+  int64_t req_dim(const char* k, const char* hint) const {
+    const std::string full = key(k);
+    if (!f.has(full)) f.fail("missing key '" + full + "' - " + hint);
+    return dimension(full, f.get_u64(full));
+  }
+  std::optional<int64_t> opt_dim(const char* k) const {
+    const std::string full = key(k);
+    const std::optional<uint64_t> v = f.opt_u64(full);
+    if (!v) return std::nullopt;
+    return dimension(full, *v);
+  }
+  // GGUF stores these as FLOAT32: 1e-5 becomes 9.99999974738e-06.  The
+  // shortest decimal that rounds to the same float (what the converter
+  // read from config.json) gives the same double config.json gives.
+  std::optional<double> opt_num(const std::string& full) const {
+    const GgufValue* v = f.find(full);
+    if (!v) return std::nullopt;
+    const double d = f.get_f64(full);
+    if (!std::isfinite(d)) f.fail("key '" + full + "' is " + std::to_string(d) + ", expected a finite number");
+    if (v->type != GgufType::f32) return d;
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf - 1, static_cast<float>(d));
+    *r.ptr = '\0';
+    return std::strtod(buf, nullptr);
+  }
+  double positive(const std::string& full, double v) const {
+    if (!(v > 0)) f.fail("key '" + full + "' is " + std::to_string(v) + ", must be > 0");
+    return v;
+  }
+};
+
+int32_t token_id(const GgufFile& f, const char* k, int64_t vocab) {
+  const uint64_t id = f.get_u64(k);
+  if (id >= static_cast<uint64_t>(vocab))
+    f.fail("key '" + std::string(k) + "' is " + std::to_string(id) + ", outside the vocabulary [0, " +
+           std::to_string(vocab) + ")");
+  return static_cast<int32_t>(id);
+}
+
+RopeScaling rope_scaling(const Keys& k) {
+  RopeScaling rs;
+  const std::string type_key = k.key("rope.scaling.type");
+  const std::string factor_key = k.key("rope.scaling.factor");
+  std::optional<std::string_view> type = k.f.opt_string(type_key);
+  const std::string legacy_key = k.key("rope.scale_linear");   // llama.cpp's files before rope.scaling.*
+  if (!type && k.f.has(legacy_key)) {
+    rs.type = RopeType::linear;
+    rs.factor = k.positive(legacy_key, *k.opt_num(legacy_key));
+    return rs;
+  }
+  if (!type || *type == "none") return rs;
+  const std::string t(*type);
+  auto factor = [&] {
+    const std::optional<double> v = k.opt_num(factor_key);
+    if (!v) k.f.fail("missing key '" + factor_key + "' - " + type_key + " \"" + t + "\" needs the scaling factor");
+    return k.positive(factor_key, *v);
+  };
+  if (t == "linear") {
+    rs.type = RopeType::linear;
+    rs.factor = factor();
+  } else if (t == "yarn") {
+    rs.type = RopeType::yarn;
+    rs.factor = factor();
+    if (auto o = k.opt_dim("rope.scaling.original_context_length")) rs.original_max_position = *o;
+    // llama.cpp's yarn keys; 0 (or absent) means its default, as in HF's `get(...) or default`.
+    for (auto [name, dst] : {std::pair{"rope.scaling.yarn_beta_fast", &rs.beta_fast},
+                             std::pair{"rope.scaling.yarn_beta_slow", &rs.beta_slow}}) {
+      const std::string full = k.key(name);
+      if (auto v = k.opt_num(full); v && *v != 0) *dst = k.positive(full, *v);
+    }
+    const std::string af = k.key("rope.scaling.attn_factor");
+    if (auto v = k.opt_num(af)) rs.attention_factor = k.positive(af, *v);
+    if (k.f.has(k.key("rope.scaling.yarn_log_multiplier")))
+      k.unsupported("key '" + k.key("rope.scaling.yarn_log_multiplier") +
+                    "' (DeepSeek-style YaRN attention scaling) is not supported yet");
+  } else if (t == "longrope") {
+    k.unsupported("key '" + type_key + "' is \"longrope\", which reach does not run yet (supported: none, "
+                  "linear, yarn)");
+  } else {
+    k.f.fail("key '" + type_key + "' is \"" + t + "\", expected none, linear or yarn");
+  }
+  return rs;
+}
+
+// Gemma 3 as llama.cpp runs it: the converter stored the norms as 1 + w; every sixth layer is global
+// (llama.cpp's fixed pattern), the others attend through attention.sliding_window with rotary base
+// rope.freq_base_swa (10000 when absent, llama.cpp's value); the query scale is 1/sqrt(head size), except
+// for the 62-layer (27B) model, whose query_pre_attn_scalar is hidden / heads.
+void gemma3_keys(const Keys& k, ModelConfig& c) {
+  c.architecture = "Gemma3ForCausalLM";
+  c.model_type = "gemma3_text";
+  c.arch = ModelArch::gemma3;
+  c.activation = Activation::gelu_tanh;
+  c.norm_weight_offset = 0;
+  c.post_norms = true;
+  c.qk_head_norm = true;
+  // llama.cpp scales in f32: sqrtf(n_embd).
+  c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (k.f.has(k.key(cap)))
+      k.unsupported("key '" + k.key(cap) + "' is set; logit soft-capping (Gemma 2) is not supported");
+  const double qpas = c.n_layers == 62 ? static_cast<double>(c.hidden_size / c.n_heads)
+                                        : static_cast<double>(c.head_dim);
+  c.query_scale = 1.0 / std::sqrt(qpas);
+  const std::string sw_key = k.key("attention.sliding_window");
+  if (!k.f.has(sw_key)) k.f.fail("missing key '" + sw_key + "' - every gemma3 GGUF has it; is the file complete?");
+  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
+  const std::string swa_base = k.key("rope.freq_base_swa");
+  c.rope_local_theta = k.positive(swa_base, k.opt_num(swa_base).value_or(10000.0));
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % 6 != 0;
+}
+
+}  // namespace
+
+ModelConfig model_config_from_gguf(const GgufFile& f) {
+  const std::string arch_key = "general.architecture";
+  if (!f.has(arch_key))
+    f.fail("missing key '" + arch_key + "' - every model GGUF names its architecture; reach runs " +
+           kSupportedArchs);
+  const std::string arch(f.get_string(arch_key));
+  if (arch != "llama" && arch != "gemma3")
+    throw Error(ErrorCode::unsupported, "gguf (" + f.path().string() + "): key '" + arch_key + "' is \"" + arch +
+                                            "\", an architecture reach does not run; reach runs " + kSupportedArchs);
+  const Keys k{f, arch};
+  ModelConfig c;
+  c.source = f.path();
+  c.architecture = "LlamaForCausalLM";
+  c.model_type = "llama";
+
+  if (auto experts = f.opt_u64(k.key("expert_count")); experts && *experts > 0)
+    k.unsupported("key '" + k.key("expert_count") + "' is " + std::to_string(*experts) +
+                  ": mixture-of-experts models are not supported yet");
+  if (f.find_tensor("rope_freqs.weight"))
+    k.unsupported("tensor 'rope_freqs.weight' (per-frequency rope factors, as Llama 3.1 / 3.2 files carry) is "
+                  "not supported yet");
+
+  const std::string hint_s = "every " + arch + " GGUF has it; is the file complete?";
+  const char* hint = hint_s.c_str();
+  c.hidden_size = k.req_dim("embedding_length", hint);
+  c.intermediate_size = k.req_dim("feed_forward_length", hint);
+  c.n_layers = k.req_dim("block_count", hint);
+  c.n_heads = k.req_dim("attention.head_count", hint);
+  c.n_kv_heads = k.opt_dim("attention.head_count_kv").value_or(c.n_heads);
+  c.max_position_embeddings = k.req_dim("context_length", hint);
+
+  const std::string eps_key = k.key("attention.layer_norm_rms_epsilon");
+  const std::optional<double> eps = k.opt_num(eps_key);
+  if (!eps) f.fail("missing key '" + eps_key + "' - " + hint);
+  c.rms_norm_eps = k.positive(eps_key, *eps);
+
+  // Head size: attention.key_length when given (it must match value_length:
+  // reach's attention has one head size), else hidden / heads.
+  const std::optional<int64_t> key_len = k.opt_dim("attention.key_length");
+  const std::optional<int64_t> value_len = k.opt_dim("attention.value_length");
+  if (key_len && value_len && *key_len != *value_len)
+    k.unsupported("keys '" + k.key("attention.key_length") + "' (" + std::to_string(*key_len) + ") and '" +
+                  k.key("attention.value_length") + "' (" + std::to_string(*value_len) +
+                  ") differ; reach's attention needs one head size");
+  if (key_len || value_len) {
+    c.head_dim = key_len.value_or(*value_len);
+  } else {
+    if (c.hidden_size % c.n_heads != 0)
+      f.fail("key '" + k.key("embedding_length") + "' (" + std::to_string(c.hidden_size) +
+             ") is not divisible by '" + k.key("attention.head_count") + "' (" + std::to_string(c.n_heads) +
+             ") and '" + k.key("attention.key_length") + "' is not given");
+    c.head_dim = c.hidden_size / c.n_heads;
+  }
+  const std::optional<int64_t> q_rows = checked_mul(c.n_heads, c.head_dim);
+  if (!q_rows || *q_rows > kMaxDimension)
+    f.fail("key '" + k.key("attention.head_count") + "' (" + std::to_string(c.n_heads) + ") x head size " +
+           std::to_string(c.head_dim) + " is more than reach handles (" + std::to_string(kMaxDimension) + ")");
+  if (c.n_heads % c.n_kv_heads != 0)
+    f.fail("key '" + k.key("attention.head_count") + "' (" + std::to_string(c.n_heads) +
+           ") is not a multiple of '" + k.key("attention.head_count_kv") + "' (" + std::to_string(c.n_kv_heads) +
+           "); grouped-query attention shares each KV head among a whole group of heads");
+
+  // Rotary embedding.
+  const std::string base_key = k.key("rope.freq_base");
+  c.rope_theta = k.positive(base_key, k.opt_num(base_key).value_or(10000.0));
+  c.rotary_dim = k.opt_dim("rope.dimension_count").value_or(c.head_dim);
+  if (c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim)
+    f.fail("key '" + k.key("rope.dimension_count") + "' is " + std::to_string(c.rotary_dim) +
+           "; RoPE needs an even number of dimensions, at most the head size " + std::to_string(c.head_dim));
+  c.partial_rotary_factor = static_cast<double>(c.rotary_dim) / static_cast<double>(c.head_dim);
+  c.rope = rope_scaling(k);
+
+  // Vocabulary: llama.vocab_size, else the token list; a token list longer
+  // than the vocabulary would hand out ids the embedding table lacks.
+  const std::string vocab_key = k.key("vocab_size");
+  const char* tokens_key = "tokenizer.ggml.tokens";
+  const bool has_tokens = f.has(tokens_key);
+  const uint64_t n_tokens = has_tokens ? f.array_size(tokens_key) : 0;
+  if (const std::optional<int64_t> v = k.opt_dim("vocab_size")) {
+    c.vocab_size = *v;
+    if (n_tokens > static_cast<uint64_t>(c.vocab_size))
+      f.fail("key '" + std::string(tokens_key) + "' lists " + std::to_string(n_tokens) + " tokens, more than '" +
+             vocab_key + "' (" + std::to_string(c.vocab_size) + ")");
+  } else if (has_tokens) {
+    c.vocab_size = k.dimension(tokens_key, n_tokens);
+  } else {
+    f.fail("neither '" + vocab_key + "' nor '" + tokens_key + "' is set, so the vocabulary size is unknown");
+  }
+
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (arch == "gemma3") gemma3_keys(k, c);
+  if (f.has("tokenizer.ggml.bos_token_id")) c.bos_ids = {token_id(f, "tokenizer.ggml.bos_token_id", c.vocab_size)};
+  if (f.has("tokenizer.ggml.eos_token_id")) c.eos_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
+  return c;
+}
+
+}  // namespace reach

@@ -1,0 +1,107 @@
+#pragma once
+// config.json of a Hugging Face Llama / Mistral / Qwen2 checkpoint, plus the
+// reach-only position schemes (docs/EXTRAPOLATION.md §1.4, §2, §3).  This
+// module parses and validates; the kernels live elsewhere.  Every error is a
+// reach::Error whose message starts with "config.json (PATH):" and names the
+// key at fault.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/attention_spec.hpp"   // QkNorm
+#include "runtime/config/rope_types.hpp"
+
+namespace reach {
+
+struct RopeScaling {
+  RopeType type = RopeType::default_;
+  double factor = 1;                     // linear / dynamic / yarn / llama3 / ntk s
+  int64_t original_max_position = 0;     // 0 = use max_position_embeddings
+  double beta_fast = 32, beta_slow = 1;  // yarn
+  std::optional<double> attention_factor, mscale, mscale_all_dim;   // yarn
+  bool truncate = true;                                             // yarn
+  double low_freq_factor = 1, high_freq_factor = 4;                 // llama3
+  int64_t window = 0;   // rerope / leaky_rerope / self_extend (W_n)
+  double leaky_k = 1;   // leaky_rerope (JSON key "factor")
+  int64_t group = 1;    // self_extend (G)
+};
+
+struct LayerAttention {   // per-layer overrides of ReachAttention
+  std::optional<int64_t> window;
+  std::optional<bool> rope;
+  std::optional<bool> logn;
+};
+
+struct ReachAttention {   // top-level "reach_attention" object
+  int64_t logn_train_len = 0;   // 0 = no log-n scaling
+  QkNorm qk_norm = QkNorm::none;
+  std::optional<double> cos_n;
+  int64_t window = 0;           // sliding window for every layer, 0 = none
+  int64_t sinks = 0;            // attention-sink tokens kept with a window
+  std::map<int, LayerAttention> layers;
+  std::optional<double> alibi_max_bias;
+};
+
+// The layer family a config describes: which norms, activation and attention extras the forward runs.
+enum class ModelArch {
+  llama,    // Llama / Mistral / Qwen2: pre-norms, SiLU-gated MLP
+  gemma3,   // Gemma 3: norms before and after attention and MLP, GELU(tanh)-gated MLP, per-head q/k RMSNorm,
+            // embeddings x sqrt(hidden), local (sliding-window) and global layers with two rotary bases
+};
+enum class Activation { silu, gelu_tanh };   // the gate of the gated MLP
+
+struct ModelConfig {
+  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Gemma3ForCausalLM"
+  std::string model_type;     // "llama", "mistral", "qwen2", "gemma3_text"
+  ModelArch arch = ModelArch::llama;
+  Activation activation = Activation::silu;
+  int64_t hidden_size = 0, intermediate_size = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
+          vocab_size = 0, max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6, rope_theta = 10000, partial_rotary_factor = 1;
+  int64_t rotary_dim = 0;     // int(head_dim * partial_rotary_factor), even
+  bool tie_word_embeddings = false;
+  // Bias on q/k/v projections.  Llama-style attention_bias=true also has an
+  // o_proj bias; Qwen2 (always true) does not: check the weights for it.
+  bool attention_bias = false;
+  std::optional<int64_t> sliding_window;   // Mistral: every layer
+  // Gemma 3 ------------------------------------------------------------------------------------------
+  // Added to every norm weight at load: Gemma's RMSNorm multiplies by (1 + w); Hugging Face files store w
+  // (offset 1), llama.cpp's converter already stored 1 + w (offset 0).
+  double norm_weight_offset = 0;
+  bool post_norms = false;        // a norm after attention and after the MLP, before each residual add
+  bool qk_head_norm = false;      // RMSNorm of every q and k head (head_dim wide) before the rotation
+  float embed_scale = 0;          // embeddings x this (sqrt(hidden) as the source rounds it); 0 = none
+  std::optional<double> query_scale;   // logit scale (query_pre_attn_scalar^-0.5); none = 1/sqrt(head_dim)
+  // Local layers: local_layers[i] marks a sliding-window layer (window local_window, rotary base
+  // rope_local_theta, never rope scaling); empty = every layer is global.
+  std::vector<bool> local_layers;
+  int64_t local_window = 0;
+  double rope_local_theta = 10000;
+  bool has_local_layers() const;
+  std::vector<int32_t> bos_ids, eos_ids;
+  std::string torch_dtype;                 // informational ("bfloat16"), may be empty
+  RopeScaling rope;
+  ReachAttention attn;
+  std::filesystem::path source;            // the config.json read, for messages
+  std::string describe() const;            // a few human-readable lines
+};
+
+// `config_json` is the file or the model directory holding config.json.
+ModelConfig load_model_config(const std::filesystem::path& config_json);
+ModelConfig parse_model_config(const nlohmann::json& j, const std::filesystem::path& source_for_messages);
+
+// Parses one rope_scaling / rope_parameters object (HF or reach keys).
+// `where` prefixes messages, e.g. "config.json (/m/config.json): rope_scaling"
+// or "--rope-scaling".  A null object gives the default.
+RopeScaling parse_rope_scaling(const nlohmann::json& obj, const std::string& where);
+// Parses the "reach_attention" object; n_layers bounds the layer indices.
+// model_window: the config has a sliding_window, so 'sinks' may go with it
+// (without any window, sinks > 0 is an error).
+ReachAttention parse_reach_attention(const nlohmann::json& obj, const std::string& where, int64_t n_layers,
+                                     bool model_window = false);
+
+}  // namespace reach

@@ -1,0 +1,138 @@
+// Model::load from a llama.cpp GGUF file: config from the llama.* metadata,
+// tokenizer from tokenizer.ggml.*, weights by llama.cpp's tensor names.  Block
+// types (q8_0 ... q6_k) stay as the file holds them; q/k rows go back from
+// llama.cpp's interleaved rotary pairs to the half-split order (ModelLoader).
+#include <algorithm>
+#include <string>
+
+#include "base/error.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/config/gguf_config.hpp"
+#include "runtime/model/model_loader.hpp"
+
+namespace reach {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+WType wtype_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::f32: return WType::f32;
+    case GgmlType::f16: return WType::f16;
+    case GgmlType::bf16: return WType::bf16;
+    case GgmlType::q8_0: return WType::q8_0;
+    case GgmlType::q4_0: return WType::q4_0;
+    case GgmlType::q4_1: return WType::q4_1;
+    case GgmlType::q5_0: return WType::q5_0;
+    case GgmlType::q5_1: return WType::q5_1;
+    case GgmlType::q4_k: return WType::q4_k;
+    case GgmlType::q5_k: return WType::q5_k;
+    case GgmlType::q6_k: return WType::q6_k;
+  }
+  return WType::f32;   // unreachable: GgufFile::open refuses other ids
+}
+
+class GgufSource : public WeightSource {
+ public:
+  // interleaved: llama.cpp permuted q/k rows (llama); it leaves Gemma's (NeoX rotation) as they are.
+  GgufSource(const GgufFile& f, bool interleaved) : f_(f), interleaved_(interleaved) {}
+
+  std::string name(Role role, int64_t layer) const override {
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    switch (role) {
+      case Role::embed: return "token_embd.weight";
+      case Role::final_norm: return "output_norm.weight";
+      case Role::lm_head: return "output.weight";
+      case Role::attn_norm: return p + "attn_norm.weight";
+      case Role::mlp_norm: return p + "ffn_norm.weight";
+      case Role::q: return p + "attn_q.weight";
+      case Role::k: return p + "attn_k.weight";
+      case Role::v: return p + "attn_v.weight";
+      case Role::o: return p + "attn_output.weight";
+      case Role::q_bias: return p + "attn_q.bias";
+      case Role::k_bias: return p + "attn_k.bias";
+      case Role::v_bias: return p + "attn_v.bias";
+      case Role::o_bias: return p + "attn_output.bias";
+      case Role::gate: return p + "ffn_gate.weight";
+      case Role::up: return p + "ffn_up.weight";
+      case Role::down: return p + "ffn_down.weight";
+      case Role::q_norm: return p + "attn_q_norm.weight";
+      case Role::k_norm: return p + "attn_k_norm.weight";
+      case Role::post_attn_norm: return p + "post_attention_norm.weight";
+      case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
+    }
+    return {};
+  }
+  bool has(const std::string& name) const override { return f_.find_tensor(name) != nullptr; }
+
+  SourceTensor get(const std::string& name, std::initializer_list<int64_t> shape,
+                   const std::string& why) const override {
+    const GgufTensor* t = f_.find_tensor(name);
+    if (!t) f_.fail("tensor '" + name + "' is missing (" + why + "); is the file complete, and a llama model?");
+    const std::vector<int64_t> got = t->shape();
+    if (!std::equal(got.begin(), got.end(), shape.begin(), shape.end())) {
+      std::string want;
+      auto dims = [](auto&& ds) {
+        std::string out;
+        for (int64_t d : ds) {
+          if (!out.empty()) out += ", ";
+          out += std::to_string(d);
+        }
+        return out;
+      };
+      want = dims(shape);
+      const std::string have = dims(got);
+      f_.fail("tensor '" + name + "' has shape [" + have + "] (ggml ne " + t->ne_string() + "), expected [" + want +
+              "] (" + why + ")");
+    }
+    return SourceTensor{t->name, wtype_of(t->type), got, t->data, t->nbytes, f_.path()};
+  }
+
+  uint64_t total_bytes() const override {
+    uint64_t n = 0;
+    for (const auto& t : f_.tensors()) n += t.nbytes;
+    return n;
+  }
+  uint64_t n_params() const override {
+    uint64_t n = 0;
+    for (const auto& t : f_.tensors()) n += uint64_t(t.numel());
+    return n;
+  }
+  bool interleaved_rotary_rows() const override { return interleaved_; }
+  std::optional<WType> float_type() const override { return std::nullopt; }
+  std::string where() const override { return f_.path().string(); }
+
+ private:
+  const GgufFile& f_;
+  bool interleaved_;
+};
+
+}  // namespace
+
+void ModelLoader::load_gguf(Model& m, const fs::path& path, const LoadOptions& options) {
+  const GgufFile f = GgufFile::open(path);
+  if (const std::optional<uint64_t> splits = f.opt_u64("split.count"); splits && *splits > 1)
+    throw Error(ErrorCode::unsupported, "gguf (" + path.string() + "): key 'split.count' is " +
+                                            std::to_string(*splits) + ": reach reads single-file GGUFs; merge the "
+                                            "parts first (llama-gguf-split --merge FIRST_PART OUT.gguf)");
+  m.config_ = model_config_from_gguf(f);
+  const ModelConfig& c = m.config_;
+
+  // Without require_tokenizer (token ids only), a missing tokenizer, or one reach cannot build yet, does not
+  // stop the load; a malformed one still does, as a malformed tokenizer.json does.
+  if (options.require_tokenizer || f.has("tokenizer.ggml.model")) try {
+    m.tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(f));
+  } catch (const Error& e) {
+    if (options.require_tokenizer || e.code() != ErrorCode::unsupported) throw;
+  }
+
+  const std::string why = "the metadata says " + std::string(f.get_string("general.architecture")) +
+                          ".embedding_length=" + std::to_string(c.hidden_size) +
+                          ", feed_forward_length=" + std::to_string(c.intermediate_size) +
+                          ", vocabulary " + std::to_string(c.vocab_size) + ", heads " + std::to_string(c.n_heads) +
+                          "x" + std::to_string(c.head_dim) + ", kv heads " + std::to_string(c.n_kv_heads);
+  build(m, GgufSource(f, c.arch == ModelArch::llama), options, why);
+}
+
+}  // namespace reach

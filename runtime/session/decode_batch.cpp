@@ -1,0 +1,122 @@
+#include "runtime/session/decode_batch.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/device.hpp"
+#include "base/error.hpp"
+#include "engine/transfer.hpp"
+#include "runtime/session/forward.hpp"
+
+namespace reach {
+
+namespace {
+
+// Programs kept: a server's slot set changes as requests come and go, but the
+// same few lists recur (all slots busy, one free ...).
+constexpr size_t kMaxPrograms = 8;
+
+}  // namespace
+
+DecodeBatch::DecodeBatch(Model& model, uint32_t max_rows) : model_(model), max_rows_(max_rows) {
+  if (max_rows == 0) throw Error(ErrorCode::invalid_argument, "a decode batch needs at least one row");
+  const ModelConfig& c = model.config();
+  const uint64_t H = uint64_t(c.hidden_size), d = uint64_t(c.head_dim), qd = uint64_t(c.n_heads) * d,
+                 kvd = uint64_t(c.n_kv_heads) * d, I = uint64_t(c.intermediate_size), V = uint64_t(c.vocab_size),
+                 n = max_rows;
+  // Each row's attention binds its q / k / v / out row at an offset: rows must start aligned.
+  const uint64_t align = std::max<uint64_t>(model.device().caps().min_storage_buffer_offset_alignment, 1);
+  if ((qd * 4) % align || (kvd * 4) % align)
+    throw Error(ErrorCode::unsupported,
+                "batched decoding binds one row of q (" + std::to_string(qd * 4) + " bytes) and k/v (" +
+                    std::to_string(kvd * 4) + " bytes) per sequence, but this device aligns bindings to " +
+                    std::to_string(align) + " bytes: run one sequence at a time (--parallel 1)");
+  Allocator& A = model.allocator();
+  A.require(Arena::scratch, n * 4 * (H + std::max(H, qd) + 2 * (qd + kvd + I)),
+            "activations for a decode batch of " + std::to_string(n) + " sequences", "use fewer parallel sequences");
+  A.require(Arena::readback, n * V * 4, "the logits of a decode batch of " + std::to_string(n) + " sequences",
+            "use fewer parallel sequences");
+  ids_ = A.allocate(Arena::staging, n * 4, "batch token ids");
+  x_ = A.allocate(Arena::scratch, n * H * 4, "batch x");
+  h_ = A.allocate(Arena::scratch, n * std::max(H, qd) * 4, "batch h");
+  q_ = A.allocate(Arena::scratch, n * qd * 4, "batch q");
+  k_ = A.allocate(Arena::scratch, n * kvd * 4, "batch k");
+  v_ = A.allocate(Arena::scratch, n * kvd * 4, "batch v");
+  o_ = A.allocate(Arena::scratch, n * qd * 4, "batch attention out");
+  g_ = A.allocate(Arena::scratch, n * I * 4, "batch mlp gate");
+  u_ = A.allocate(Arena::scratch, n * I * 4, "batch mlp up");
+  logits_buf_ = A.allocate(Arena::readback, n * V * 4, "batch logits");
+}
+
+void DecodeBatch::check(std::span<Session* const> sessions, std::span<const int32_t> ids) const {
+  if (sessions.empty()) throw Error(ErrorCode::invalid_argument, "a batched decode step needs at least one session");
+  if (sessions.size() != ids.size())
+    throw Error(ErrorCode::invalid_argument, "a batched decode step got " + std::to_string(sessions.size()) +
+                                                 " sessions but " + std::to_string(ids.size()) + " token ids");
+  if (sessions.size() > max_rows_)
+    throw Error(ErrorCode::invalid_argument, "a batched decode step of " + std::to_string(sessions.size()) +
+                                                 " sessions exceeds this batch's " + std::to_string(max_rows_) +
+                                                 " rows: step at most that many at once");
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const Session* s = sessions[i];
+    const std::string which = "session " + std::to_string(i) + " of the batch";
+    if (!s) throw Error(ErrorCode::invalid_argument, which + " is null");
+    if (&s->model() != &model_)
+      throw Error(ErrorCode::invalid_argument, which + " belongs to another model: batch only sessions of one model");
+    for (size_t j = 0; j < i; ++j)
+      if (sessions[j] == s)
+        throw Error(ErrorCode::invalid_argument, which + " is also session " + std::to_string(j) +
+                                                     ": each session takes at most one token per step");
+    if (s->decode_pending())
+      throw Error(ErrorCode::invalid_argument,
+                  which + " has a decode_async step in flight: poll_decode / wait_decode until it is done first");
+    s->check_decode(ids[i]);
+  }
+}
+
+CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
+  std::vector<uint64_t> key;
+  for (Session* s : sessions) key.push_back(s->serial());
+  for (auto it = programs_.begin(); it != programs_.end(); ++it)
+    if (it->key == key) {
+      programs_.splice(programs_.begin(), programs_, it);
+      return *programs_.front().cmd;
+    }
+  if (programs_.size() >= kMaxPrograms) programs_.pop_back();
+  const uint32_t n = uint32_t(sessions.size());
+  Program p{key, std::make_unique<CommandList>(model_.device())};
+  const ForwardBuffers b{&ids_, &x_, &h_, &q_, &k_, &v_, &o_, &g_, &u_, &logits_buf_};
+  ForwardAttention attention;
+  // Row i belongs to sessions[i]: its new k/v go to that session's cache, its q attends over it.
+  attention.store = [&](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+    for (uint32_t i = 0; i < n; ++i)
+      sessions[i]->record_store_kv(cmd, l, Act{k.buffer, k.offset + uint64_t(i) * k.cols * 4, 1, k.cols},
+                                   Act{v.buffer, v.offset + uint64_t(i) * v.cols * 4, 1, v.cols});
+  };
+  attention.attend = [&](CommandList& cmd, size_t l, const Act& q, const Act& o) {
+    for (uint32_t i = 0; i < n; ++i)
+      sessions[i]->record_attend(cmd, l, Act{q.buffer, q.offset + uint64_t(i) * q.cols * 4, 1, q.cols},
+                                 Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, 1);
+  };
+  p.cmd->begin();
+  record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention);
+  p.cmd->end();
+  programs_.push_front(std::move(p));
+  return *programs_.front().cmd;
+}
+
+void DecodeBatch::step(std::span<Session* const> sessions, std::span<const int32_t> ids) {
+  check(sessions, ids);
+  const uint32_t n = uint32_t(sessions.size());
+  const uint64_t V = uint64_t(model_.config().vocab_size);
+  CommandList& cmd = program(sessions);
+  for (uint32_t i = 0; i < n; ++i) sessions[i]->begin_batch_row(ids[i]);   // each row's StepParams
+  std::copy(ids.begin(), ids.end(), static_cast<int32_t*>(ids_.mapped()));
+  cmd.run();
+  logits_.resize(size_t(n * V));
+  Transfer T(model_.allocator());
+  T.download(logits_buf_, 0, logits_.data(), n * V * 4);
+  for (uint32_t i = 0; i < n; ++i) sessions[i]->finish_batch_row(logits_.data() + i * V);
+}
+
+}  // namespace reach

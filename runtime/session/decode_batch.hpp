@@ -1,0 +1,61 @@
+#pragma once
+// One decode step for several sequences at once (continuous batching).
+//
+// The linear layers, norms and the lm_head run once over M rows (one row per
+// sequence, M = the sessions stepped); each row's attention runs over its own
+// Session's KV cache with that session's StepParams (position) and decode
+// scratch.  After step(), every session's logits() and position() are what
+// decode(id) alone would have given, up to float rounding while M > 1 goes
+// through the GEMM kernel rather than the one-row matvec.
+//
+// A program is recorded per ordered list of sessions and replayed while the
+// list stays the same; a few are cached (least recently used dropped first),
+// keyed by Session::serial() so a destroyed session's programs never run.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/command.hpp"
+#include "engine/memory.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/session.hpp"
+
+namespace reach {
+
+class DecodeBatch {
+ public:
+  // Up to max_rows sequences per step, all of `model`.
+  DecodeBatch(Model& model, uint32_t max_rows);
+  DecodeBatch(const DecodeBatch&) = delete;
+  DecodeBatch& operator=(const DecodeBatch&) = delete;
+
+  // Appends ids[i] to sessions[i] in one step.  Throws invalid_argument (no
+  // session changed) for: an empty list, more than max_rows sessions, a
+  // length mismatch, a null or repeated session, one of another model or
+  // with a decode_async step in flight, a bad id; context_overflow for a full
+  // session.
+  void step(std::span<Session* const> sessions, std::span<const int32_t> ids);
+
+  // What step() checks before it touches anything (the same errors).
+  void check(std::span<Session* const> sessions, std::span<const int32_t> ids) const;
+
+  uint32_t max_rows() const { return max_rows_; }
+  Model& model() const { return model_; }
+
+ private:
+  struct Program {
+    std::vector<uint64_t> key;   // the sessions' serials, in row order
+    std::unique_ptr<CommandList> cmd;
+  };
+  CommandList& program(std::span<Session* const> sessions);
+
+  Model& model_;
+  uint32_t max_rows_ = 0;
+  Buffer ids_, x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_;
+  std::vector<float> logits_;
+  std::list<Program> programs_;   // most recently used first
+};
+
+}  // namespace reach

@@ -1,0 +1,451 @@
+#include "runtime/session/session.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <sstream>
+
+#include "base/checked.hpp"
+#include "engine/device.hpp"
+#include "base/error.hpp"
+#include "kernels/binding.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/session/forward.hpp"
+#include "engine/transfer.hpp"
+
+namespace reach {
+
+namespace {
+
+std::string tok(uint64_t n) { return std::to_string(n) + " tokens"; }
+std::string mib(uint64_t bytes) { return std::to_string(mib_ceil(bytes)) + " MiB"; }
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(10);
+  o << v;
+  return o.str();
+}
+
+// Bytes one binding of the attention kernels may span: the KV store binds the
+// caches and table 1 as storage buffers, prefill / decode (texel variant) bind
+// them, table 2 and the rotated keys as R32G32B32A32 texel buffers.
+uint64_t attention_binding_limit(const Capabilities& caps, const AttentionTuning& tuning) {
+  uint64_t limit = binding_span(caps);
+  if (tuning.texel == 2) limit = std::min(limit, saturating_mul({caps.max_texel_buffer_elements, 16}));
+  return limit;
+}
+
+// The largest Self-Extend window (a multiple of G) whose grouped positions
+// floor((context−1)/G) + W − W/G stay below max_rows.
+std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
+  const int64_t room = int64_t(max_rows) - 1 - (int64_t(context) - 1) / G;
+  if (G < 2 || room < G - 1) return "use a smaller context";
+  return "use a window of at most " + std::to_string(room / (G - 1) * G);
+}
+
+// A cos/sin table of `rows` positions that one binding cannot hold: the error
+// names what asked for that many rows (the context, or the scheme's window).
+[[noreturn]] void table_too_large(const ResolvedSchemes& s, bool table2, uint64_t rows, uint64_t pairs,
+                                  uint32_t context, uint64_t limit) {
+  const uint64_t max_rows = limit / std::max<uint64_t>(pairs * 8, 1);
+  const std::string need = "a cos/sin table of " + std::to_string(rows) + " positions x " + std::to_string(pairs) +
+                           " pairs (" + mib(saturating_mul({rows, pairs, 8})) + "), more than one binding on this "
+                           "device holds (" + mib(limit) + ", " + std::to_string(max_rows) + " positions)";
+  if (rows <= context)
+    throw Error(ErrorCode::out_of_memory, "a context of " + tok(context) + " needs " + need +
+                                              ": use a context of at most " + tok(max_rows));
+  const RopeScaling& r = s.rope;
+  std::string what;
+  if (table2) {   // only Leaky ReRoPE has one
+    what = "leaky_rerope window·(k−1) = " + std::to_string(r.window) + "·(" + num(r.leaky_k) + "−1) shifts branch 2 by " +
+           std::to_string(rows - context) + " positions beyond the context, so it needs " + need +
+           ": choose window and k with window·(k−1) at most " +
+           std::to_string(max_rows > context ? max_rows - context : 0);
+  } else if (r.type == RopeType::self_extend) {
+    what = "self_extend group " + std::to_string(r.group) + ", window " + std::to_string(r.window) +
+           " puts grouped queries at positions up to " + std::to_string(rows - 1) +
+           " (floor((context−1)/G) + W − W/G), so it needs " + need + ": " +
+           self_extend_advice(r.group, context, max_rows);
+  } else {   // rerope: positions up to the window
+    what = std::string(rope_type_name(r.type)) + " window " + std::to_string(r.window) + " needs " + need +
+           ": use a window of at most " + std::to_string(max_rows ? max_rows - 1 : 0);
+  }
+  throw Error(ErrorCode::unsupported, "position schemes: " + what);
+}
+
+uint64_t next_serial() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+
+}  // namespace
+
+Session::Session(Model& model, const SessionOptions& options)
+    : model_(model), options_(options), config_(model.config()), attention_(model.device()), serial_(next_serial()) {
+  apply_overrides(config_, options.overrides);
+  const ModelConfig& c = config_;
+  capacity_ = options.context ? options.context
+                              : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
+  chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : kDefaultPrefillChunk, capacity_));
+  const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
+  schemes_ = resolve_schemes(c, capacity_, l_test);
+
+  // Every size below is checked before anything is allocated: the tables and
+  // each layer's KV cache against one binding, the total against the memory left.
+  const Device& dev = model.device();
+  const uint64_t limit = attention_binding_limit(dev.caps(), attention_.tuning());
+  const uint64_t rows1 = std::max<uint64_t>(std::max(schemes_.table1_positions, capacity_), 1);
+  const uint64_t rows2 = schemes_.table2 ? std::max<uint32_t>(schemes_.table2_positions, 1) : 0;
+  const uint64_t pairs = schemes_.table1.inv_freq.size();
+  if (saturating_mul({rows1, pairs, 8}) > limit) table_too_large(schemes_, false, rows1, pairs, capacity_, limit);
+  if (saturating_mul({rows2, pairs, 8}) > limit) table_too_large(schemes_, true, rows2, pairs, capacity_, limit);
+
+  // Ring caches for sliding-window layers when they save memory (LayerCache::ring):
+  // window + chunk - 1 rows hold every key a chunk of queries still sees.
+  for (const auto& spec : schemes_.layers) {
+    const uint64_t ring = uint64_t(spec.window) + chunk_ - 1;
+    const bool use = !options.full_kv && spec.window > 0 && spec.sinks + ring < capacity_;
+    ring_.push_back(use ? uint32_t(ring) : 0);
+  }
+  ring_lost_.assign(ring_.size(), 0);
+  const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
+  uint64_t max_rows = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) max_rows = std::max<uint64_t>(max_rows, kv_rows(l));
+  const uint64_t kv_bytes = saturating_mul({kvd, max_rows, 4});
+  if (kv_bytes > limit)
+    throw Error(ErrorCode::out_of_memory,
+                "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) +
+                    " per layer for keys and again for values (" + std::to_string(c.n_kv_heads) + " kv heads x " +
+                    std::to_string(d) + " head dims x 4 bytes per token), more than one binding on this device "
+                    "holds (" + mib(limit) + "): use a context of at most " + tok(limit / (kvd * 4)));
+  const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
+                 V = uint64_t(c.vocab_size), n = chunk_;
+  uint64_t dec = 0;
+  for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
+  uint64_t caches = 0;
+  for (size_t l = 0; l < schemes_.layers.size(); ++l)
+    caches = saturating_add(caches, saturating_mul({kvd, kv_rows(l), 4, wants_rotated_keys(schemes_.layers[l]) ? 3u : 2u}));
+  kv_cache_bytes_ = caches;
+  const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
+  const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
+  const uint64_t scratch = saturating_add(
+      saturating_mul({n, 4, H + std::max(H, qd) + 2 * (qd + kvd + I)}), dec);
+  model.allocator().require(Arena::cache, saturating_add(saturating_add(caches, tables), scratch),
+                            "a session with a context of " + tok(capacity_) + " (KV cache " + mib(caches) +
+                                ", cos/sin tables " + mib(tables) + ", activations for chunks of " + tok(n) + " " +
+                                mib(scratch) + ")",
+                            "use a smaller context");
+  model.allocator().require(Arena::readback, saturating_mul({n, V, 4}),
+                            "the logits of chunks of " + tok(n) + " (x vocab_size " + std::to_string(V) + ")",
+                            "use a smaller prefill chunk");
+
+  Allocator& A = model.allocator();
+  Transfer T(A);
+  auto make_table = [&](const RopeFreqs& f, uint32_t positions, Buffer& buf, RopeTable& t, const char* label) {
+    positions = std::max<uint32_t>(positions, 1);
+    const uint32_t pairs = uint32_t(f.inv_freq.size());   // rotary_dim / 2
+    const uint64_t row_floats = uint64_t(pairs) * 2;
+    buf = A.allocate(Arena::cache, positions * row_floats * 4, label);
+    // Built and uploaded a piece at a time: host memory stays small for any table.
+    const uint32_t piece_rows =
+        uint32_t(std::clamp<uint64_t>((4u << 20) / std::max<uint64_t>(row_floats, 1), 1, positions));
+    std::vector<float> piece(piece_rows * row_floats);
+    for (uint32_t p0 = 0, rows = 0; p0 < positions; p0 += rows) {
+      rows = std::min(piece_rows, positions - p0);
+      fill_rope_rows(f, p0, rows, pairs, piece.data());
+      T.upload(buf, p0 * row_floats * 4, piece.data(), rows * row_floats * 4);
+    }
+    t = {&buf, positions, pairs};
+  };
+  make_table(schemes_.table1, uint32_t(rows1), rope1_, table1_, "rope table");
+  if (schemes_.table2) make_table(*schemes_.table2, uint32_t(rows2), rope2_, table2_, "rope table 2");
+  else table2_ = table1_;
+  if (schemes_.table_local) make_table(*schemes_.table_local, uint32_t(rows_local), rope_local_, table_local_,
+                                       "rope table (local layers)");
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string name = "kv cache layer " + std::to_string(l);
+    const uint64_t layer_bytes = kvd * kv_rows(size_t(l)) * 4;
+    k_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "k " + name));
+    v_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "v " + name));
+    // Dual-branch layers keep rotated keys too (LayerCache::k_rot): the
+    // window branch then costs what plain RoPE does, for 50 % more cache.
+    k_rot_.push_back(wants_rotated_keys(schemes_.layers[size_t(l)])
+                         ? A.allocate(Arena::cache, layer_bytes, "rotated k " + name)
+                         : Buffer{});
+  }
+  ids_ = A.allocate(Arena::staging, n * 4, "token ids");
+  step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
+  x_ = A.allocate(Arena::scratch, n * H * 4, "x");
+  h_ = A.allocate(Arena::scratch, n * std::max(H, qd) * 4, "h");
+  q_ = A.allocate(Arena::scratch, n * qd * 4, "q");
+  k_ = A.allocate(Arena::scratch, n * kvd * 4, "k");
+  v_ = A.allocate(Arena::scratch, n * kvd * 4, "v");
+  o_ = A.allocate(Arena::scratch, n * qd * 4, "attention out");
+  g_ = A.allocate(Arena::scratch, n * I * 4, "mlp gate");
+  u_ = A.allocate(Arena::scratch, n * I * 4, "mlp up");
+  logits_buf_ = A.allocate(Arena::readback, n * V * 4, "logits");
+  decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
+  logits_.assign(size_t(V), 0.0f);
+}
+
+Session::~Session() {
+  // The buffers a decode_async step reads and writes go with the members.
+  if (decode_pending()) {
+    try {
+      async_->wait();
+    } catch (const Error&) {   // device lost: nothing runs any more
+    }
+  }
+}
+
+void Session::need_idle(const char* what) const {
+  if (decode_pending())
+    throw Error(ErrorCode::invalid_argument, std::string(what) +
+                                                 ": a decode_async step is in flight: poll_decode / wait_decode "
+                                                 "until it is done first");
+}
+
+void Session::rewind(uint32_t n) {
+  need_idle("rewind");
+  if (n > pos_)
+    throw Error(ErrorCode::invalid_argument, "cannot rewind to position " + std::to_string(n) +
+                                                 ": the session holds only " + tok(pos_));
+  const uint32_t floor = rewind_floor();
+  if (n != 0 && n < floor)
+    throw Error(ErrorCode::invalid_argument,
+                "cannot rewind to position " + std::to_string(n) + ": the sliding-window layers keep their keys in a "
+                "ring of about window + prefill chunk positions, and the keys position " + std::to_string(n) +
+                " needs were overwritten; rewind to 0 or to at least " + std::to_string(floor) +
+                ", or open the session with full_kv (--full-kv) to keep every position");
+  pos_ = n;   // cache entries past n are simply overwritten later
+  if (n == 0) ring_lost_.assign(ring_lost_.size(), 0);   // nothing older is needed again
+}
+
+uint32_t Session::rewind_floor() const {
+  uint32_t floor = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) {
+    if (!ring_[l]) continue;
+    const AttentionSpec& spec = schemes_.layers[l];
+    // Position n needs keys [max(sinks, n - window + 1), n) >= sinks: intact when
+    // they start at or after ring_lost_, or when there are none (n <= sinks).
+    if (ring_lost_[l] <= spec.sinks) continue;
+    floor = std::max<uint32_t>(floor, ring_lost_[l] + spec.window - 1);
+  }
+  return floor;
+}
+
+uint32_t Session::kv_rows(size_t l) const {
+  // LayerCache::rows is the one definition (the buffers may not exist yet).
+  return LayerCache{nullptr, nullptr, capacity_, nullptr, ring_[l]}.rows(schemes_.layers[l]);
+}
+
+std::string Session::describe_kv_cache() const {
+  size_t rings = 0, windowed = 0;
+  uint32_t ring_rows = 0;
+  for (size_t l = 0; l < ring_.size(); ++l) {
+    if (schemes_.layers[l].window) ++windowed;
+    if (ring_[l]) {
+      ++rings;
+      ring_rows = std::max(ring_rows, kv_rows(l));
+    }
+  }
+  std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_);
+  if (rings)
+    s += " (" + std::to_string(rings) + " of " + std::to_string(ring_.size()) + " layers are sliding-window rings of " +
+         std::to_string(ring_rows) + " rows; --full-kv keeps every position)";
+  else if (windowed)
+    s += " (every position on all layers, sliding-window ones included)";
+  return s;
+}
+
+void Session::advance(uint32_t n) {
+  pos_ += n;
+  for (size_t l = 0; l < ring_.size(); ++l)
+    if (ring_[l] && pos_ > ring_[l]) ring_lost_[l] = std::max(ring_lost_[l], pos_ - ring_[l]);
+}
+
+Session::Program& Session::program(uint32_t n, bool all_logits) {
+  auto key = std::make_pair(n, all_logits);
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second;
+  Program p;
+  p.cmd = std::make_unique<CommandList>(model_.device(), options_.profile);
+  p.n = n;
+  p.all_logits = all_logits;
+  p.cmd->begin();
+  record(*p.cmd, n, all_logits);
+  p.cmd->end();
+  return programs_.emplace(key, std::move(p)).first->second;
+}
+
+void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
+  const ForwardBuffers b{&ids_, &x_, &h_, &q_, &k_, &v_, &o_, &g_, &u_, &logits_buf_};
+  ForwardAttention attention;
+  attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
+  attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
+  record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention);
+}
+
+LayerCache Session::layer_cache(size_t l) const {
+  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l]};
+}
+
+void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  attention_.store_kv(cmd, schemes_.layers[l], t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
+}
+
+void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {
+  const AttentionSpec& spec = schemes_.layers[l];
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  const RopeTable& t2 = local ? table_local_ : table2_;
+  const BufferRange step = step_.range(0, sizeof(StepParams));
+  if (n == 1) attention_.decode(cmd, spec, t1, t2, step, q, layer_cache(l), o, decode_scratch_.range());
+  else attention_.prefill(cmd, spec, t1, t2, step, q, layer_cache(l), o, n);
+}
+
+void Session::check_ids(std::span<const int32_t> ids) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size)
+      throw Error(ErrorCode::invalid_argument, "token id " + std::to_string(ids[i]) + " at position " +
+                                                   std::to_string(pos_ + i) + " is outside the vocabulary of " +
+                                                   std::to_string(config_.vocab_size));
+}
+
+// The ids were checked (check_prefill / check_decode) before the first step.
+void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits) {
+  const uint32_t V = uint32_t(config_.vocab_size);
+  Program& p = program(n, all_logits != nullptr);
+  write_step_inputs(ids, n);
+  p.cmd->run();
+  last_ = p.cmd.get();
+  const uint32_t rows = all_logits ? n : 1;
+  Transfer T(model_.allocator());
+  if (all_logits) {
+    const size_t old = all_logits->size();
+    all_logits->resize(old + size_t(rows) * V);
+    T.download(logits_buf_, 0, all_logits->data() + old, uint64_t(rows) * V * 4);
+    std::memcpy(logits_.data(), all_logits->data() + old + size_t(rows - 1) * V, size_t(V) * 4);
+  } else {
+    T.download(logits_buf_, 0, logits_.data(), uint64_t(V) * 4);
+  }
+  advance(n);
+}
+
+void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
+  std::memcpy(ids_.mapped(), ids, size_t(n) * 4);
+  StepParams sp{pos_, n, 0, 0};
+  std::memcpy(step_.mapped(), &sp, sizeof sp);
+}
+
+void Session::check_prefill(std::span<const int32_t> ids) const {
+  if (ids.empty())
+    throw Error(ErrorCode::invalid_argument, "the prompt is empty: give at least one token (a BOS token counts)");
+  if (uint64_t(pos_) + ids.size() > capacity_)
+    throw Error(ErrorCode::context_overflow,
+                "prompt of " + tok(ids.size()) + " at position " + std::to_string(pos_) +
+                    " does not fit the context of " + tok(capacity_) + ": raise the context or shorten the prompt");
+  // Every chunk's ids before the first chunk runs: a bad id late in a long
+  // prompt must not leave the earlier chunks appended.
+  check_ids(ids);
+}
+
+void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
+  need_idle("prefill");
+  check_prefill(ids);
+  for (size_t done = 0; done < ids.size();) {
+    const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
+    // A single token goes through the decode program (it is recorded anyway).
+    run_step(ids.data() + done, n, all_logits);
+    done += n;
+  }
+}
+
+void Session::decode(int32_t id) {
+  need_idle("decode");
+  check_decode(id);
+  run_step(&id, 1, nullptr);
+}
+
+void Session::decode_async(int32_t id) {
+  need_idle("decode_async");
+  check_decode(id);
+  Program& p = program(1, false);
+  write_step_inputs(&id, 1);
+  async_ = p.cmd.get();
+  last_ = async_;
+  async_->submit();
+}
+
+bool Session::poll_decode() {
+  if (!decode_pending()) return true;
+  if (!async_->poll()) return false;
+  read_decode_logits();
+  return true;
+}
+
+bool Session::wait_decode(uint64_t timeout_ns) {
+  if (!decode_pending()) return true;
+  if (!async_->wait_for(timeout_ns)) return false;
+  read_decode_logits();
+  return true;
+}
+
+std::vector<KernelTiming> Session::last_timings() const {
+  return last_ ? last_->timings() : std::vector<KernelTiming>{};
+}
+
+void Session::record_decode(VkCommandBuffer cmd) {
+  if (!cmd) throw Error(ErrorCode::invalid_argument, "record_decode: the command buffer is VK_NULL_HANDLE");
+  for (const auto& [key, p] : programs_)
+    if (p.cmd->handle() == cmd)
+      throw Error(ErrorCode::invalid_argument, "record_decode: that command buffer belongs to the session "
+                                               "(its own programs, decode_async)");
+  auto& list = recordings_[cmd];
+  if (!list) list = std::make_unique<CommandList>(model_.device(), cmd);
+  list->begin();   // reuses its descriptor pools: the buffer is not pending (the host reset it)
+  record(*list, 1, false);
+  list->barrier();   // results visible to the host and to the host's later commands
+}
+
+void Session::forget_recording(VkCommandBuffer cmd) { recordings_.erase(cmd); }
+
+void Session::begin_decode_step(int32_t id) {
+  need_idle("begin_decode_step");
+  check_decode(id);
+  write_step_inputs(&id, 1);
+}
+
+void Session::check_decode(int32_t id) const {
+  if (uint64_t(pos_) + 1 > capacity_)
+    throw Error(ErrorCode::context_overflow, "the context of " + tok(capacity_) +
+                                                 " is full: raise the context or generate fewer tokens");
+  check_ids(std::span<const int32_t>(&id, 1));
+}
+
+void Session::finish_decode_step() {
+  need_idle("finish_decode_step");
+  read_decode_logits();
+}
+
+void Session::begin_batch_row(int32_t id) {
+  need_idle("a batched decode step");
+  check_decode(id);
+  write_step_inputs(&id, 1);
+}
+
+void Session::finish_batch_row(const float* logits) {
+  std::memcpy(logits_.data(), logits, size_t(config_.vocab_size) * 4);
+  advance(1);
+}
+
+void Session::read_decode_logits() {
+  Transfer T(model_.allocator());
+  T.download(logits_buf_, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
+  advance(1);
+}
+
+}  // namespace reach

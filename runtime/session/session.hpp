@@ -1,0 +1,165 @@
+#pragma once
+// One sequence being processed by a model: the KV cache, the recorded forward
+// programs (one per chunk length, one for decode), and the logits.
+//
+// Programs are recorded once and resubmitted: per step only the token ids and
+// the StepParams buffer (positions) change, never the command buffer.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/command.hpp"
+#include "engine/memory.hpp"
+#include "kernels/attention.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/config/schemes.hpp"
+
+namespace reach {
+
+// Prefill chunk length when none is given: long enough to keep the GEMMs
+// efficient, short enough that a chunk's scratch stays small.
+inline constexpr uint32_t kDefaultPrefillChunk = 256;
+
+struct SessionOptions {
+  uint32_t context = 0;          // KV-cache capacity in tokens; 0 = min(max_position_embeddings, 4096)
+  uint32_t chunk = kDefaultPrefillChunk;   // prefill chunk length; 0 = the default
+  int64_t l_test = 0;            // dynamic scaling's L_test (prompt + max new tokens); 0 = context
+  SchemeOverrides overrides;     // CLI / API overrides of config.json's schemes
+  bool profile = false;          // timestamps per dispatch
+  // Sliding-window layers (e.g. Gemma 3's local layers) keep only their window
+  // (plus a prefill chunk) of keys in a ring: memory O(window), not O(context),
+  // at the price of how far rewind can go back (rewind_floor).  true keeps
+  // every position for every layer.
+  bool full_kv = false;
+};
+
+class Session {
+ public:
+  Session(Model& model, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Appends tokens at the current position.  Logits of the last token are kept
+  // (logits()); with all_logits, every row [n, vocab] is appended to *all_logits.
+  void prefill(std::span<const int32_t> ids, std::vector<float>* all_logits = nullptr);
+  // Appends one token with the recorded decode program.
+  void decode(int32_t id);
+  // What prefill / decode (and decode_async, begin_decode_step) check, after
+  // "no step in flight", before they touch anything: an empty prompt, the
+  // capacity, every id.  They throw what those would; a call rejected by them
+  // changes no state (the logits and the position stay as they were).
+  void check_prefill(std::span<const int32_t> ids) const;
+  void check_decode(int32_t id) const;
+
+  // decode(id) without waiting: the same recorded program, submitted.  While
+  // the step is in flight every call that touches the session's buffers
+  // (prefill, decode, rewind, a second decode_async, begin/finish_decode_step)
+  // is an invalid_argument Error.  poll_decode (never blocks) and wait_decode
+  // (up to timeout_ns; UINT64_MAX: until done) return true once no step is in
+  // flight; the one that sees the step finish reads the logits, position + 1.
+  // A failed poll or wait (device lost ...) throws and ends the step.
+  void decode_async(int32_t id);
+  bool poll_decode();
+  bool wait_decode(uint64_t timeout_ns);
+  bool decode_pending() const { return async_ && async_->pending(); }
+  // Signalled when a decode_async step completes, for hosts that wait on it
+  // themselves (then poll_decode).  VK_NULL_HANDLE before the first decode_async.
+  VkFence decode_fence() const { return async_ ? async_->fence() : VK_NULL_HANDLE; }
+  std::span<const float> logits() const { return logits_; }
+
+  uint32_t position() const { return pos_; }
+  uint32_t capacity() const { return capacity_; }
+  uint32_t chunk() const { return chunk_; }   // prefill chunk length
+  // Forget everything after position n (n <= position(); n == 0 or
+  // n >= rewind_floor(): a ring cache has overwritten the keys older ones need).
+  void rewind(uint32_t n);
+  // The lowest position above 0 that rewind accepts now (0: any).
+  uint32_t rewind_floor() const;
+  // Device bytes of the KV caches (keys, values, rotated keys) of all layers.
+  uint64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+  // Rows per kv head of layer l's cache: capacity(), or a ring's sinks + ring.
+  uint32_t kv_rows(size_t l) const;
+  // "KV cache 12.0 MiB (...)": bytes, and the ring rows of sliding-window layers.
+  std::string describe_kv_cache() const;
+  void reset() { rewind(0); }
+
+  const ModelConfig& config() const { return config_; }
+  const ResolvedSchemes& schemes() const { return schemes_; }
+  Model& model() const { return model_; }
+  // GPU time per kernel label over the last submitted program (profile on).
+  std::vector<KernelTiming> last_timings() const;
+
+  // Frame-budget embedding (C API): the one-token decode program recorded into
+  // a command buffer the caller owns and submits (recording state; reach never
+  // submits it).  Its descriptor sets live until the same buffer is recorded
+  // again, forget_recording(cmd), or the Session dies.  Around each execution:
+  // begin_decode_step checks the id and the capacity and writes the inputs;
+  // finish_decode_step (after the GPU finished) reads the logits, position + 1.
+  // Recording is allowed while a decode_async step is in flight (it reads and
+  // writes no buffer); begin/finish_decode_step are not.
+  void record_decode(VkCommandBuffer cmd);
+  void forget_recording(VkCommandBuffer cmd);
+  void begin_decode_step(int32_t id);
+  void finish_decode_step();
+
+  // Unique among the Sessions of this process (never reused, unlike an address):
+  // DecodeBatch keys its recorded programs by it.
+  uint64_t serial() const { return serial_; }
+  // The options it was made with (DecodeBatch steps only sessions of equal options).
+  const SessionOptions& options() const { return options_; }
+
+ private:
+  friend class DecodeBatch;
+  // One layer's attention for rows q/k/v/o of this sequence, bound to its own
+  // KV cache, StepParams and decode scratch (record and DecodeBatch share them).
+  LayerCache layer_cache(size_t l) const;
+  void record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v);
+  void record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n);
+  // Around a DecodeBatch step: check and write this row's inputs; take its logits, position + 1.
+  void begin_batch_row(int32_t id);
+  void finish_batch_row(const float* logits);
+
+  struct Program {
+    std::unique_ptr<CommandList> cmd;
+    uint32_t n = 0;
+    bool all_logits = false;
+  };
+  Program& program(uint32_t n, bool all_logits);
+  void record(CommandList& cmd, uint32_t n, bool all_logits);
+  void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
+  void need_idle(const char* what) const;
+  void check_ids(std::span<const int32_t> ids) const;
+  void write_step_inputs(const int32_t* ids, uint32_t n);
+  void read_decode_logits();
+  void advance(uint32_t n);   // position + n, and what ring caches overwrote
+
+  Model& model_;
+  SessionOptions options_;
+  ModelConfig config_;
+  ResolvedSchemes schemes_;
+  Attention attention_;
+  uint64_t serial_ = 0;
+  uint32_t capacity_ = 0, chunk_ = 0, pos_ = 0;
+
+  // Device buffers.
+  Buffer rope1_, rope2_, rope_local_;
+  RopeTable table1_, table2_, table_local_;   // table_local_: the local layers' (base rope_local_theta)
+  std::vector<Buffer> k_cache_, v_cache_;
+  std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
+  std::vector<uint32_t> ring_;       // per layer: LayerCache::ring (0: every position)
+  std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
+  uint64_t kv_cache_bytes_ = 0;
+  Buffer ids_, step_;
+  Buffer x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_, decode_scratch_;
+  std::vector<float> logits_;
+  std::map<std::pair<uint32_t, bool>, Program> programs_;
+  CommandList* last_ = nullptr;
+  CommandList* async_ = nullptr;   // the decode program, once decode_async submitted it
+  std::map<VkCommandBuffer, std::unique_ptr<CommandList>> recordings_;   // record_decode
+};
+
+}  // namespace reach
