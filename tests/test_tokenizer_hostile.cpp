@@ -16,8 +16,13 @@
 #include "base/error.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/isolated_run.hpp"
+#include "tests/support/tokenizer_cases.hpp"
 
 using nlohmann::json;
+using reach::test::json_quoted;
+using reach::test::read_json;
+using reach::test::show_ids;
+using reach::test::tokenizer_data_dir;
 using reach::ErrorCode;
 using reach::Tokenizer;
 using reach::test::Outcome;
@@ -38,21 +43,12 @@ json with(const char* key, const json& value) {
   return j;
 }
 
-std::string show(const std::vector<int32_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
 // Loads, encodes and decodes a little: a load-time check must stop a hostile
 // file before either runs.  Returns "ids|decoded text".
 std::string exercise(const std::string& text, const std::string& input = "ab ab a b") {
   Tokenizer tok = Tokenizer::from_json(text, "hostile.json");
   std::vector<int32_t> ids = tok.encode(input, true);
-  return show(ids) + "|" + tok.decode(ids, false);
+  return show_ids(ids) + "|" + tok.decode(ids, false);
 }
 
 void expect_error(const Outcome& o, ErrorCode code, std::initializer_list<std::string> words) {
@@ -374,7 +370,7 @@ TEST_CASE("tokenizer_hostile: added-token matching is leftmost-longest (against 
     }
     CAPTURE(j.dump());
     CAPTURE(input);
-    CHECK(show(Tokenizer::from_json(j.dump()).encode(input, false)) == show(want));
+    CHECK(show_ids(Tokenizer::from_json(j.dump()).encode(input, false)) == show_ids(want));
   }
 }
 

@@ -42,45 +42,20 @@ int64_t layers_in_weights(const ModelWeights& w) {
 // The tensors of a safetensors directory, by their Hugging Face names.
 class SafetensorsSource : public WeightSource {
  public:
-  SafetensorsSource(const ModelWeights& w, const ModelConfig& c) : w_(w), gemma_(c.arch == ModelArch::gemma3) {
+  SafetensorsSource(const ModelWeights& w, const ModelConfig& c) : w_(w) {
+    naming_.gemma = c.arch == ModelArch::gemma3;
     // Gemma 3's multimodal checkpoints keep the language model under a prefix.
     for (const char* pre : {"language_model.model.", "model.language_model."})
       if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight")) {
-        model_ = pre;
-        head_ = model_ == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
+        naming_.model = pre;
+        naming_.lm_head = naming_.model == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
       }
     // Float matrices take the embedding's type (16-bit files stay 16-bit).
-    const TensorInfo& probe = w.get(model_ + "embed_tokens.weight");
+    const TensorInfo& probe = w.get(hf_tensor_name(Role::embed, 0, naming_));
     if (probe.dtype == DType::F16) float_type_ = WType::f16;
     if (probe.dtype == DType::BF16) float_type_ = WType::bf16;
   }
-  std::string name(Role role, int64_t layer) const override {
-    const std::string p = model_ + "layers." + std::to_string(layer) + ".";
-    switch (role) {
-      case Role::embed: return model_ + "embed_tokens.weight";
-      case Role::final_norm: return model_ + "norm.weight";
-      case Role::lm_head: return head_;
-      case Role::attn_norm: return p + "input_layernorm.weight";
-      // Gemma's post_attention_layernorm follows attention; its MLP norm is pre_feedforward_layernorm.
-      case Role::mlp_norm: return p + (gemma_ ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
-      case Role::post_attn_norm: return p + "post_attention_layernorm.weight";
-      case Role::post_mlp_norm: return p + "post_feedforward_layernorm.weight";
-      case Role::q_norm: return p + "self_attn.q_norm.weight";
-      case Role::k_norm: return p + "self_attn.k_norm.weight";
-      case Role::q: return p + "self_attn.q_proj.weight";
-      case Role::k: return p + "self_attn.k_proj.weight";
-      case Role::v: return p + "self_attn.v_proj.weight";
-      case Role::o: return p + "self_attn.o_proj.weight";
-      case Role::q_bias: return p + "self_attn.q_proj.bias";
-      case Role::k_bias: return p + "self_attn.k_proj.bias";
-      case Role::v_bias: return p + "self_attn.v_proj.bias";
-      case Role::o_bias: return p + "self_attn.o_proj.bias";
-      case Role::gate: return p + "mlp.gate_proj.weight";
-      case Role::up: return p + "mlp.up_proj.weight";
-      case Role::down: return p + "mlp.down_proj.weight";
-    }
-    return {};
-  }
+  std::string name(Role role, int64_t layer) const override { return hf_tensor_name(role, layer, naming_); }
   bool has(const std::string& name) const override { return w_.find(name) != nullptr; }
   SourceTensor get(const std::string& name, std::initializer_list<int64_t> shape,
                    const std::string& why) const override {
@@ -109,8 +84,7 @@ class SafetensorsSource : public WeightSource {
 
  private:
   const ModelWeights& w_;
-  bool gemma_ = false;
-  std::string model_ = "model.", head_ = "lm_head.weight";
+  HfNaming naming_;
   std::optional<WType> float_type_ = WType::f32;
 };
 

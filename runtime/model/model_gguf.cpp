@@ -38,32 +38,7 @@ class GgufSource : public WeightSource {
   // interleaved: llama.cpp permuted q/k rows (llama); it leaves Gemma's (NeoX rotation) as they are.
   GgufSource(const GgufFile& f, bool interleaved) : f_(f), interleaved_(interleaved) {}
 
-  std::string name(Role role, int64_t layer) const override {
-    const std::string p = "blk." + std::to_string(layer) + ".";
-    switch (role) {
-      case Role::embed: return "token_embd.weight";
-      case Role::final_norm: return "output_norm.weight";
-      case Role::lm_head: return "output.weight";
-      case Role::attn_norm: return p + "attn_norm.weight";
-      case Role::mlp_norm: return p + "ffn_norm.weight";
-      case Role::q: return p + "attn_q.weight";
-      case Role::k: return p + "attn_k.weight";
-      case Role::v: return p + "attn_v.weight";
-      case Role::o: return p + "attn_output.weight";
-      case Role::q_bias: return p + "attn_q.bias";
-      case Role::k_bias: return p + "attn_k.bias";
-      case Role::v_bias: return p + "attn_v.bias";
-      case Role::o_bias: return p + "attn_output.bias";
-      case Role::gate: return p + "ffn_gate.weight";
-      case Role::up: return p + "ffn_up.weight";
-      case Role::down: return p + "ffn_down.weight";
-      case Role::q_norm: return p + "attn_q_norm.weight";
-      case Role::k_norm: return p + "attn_k_norm.weight";
-      case Role::post_attn_norm: return p + "post_attention_norm.weight";
-      case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
-    }
-    return {};
-  }
+  std::string name(Role role, int64_t layer) const override { return gguf_tensor_name(role, layer); }
   bool has(const std::string& name) const override { return f_.find_tensor(name) != nullptr; }
 
   SourceTensor get(const std::string& name, std::initializer_list<int64_t> shape,

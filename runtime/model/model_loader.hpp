@@ -13,13 +13,10 @@
 #include <vector>
 
 #include "engine/transfer.hpp"
+#include "runtime/config/tensor_names.hpp"
 #include "runtime/model/model.hpp"
 
 namespace reach {
-
-// The weights the forward reads, by role (a format maps them to its tensor names).
-enum class Role { embed, attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, mlp_norm, gate, up, down,
-                  final_norm, lm_head, q_norm, k_norm, post_attn_norm, post_mlp_norm };
 
 // One tensor as the file holds it: a view of its bytes (valid while the source lives).
 struct SourceTensor {

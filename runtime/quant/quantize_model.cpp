@@ -8,6 +8,7 @@
 #include "base/half.hpp"
 #include "runtime/formats/gguf_write.hpp"
 #include "runtime/config/model_config.hpp"
+#include "runtime/config/tensor_names.hpp"
 #include "runtime/quant/quantize.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -162,32 +163,39 @@ QuantizeModelSummary quantize_model(const fs::path& in_dir, const fs::path& out,
   auto vec = [&](const std::string& g, const std::string& hf, int64_t n, int64_t heads = 0) {
     plan.push_back({g, &w.get(hf, {n}, why), n, 0, heads});
   };
-  mat("token_embd.weight", "model.embed_tokens.weight", V, H);
+  // Llama's tensors, named by role in both sources (runtime/config/tensor_names.hpp).
+  auto mat_r = [&](Role r, int64_t layer, int64_t rows, int64_t cols, int64_t heads = 0) {
+    mat(gguf_tensor_name(r, layer), hf_tensor_name(r, layer), rows, cols, heads);
+  };
+  auto vec_r = [&](Role r, int64_t layer, int64_t n, int64_t heads = 0) {
+    vec(gguf_tensor_name(r, layer), hf_tensor_name(r, layer), n, heads);
+  };
+  mat_r(Role::embed, 0, V, H);
   for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".", b = "blk." + std::to_string(i) + ".";
-    vec(b + "attn_norm.weight", p + "input_layernorm.weight", H);
-    mat(b + "attn_q.weight", p + "self_attn.q_proj.weight", qd, H, c.n_heads);
-    mat(b + "attn_k.weight", p + "self_attn.k_proj.weight", kvd, H, c.n_kv_heads);
-    mat(b + "attn_v.weight", p + "self_attn.v_proj.weight", kvd, H);
-    mat(b + "attn_output.weight", p + "self_attn.o_proj.weight", H, qd);
+    vec_r(Role::attn_norm, i, H);
+    mat_r(Role::q, i, qd, H, c.n_heads);
+    mat_r(Role::k, i, kvd, H, c.n_kv_heads);
+    mat_r(Role::v, i, kvd, H);
+    mat_r(Role::o, i, H, qd);
     if (c.attention_bias) {   // permuted as the weight rows they add to
-      vec(b + "attn_q.bias", p + "self_attn.q_proj.bias", qd, c.n_heads);
-      vec(b + "attn_k.bias", p + "self_attn.k_proj.bias", kvd, c.n_kv_heads);
-      vec(b + "attn_v.bias", p + "self_attn.v_proj.bias", kvd);
-      if (w.find(p + "self_attn.o_proj.bias")) vec(b + "attn_output.bias", p + "self_attn.o_proj.bias", H);
+      vec_r(Role::q_bias, i, qd, c.n_heads);
+      vec_r(Role::k_bias, i, kvd, c.n_kv_heads);
+      vec_r(Role::v_bias, i, kvd);
+      if (w.find(hf_tensor_name(Role::o_bias, i))) vec_r(Role::o_bias, i, H);
     }
-    vec(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", H);
-    mat(b + "ffn_gate.weight", p + "mlp.gate_proj.weight", I, H);
-    mat(b + "ffn_up.weight", p + "mlp.up_proj.weight", I, H);
-    mat(b + "ffn_down.weight", p + "mlp.down_proj.weight", H, I);
+    vec_r(Role::mlp_norm, i, H);
+    mat_r(Role::gate, i, I, H);
+    mat_r(Role::up, i, I, H);
+    mat_r(Role::down, i, H, I);
   }
-  vec("output_norm.weight", "model.norm.weight", H);
+  vec_r(Role::final_norm, 0, H);
   if (!c.tie_word_embeddings) {
-    if (!w.find("lm_head.weight"))
-      throw Error(ErrorCode::format, "tensor lm_head.weight is missing from " + in_dir.string() +
+    const std::string head = hf_tensor_name(Role::lm_head, 0);
+    if (!w.find(head))
+      throw Error(ErrorCode::format, "tensor " + head + " is missing from " + in_dir.string() +
                                          " and config.json has tie_word_embeddings=false: set it to true if the "
-                                         "model shares its embedding table, or restore lm_head.weight");
-    mat("output.weight", "lm_head.weight", V, H);
+                                         "model shares its embedding table, or restore " + head);
+    mat_r(Role::lm_head, 0, V, H);
   }
 
   QuantizeModelSummary sum;

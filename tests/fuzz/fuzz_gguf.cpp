@@ -17,11 +17,6 @@
 
 namespace {
 
-constexpr std::string_view kTexts[] = {
-    "", " ", "Hello, world!", "  two  spaces\n\tand tabs ", "123 4567 ünïcödé 日本語 🙂",
-    "<s></s><|endoftext|><|im_start|>", "\xff\xfe invalid \xc3", "▁metaspace▁text",
-};
-
 // Counts what it is given, so the writer side of to_gguf runs to the end.
 class NullSink : public reach::GgufMetaSink {
  public:
@@ -73,25 +68,7 @@ void read_everything(const reach::GgufFile& f) {
 }
 
 void use_tokenizer(const reach::Tokenizer& tok) {
-  const int32_t vocab = tok.vocab_size();
-  if (vocab < 0) __builtin_trap();
-  for (std::string_view text : kTexts) {
-    for (bool add_special : {false, true}) {
-      const std::vector<int32_t> ids = tok.encode(text, add_special);
-      for (int32_t id : ids)
-        if (id < 0 || id >= vocab) __builtin_trap();  // encode only emits ids of the vocabulary
-      (void)tok.decode(ids, true);
-      (void)tok.decode(ids, false);
-    }
-  }
-  std::vector<int32_t> ids;
-  for (int32_t id = 0; id < vocab && id < 64; ++id) ids.push_back(id);
-  for (int64_t id : {int64_t{-1}, int64_t{vocab}, int64_t{INT_MAX}, int64_t{INT_MIN}})
-    ids.push_back(static_cast<int32_t>(id));
-  (void)tok.decode(ids, false);
-  reach::Tokenizer::StreamDecoder stream(tok, true);
-  for (int32_t id : ids) (void)stream.push(id);
-  (void)stream.flush();
+  reach::fuzz::exercise_tokenizer(tok);
   (void)tok.chat_template();
   NullSink sink;
   try {

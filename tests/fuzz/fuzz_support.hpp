@@ -4,10 +4,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/text/tokenizer.hpp"
 
 namespace reach::fuzz {
 
@@ -52,5 +57,37 @@ class MemFile {
   int fd_ = -1;
   std::string path_;
 };
+
+// What every target does with a tokenizer that loaded: encode fixed texts (with
+// and without specials), decode them both ways, decode the first 64 ids and
+// out-of-range ones, and stream them.  Traps when encode emits an id outside the
+// vocabulary; reach::Error from a refused id is the caller's to catch.
+inline void exercise_tokenizer(const reach::Tokenizer& tok) {
+  static constexpr std::string_view kTexts[] = {
+      "", " ", "Hello, world!", "  two  spaces\n\tand tabs ", "123 4567 ünïcödé 日本語 🙂",
+      "<s></s><|endoftext|><|im_start|>", "\xff\xfe invalid \xc3", "▁metaspace▁text",
+  };
+  const int32_t vocab = tok.vocab_size();
+  if (vocab < 0) __builtin_trap();
+  for (std::string_view text : kTexts) {
+    for (bool add_special : {false, true}) {
+      const std::vector<int32_t> ids = tok.encode(text, add_special);
+      for (int32_t id : ids)
+        if (id < 0 || id >= vocab) __builtin_trap();   // encode only emits ids of the vocabulary
+      (void)tok.decode(ids, true);
+      (void)tok.decode(ids, false);
+    }
+  }
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < vocab && id < 64; ++id) ids.push_back(id);
+  for (int64_t id : {int64_t{-1}, int64_t{vocab}, int64_t{vocab} + 1, int64_t{INT_MAX}, int64_t{INT_MIN}})
+    if (id <= INT_MAX) ids.push_back(static_cast<int32_t>(id));
+  (void)tok.decode(ids, false);
+  reach::Tokenizer::StreamDecoder stream(tok, true);
+  for (int32_t id : ids) (void)stream.push(id);
+  (void)stream.flush();
+  (void)tok.bos_id();
+  (void)tok.eos_id();
+}
 
 }  // namespace reach::fuzz

@@ -1,6 +1,7 @@
 #pragma once
 // Deterministic test inputs, and the bit-level number conversions the CPU
-// references use (written here from IEEE 754, independent of the GPU paths).
+// references use: written here from IEEE 754, apart from base/half.hpp on purpose, as an
+// independent reference for the library's conversions and the GPU paths.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

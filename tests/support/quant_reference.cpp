@@ -5,24 +5,16 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "tests/support/data.hpp"
 
 namespace reach::test {
-
-float quant_f16_to_f32(uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
-  float v;
-  if (exp == 0) v = std::ldexp(float(mant), -24);                      // zero or subnormal
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(float(1024 + mant), exp - 25);
-  return sign ? -v : v;
-}
 
 namespace {
 
 float f16_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  return quant_f16_to_f32(h);
+  return f16_bits_to_f32(h);
 }
 
 // 6-bit scale and min of sub-block j of a q4_k / q5_k block (the 12 packed scale bytes).

@@ -7,12 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/kernels.hpp"
+#include "base/wtype.hpp"
 
 namespace reach::test {
-
-// f16 bits -> f32, exact (subnormals, infinities and NaN included).
-float quant_f16_to_f32(uint16_t h);
 
 // The n_blocks blocks at `blocks` (file layout) as n_blocks * wtype_block_elems(t) floats.
 // With `mag`, also |a·q| + |b| per weight, where w = a·q + b is the factoring the

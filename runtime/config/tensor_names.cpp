@@ -1,0 +1,60 @@
+#include "runtime/config/tensor_names.hpp"
+
+namespace reach {
+
+std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& n) {
+  const std::string p = n.model + "layers." + std::to_string(layer) + ".";
+  switch (role) {
+    case Role::embed: return n.model + "embed_tokens.weight";
+    case Role::final_norm: return n.model + "norm.weight";
+    case Role::lm_head: return n.lm_head;
+    case Role::attn_norm: return p + "input_layernorm.weight";
+    // Gemma's post_attention_layernorm follows attention; its MLP norm is pre_feedforward_layernorm.
+    case Role::mlp_norm: return p + (n.gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+    case Role::post_attn_norm: return p + "post_attention_layernorm.weight";
+    case Role::post_mlp_norm: return p + "post_feedforward_layernorm.weight";
+    case Role::q_norm: return p + "self_attn.q_norm.weight";
+    case Role::k_norm: return p + "self_attn.k_norm.weight";
+    case Role::q: return p + "self_attn.q_proj.weight";
+    case Role::k: return p + "self_attn.k_proj.weight";
+    case Role::v: return p + "self_attn.v_proj.weight";
+    case Role::o: return p + "self_attn.o_proj.weight";
+    case Role::q_bias: return p + "self_attn.q_proj.bias";
+    case Role::k_bias: return p + "self_attn.k_proj.bias";
+    case Role::v_bias: return p + "self_attn.v_proj.bias";
+    case Role::o_bias: return p + "self_attn.o_proj.bias";
+    case Role::gate: return p + "mlp.gate_proj.weight";
+    case Role::up: return p + "mlp.up_proj.weight";
+    case Role::down: return p + "mlp.down_proj.weight";
+  }
+  return {};
+}
+
+std::string gguf_tensor_name(Role role, int64_t layer) {
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  switch (role) {
+    case Role::embed: return "token_embd.weight";
+    case Role::final_norm: return "output_norm.weight";
+    case Role::lm_head: return "output.weight";
+    case Role::attn_norm: return p + "attn_norm.weight";
+    case Role::mlp_norm: return p + "ffn_norm.weight";
+    case Role::q: return p + "attn_q.weight";
+    case Role::k: return p + "attn_k.weight";
+    case Role::v: return p + "attn_v.weight";
+    case Role::o: return p + "attn_output.weight";
+    case Role::q_bias: return p + "attn_q.bias";
+    case Role::k_bias: return p + "attn_k.bias";
+    case Role::v_bias: return p + "attn_v.bias";
+    case Role::o_bias: return p + "attn_output.bias";
+    case Role::gate: return p + "ffn_gate.weight";
+    case Role::up: return p + "ffn_up.weight";
+    case Role::down: return p + "ffn_down.weight";
+    case Role::q_norm: return p + "attn_q_norm.weight";
+    case Role::k_norm: return p + "attn_k_norm.weight";
+    case Role::post_attn_norm: return p + "post_attention_norm.weight";
+    case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
+  }
+  return {};
+}
+
+}  // namespace reach

@@ -1,0 +1,26 @@
+#pragma once
+// What each weight is called in each source: the Hugging Face (transformers)
+// names of a safetensors folder and llama.cpp's GGUF names, by role.  The one
+// table the loader (runtime/model) and `reach quantize` (runtime/quant) read.
+#include <cstdint>
+#include <string>
+
+namespace reach {
+
+// The weights the forward reads, by role (a format maps them to its tensor names).
+enum class Role { embed, attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, mlp_norm, gate, up, down,
+                  final_norm, lm_head, q_norm, k_norm, post_attn_norm, post_mlp_norm };
+
+// How a safetensors checkpoint names its tensors.
+struct HfNaming {
+  std::string model = "model.";          // prefix of embed_tokens / layers / norm ("language_model.model." ...)
+  std::string lm_head = "lm_head.weight";
+  bool gemma = false;                    // Gemma: the MLP's norm is pre_feedforward_layernorm
+};
+
+// "model.layers.3.self_attn.q_proj.weight", ...  `layer` is ignored for the model-wide roles.
+std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& naming = {});
+// "blk.3.attn_q.weight", ... as llama.cpp writes them.
+std::string gguf_tensor_name(Role role, int64_t layer);
+
+}  // namespace reach
