@@ -4,16 +4,8 @@
 
 namespace reach {
 
-namespace {
-uint32_t bits_of(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  return x;
-}
-}  // namespace
-
 uint16_t f32_to_f16_bits(float f) {
-  uint32_t x = bits_of(f);
+  uint32_t x = f32_bits(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   x &= 0x7fffffff;
   if (x > 0x7f800000) return static_cast<uint16_t>(sign | 0x7e00 | ((x >> 13) & 0x3ff));   // NaN stays NaN
@@ -35,7 +27,7 @@ uint16_t f32_to_f16_bits(float f) {
 }
 
 uint16_t f32_to_bf16_bits(float f) {
-  uint32_t n = bits_of(f);
+  uint32_t n = f32_bits(f);
   if ((n & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((n >> 16) | 64);   // quiet NaN
   return static_cast<uint16_t>((uint64_t(n) + (0x7fff + ((n >> 16) & 1))) >> 16);
 }

@@ -2,6 +2,7 @@
 // IEEE half and bfloat16 <-> f32 on the host: the one copy the library uses
 // (weights converted at load, blocks' f16 scales, GGUF writing).
 #include <cstdint>
+#include <cstring>
 
 namespace reach {
 
@@ -13,5 +14,12 @@ uint16_t f32_to_bf16_bits(float x);
 // Exact widenings (subnormals renormalized, inf / NaN payload kept).
 float f16_to_f32(uint16_t bits);
 float bf16_to_f32(uint16_t bits);
+
+// The bits of an f32.
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 }  // namespace reach

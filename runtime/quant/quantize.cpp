@@ -25,12 +25,6 @@ namespace reach {
 
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-
 void put_u16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v & 0xff);
   p[1] = static_cast<uint8_t>(v >> 8);
@@ -48,7 +42,7 @@ int32_t trunc_i32(float v) {
 // v + 1.5 * 2^23 (exact for |v| < 2^22; other inputs give what ggml gives).
 int nearest_int(float v) {
   const float s = v + 12582912.f;
-  return static_cast<int>(bits_of(s) & 0x007fffff) - 0x00400000;
+  return static_cast<int>(f32_bits(s) & 0x007fffff) - 0x00400000;
 }
 
 // ---- Q8_0: d = amax / 127 (f16), qs = round-half-away(x / d).
