@@ -34,7 +34,7 @@ void run_usage() {
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
       "  --chunk N           prefill chunk length (default %u)\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
-      "  -v                  print the model and the position scheme in effect\n"
+      "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
