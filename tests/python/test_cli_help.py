@@ -9,8 +9,10 @@
     command it lists has a --help of its own;
   * within one command's --help, a flag is described on one line only (no option twice), and the
     option lines of a block start their descriptions at one column;
-  * a flag the top-level usage shows for a command is in that command's --help.
-Flags of a command's --help that the README never mentions are listed as a note, not a failure.
+  * a flag the top-level usage shows for a command is in that command's --help;
+  * the other way round, each command's own options (above the shared position-scheme block) are
+    named somewhere in the README, by one of their spellings (-m or --model); scheme flags the
+    README never names are listed as a note.
 
 usage: /usr/bin/python3 tests/python/test_cli_help.py [REACH] [README]
        (default build/cli/reach and README.md of the source tree; standard library only)
@@ -47,6 +49,19 @@ def option_flags(text):
             elif before.endswith("   "):
                 flags.setdefault(m.group(1), [])
     return flags
+
+
+def own_options(text):
+    """The command's own options, as alias groups ({"-m", "--model"}): the flags opening the option
+    lines above the shared "position schemes" block (those the README names as a group)."""
+    groups = []
+    for line in text.splitlines():
+        if line.startswith("position schemes"):
+            break
+        m = re.match(r" {1,4}(--?[A-Za-z][\w-]*)(?:, (--?[A-Za-z][\w-]*))?", line)
+        if m:
+            groups.append({f for f in m.groups() if f})
+    return groups
 
 
 def misaligned_options(text):
@@ -148,7 +163,7 @@ def main():
     if rc != 0:
         errors.append(f"reach --help exited {rc}")
     listed = [c for c in COMMANDS if re.search(r"^  " + c + r"\b", top, re.M)]
-    helps = {}
+    helps, owns = {}, {}
     for cmd in COMMANDS:
         rc, text, err = help_text(reach, [cmd, "--help"])
         if rc != 0:
@@ -158,6 +173,7 @@ def main():
             errors.append(f"reach {cmd} --help exited {rc}: {err.strip()}")
             continue
         helps[cmd] = option_flags(text)
+        owns[cmd] = own_options(text)
         if cmd not in listed:
             errors.append(f"reach --help does not list the command '{cmd}'")
         if not re.search(r"(?:\./build/cli/)?reach " + cmd + r"\b", readme):
@@ -199,12 +215,17 @@ def main():
         if flag not in any_help and flag not in FOREIGN_FLAGS:
             errors.append(f"README.md:{no}: `{flag}` is an option of no reach command's --help")
 
-    # The other direction, as a note: options the README never names.
+    # The other direction: each command's own options are named somewhere in the README (by one of
+    # their spellings); the position-scheme flags, which the README names as a group, only as a note.
     readme_flags = set(FLAG.findall(readme))
-    for cmd, flags in sorted(helps.items()):
-        unnamed = sorted(f for f in flags if f not in readme_flags and f not in ("-h", "--help"))
+    for cmd in sorted(helps):
+        for group in owns[cmd]:
+            if not group & readme_flags:
+                errors.append(f"reach {cmd} --help has {' / '.join(sorted(group))}, which the README never names")
+        own = set().union(*owns[cmd]) if owns[cmd] else set()
+        unnamed = sorted(f for f in helps[cmd] if f not in readme_flags and f not in own and f not in ("-h", "--help"))
         if unnamed:
-            print(f"note: reach {cmd} --help options the README does not name: {' '.join(unnamed)}")
+            print(f"note: reach {cmd} --help scheme options the README does not name: {' '.join(unnamed)}")
 
     if checked < 50:
         errors.append(f"only {checked} README flags found: the README parsing is broken")
