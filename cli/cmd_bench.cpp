@@ -61,19 +61,23 @@ struct BenchTest {
 void bench_usage() {
   std::printf(
       "usage: reach bench -m DIR [options]\n"
-      "  -p N           prompt tokens for the pp test (default 512; 0 = skip)\n"
-      "  -n N           generated tokens for the tg test (default 128; 0 = skip)\n"
-      "  -r N           repetitions (default 5)\n"
-      "  -d N[,N...]    depth(s): tokens already in the cache before each test (default 0);\n"
-      "                 a list gives one row per depth and test\n"
-      "  --chunk N      prefill chunk (default 512)\n"
-      "  -o md|json|csv output format (default md)\n"
-      "  --profile      GPU time per kernel (timestamp queries), largest share first\n"
-      "  --parallel N[,N...]  decode N sequences together (as reach serve --parallel does): aggregate\n"
-      "                 and per-stream tokens/s, ms per token and one request's time for each N;\n"
-      "                 each stream prefills -p tokens (default then 16), then generates -n\n"
-      "  --device N|NAME\n%s%s",
-      (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
+      "  -m, --model DIR     model folder (config.json, *.safetensors; no tokenizer needed), a .gguf file, or\n"
+      "                      a folder holding one .gguf\n"
+      "  -p N                prompt tokens for the pp test (default 512; 0 = skip)\n"
+      "  -n N                generated tokens for the tg test (default 128; 0 = skip)\n"
+      "  -r N                repetitions (default 5)\n"
+      "  -d N[,N...]         depth(s): tokens already in the cache before each test (default 0);\n"
+      "                      a list gives one row per depth and test\n"
+      "  --chunk N           prefill chunk length (default %u, as run, eval and serve; --chunk 512 reads\n"
+      "                      pp512 in one chunk, as llama-bench's default micro-batch does)\n"
+      "  -o md|json|csv      output format (default md)\n"
+      "  --profile           GPU time per kernel (timestamp queries), largest share first\n"
+      "  --parallel N[,N...] decode N sequences together (as reach serve --parallel does): aggregate\n"
+      "                      and per-stream tokens/s, ms per token and one request's time for each N;\n"
+      "                      each stream prefills -p tokens (default then 16), then generates -n\n"
+      "  --device N|NAME     Vulkan device (see `reach info`)\n"
+      "%s%s",
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string json_str(const std::string& s) {
@@ -120,7 +124,7 @@ std::vector<uint32_t> list_of(const Args& args, size_t& i, int64_t lo, int64_t h
 
 int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
-  int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = 512;
+  int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = kDefaultPrefillChunk;
   std::vector<uint32_t> depths = {0}, parallel;
   bool profile = false, prompt_given = false, full_kv = false;
   std::optional<WType> quantize;
@@ -146,7 +150,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
     else if (parse_scheme_flag(args, i, ov)) continue;
-    else throw Error(ErrorCode::invalid_argument, "reach bench: unknown option '" + a + "' (see reach bench --help)");
+    else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach bench --help)");
   }
   Engine e = open_engine(model_dir, device, false, quantize);
   Model& model = *e.model;

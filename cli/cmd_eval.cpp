@@ -38,7 +38,8 @@ void eval_usage() {
   std::printf(
       "usage: reach eval -m DIR (-f TEXT_FILE | --tokens IDS_FILE) [options]\n"
       "       reach eval -m DIR --passkey [options]\n"
-      "  -m, --model DIR       model folder (config.json, *.safetensors, tokenizer.json)\n"
+      "  -m, --model DIR       model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a\n"
+      "                        folder holding one .gguf\n"
       "  -f, --file FILE       the sample: a long text, tokenized with the model's tokenizer and the special\n"
       "                        tokens its post-processor adds (--mode ppl: BOS or nothing first, see below)\n"
       "  --tokens FILE         the sample as whitespace-separated token ids, used as given (no tokenizer needed)\n"
@@ -60,7 +61,6 @@ void eval_usage() {
       "                        '# scheme=S ctx=L' line before each (scheme, context) block\n"
       "  --chunks N            --mode ppl: evaluate at most the first N chunks (default -1 = all)\n"
       "  --chunk N             prefill chunk length (default %u)\n"
-      "  --original-ctx N      L_train of the presets (default: config.json, see below)\n"
       "  -v, --verbose         the scheme parameters per (scheme, L) and the resolved schemes (stderr)\n"
       "  --device N|NAME       Vulkan device (see `reach info`)\n"
       "%s"
@@ -76,8 +76,10 @@ void eval_usage() {
       "PPL = exp(mean NLL), printed as [i]PPL on stderr after chunk i, and\n"
       "PPL +/- PPL*sqrt((mean(NLL^2) - mean(NLL)^2) / (N-1))  (\"Final estimate\" line, the table's +/- column).\n"
       "\n%s\n"
-      "Scheme flags given on the command line apply to every preset as described above:\n%s",
-      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), preset_help(), scheme_flags_help().c_str());
+      "Scheme flags given on the command line apply to every preset as described above; --original-ctx N\n"
+      "also sets L_train of the presets (default: from config.json, as above):\n%s",
+      kDefaultPrefillChunk, (quantize_flag_help(24) + full_kv_flag_help(24)).c_str(), preset_help(),
+      scheme_flags_help().c_str());
 }
 
 // Empty when --help was printed.
@@ -120,7 +122,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (a == "--quantize") o.quantize = quantize_of(args, i);
     else if (a == "--full-kv") o.full_kv = true;
     else if (parse_scheme_flag(args, i, o.user)) continue;
-    else throw Error(ErrorCode::invalid_argument, "reach eval: unknown option '" + a + "' (see reach eval --help)");
+    else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach eval --help)");
   }
   if (!passkey_flag.empty() && o.mode != "passkey")
     throw Error(ErrorCode::invalid_argument, passkey_flag + " applies to --passkey only (mode is " + o.mode + ")");

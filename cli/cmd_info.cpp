@@ -12,10 +12,13 @@ int cmd_info(const Args& args) {
   for (const auto& a : args) {
     if (a == "--json") json = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: reach info [--json]\n");
+      std::printf("usage: reach info [--json]\n"
+                  "Lists the Vulkan devices (REACH_DEVICE picks one by index or name) and their capabilities,\n"
+                  "and whether the validation layer (REACH_VALIDATION=1) is on.\n"
+                  "  --json    the same as JSON on stdout\n");
       return 0;
     } else {
-      std::fprintf(stderr, "reach info: unknown option '%s'\n", a.c_str());
+      std::fprintf(stderr, "reach info: error: unknown option '%s' (see reach info --help)\n", a.c_str());
       return 2;
     }
   }

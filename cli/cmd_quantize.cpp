@@ -22,7 +22,7 @@ void quantize_usage() {
       "usage: reach quantize IN OUT.gguf --type T [options]\n"
       "  IN               model folder (config.json, *.safetensors, tokenizer.json)\n"
       "  OUT.gguf         the GGUF file to write (llama architecture, llama.cpp's tensor names)\n"
-      "  --type T         weight type: q8_0, q4_0, q4_k, f16 or f32 (norms stay f32; a matrix whose rows\n"
+      "  -t, --type T     weight type: q8_0, q4_0, q4_k, f16 or f32 (norms stay f32; a matrix whose rows\n"
       "                   do not split into T's blocks is written as q8_0, or f16 when not a multiple of 32)\n"
       "  --threads N      quantization threads (default: all cores)\n");
 }
@@ -46,15 +46,15 @@ int cmd_quantize(const Args& args) {
     else if (a == "--threads") threads = static_cast<unsigned>(int_of(args, i, 1, 1024));
     else if (!a.empty() && a[0] == '-')
       throw Error(ErrorCode::invalid_argument,
-                  "reach quantize: unknown option '" + a + "' (see reach quantize --help)");
+                  "unknown option '" + a + "' (see reach quantize --help)");
     else if (in.empty()) in = a;
     else if (out.empty()) out = a;
-    else throw Error(ErrorCode::invalid_argument, "reach quantize: unexpected argument '" + a + "' (IN OUT.gguf "
-                                                  "are given already)");
+    else throw Error(ErrorCode::invalid_argument, "unexpected argument '" + a + "' (IN OUT.gguf are given "
+                                                  "already)");
   }
   if (in.empty() || out.empty())
-    throw Error(ErrorCode::invalid_argument, "reach quantize needs IN (a model folder) and OUT.gguf (see reach "
-                                             "quantize --help)");
+    throw Error(ErrorCode::invalid_argument, "IN (a model folder) and OUT.gguf are needed (see reach quantize "
+                                             "--help)");
   if (!type) throw Error(ErrorCode::invalid_argument, "no --type given: pass --type q8_0, q4_0, q4_k, f16 or f32");
 
   const auto t0 = std::chrono::steady_clock::now();

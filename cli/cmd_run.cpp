@@ -20,7 +20,8 @@ namespace {
 void run_usage() {
   std::printf(
       "usage: reach run -m DIR (-p TEXT | --chat TEXT) [options]\n"
-      "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json) or .gguf file\n"
+      "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a\n"
+      "                      folder holding one .gguf\n"
       "  -p, --prompt TEXT   prompt text, used as it is\n"
       "  --chat TEXT         a user message, put into the model's chat template (GGUF tokenizer.chat_template,\n"
       "                      tokenizer_config.json chat_template, or the turn tokens of the vocabulary) with the\n"
@@ -33,10 +34,10 @@ void run_usage() {
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
       "  --chunk N           prefill chunk length (default %u)\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
-      "  -v                  print the model and the position scheme in effect\n"
+      "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -104,7 +105,7 @@ int cmd_run(const Args& args) {
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
-    else throw Error(ErrorCode::invalid_argument, "reach run: unknown option '" + a + "' (see reach run --help)");
+    else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach run --help)");
   }
   if (have_prompt && have_chat)
     throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");

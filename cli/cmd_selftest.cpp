@@ -78,7 +78,7 @@ int cmd_selftest(const Args& args) {
                   "and compares it with a CPU reference.  Exit status 1 if any kernel fails.\n");
       return 0;
     }
-    std::fprintf(stderr, "reach selftest: unknown option '%s'\n", a.c_str());
+    std::fprintf(stderr, "reach selftest: error: unknown option '%s' (see reach selftest --help)\n", a.c_str());
     return 2;
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -23,7 +23,8 @@ void serve_usage() {
       "usage: reach serve -m MODEL [options]\n"
       "OpenAI-compatible API: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions\n"
       "(streamed with \"stream\": true).  Requests are served by --parallel slots, each with its own context.\n"
-      "  -m, --model DIR     model folder or .gguf file\n"
+      "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a\n"
+      "                      folder holding one .gguf\n"
       "  --host ADDR         address to listen on (default 127.0.0.1: this machine only)\n"
       "  --port N            port (default 8080; 0 = any free port, printed)\n"
       "  --parallel N        sequences generated at once (default 1)\n"
@@ -36,7 +37,7 @@ void serve_usage() {
       "  --threads N         connections served at once (default 4 x parallel + 8)\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (std::string(kQuantizeFlagHelp) + kFullKvFlagHelp).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string default_model_id(const std::string& path) {
@@ -73,7 +74,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
-    else throw Error(ErrorCode::invalid_argument, "reach serve: unknown option '" + a + "' (see reach serve --help)");
+    else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
   }
   if (ho.api_key.empty() && std::getenv("REACH_API_KEY")) ho.api_key = std::getenv("REACH_API_KEY");
   ho.model_id = alias.empty() ? default_model_id(model_dir) : alias;

@@ -1,4 +1,4 @@
-// The `reach` command line: run, bench, eval, quantize, info.
+// The `reach` command line: info, selftest, run, bench, eval, quantize, serve.
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -14,18 +14,34 @@ void usage(FILE* out) {
                "usage: reach COMMAND [options]\n"
                "\n"
                "commands:\n"
-               "  info [--json]        list Vulkan devices and their capabilities\n"
-               "  selftest             run each basic kernel once vs a CPU reference\n"
-               "  run -m DIR -p TEXT   generate text from a prompt\n"
-               "  bench -m DIR         prompt-processing and generation speed (llama-bench style)\n"
-               "  eval -m DIR -f TEXT  long-context evaluation: loss / perplexity / passkey per scheme x context\n"
+               "  info [--json]                   list Vulkan devices and their capabilities\n"
+               "  selftest                        run each basic kernel once vs a CPU reference\n"
+               "  run -m MODEL -p TEXT            generate text from a prompt\n"
+               "  run -m MODEL --chat TEXT        answer a chat message through the model's chat template\n"
+               "  bench -m MODEL                  prompt-processing and generation speed (llama-bench style)\n"
+               "  eval -m MODEL -f TEXT           long-context evaluation: loss / perplexity / passkey per\n"
+               "                                  scheme x context\n"
                "  quantize IN OUT.gguf --type T   write a model folder as a GGUF (q8_0, q4_0, q4_k, f16, f32)\n"
 #ifdef REACH_HAVE_SERVE
-               "  serve -m DIR         OpenAI-compatible HTTP server (completions, chat, streaming)\n"
+               "  serve -m MODEL                  OpenAI-compatible HTTP server (completions, chat, streaming)\n"
 #endif
                "\n"
-               "Run `reach COMMAND --help` for a command's options.\n"
-               "Environment: REACH_DEVICE (index or name), REACH_VALIDATION=1, REACH_CACHE_DIR.\n");
+               "MODEL is a model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a folder\n"
+               "holding one .gguf.  Run `reach COMMAND --help` for a command's options.\n"
+               "\n"
+               "environment:\n"
+               "  REACH_DEVICE=N|NAME     device index or a substring of its name (`reach info` lists them)\n"
+               "  REACH_VALIDATION=1      the Khronos validation layer, its messages on stderr\n"
+               "  REACH_CACHE_DIR=DIR     where the pipeline cache is kept (default ~/.cache/reach; - = none)\n"
+               "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n");
+}
+
+// An error message printed as "reach CMD: error: MESSAGE".  A message that starts with the prefix
+// already ("reach run: unknown option") would print it twice: that start is dropped.
+std::string without_prefix(const std::string& cmd, std::string message) {
+  for (const std::string& p : {"reach " + cmd + ": error: ", "reach " + cmd + ": ", std::string("reach: ")})
+    if (message.compare(0, p.size(), p) == 0) return message.substr(p.size());
+  return message;
 }
 
 // Library errors name parameters ("the context"); the CLI adds the flags of
@@ -61,16 +77,17 @@ int main(int argc, char** argv) {
     if (cmd == "serve") return reach::cli::cmd_serve(args);
 #else
     if (cmd == "serve") {
-      std::fprintf(stderr, "reach serve: this build has no HTTP server: install libcpp-httplib-dev "
+      std::fprintf(stderr, "reach serve: error: this build has no HTTP server: install libcpp-httplib-dev "
                            "(tools/setup.sh does) and reconfigure (meson setup --reconfigure build)\n");
       return 2;
     }
 #endif
-    std::fprintf(stderr, "reach: unknown command '%s'\n\n", cmd.c_str());
+    std::fprintf(stderr, "reach: error: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;
   } catch (const reach::Error& e) {
-    std::fprintf(stderr, "reach %s: error: %s%s\n", cmd.c_str(), e.what(), flag_hint(cmd, e).c_str());
+    std::fprintf(stderr, "reach %s: error: %s%s\n", cmd.c_str(), without_prefix(cmd, e.what()).c_str(),
+                 flag_hint(cmd, e).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     // Sizes from config.json and the options are checked before anything is
@@ -79,7 +96,7 @@ int main(int argc, char** argv) {
                          "context\n", cmd.c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "reach %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "reach %s: error: %s\n", cmd.c_str(), without_prefix(cmd, e.what()).c_str());
     return 1;
   }
 }

@@ -30,12 +30,28 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-const char* const kQuantizeFlagHelp =
-    "  --quantize T          quantize a safetensors model's weight matrices at load: q8_0, q4_0 or q4_k\n";
-const char* const kFullKvFlagHelp =
-    "  --full-kv             keep every position in the KV cache of sliding-window layers too (default:\n"
-    "                        a ring of window + chunk - 1 rows, O(window) memory; a rewind cannot go back\n"
-    "                        past what the ring overwrote)\n";
+std::string option_help(const std::string& flag, const std::string& text, size_t column) {
+  std::string out = "  " + flag;
+  out += out.size() < column ? std::string(column - out.size(), ' ') : "  ";
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += std::string(column, ' ');
+  }
+  return out + "\n";
+}
+
+std::string quantize_flag_help(size_t column) {
+  return option_help("--quantize T", "quantize a safetensors model's weight matrices at load: q8_0, q4_0 or q4_k",
+                     column);
+}
+
+std::string full_kv_flag_help(size_t column) {
+  return option_help("--full-kv",
+                     "keep every position in the KV cache of sliding-window layers too (default:\n"
+                     "a ring of window + chunk - 1 rows, O(window) memory; a rewind cannot go back\n"
+                     "past what the ring overwrote)",
+                     column);
+}
 
 WType quantize_of(const Args& args, size_t& i) {
   const std::string& flag = args[i];

@@ -32,9 +32,12 @@ struct Engine {
 // --quantize T: the value after the flag, a type quantize_matrix produces
 // (q8_0, q4_0, q4_k); throws invalid_argument naming the flag otherwise.
 WType quantize_of(const Args& args, size_t& i);
-// The help line of --quantize, for run / bench / eval.
-extern const char* const kQuantizeFlagHelp;
-extern const char* const kFullKvFlagHelp;   // --full-kv (SessionOptions::full_kv)
+// One option of a --help text: "  FLAG" padded to `column` (a command lines all its options up at
+// one column), then `text`, whose further lines ('\n') start at that column too; ends with '\n'.
+std::string option_help(const std::string& flag, const std::string& text, size_t column);
+// --quantize and --full-kv (SessionOptions::full_kv), shared by run / bench / eval / serve.
+std::string quantize_flag_help(size_t column);
+std::string full_kv_flag_help(size_t column);
 
 // --device N|NAME overrides REACH_DEVICE.  `quantize` sets LoadOptions::quantize.
 Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true,

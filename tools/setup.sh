@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Installs what reach needs on Debian 12 and configures the build in ./build.
-# Idempotent: packages already present are skipped.
+# Installs what reach needs on Debian 12 and builds it in ./build (./build/cli/reach).
+# Idempotent: packages already present are skipped.  Says on stderr what each stage does, and
+# about how long it takes, before it starts.
 #   --test  also the test-only tools tools/run_tests.sh needs: clang and its
 #           libFuzzer / sanitizer runtimes for the fuzz targets (tests/fuzz;
 #           about 45 MB to download, 270 MB installed, so not for a plain build), and
-#           jinja2 for the PATH python3 (tests/python/chat_template_ref.py renders the
-#           reference chat templates with it), and openai for the PATH python3 (tests/python/test_serve.py
-#           drives `reach serve` with the OpenAI client)
+#           jinja2 (tests/python/chat_template_ref.py renders the reference chat templates with it)
+#           and openai (tests/python/test_serve.py drives `reach serve` with the OpenAI client)
+#           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
+#           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-tools
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
           doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
+          python3-venv         # the venv tools/venv.sh makes for the PyPI packages (gguf, tokenizers, ...)
           libcpp-httplib-dev   # the HTTP server of `reach serve`
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ "${1:-}" = --test ]; then
@@ -23,26 +26,38 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "reach setup: installing ${missing[*]}" >&2
+  echo "reach setup: installing ${#missing[@]} Debian packages with apt-get (about 2 min on a fresh" \
+       "machine): ${missing[*]}" >&2
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "reach setup: the ${#packages[@]} Debian packages reach needs are installed" >&2
 fi
 
-# The PATH python3 may be another interpreter than Debian's (pyenv): give it jinja2 through pip.
-if [ "${1:-}" = --test ] && ! python3 -c 'import jinja2' >/dev/null 2>&1; then
-  PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet jinja2 >&2 \
-    || echo "reach setup: could not install jinja2; the chat_template comparisons will SKIP" >&2
-fi
-
-if [ "${1:-}" = --test ] && ! python3 -c 'import openai' >/dev/null 2>&1; then
-  PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet openai >&2 \
-    || echo "reach setup: could not install openai; the serve suite will SKIP" >&2
+# Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
+# refuses (externally-managed-environment).  It says what it installs, when anything is missing.
+if [ "${1:-}" = --test ]; then
+  echo "reach setup: jinja2 and openai for the test suites, from PyPI into the Python venv (tools/venv.sh;" \
+       "under a minute, once)" >&2
+  bash tools/venv.sh jinja2 openai >/dev/null \
+    || echo "reach setup: could not install jinja2 / openai; the chat_template comparisons and the serve" \
+            "suite will SKIP" >&2
 fi
 
 if [ ! -f build/build.ninja ]; then
+  echo "reach setup: configuring ./build (meson setup --buildtype=release)" >&2
   meson setup build --buildtype=release >/dev/null
 fi
-ninja -C build >/dev/null
+steps="$(ninja -C build -n 2>/dev/null | grep -c '^\[' || true)"
+if [ "${steps:-0}" -gt 0 ]; then
+  echo "reach setup: building ./build/cli/reach ($steps steps; about 4 min on 2 cores from scratch," \
+       "seconds when little changed)" >&2
+fi
+if ! ninja -C build >build/setup-ninja.log 2>&1; then
+  tail -n 40 build/setup-ninja.log >&2
+  echo "reach setup: the build failed (build/setup-ninja.log has its whole output)" >&2
+  exit 1
+fi
 echo "reach setup: built ./build/cli/reach" >&2
