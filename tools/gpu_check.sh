@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# One prepared check of reach on a GPU machine, in two halves:
+#
+#   bash tools/gpu_check.sh prepare     on a Debian 12 CPU machine with the project set up
+#                                       (tools/setup.sh --test): a release build, stripped and
+#                                       packed into .gpu/bundle.tar.gz, and the Vulkan loader
+#                                       packages into .gpu/debs (ignored by git); prints
+#                                       the paths to carry to the GPU machine.
+#   bash tools/gpu_check.sh run [OUT]   on the GPU machine, from the repository root with .gpu/
+#                                       beside it: brings the Vulkan loader if the machine lacks
+#                                       one, runs `reach info`, every C++ suite with
+#                                       REACH_VALIDATION=0 (several at a time), `reach bench` on
+#                                       random models of SmolLM2-135M's and Llama-3.2-1B's shapes
+#                                       (f16, Q4_0, Q4_K; -p 512 -n 128, -d 0,8192, --parallel 1,8)
+#                                       and `reach-bench-kernels --quick`; writes OUT/summary.json,
+#                                       OUT/summary.md and the logs (default OUT: $OUT, else
+#                                       ./gpu-check-out).  About 8 minutes on an H100.
+#
+# The GPU machine needs only a C++ runtime, python3 with numpy (the random models) and its
+# vendor's Vulkan driver: nothing is compiled there, which also keeps the check inside a
+# short lease.  Real checkpoints are too large to carry, so the models are random weights of
+# the real shapes (tools/make_tiny_model.py); speed does not depend on the values.
+#
+# Environment: GPU_CHECK_SUITE_TIMEOUT (s per suite, default 150), GPU_CHECK_JOBS (suites at
+# a time, default 8), GPU_CHECK_SKIP (space-separated stages to skip: suites bench kernels),
+# GPU_CHECK_TINY=1 (bench one tiny shape: to try the script on a CPU device).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+mode="${1:-}"
+
+say() { echo "gpu_check: $*" >&2; }
+
+prepare() {
+  set -e
+  mkdir -p .gpu
+  say "configuring and building the release build in build-gpu (a few minutes on 2 cores)"
+  [ -f build-gpu/build.ninja ] || meson setup build-gpu --buildtype=release >/dev/null
+  ninja -C build-gpu >/dev/null
+  say "packing the executables (stripped) into .gpu/bundle.tar.gz"
+  local stage
+  stage="$(mktemp -d)"
+  (cd build-gpu && find cli tools tests capi examples -maxdepth 1 -type f \
+     \( -perm -u+x -o -name '*.so*' \) ! -name '*.py' -print) >"$stage/list"
+  while read -r f; do
+    mkdir -p "$stage/build-gpu/$(dirname "$f")"
+    cp -P "build-gpu/$f" "$stage/build-gpu/$f"
+    [ -L "build-gpu/$f" ] || strip --strip-unneeded "$stage/build-gpu/$f" 2>/dev/null || true
+  done <"$stage/list"
+  tar -C "$stage" -czf .gpu/bundle.tar.gz build-gpu
+  rm -rf "$stage"
+  say "downloading the Vulkan loader packages into .gpu/debs"
+  mkdir -p .gpu/debs /tmp/gpu-check-apt/partial
+  local o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/gpu-check-apt)
+  apt-get "${o[@]}" update -qq
+  (cd .gpu/debs && apt-get "${o[@]}" download -qq libvulkan1 >/dev/null)
+  du -sh .gpu/bundle.tar.gz .gpu/debs >&2
+  say "carry: .gpu   then run: bash tools/gpu_check.sh run \"\$OUT\""
+}
+
+# --- run -----------------------------------------------------------------------------------
+
+bring_loader() {
+  if ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 '; then
+    say "Vulkan loader present"
+    return
+  fi
+  say "no Vulkan loader: unpacking .gpu/debs"
+  for f in .gpu/debs/*.deb; do dpkg -x "$f" / || return 1; done
+  ldconfig
+  if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
+     ! ls /usr/share/vulkan/icd.d/*nvidia* /etc/vulkan/icd.d/*nvidia* >/dev/null 2>&1; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  fi
+}
+
+# Runs each suite executable directly (the meson files name paths of the machine that built
+# them); writes "name status seconds" lines.
+run_suites() {
+  local out=$1 jobs=${GPU_CHECK_JOBS:-8} limit=${GPU_CHECK_SUITE_TIMEOUT:-150}
+  mkdir -p "$out/suites"
+  export REACH_VALIDATION=0 REACH_SOURCE_ROOT=$root REACH_BUILD_ROOT=$root/build-gpu
+  export REACH_TEST_PYTHON=${REACH_TEST_PYTHON:-python3}
+  find build-gpu/tests -maxdepth 1 -type f -name 'test_*' -perm -u+x | sort |
+    xargs -P "$jobs" -I{} bash -c '
+      name=$(basename "$1"); t0=$(date +%s.%N)
+      timeout "$2" "$1" >"$3/suites/$name.log" 2>&1; rc=$?
+      t1=$(date +%s.%N)
+      case $rc in 0) s=pass ;; 124) s=timeout ;; *) s="fail($rc)" ;; esac
+      awk -v n="$name" -v s="$s" -v a="$t0" -v b="$t1" "BEGIN { printf \"%s %s %.1f\\n\", n, s, b - a }"' _ {} "$limit" "$out" \
+    | sort >"$out/suites.txt"
+}
+
+bench_models() {
+  local out=$1 models=$root/.gpu/models py=${REACH_TEST_PYTHON:-python3}
+  mkdir -p "$models"
+  # name, make_tiny_model.py shape flags (SmolLM2-135M and Llama-3.2-1B, tied embeddings)
+  local -a shapes=(
+    "smollm2-shape|--hidden 576 --intermediate 1536 --layers 30 --heads 9 --kv-heads 3 --vocab 49152 --max-pos 16384 --rope-theta 100000"
+    "llama1b-shape|--hidden 2048 --intermediate 8192 --layers 16 --heads 32 --kv-heads 8 --vocab 128256 --max-pos 16384 --rope-theta 500000"
+  )
+  # GPU_CHECK_TINY=1: one small shape, to try the script itself on a CPU device.
+  [ -n "${GPU_CHECK_TINY:-}" ] && shapes=("tiny|--hidden 128 --intermediate 256 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --max-pos 16384")
+  : >"$out/bench.md"
+  for s in "${shapes[@]}"; do
+    local name=${s%%|*} flags=${s#*|}
+    if [ ! -f "$models/$name/config.json" ]; then
+      say "writing random weights of $name"
+      # shellcheck disable=SC2086
+      "$py" tools/make_tiny_model.py "$models/$name" --dtype f16 --tie $flags >/dev/null || return 1
+    fi
+    for q in none q4_0 q4_k; do
+      local qa=()
+      [ "$q" = none ] || qa=(--quantize "$q")
+      say "bench $name ${q/none/f16}"
+      echo "### $name ${q/none/f16}" >>"$out/bench.md"
+      build-gpu/cli/reach bench -m "$models/$name" "${qa[@]}" -p 512 -n 128 -r 2 -d 0,8192 \
+        >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench failed: see bench.log)" >>"$out/bench.md"
+      build-gpu/cli/reach bench -m "$models/$name" "${qa[@]}" -p 64 -n 64 -r 1 --parallel 1,8 \
+        >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench --parallel failed)" >>"$out/bench.md"
+    done
+  done
+}
+
+summarize() {
+  local out=$1
+  "${REACH_TEST_PYTHON:-python3}" - "$out" <<'EOF'
+import json, pathlib, re, sys
+out = pathlib.Path(sys.argv[1])
+def text(name):
+    p = out / name
+    return p.read_text(errors='replace') if p.exists() else ''
+info = text('info.txt')
+suites = [l.split() for l in text('suites.txt').splitlines() if l.strip()]
+passed = [s for s in suites if s[1] == 'pass']
+device = next((l.strip() for l in info.splitlines() if re.match(r'\s*\d+: ', l)), '?')
+# Per bench row: weight bytes read per generated token (the size column) x tokens/s, and
+# 2 x params x tokens/s for prompt processing: decode bandwidth and prefill throughput.
+rates = []
+unit = {'K': 1e3, 'M': 1e6, 'B': 1e9}
+for line in text('bench.md').splitlines():
+    c = [x.strip() for x in line.strip('|').split('|')]
+    if len(c) != 8 or not c[1].endswith('MiB') or not c[7][:1].isdigit():
+        continue
+    size_mib, params, test, tps = float(c[1].split()[0]), c[2].split(), c[6], float(c[7].split()[0])
+    n = float(params[0]) * unit.get(params[1][:1], 1) if len(params) == 2 else 0
+    if test.startswith('tg'):
+        rates.append({'model': c[0], 'dtype': c[4], 'test': test, 't/s': tps, 'GB/s': round(size_mib * 1048576 * tps / 1e9, 1)})
+    elif test.startswith('pp'):
+        rates.append({'model': c[0], 'dtype': c[4], 'test': test, 't/s': tps, 'TFLOP/s': round(2 * n * tps / 1e12, 2)})
+summary = {
+    'device_line': device,
+    'info': info.splitlines()[:40],
+    'suites': {'passed': len(passed), 'total': len(suites),
+               'not_passed': [{'suite': s[0], 'status': s[1]} for s in suites if s[1] != 'pass']},
+    'bench_md': text('bench.md'),
+    'kernels': text('kernels.txt').splitlines(),
+    'stage_seconds': json.loads(text('stages.json') or '{}'),
+    'rates': rates,
+}
+(out / 'summary.json').write_text(json.dumps(summary, indent=1))
+md = ['# reach GPU check', '', f'device: {device}', '',
+      f'suites: {len(passed)} of {len(suites)} passed (REACH_VALIDATION=0)', '']
+md += [f'- {s[0]}: {s[1]} ({s[2]} s)' for s in suites if s[1] != 'pass']
+md += ['', '## decode bandwidth (weight bytes x tokens/s) and prefill throughput (2 x params x tokens/s)', '']
+md += [f"- {r['model']} {r['dtype']} {r['test']}: {r['t/s']} t/s, " +
+       (f"{r['GB/s']} GB/s" if 'GB/s' in r else f"{r['TFLOP/s']} TFLOP/s") for r in rates]
+md += ['', '## reach bench', '', summary['bench_md'], '', '## reach-bench-kernels --quick', '', '```']
+md += summary['kernels'] + ['```', '', 'stage seconds: ' + json.dumps(summary['stage_seconds'])]
+(out / 'summary.md').write_text('\n'.join(md) + '\n')
+print('\n'.join(md[:8]))
+EOF
+}
+
+run() {
+  local out=${2:-${OUT:-$root/gpu-check-out}}
+  mkdir -p "$out"
+  [ -f .gpu/bundle.tar.gz ] || { say "no .gpu/bundle.tar.gz: run 'tools/gpu_check.sh prepare' first and carry .gpu"; exit 2; }
+  say "unpacking the build"
+  tar -xzf .gpu/bundle.tar.gz
+  bring_loader || { say "could not bring the Vulkan loader"; exit 1; }
+  local stages="{" t
+  stage() { stages+="\"$1\": $2, "; }
+  t=$SECONDS; build-gpu/cli/reach info >"$out/info.txt" 2>&1 || say "reach info failed (see info.txt)"
+  stage info $((SECONDS - t))
+  head -n 20 "$out/info.txt" >&2
+  case " ${GPU_CHECK_SKIP:-} " in *" suites "*) ;; *)
+    say "running the suites, ${GPU_CHECK_JOBS:-8} at a time"
+    t=$SECONDS; run_suites "$out"; stage suites $((SECONDS - t)) ;;
+  esac
+  case " ${GPU_CHECK_SKIP:-} " in *" bench "*) ;; *)
+    t=$SECONDS; bench_models "$out"; stage bench $((SECONDS - t)) ;;
+  esac
+  case " ${GPU_CHECK_SKIP:-} " in *" kernels "*) ;; *)
+    say "reach-bench-kernels --quick"
+    t=$SECONDS; build-gpu/tools/reach-bench-kernels --quick >"$out/kernels.txt" 2>&1; stage kernels $((SECONDS - t)) ;;
+  esac
+  echo "${stages%, }}" >"$out/stages.json"
+  summarize "$out"
+  say "wrote $out/summary.md and $out/summary.json"
+}
+
+case "$mode" in
+  prepare) prepare ;;
+  run) run "$@" ;;
+  *) echo "usage: bash tools/gpu_check.sh prepare | run [OUT]" >&2; exit 2 ;;
+esac
