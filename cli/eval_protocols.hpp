@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/config/model_config.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 
 namespace reach::eval {
 

@@ -9,7 +9,7 @@
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "cli/commands.hpp"
 
 namespace reach::cli {

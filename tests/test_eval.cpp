@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/progress_bar.hpp"

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "runtime/model/model.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"

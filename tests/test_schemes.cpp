@@ -13,7 +13,7 @@
 #include "base/error.hpp"
 #include "runtime/config/flag_values.hpp"
 #include "runtime/config/model_config.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/position_formulas.hpp"
 

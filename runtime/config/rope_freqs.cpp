@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 
 namespace reach {
 

@@ -10,7 +10,7 @@
 #include "engine/command.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 
 namespace reach {
 

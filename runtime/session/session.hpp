@@ -15,7 +15,7 @@
 #include "engine/memory.hpp"
 #include "kernels/attention.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 
 namespace reach {
 

@@ -5,7 +5,7 @@
 
 #include "base/error.hpp"
 #include "runtime/config/model_config.hpp"
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // CLI scheme flags, their application to a ModelConfig, and the per-layer
 // AttentionSpecs (docs EXTRAPOLATION.md §1.2, §1.3, §3, §4, §5.6).
-#include "runtime/config/schemes.hpp"
+#include "runtime/config/position_schemes.hpp"
 
 #include <algorithm>
 #include <cerrno>
