@@ -13,7 +13,10 @@
 // Needs before inclusion: QTYPE (a specialization constant, WType's value) and
 // QB_QUANT / QB_META (binding numbers).  With Q_TEX the planes are uniform
 // texel buffers (R32G32B32A32_UINT, R16_UINT), else storage buffers.
-const uint QT_Q8_0 = 3, QT_Q4_0 = 4, QT_Q4_1 = 5, QT_Q5_0 = 6, QT_Q5_1 = 7, QT_Q4_K = 8, QT_Q5_K = 9, QT_Q6_K = 10;
+// QT_F32 = 0 ... QT_Q6_K = 10: WType's ids, from the one list of both sides.
+#define WTYPE(id, name, NAME) const uint QT_##NAME = id;
+#include "base/wtype_list.h"
+#undef WTYPE
 const bool QK = QTYPE >= QT_Q4_K;              // 256-weight super-blocks of 8 sub-blocks
 const uint QSUBS = QK ? 8 : 1;                 // sub-blocks of 32 per block
 const uint QU = QTYPE == QT_Q8_0 ? 2 : QTYPE == QT_Q4_K ? 8 : QTYPE == QT_Q5_K ? 10 : QTYPE == QT_Q6_K ? 12 : 1;
