@@ -272,14 +272,14 @@ TileCounts Attention::prefill_tiles(const AttentionSpec& spec, uint32_t pos0, ui
   return tc;
 }
 
-void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                          const Act& k_new, const Act& v_new, const LayerCache& cache) {
   validate(spec, table1, nullptr);
   const uint32_t kvd = spec.n_kv_heads * spec.head_dim;
   if (k_new.cols != kvd || v_new.cols != kvd || v_new.rows < k_new.rows)
-    fail("store_kv: k/v rows must be [n, " + std::to_string(kvd) + "]");
-  if (!cache.k || !cache.v || cache.capacity == 0) fail("store_kv: no cache");
-  check_ring(spec, cache, k_new.rows, "store_kv");
+    fail("kv_store: k/v rows must be [n, " + std::to_string(kvd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail("kv_store: no cache");
+  check_ring(spec, cache, k_new.rows, "kv_store");
   const uint32_t rows = cache.rows(spec);
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
@@ -295,7 +295,7 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   const Pipeline& p = device_.pipelines().get({ShaderId::attention_kv_store, 7, sizeof(AttnPush), sc.constants()});
   const uint64_t mb = max_binding(device_.caps());
   const auto chunks = head_chunks(spec, rows, mb, device_.caps().min_storage_buffer_offset_alignment);
-  if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
+  if (chunks.size() != 1) unsupported("kv_store: the kv cache must fit one storage binding");
   AttnPush push = make_push(spec, table1, RopeTable{}, cache);
   push.max_rows = k_new.rows;
   const uint64_t cbytes = uint64_t(spec.n_kv_heads) * rows * spec.head_dim * 4;

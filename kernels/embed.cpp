@@ -29,7 +29,7 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
   if (ids.size < uint64_t(n_tokens) * 4)
     throw Error(ErrorCode::internal, "embed: ids hold " + std::to_string(ids.size / 4) + " int32, need " +
                                          std::to_string(n_tokens));
-  if (wtype_is_quant(table.type)) return embed_quant(cmd, table, ids, n_tokens, y);
+  if (wtype_is_quant(table.type)) return embed_q(cmd, table, ids, n_tokens, y);
   if (table.type != WType::f32) require_16bit_storage(caps, std::string("embed: a ") + wtype_name(table.type) + " table");
   if (n_tokens == 0 || table.cols == 0) return;
   if (table.rows == 0) throw Error(ErrorCode::internal, "embed: empty table");
@@ -67,7 +67,7 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
 
 // A quantized table (kernels/quant_layout.hpp): each plane's row-chunk range is
 // bound separately (bindings 0 and 3), from an aligned start plus a unit offset.
-void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const {
+void Kernels::embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const {
   const auto& caps = device_.caps();
   const uint32_t be = wtype_block_elems(table.type);
   if (table.cols % be || table.offset % 16)
@@ -108,7 +108,7 @@ void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange&
     const Bound mb = bind_aligned(*table.buffer, table.offset + quant_total + b0 * planes.meta_bytes,
                                   nb * planes.meta_bytes, 2, align);
     const Push push{n_tokens, table.cols, c.first_row, c.rows, table.rows, qb.elem_off, mb.elem_off, yb.elem_off};
-    cmd.dispatch(p, {qb.range, ids_r, yb.range, mb.range}, &push, sizeof push, g.x, g.y, 1, "embed");
+    cmd.dispatch(p, {qb.range, ids_r, yb.range, mb.range}, &push, sizeof push, g.x, g.y, 1, "embed_q");
   }
 }
 

@@ -100,34 +100,34 @@ class Kernels {
 
   // y = a + b, n elements; b is read at index i % b_period (b_period = n: plain
   // add; = cols: a bias broadcast over rows).  y may alias a.
-  void add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
+  void elementwise_add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
            uint32_t b_period);
 
   // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M == 1 uses the matvec kernel.
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
-  void gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
-  void matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+  void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
+  void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
 
   // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
-  void rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
+  void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
   // In place, per row: softmax(x * scale).
-  void softmax(CommandList& cmd, const Act& x, float scale);
+  void norm_softmax(CommandList& cmd, const Act& x, float scale);
   // y = silu(g) * u, n elements.
-  void silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  void elementwise_silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
   // y = gelu_tanh(g) * u, n elements (Gemma's gated MLP).
-  void gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  void elementwise_gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
   // y = x * s, n elements; y may be x.
-  void scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
+  void elementwise_scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
   // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.  An id outside
   // [0, table.rows) (only the device sees ids) gives a row of zeros.
   void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);
   // n bf16 values (uint16 bit patterns) -> f32, exact.
-  void bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+  void elementwise_bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
   // n f32 -> f16 (round to nearest even), for f16 caches.
-  void f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+  void elementwise_f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
 
  private:
-  void embed_quant(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
+  void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   Device& device_;
   KernelConfig config_;
 };

@@ -118,12 +118,12 @@ VkFormat texel_format(WType t) {
 // Kernel variants by [op][read path][weight type]; read path 0: storage
 // buffers, 1: W through texel buffers, 2: W and X through texel buffers.
 constexpr ShaderId kLinearKernels[2][3][3] = {
-    {{ShaderId::gemm_f32, ShaderId::gemm_f16, ShaderId::gemm_bf16},
-     {ShaderId::gemm_tex_f32, ShaderId::gemm_tex_f16, ShaderId::gemm_tex_bf16},
-     {ShaderId::gemm_xtex_f32, ShaderId::gemm_xtex_f16, ShaderId::gemm_xtex_bf16}},
-    {{ShaderId::matvec_f32, ShaderId::matvec_f16, ShaderId::matvec_bf16},
-     {ShaderId::matvec_tex_f32, ShaderId::matvec_tex_f16, ShaderId::matvec_tex_bf16},
-     {ShaderId::matvec_xtex_f32, ShaderId::matvec_xtex_f16, ShaderId::matvec_xtex_bf16}}};
+    {{ShaderId::linear_gemm_f32, ShaderId::linear_gemm_f16, ShaderId::linear_gemm_bf16},
+     {ShaderId::linear_gemm_tex_f32, ShaderId::linear_gemm_tex_f16, ShaderId::linear_gemm_tex_bf16},
+     {ShaderId::linear_gemm_xtex_f32, ShaderId::linear_gemm_xtex_f16, ShaderId::linear_gemm_xtex_bf16}},
+    {{ShaderId::linear_matvec_f32, ShaderId::linear_matvec_f16, ShaderId::linear_matvec_bf16},
+     {ShaderId::linear_matvec_tex_f32, ShaderId::linear_matvec_tex_f16, ShaderId::linear_matvec_tex_bf16},
+     {ShaderId::linear_matvec_xtex_f32, ShaderId::linear_matvec_xtex_f16, ShaderId::linear_matvec_xtex_bf16}}};
 
 std::string shape(const Act& x, const Mat& w, const Act& y) {
   return "X[" + std::to_string(x.rows) + "," + std::to_string(x.cols) + "] W[" + std::to_string(w.rows) + "," +
@@ -140,7 +140,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
 // Shared driver of gemm() and matvec(): validation, splitting, dispatch.
 static void record_linear(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
                           const Act& y, bool use_matvec) {
-  const char* op = use_matvec ? "matvec" : "gemm";
+  const char* op = use_matvec ? "linear_matvec" : "linear_gemm";
   if (!x.buffer || !w.buffer || !y.buffer)
     throw Error(ErrorCode::internal, std::string(op) + ": null buffer");
   if (x.cols != w.cols || y.cols != w.rows || y.rows != x.rows || x.cols == 0)
@@ -284,11 +284,11 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   }
 }
 
-void Kernels::gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+void Kernels::linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   record_linear(device_, config_, cmd, x, w, y, false);
 }
 
-void Kernels::matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+void Kernels::linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   record_linear(device_, config_, cmd, x, w, y, true);
 }
 

@@ -27,7 +27,7 @@ static_assert(sizeof(LinearQPush) == 32);
 
 void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
                          const Act& y, bool use_matvec) {
-  const char* op = use_matvec ? "matvec" : "gemm";
+  const char* op = use_matvec ? "linear_matvec_q" : "linear_gemm_q";
   const auto& caps = device.caps();
   const uint32_t M = x.rows, N = w.rows, K = w.cols;
   const uint32_t be = wtype_block_elems(w.type);
@@ -124,8 +124,8 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     gm.qtype = qtype;
   }
 
-  static constexpr ShaderId kShaders[2][3] = {{ShaderId::gemm_q, ShaderId::gemm_q_tex, ShaderId::gemm_q_xtex},
-                                              {ShaderId::matvec_q, ShaderId::matvec_q_tex, ShaderId::matvec_q_xtex}};
+  static constexpr ShaderId kShaders[2][3] = {{ShaderId::linear_gemm_q, ShaderId::linear_gemm_q_tex, ShaderId::linear_gemm_q_xtex},
+                                              {ShaderId::linear_matvec_q, ShaderId::linear_matvec_q_tex, ShaderId::linear_matvec_q_xtex}};
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
     const Bound xb = bind_aligned(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4, walign);

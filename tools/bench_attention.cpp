@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         {
           CommandList c(*dev);
           c.begin();
-          att.store_kv(c, s, r1, step.range(0, 16), Act{&k, 0, n, kvd}, Act{&v, 0, n, kvd}, cache);
+          att.kv_store(c, s, r1, step.range(0, 16), Act{&k, 0, n, kvd}, Act{&v, 0, n, kvd}, cache);
           c.end();
           const std::clock_t c0 = std::clock();
           c.run();

@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
       cmd.begin();
       const Act x{&bx, 0, M, K}, y{&by, 0, M, N};
       const Mat w{&bw, 0, t, N, K};
-      if (gemm) kernels.gemm(cmd, x, w, y);
-      else kernels.matvec(cmd, x, w, y);
+      if (gemm) kernels.linear_gemm(cmd, x, w, y);
+      else kernels.linear_matvec(cmd, x, w, y);
       cmd.end();
       cmd.run();   // warm-up (pipeline creation, first touch)
       cmd.run();
