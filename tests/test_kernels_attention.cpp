@@ -1,4 +1,4 @@
-// Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
+// Attention kernels (kv_store, tiled prefill, split-K decode + combine) against
 // the naive float64 reference of tests/support/attention_reference.cpp, for every
 // position scheme of base/attention_spec.hpp.
 //
@@ -182,10 +182,10 @@ double max_abs(const std::vector<float>& a, const std::vector<double>& b, size_t
   return m;
 }
 
-// Runs a whole sequence of n tokens through store_kv + prefill in the given
+// Runs a whole sequence of n tokens through kv_store + prefill in the given
 // chunks, then decodes `decode_steps` further tokens one by one with one
 // recorded command buffer (only the step buffer and the new k/v/q rows change),
-// once with each decode kernel (the same steps again: store_kv rewrites the
+// once with each decode kernel (the same steps again: kv_store rewrites the
 // same rows), and compares every output row with the reference.
 struct Harness {
   Scheme s;

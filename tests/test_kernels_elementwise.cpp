@@ -1,4 +1,4 @@
-// add, silu_mul, gelu_tanh_mul, scale, bf16_to_f32 and f32_to_f16 (kernels/elementwise.cpp) on the
+// elementwise_add, _silu_mul, _gelu_tanh_mul, _scale, _bf16_to_f32 and _f32_to_f16 (kernels/elementwise.cpp) on the
 // Vulkan device vs plain C++ references, through tests/support/kernel_check:
 // sizes around the workgroup, extreme inputs, every bf16 bit pattern, f32 -> f16
 // rounding ties, and the refusal of the 16-bit paths on a device without
@@ -28,7 +28,7 @@ constexpr uint32_t kGroup = 256;   // the elementwise kernels' workgroup (kernel
 }  // namespace
 
 // IEEE f32 addition is correctly rounded on both sides.
-TEST_CASE("kernel add: sizes and broadcast") {
+TEST_CASE("kernel elementwise_add: sizes and broadcast") {
   auto& g = gpu();
   for (uint32_t n : sizes_around(kGroup, {7, 100003}))
     for (uint32_t period : {n, std::min(n, 64u)}) {
@@ -58,7 +58,7 @@ TEST_CASE("kernel add: sizes and broadcast") {
 // <= 23 ULP = 1.4e-6), the division <= 2.5 ULP and the product 0.5 ULP; the
 // absolute term covers results in the f32 denormal range, which a device may
 // flush to zero (g = -100 gives ~ -4e-42).
-TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
+TEST_CASE("kernel elementwise_silu_mul: sizes and extreme inputs") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(
       1e-5, 1e-30, "exp <= 23 ULP for |g| <= 10, division 2.5 ULP, product 0.5 ULP; 1e-30 absolute for denormals");
@@ -88,7 +88,7 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
     });
     worst_rel = std::max(worst_rel, s.max_rel);
   }
-  MESSAGE("silu_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("elementwise_silu_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
   Buffer small = g.zeros(16);
   CommandList bad(*g.device);
   bad.begin();
@@ -101,7 +101,7 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
 // the result is above 1e-30, |z2| < 71, so a few-ULP error of z2 (3.6e-7 relative) moves exp by up to
 // 71 · 3.6e-7 = 2.6e-5, and exp itself is <= 3 + 2|x| = 145 ULP (8.6e-6); the division and product add 3 ULP.
 // The absolute term covers results in or near the denormal range (g <= −10), which a device may flush.
-TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
+TEST_CASE("kernel elementwise_gelu_tanh_mul: sizes and extreme inputs") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(
       5e-5, 1e-30, "|z2| < 71 where |y| > 1e-30: z2's few ULP x 71 + exp's 145 ULP; 1e-30 absolute for denormals");
@@ -137,7 +137,7 @@ TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
     });
     worst_rel = std::max(worst_rel, s.max_rel);
   }
-  MESSAGE("gelu_tanh_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("elementwise_gelu_tanh_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
   Buffer small = g.zeros(16);
   CommandList bad(*g.device);
   bad.begin();
@@ -146,7 +146,7 @@ TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
 }
 
 // x·s in place: one f32 product, correctly rounded.
-TEST_CASE("kernel scale: in place, exact") {
+TEST_CASE("kernel elementwise_scale: in place, exact") {
   auto& g = gpu();
   for (uint32_t n : sizes_around(kGroup, {7, 100003})) {
     const auto x = random_floats(n, 800 + n, -100.0f, 100.0f);
@@ -173,7 +173,7 @@ TEST_CASE("kernel scale: in place, exact") {
 }
 
 // Exact, every one of the 65536 bit patterns (NaN payloads kept).
-TEST_CASE("kernel bf16_to_f32: all bit patterns, exact") {
+TEST_CASE("kernel elementwise_bf16_to_f32: all bit patterns, exact") {
   auto& g = gpu();
   if (!g.device->caps().storage_16bit) return;   // the unsupported path is tested below
   for (uint32_t n : {1u, 257u, 65536u}) {
@@ -202,7 +202,7 @@ TEST_CASE("kernel bf16_to_f32: all bit patterns, exact") {
 
 // Bit-exact vs the harness's RNE conversion on ties, subnormals, overflow,
 // inf/NaN and 2^20 random bit patterns.
-TEST_CASE("kernel f32_to_f16: round to nearest even, bit exact") {
+TEST_CASE("kernel elementwise_f32_to_f16: round to nearest even, bit exact") {
   auto& g = gpu();
   if (!g.device->caps().storage_16bit) return;
   std::vector<float> v;

@@ -211,7 +211,7 @@ TEST_CASE("linear: unaligned offsets of X, W and Y") {
   }
 }
 
-TEST_CASE("gemm: register-tile variants") {
+TEST_CASE("linear_gemm: register-tile variants") {
   const auto& caps = gpu().device->caps();
   struct V { uint32_t wg, tm, tn; bool bcast; };
   // (The default config is one more variant; each variant compiles 6 pipelines, so the list stays short.)
@@ -235,7 +235,7 @@ TEST_CASE("gemm: register-tile variants") {
   }
 }
 
-TEST_CASE("gemm: shared-memory tiled variants") {
+TEST_CASE("linear_gemm: shared-memory tiled variants") {
   struct V { uint32_t tile_m, tile_n, tm, tn, bk; };
   for (V v : {V{32, 32, 4, 2, 16}, V{16, 16, 2, 2, 8}, V{64, 64, 4, 4, 16}, V{16, 32, 1, 4, 4}}) {
     KernelConfig cfg = base_config();
@@ -251,7 +251,7 @@ TEST_CASE("gemm: shared-memory tiled variants") {
   }
 }
 
-TEST_CASE("matvec: every mode at workgroup sizes 8/32/64") {
+TEST_CASE("linear_matvec: every mode at workgroup sizes 8/32/64") {
   const auto& caps = gpu().device->caps();
   for (uint32_t mode : {0u, 1u, 2u}) {
     if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
@@ -391,7 +391,7 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
 
 }  // namespace
 
-TEST_CASE("matvec: M X rows per call equal M one-row calls bit for bit") {
+TEST_CASE("linear_matvec: M X rows per call equal M one-row calls bit for bit") {
   const auto& caps = gpu().device->caps();
   uint32_t seed = 2000;
   for (bool texel : kTexel) {

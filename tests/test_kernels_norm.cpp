@@ -1,4 +1,4 @@
-// rmsnorm and softmax (kernels/norm.cpp) on the Vulkan device vs plain C++
+// norm_rms and norm_softmax (kernels/norm.cpp) on the Vulkan device vs plain C++
 // double references, through tests/support/kernel_check: random inputs, edge
 // sizes around every reduction workgroup size the kernels may be given (1, 8,
 // 12, 32, 64, 256 and the device's default), more rows than one dispatch's
@@ -66,7 +66,7 @@ const char* const kSoftmaxWhy = "exp <= 35 ULP for |x| <= 16, v - max rounds to 
 
 }  // namespace
 
-TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
+TEST_CASE("kernel norm_rms: edge sizes, workgroup sizes, in place") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(2e-5, 1e-7, kRmsWhy);
   double worst_rel = 0;
@@ -98,10 +98,10 @@ TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
         worst_rel = std::max(worst_rel, s.max_rel);
       }
   }
-  MESSAGE("rmsnorm: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("norm_rms: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
 }
 
-TEST_CASE("kernel rmsnorm: many rows (grid-stride over rows) and misuse") {
+TEST_CASE("kernel norm_rms: many rows (grid-stride over rows) and misuse") {
   auto& g = gpu();
   const uint32_t rows = 70000, cols = 3;   // more rows than the 65535 workgroups dispatched
   const auto x = random_floats(size_t(rows) * cols, 7);
@@ -132,7 +132,7 @@ TEST_CASE("kernel rmsnorm: many rows (grid-stride over rows) and misuse") {
   bad.end();
 }
 
-TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-size rows") {
+TEST_CASE("kernel norm_softmax: edge sizes, workgroup sizes, masked entries, vocab-size rows") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(5e-5, 1e-12, kSoftmaxWhy);
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -166,14 +166,14 @@ TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-si
       worst_rel = std::max(worst_rel, s.max_rel);
     }
   }
-  MESSAGE("softmax: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("norm_softmax: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
 }
 
 // llvmpipe silently stops a loop after 65535 trips per invocation (all loops
 // together); the host widens the workgroup for rows that would exceed that.
 // These rows are past the budget at the given workgroup (e.g. softmax at wg=1:
 // 3 passes x 100000/4 trips) and went wrong before the guard existed.
-TEST_CASE("kernel rmsnorm/softmax: rows past llvmpipe's loop-trip budget") {
+TEST_CASE("kernel norm_rms/norm_softmax: rows past llvmpipe's loop-trip budget") {
   auto& g = gpu();
   // Rows this long: the f32 sums run over up to cols/wg terms per lane (4 accumulators);
   // 1e-4 relative still separates a correct row from a truncated one (errors of 1e3 and more).
