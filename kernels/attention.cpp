@@ -498,7 +498,8 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
                                  {B::B_TAB2, r2},
                                  {B::B_PART, part},
                                  {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)}}),
-                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1, "attention_decode");
+                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1,
+                 lanes ? "attention_decode_lanes" : "attention_decode");
   }
   cmd.barrier();
   const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));
