@@ -72,7 +72,7 @@ struct AttentionSpec {
 
   float logn_train_len = 0;         // > 0: q *= max(1, ln(i+1)/ln(L))
   QkNorm norm = QkNorm::none;       // key: q·k/|k|; query: q·k/|q|; cos: λ·cos(q,k)
-                                    // (norms of the un-rotated vectors; store_kv caches keys
+                                    // (norms of the un-rotated vectors; kv_store caches keys
                                     // already divided by |k| for key and cos)
   float cos_n = 0;                  // λ = 4 ln(n); n = cos_n, or i+1 when 0
   float alibi_max_bias = 0;         // > 0: ALiBi slopes from alibi_params(n_heads, alibi_max_bias)

@@ -1,6 +1,7 @@
 #pragma once
 // Weight types: plain data shared by the file formats, the quantizers and the
-// kernels.  The ids are the shaders' too (shaders/spec), so they never change.
+// kernels.  The ids are the shaders' too: both sides read base/wtype_list.h,
+// so they never change and cannot drift.
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -10,10 +11,15 @@ namespace reach {
 // Weight types.  The quantized ones are GGML's block formats (kernels/quant_layout.hpp):
 // a row of `cols` weights is cols / wtype_block_elems blocks of wtype_block_bytes each.
 enum class WType : uint32_t {
-  f32 = 0, f16 = 1, bf16 = 2,
-  q8_0 = 3, q4_0 = 4, q4_1 = 5, q5_0 = 6, q5_1 = 7, q4_k = 8, q5_k = 9, q6_k = 10,
+#define WTYPE(id, name, NAME) name = id,
+#include "base/wtype_list.h"
+#undef WTYPE
 };
-constexpr uint32_t kWTypeCount = 11;
+constexpr uint32_t kWTypeCount = 0
+#define WTYPE(id, name, NAME) +1
+#include "base/wtype_list.h"
+#undef WTYPE
+    ;
 bool wtype_is_quant(WType t);
 uint32_t wtype_block_elems(WType t);   // 1 for f32/f16/bf16; 32 or 256 for the block formats
 uint32_t wtype_block_bytes(WType t);   // bytes per block (the element size for f32/f16/bf16)

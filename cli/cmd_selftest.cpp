@@ -112,17 +112,17 @@ int cmd_selftest(const Args& args) {
   const uint32_t rows = 3, cols = 1000, n = rows * cols;
   const auto x = randoms(n, 1, -2, 2), y0 = randoms(n, 2, -2, 2), w = randoms(cols, 3);
 
-  report("add", 1e-6, [&] {
+  report("elementwise_add", 1e-6, [&] {
     Buffer a = c.up(x.data(), n * 4), b = c.up(y0.data(), n * 4), y = c.out(n * 4);
-    c.run([&](CommandList& cmd) { k.add(cmd, a.range(), b.range(), y.range(), n, n); });
+    c.run([&](CommandList& cmd) { k.elementwise_add(cmd, a.range(), b.range(), y.range(), n, n); });
     auto got = c.down<float>(y, n);
     std::vector<double> ref(n);
     for (uint32_t i = 0; i < n; ++i) ref[i] = double(x[i]) + y0[i];
     return max_err(got, ref);
   });
-  report("rmsnorm", 2e-5, [&] {
+  report("norm_rms", 2e-5, [&] {
     Buffer a = c.up(x.data(), n * 4), bw = c.up(w.data(), cols * 4), y = c.out(n * 4);
-    c.run([&](CommandList& cmd) { k.rmsnorm(cmd, {&a, 0, rows, cols}, bw.range(), {&y, 0, rows, cols}, 1e-5f); });
+    c.run([&](CommandList& cmd) { k.norm_rms(cmd, {&a, 0, rows, cols}, bw.range(), {&y, 0, rows, cols}, 1e-5f); });
     auto got = c.down<float>(y, n);
     std::vector<double> ref(n);
     for (uint32_t r = 0; r < rows; ++r) {
@@ -133,9 +133,9 @@ int cmd_selftest(const Args& args) {
     }
     return max_err(got, ref);
   });
-  report("softmax", 1e-6, [&] {   // probabilities <= 1: an absolute error
+  report("norm_softmax", 1e-6, [&] {   // probabilities <= 1: an absolute error
     Buffer a = c.up(x.data(), n * 4);
-    c.run([&](CommandList& cmd) { k.softmax(cmd, {&a, 0, rows, cols}, 3.0f); });
+    c.run([&](CommandList& cmd) { k.norm_softmax(cmd, {&a, 0, rows, cols}, 3.0f); });
     auto got = c.down<float>(a, n);
     std::vector<double> ref(n);
     for (uint32_t r = 0; r < rows; ++r) {
@@ -146,9 +146,9 @@ int cmd_selftest(const Args& args) {
     }
     return max_err(got, ref);
   });
-  report("silu_mul", 1e-5, [&] {
+  report("elementwise_silu_mul", 1e-5, [&] {
     Buffer a = c.up(x.data(), n * 4), b = c.up(y0.data(), n * 4), y = c.out(n * 4);
-    c.run([&](CommandList& cmd) { k.silu_mul(cmd, a.range(), b.range(), y.range(), n); });
+    c.run([&](CommandList& cmd) { k.elementwise_silu_mul(cmd, a.range(), b.range(), y.range(), n); });
     auto got = c.down<float>(y, n);
     std::vector<double> ref(n);
     for (uint32_t i = 0; i < n; ++i) ref[i] = double(x[i]) / (1.0 + std::exp(-double(x[i]))) * y0[i];
@@ -191,13 +191,13 @@ int cmd_selftest(const Args& args) {
   report("embed_f32", 0, [&] { return embed_check(WType::f32); });
   report("embed_f16", 0, [&] { return embed_check(WType::f16); });
   report("embed_bf16", 0, [&] { return embed_check(WType::bf16); });
-  report("bf16_to_f32", 0, [&] {   // every bf16 pattern except NaNs: exact
+  report("elementwise_bf16_to_f32", 0, [&] {   // every bf16 pattern except NaNs: exact
     std::vector<uint16_t> in;
     for (uint32_t b = 0; b < 65536; ++b)
       if (((b >> 7) & 0xff) != 0xff || !(b & 0x7f)) in.push_back(uint16_t(b));
     const uint32_t m = uint32_t(in.size());
     Buffer a = c.up(in.data(), m * 2), y = c.out(size_t(m) * 4);
-    c.run([&](CommandList& cmd) { k.bf16_to_f32(cmd, a.range(), y.range(), m); });
+    c.run([&](CommandList& cmd) { k.elementwise_bf16_to_f32(cmd, a.range(), y.range(), m); });
     auto got = c.down<float>(y, m);
     double bad = 0;
     for (uint32_t i = 0; i < m; ++i) {
@@ -206,7 +206,7 @@ int cmd_selftest(const Args& args) {
     }
     return bad;   // count of mismatching bit patterns
   });
-  report("f32_to_f16", 0, [&] {   // random values plus ties, subnormals and overflow: bit exact
+  report("elementwise_f32_to_f16", 0, [&] {   // random values plus ties, subnormals and overflow: bit exact
     std::vector<float> in = randoms(4096, 5, -70000, 70000);
     const float extra[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 0x1p-25f, 3 * 0x1p-25f, 0x1p-24f, 65504.0f, 65519.0f,
                            65520.0f, -65520.0f, 1e-9f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN};
@@ -214,7 +214,7 @@ int cmd_selftest(const Args& args) {
     for (int i = 0; i < 512; ++i) in.push_back(in[i] * 0x1p-20f);   // f16 subnormal range
     const uint32_t m = uint32_t(in.size());
     Buffer a = c.up(in.data(), m * 4), y = c.out(size_t(m) * 2);
-    c.run([&](CommandList& cmd) { k.f32_to_f16(cmd, a.range(), y.range(), m); });
+    c.run([&](CommandList& cmd) { k.elementwise_f32_to_f16(cmd, a.range(), y.range(), m); });
     auto got = c.down<uint16_t>(y, m);
     double bad = 0;
     for (uint32_t i = 0; i < m; ++i) bad += got[i] != f32_to_f16_bits(in[i]);

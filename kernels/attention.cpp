@@ -36,6 +36,26 @@ constexpr double kLog2e = 1.4426950408889634;
 using AttnPush = spec::AttentionPush;
 static_assert(sizeof(AttnPush) == 92);
 
+// The shaders' mode values (shaders/spec/attention_modes.h) are base's enums.
+static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Pos::shifted) == spec::Q2POS_SHIFTED &&
+              uint32_t(Q2Pos::grouped) == spec::Q2POS_GROUPED);
+static_assert(uint32_t(K2Pos::unrotated) == spec::K2POS_UNROTATED && uint32_t(K2Pos::same) == spec::K2POS_SAME &&
+              uint32_t(K2Pos::grouped) == spec::K2POS_GROUPED);
+static_assert(uint32_t(QkNorm::none) == spec::QKNORM_NONE && uint32_t(QkNorm::key) == spec::QKNORM_KEY &&
+              uint32_t(QkNorm::query) == spec::QKNORM_QUERY && uint32_t(QkNorm::cos) == spec::QKNORM_COS);
+
+// Prefill and both decode kernels bind the cache, the tables and the rotated
+// keys at the same numbers: select_variant marks them texel buffers for all.
+template <class A, class B>
+constexpr bool same_cache_bindings() {
+  return A::count == B::count && A::B_STEP == B::B_STEP && A::B_Q == B::B_Q && A::B_KCACHE == B::B_KCACHE &&
+         A::B_VCACHE == B::B_VCACHE && A::B_TAB1 == B::B_TAB1 && A::B_TAB2 == B::B_TAB2 && A::B_KROT == B::B_KROT;
+}
+using CacheBindings = spec::AttentionPrefillBindings;
+static_assert(same_cache_bindings<CacheBindings, spec::AttentionDecodeBindings>() &&
+              same_cache_bindings<CacheBindings, spec::AttentionDecodeLanesBindings>());
+static_assert(spec::AttentionDecodeBindings::B_PART == spec::AttentionDecodeLanesBindings::B_PART);
+
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
 [[noreturn]] void unsupported(const std::string& what) { throw Error(ErrorCode::unsupported, "attention: " + what); }
 
@@ -230,14 +250,15 @@ bool Attention::lanes_decode_supported() const {
   return c.has_subgroup_arithmetic() && (c.subgroup_size_control || c.subgroup_min == c.subgroup_max);
 }
 
-// The kernel and texel bindings of prefill/decode: bindings 2..5 and 7 (K, V,
-// table 1, table 2, rotated K) become R32G32B32A32 texel buffers in the texel
-// variant.
+// The kernel and texel bindings of prefill/decode: K, V, table 1, table 2 and
+// rotated K become R32G32B32A32 texel buffers in the texel variant.
 void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const {
   desc.kernel = storage_kernel;
   if (tuning_.texel != 2) return;
   desc.kernel = texel_kernel;
-  for (uint32_t b : {2u, 3u, 4u, 5u, 7u}) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
+  using B = CacheBindings;
+  for (uint32_t b : {B::B_KCACHE, B::B_VCACHE, B::B_TAB1, B::B_TAB2, B::B_KROT})
+    desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
 }
 
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
@@ -272,14 +293,14 @@ TileCounts Attention::prefill_tiles(const AttentionSpec& spec, uint32_t pos0, ui
   return tc;
 }
 
-void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                          const Act& k_new, const Act& v_new, const LayerCache& cache) {
   validate(spec, table1, nullptr);
   const uint32_t kvd = spec.n_kv_heads * spec.head_dim;
   if (k_new.cols != kvd || v_new.cols != kvd || v_new.rows < k_new.rows)
-    fail("store_kv: k/v rows must be [n, " + std::to_string(kvd) + "]");
-  if (!cache.k || !cache.v || cache.capacity == 0) fail("store_kv: no cache");
-  check_ring(spec, cache, k_new.rows, "store_kv");
+    fail("kv_store: k/v rows must be [n, " + std::to_string(kvd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail("kv_store: no cache");
+  check_ring(spec, cache, k_new.rows, "kv_store");
   const uint32_t rows = cache.rows(spec);
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
@@ -292,18 +313,26 @@ void Attention::store_kv(CommandList& cmd, const AttentionSpec& spec, const Rope
   sc.rotate = rotate;
   sc.normalize = normalize;
   sc.store_rot = store_rot;
-  const Pipeline& p = device_.pipelines().get({ShaderId::attention_kv_store, 7, sizeof(AttnPush), sc.constants()});
+  using B = spec::AttentionKvStoreBindings;
+  const Pipeline& p =
+      device_.pipelines().get({ShaderId::attention_kv_store, B::count, sizeof(AttnPush), sc.constants()});
   const uint64_t mb = max_binding(device_.caps());
   const auto chunks = head_chunks(spec, rows, mb, device_.caps().min_storage_buffer_offset_alignment);
-  if (chunks.size() != 1) unsupported("store_kv: the kv cache must fit one storage binding");
+  if (chunks.size() != 1) unsupported("kv_store: the kv cache must fit one storage binding");
   AttnPush push = make_push(spec, table1, RopeTable{}, cache);
   push.max_rows = k_new.rows;
   const uint64_t cbytes = uint64_t(spec.n_kv_heads) * rows * spec.head_dim * 4;
   const BufferRange t1 = table_range(table1, step);
   const BufferRange kr = store_rot ? cache.k_rot->range(0, cbytes) : cache.k->range(0, cbytes);
-  cmd.dispatch(p, {step, k_new.range(), v_new.range(), cache.k->range(0, cbytes), cache.v->range(0, cbytes), t1, kr},
-               &push,
-               sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
+  cmd.dispatch(p,
+               spec::bound<B>({{B::B_STEP, step},
+                               {B::B_KNEW, k_new.range()},
+                               {B::B_VNEW, v_new.range()},
+                               {B::B_KCACHE, cache.k->range(0, cbytes)},
+                               {B::B_VCACHE, cache.v->range(0, cbytes)},
+                               {B::B_TAB1, t1},
+                               {B::B_KROT, kr}}),
+               &push, sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
 }
 
 void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
@@ -336,7 +365,8 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   while (kb * 2 <= std::min(tuning_.prefill_key_block, wg)) kb *= 2;
   sc.key_block = kb;
   set_scheme(sc, spec, krot);
-  PipelineDesc desc{ShaderId::attention_prefill, 8, sizeof(AttnPush), sc.constants()};
+  using B = spec::AttentionPrefillBindings;
+  PipelineDesc desc{ShaderId::attention_prefill, B::count, sizeof(AttnPush), sc.constants()};
   if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
   select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex);
   const Pipeline& p = device_.pipelines().get(desc);
@@ -350,9 +380,14 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
-                 {step, q.range(), cache.k->range(hc.first * slab, hc.count * slab),
-                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, out.range(),
-                  kr->range(hc.first * slab, hc.count * slab)},
+                 spec::bound<B>({{B::B_STEP, step},
+                                 {B::B_Q, q.range()},
+                                 {B::B_KCACHE, cache.k->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_VCACHE, cache.v->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_TAB1, r1},
+                                 {B::B_TAB2, r2},
+                                 {B::B_OUT, out.range()},
+                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)}}),
                  &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
 }
@@ -432,7 +467,8 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   sc.lane_keys = d.kpl;
   sc.hpw = d.hpw;
   set_scheme(sc, spec, krot);
-  PipelineDesc desc{ShaderId::attention_decode, 8, sizeof(AttnPush), sc.constants()};
+  using B = spec::AttentionDecodeBindings;   // attention_decode_lanes: the same (static_assert above)
+  PipelineDesc desc{ShaderId::attention_decode, B::count, sizeof(AttnPush), sc.constants()};
   if (lanes) {
     if (device_.caps().subgroup_size_control) desc.required_subgroup = d.wg;
     select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
@@ -454,19 +490,28 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
-                 {step, q1, cache.k->range(hc.first * slab, hc.count * slab),
-                  cache.v->range(hc.first * slab, hc.count * slab), r1, r2, part,
-                  kr->range(hc.first * slab, hc.count * slab)},
-                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1, "attention_decode");
+                 spec::bound<B>({{B::B_STEP, step},
+                                 {B::B_Q, q1},
+                                 {B::B_KCACHE, cache.k->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_VCACHE, cache.v->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_TAB1, r1},
+                                 {B::B_TAB2, r2},
+                                 {B::B_PART, part},
+                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)}}),
+                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1,
+                 lanes ? "attention_decode_lanes" : "attention_decode");
   }
   cmd.barrier();
   const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));
   spec::AttentionCombineSpec csc;
   csc.wg = cwg;
   csc.head_dim = spec.head_dim;
-  const Pipeline& pc = device_.pipelines().get({ShaderId::attention_combine, 3, sizeof(AttnPush), csc.constants()});
+  using BC = spec::AttentionCombineBindings;
+  const Pipeline& pc =
+      device_.pipelines().get({ShaderId::attention_combine, BC::count, sizeof(AttnPush), csc.constants()});
   const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
-  cmd.dispatch(pc, {step, part, o1}, &push, sizeof push, spec.n_heads, 1, 1, "attention_combine");
+  cmd.dispatch(pc, spec::bound<BC>({{BC::B_STEP, step}, {BC::B_PART, part}, {BC::B_OUT, o1}}), &push, sizeof push,
+               spec.n_heads, 1, 1, "attention_combine");
 }
 
 }  // namespace reach

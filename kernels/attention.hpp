@@ -78,7 +78,7 @@ struct LayerCache {
   uint32_t capacity = 0;   // positions the cache serves (keys [0, capacity))
   // Optional, for a raw cache with a dual-branch spec (ReRoPE, Leaky,
   // Self-Extend): the same keys rotated at their positions, written by
-  // store_kv, so branch 1 (the window) reads them like plain RoPE instead of
+  // kv_store, so branch 1 (the window) reads them like plain RoPE instead of
   // rotating raw keys on every read.  Same shape as k.
   const Buffer* k_rot = nullptr;
   // > 0: a ring cache for a sliding-window layer (spec.window > 0): the sinks
@@ -102,7 +102,7 @@ class Attention {
 
   // Writes k_new, v_new ([n_new, n_kv_heads*head_dim] f32) into the cache at
   // positions [pos0, pos0+n_new) (rotating k when spec.cache == rotated and spec.rope).
-  void store_kv(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+  void kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                 const Act& k_new, const Act& v_new, const LayerCache& cache);
 
   // out [n_new, n_heads*head_dim] = attention of the raw (un-rotated) q rows

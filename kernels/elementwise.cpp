@@ -27,59 +27,71 @@ const Pipeline& pipeline(Device& device, ShaderId kernel, uint32_t buffers, uint
 }
 }  // namespace
 
-void Kernels::add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
+void Kernels::elementwise_add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
                   uint32_t b_period) {
   if (b_period == 0 || a.size < uint64_t(n) * 4 || y.size < uint64_t(n) * 4 || b.size < uint64_t(std::min(n, b_period)) * 4)
-    throw Error(ErrorCode::internal, "add: buffers smaller than n=" + std::to_string(n));
+    throw Error(ErrorCode::internal, "elementwise_add: buffers smaller than n=" + std::to_string(n));
   struct { uint32_t n, b_period; } push{n, b_period};
-  const auto& p = pipeline(device_, ShaderId::add_f32, 3, sizeof push);
-  cmd.dispatch(p, {a, b, y}, &push, sizeof push, stride_groups(n, kGroup), 1, 1, "add");
+  using B = spec::ElementwiseAddBindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_add, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_A, a}, {B::B_B, b}, {B::B_Y, y}}), &push, sizeof push, stride_groups(n, kGroup),
+               1, 1, "elementwise_add");
 }
 
-void Kernels::silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n) {
-  need(g, uint64_t(n) * 4, "silu_mul", "g", n);
-  need(u, uint64_t(n) * 4, "silu_mul", "u", n);
-  need(y, uint64_t(n) * 4, "silu_mul", "y", n);
+void Kernels::elementwise_silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n) {
+  need(g, uint64_t(n) * 4, "elementwise_silu_mul", "g", n);
+  need(u, uint64_t(n) * 4, "elementwise_silu_mul", "u", n);
+  need(y, uint64_t(n) * 4, "elementwise_silu_mul", "y", n);
   if (n == 0) return;
-  const auto& p = pipeline(device_, ShaderId::silu_mul_f32, 3, sizeof n);
-  cmd.dispatch(p, {g, u, y}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "silu_mul");
+  using B = spec::ElementwiseSiluMulBindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_silu_mul, B::count, sizeof n);
+  cmd.dispatch(p, spec::bound<B>({{B::B_G, g}, {B::B_U, u}, {B::B_Y, y}}), &n, sizeof n, stride_groups(n, kGroup), 1, 1,
+               "elementwise_silu_mul");
 }
 
-void Kernels::gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y,
+void Kernels::elementwise_gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y,
                             uint32_t n) {
-  need(g, uint64_t(n) * 4, "gelu_tanh_mul", "g", n);
-  need(u, uint64_t(n) * 4, "gelu_tanh_mul", "u", n);
-  need(y, uint64_t(n) * 4, "gelu_tanh_mul", "y", n);
+  need(g, uint64_t(n) * 4, "elementwise_gelu_tanh_mul", "g", n);
+  need(u, uint64_t(n) * 4, "elementwise_gelu_tanh_mul", "u", n);
+  need(y, uint64_t(n) * 4, "elementwise_gelu_tanh_mul", "y", n);
   if (n == 0) return;
-  const auto& p = pipeline(device_, ShaderId::gelu_mul_f32, 3, sizeof n);
-  cmd.dispatch(p, {g, u, y}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "gelu_tanh_mul");
+  using B = spec::ElementwiseGeluTanhMulBindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_gelu_tanh_mul, B::count, sizeof n);
+  cmd.dispatch(p, spec::bound<B>({{B::B_G, g}, {B::B_U, u}, {B::B_Y, y}}), &n, sizeof n, stride_groups(n, kGroup), 1, 1,
+               "elementwise_gelu_tanh_mul");
 }
 
-void Kernels::scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s) {
-  need(x, uint64_t(n) * 4, "scale", "x", n);
-  need(y, uint64_t(n) * 4, "scale", "y", n);
+void Kernels::elementwise_scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s) {
+  need(x, uint64_t(n) * 4, "elementwise_scale", "x", n);
+  need(y, uint64_t(n) * 4, "elementwise_scale", "y", n);
   if (n == 0) return;
   struct { uint32_t n; float s; } push{n, s};
-  const auto& p = pipeline(device_, ShaderId::scale_f32, 2, sizeof push);
-  cmd.dispatch(p, {x, y}, &push, sizeof push, stride_groups(n, kGroup), 1, 1, "scale");
+  using B = spec::ElementwiseScaleBindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_scale, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_X, x}, {B::B_Y, y}}), &push, sizeof push, stride_groups(n, kGroup), 1, 1,
+               "elementwise_scale");
 }
 
-void Kernels::bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
-  require_16bit_storage(device_.caps(), "bf16_to_f32");
-  need(in, uint64_t(n) * 2, "bf16_to_f32", "in", n);
-  need(out, uint64_t(n) * 4, "bf16_to_f32", "out", n);
+void Kernels::elementwise_bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
+  require_16bit_storage(device_.caps(), "elementwise_bf16_to_f32");
+  need(in, uint64_t(n) * 2, "elementwise_bf16_to_f32", "in", n);
+  need(out, uint64_t(n) * 4, "elementwise_bf16_to_f32", "out", n);
   if (n == 0) return;
-  const auto& p = pipeline(device_, ShaderId::bf16_to_f32, 2, sizeof n);
-  cmd.dispatch(p, {in, out}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "bf16_to_f32");
+  using B = spec::ElementwiseBf16ToF32Bindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_bf16_to_f32, B::count, sizeof n);
+  cmd.dispatch(p, spec::bound<B>({{B::B_IN, in}, {B::B_OUT, out}}), &n, sizeof n, stride_groups(n, kGroup), 1, 1,
+               "elementwise_bf16_to_f32");
 }
 
-void Kernels::f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
-  require_16bit_storage(device_.caps(), "f32_to_f16");
-  need(in, uint64_t(n) * 4, "f32_to_f16", "in", n);
-  need(out, uint64_t(n) * 2, "f32_to_f16", "out", n);
+void Kernels::elementwise_f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {
+  require_16bit_storage(device_.caps(), "elementwise_f32_to_f16");
+  need(in, uint64_t(n) * 4, "elementwise_f32_to_f16", "in", n);
+  need(out, uint64_t(n) * 2, "elementwise_f32_to_f16", "out", n);
   if (n == 0) return;
-  const auto& p = pipeline(device_, ShaderId::f32_to_f16, 2, sizeof n);
-  cmd.dispatch(p, {in, out}, &n, sizeof n, stride_groups(n, kGroup), 1, 1, "f32_to_f16");
+  using B = spec::ElementwiseF32ToF16Bindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_f32_to_f16, B::count, sizeof n);
+  cmd.dispatch(p, spec::bound<B>({{B::B_IN, in}, {B::B_OUT, out}}), &n, sizeof n, stride_groups(n, kGroup), 1, 1,
+               "elementwise_f32_to_f16");
 }
 
 }  // namespace reach

@@ -29,7 +29,7 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
   if (ids.size < uint64_t(n_tokens) * 4)
     throw Error(ErrorCode::internal, "embed: ids hold " + std::to_string(ids.size / 4) + " int32, need " +
                                          std::to_string(n_tokens));
-  if (wtype_is_quant(table.type)) return embed_quant(cmd, table, ids, n_tokens, y);
+  if (wtype_is_quant(table.type)) return embed_q(cmd, table, ids, n_tokens, y);
   if (table.type != WType::f32) require_16bit_storage(caps, std::string("embed: a ") + wtype_name(table.type) + " table");
   if (n_tokens == 0 || table.cols == 0) return;
   if (table.rows == 0) throw Error(ErrorCode::internal, "embed: empty table");
@@ -52,7 +52,8 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
   struct Push {
     uint32_t n_tokens, cols, first_row, chunk_rows, table_rows;
   };
-  const auto& p = device_.pipelines().get({kernel, 3, sizeof(Push), sc.constants()});
+  using B = spec::EmbedBindings;
+  const auto& p = device_.pipelines().get({kernel, B::count, sizeof(Push), sc.constants()});
   const uint64_t row_bytes = uint64_t(table.cols) * wtype_size(table.type);
   const BufferRange ids_r{ids.buffer, ids.offset, uint64_t(n_tokens) * 4};
   const BufferRange y_r = y.buffer->range(y.offset, uint64_t(n_tokens) * y.cols * 4);
@@ -61,13 +62,14 @@ void Kernels::embed(CommandList& cmd, const Mat& table, const BufferRange& ids, 
   for (const RowChunk& c : split_rows(table, max_range, align)) {
     const BufferRange t = table.buffer->range(table.offset + c.first_row * row_bytes, uint64_t(c.rows) * row_bytes);
     const Push push{n_tokens, table.cols, c.first_row, c.rows, table.rows};
-    cmd.dispatch(p, {t, ids_r, y_r}, &push, sizeof push, g.x, g.y, 1, "embed");
+    cmd.dispatch(p, spec::bound<B>({{B::B_TABLE, t}, {B::B_IDS, ids_r}, {B::B_Y, y_r}}), &push, sizeof push, g.x, g.y,
+                 1, "embed");
   }
 }
 
 // A quantized table (kernels/quant_layout.hpp): each plane's row-chunk range is
 // bound separately (bindings 0 and 3), from an aligned start plus a unit offset.
-void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const {
+void Kernels::embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const {
   const auto& caps = device_.caps();
   const uint32_t be = wtype_block_elems(table.type);
   if (table.cols % be || table.offset % 16)
@@ -93,7 +95,8 @@ void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange&
   struct Push {
     uint32_t n_tokens, cols, first_row, chunk_rows, table_rows, q_off, m_off, y_off;
   };
-  const auto& p = device_.pipelines().get({ShaderId::embed_q, 4, sizeof(Push), sc.constants()});
+  using B = spec::EmbedQBindings;
+  const auto& p = device_.pipelines().get({ShaderId::embed_q, B::count, sizeof(Push), sc.constants()});
   const BufferRange ids_r{ids.buffer, ids.offset, uint64_t(n_tokens) * 4};
   const Bound yb = bind_aligned(*y.buffer, y.offset, uint64_t(n_tokens) * y.cols * 4, 4, align);
   // (Only the table is cut into chunks; y must fit one binding of the device.)
@@ -108,7 +111,10 @@ void Kernels::embed_quant(CommandList& cmd, const Mat& table, const BufferRange&
     const Bound mb = bind_aligned(*table.buffer, table.offset + quant_total + b0 * planes.meta_bytes,
                                   nb * planes.meta_bytes, 2, align);
     const Push push{n_tokens, table.cols, c.first_row, c.rows, table.rows, qb.elem_off, mb.elem_off, yb.elem_off};
-    cmd.dispatch(p, {qb.range, ids_r, yb.range, mb.range}, &push, sizeof push, g.x, g.y, 1, "embed");
+    cmd.dispatch(p,
+                 spec::bound<B>(
+                     {{B::B_WQUANT, qb.range}, {B::B_IDS, ids_r}, {B::B_Y, yb.range}, {B::B_WMETA, mb.range}}),
+                 &push, sizeof push, g.x, g.y, 1, "embed_q");
   }
 }
 

@@ -54,7 +54,7 @@ struct KernelConfig {
   uint32_t gemm_tile_m = 32;
   uint32_t gemm_tile_n = 32;
   uint32_t matvec_rows = 4;       // output rows per workgroup
-  // Linear kernels (ops_linear.cpp; shaders/gemm.comp, shaders/matvec.comp).
+  // Linear kernels (linear.cpp; shaders/linear_gemm.comp, shaders/linear_matvec.comp).
   bool gemm_shared = false;       // GEMM: shared-memory tiles (GPU) vs register tiles (CPU)
   uint32_t gemm_wg = 64;          // GEMM workgroup size (register variant; shared: derived)
   uint32_t gemm_tm = 4;           // GEMM register tile: rows of X per invocation
@@ -66,7 +66,7 @@ struct KernelConfig {
   // FMAs, bounds the quantized kernels on CPU devices).
   uint32_t qgemm_tm = 0;
   uint32_t qgemm_tn = 0;
-  uint32_t matvec_mode = 0;       // 0: row per lane, 1: subgroupAdd over K, 2: shared-memory reduction
+  uint32_t matvec_mode = 0;       // spec::MATVEC_MODE_*: 0 row per lane, 1 subgroupAdd over K, 2 shared-memory reduction
   uint32_t matvec_wg = 64;        // matvec workgroup size
   uint32_t linear_matvec_max_m = 1;   // linear(): matvec when M <= this, GEMM above
   // Matvec over M > 1 rows (batched decode): a workgroup takes up to this many
@@ -77,13 +77,13 @@ struct KernelConfig {
   uint32_t matvec_max_acc = 0;
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   // Linear kernels read W (in Arena::weights) through uniform texel buffers
-  // (gemm_tex_* / matvec_tex_*) where the format supports it: CPU devices,
+  // (linear_gemm_tex_* / linear_matvec_tex_*) where the format supports it: CPU devices,
   // where llvmpipe vectorises texel fetches but not per-lane SSBO loads.
   bool weights_texel = false;
   // With weights_texel: X too, where shapes are 4-aligned (R32G32B32A32 texels).
   bool activations_texel = false;
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
-  uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (rmsnorm, softmax, embed)
+  uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   static KernelConfig from(const Capabilities& caps);
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
   // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
@@ -100,34 +100,34 @@ class Kernels {
 
   // y = a + b, n elements; b is read at index i % b_period (b_period = n: plain
   // add; = cols: a bias broadcast over rows).  y may alias a.
-  void add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
+  void elementwise_add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
            uint32_t b_period);
 
-  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M == 1 uses the matvec kernel.
+  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M <= linear_matvec_max_m uses linear_matvec, above it linear_gemm.
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
-  void gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
-  void matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+  void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
+  void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
 
   // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
-  void rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
+  void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
   // In place, per row: softmax(x * scale).
-  void softmax(CommandList& cmd, const Act& x, float scale);
+  void norm_softmax(CommandList& cmd, const Act& x, float scale);
   // y = silu(g) * u, n elements.
-  void silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  void elementwise_silu_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
   // y = gelu_tanh(g) * u, n elements (Gemma's gated MLP).
-  void gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
+  void elementwise_gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
   // y = x * s, n elements; y may be x.
-  void scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
+  void elementwise_scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
   // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.  An id outside
   // [0, table.rows) (only the device sees ids) gives a row of zeros.
   void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);
   // n bf16 values (uint16 bit patterns) -> f32, exact.
-  void bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+  void elementwise_bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
   // n f32 -> f16 (round to nearest even), for f16 caches.
-  void f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
+  void elementwise_f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
 
  private:
-  void embed_quant(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
+  void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   Device& device_;
   KernelConfig config_;
 };

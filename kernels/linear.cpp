@@ -1,4 +1,4 @@
-// The linear family: Kernels::linear / gemm / matvec, Y[M, N] = X[M, K] · Wᵀ,
+// The linear family: Kernels::linear / linear_gemm / linear_matvec, Y[M, N] = X[M, K] · Wᵀ,
 // W [N, K] in f32, f16 or bf16, f32 accumulation (shaders/linear_gemm.comp,
 // shaders/linear_matvec.comp).
 //
@@ -43,7 +43,7 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     // GFLOP/s per CPU-second vs 2.8 at 4 x 4, whose accumulators spill).
     gemm_tm = 1;
     gemm_tn = 4;
-    matvec_mode = 0;
+    matvec_mode = spec::MATVEC_MODE_ROW_PER_LANE;
     matvec_wg = std::min(16u, max_inv);
     matvec_rows = 8;
     // Batched decode (M = 2..8) reads W once per workgroup for all X rows.
@@ -79,11 +79,11 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
       gemm_tn = 1;
     }
     const uint32_t sg = std::max(caps.subgroup_size, 1u);
-    matvec_mode = caps.has_subgroup_arithmetic() ? 1 : 2;
+    matvec_mode = caps.has_subgroup_arithmetic() ? spec::MATVEC_MODE_SUBGROUP : spec::MATVEC_MODE_SHARED;
     matvec_wg = std::min(std::max(sg, 64u), max_inv);
     // One row per subgroup: 8 rows per 64-lane workgroup left an H200 at a few
     // percent occupancy on a 4096-row decode matvec (512 workgroups), 588 GB/s.
-    matvec_rows = matvec_mode == 1 ? std::max(1u, matvec_wg / sg) : 8;
+    matvec_rows = matvec_mode == spec::MATVEC_MODE_SUBGROUP ? std::max(1u, matvec_wg / sg) : 8;
     // Batched decode: a subgroup reduces up to 8 X rows per W row it reads.
     linear_matvec_max_m = 8;
     matvec_xrows = 8;
@@ -99,7 +99,8 @@ void KernelConfig::matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) co
   while (xrows < M && xrows < cap) xrows *= 2;
   if (xrows > cap) xrows = cap;
   rows = std::max(matvec_rows, 1u);
-  if (matvec_mode == 0 && matvec_max_acc) rows = std::max(1u, std::min(rows, matvec_max_acc / xrows));
+  if (matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE && matvec_max_acc)
+    rows = std::max(1u, std::min(rows, matvec_max_acc / xrows));
 }
 
 namespace {
@@ -115,15 +116,22 @@ VkFormat texel_format(WType t) {
   }
 }
 
+// linear_gemm.comp and linear_matvec.comp declare the same bindings (linear_load_weight.glsl).
+using LinearBindings = spec::LinearGemmBindings;
+static_assert(LinearBindings::count == spec::LinearMatvecBindings::count &&
+              LinearBindings::B_X == spec::LinearMatvecBindings::B_X &&
+              LinearBindings::B_W == spec::LinearMatvecBindings::B_W &&
+              LinearBindings::B_Y == spec::LinearMatvecBindings::B_Y);
+
 // Kernel variants by [op][read path][weight type]; read path 0: storage
 // buffers, 1: W through texel buffers, 2: W and X through texel buffers.
 constexpr ShaderId kLinearKernels[2][3][3] = {
-    {{ShaderId::gemm_f32, ShaderId::gemm_f16, ShaderId::gemm_bf16},
-     {ShaderId::gemm_tex_f32, ShaderId::gemm_tex_f16, ShaderId::gemm_tex_bf16},
-     {ShaderId::gemm_xtex_f32, ShaderId::gemm_xtex_f16, ShaderId::gemm_xtex_bf16}},
-    {{ShaderId::matvec_f32, ShaderId::matvec_f16, ShaderId::matvec_bf16},
-     {ShaderId::matvec_tex_f32, ShaderId::matvec_tex_f16, ShaderId::matvec_tex_bf16},
-     {ShaderId::matvec_xtex_f32, ShaderId::matvec_xtex_f16, ShaderId::matvec_xtex_bf16}}};
+    {{ShaderId::linear_gemm_f32, ShaderId::linear_gemm_f16, ShaderId::linear_gemm_bf16},
+     {ShaderId::linear_gemm_tex_f32, ShaderId::linear_gemm_tex_f16, ShaderId::linear_gemm_tex_bf16},
+     {ShaderId::linear_gemm_xtex_f32, ShaderId::linear_gemm_xtex_f16, ShaderId::linear_gemm_xtex_bf16}},
+    {{ShaderId::linear_matvec_f32, ShaderId::linear_matvec_f16, ShaderId::linear_matvec_bf16},
+     {ShaderId::linear_matvec_tex_f32, ShaderId::linear_matvec_tex_f16, ShaderId::linear_matvec_tex_bf16},
+     {ShaderId::linear_matvec_xtex_f32, ShaderId::linear_matvec_xtex_f16, ShaderId::linear_matvec_xtex_bf16}}};
 
 std::string shape(const Act& x, const Mat& w, const Act& y) {
   return "X[" + std::to_string(x.rows) + "," + std::to_string(x.cols) + "] W[" + std::to_string(w.rows) + "," +
@@ -140,7 +148,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
 // Shared driver of gemm() and matvec(): validation, splitting, dispatch.
 static void record_linear(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
                           const Act& y, bool use_matvec) {
-  const char* op = use_matvec ? "matvec" : "gemm";
+  const char* op = use_matvec ? "linear_matvec" : "linear_gemm";
   if (!x.buffer || !w.buffer || !y.buffer)
     throw Error(ErrorCode::internal, std::string(op) + ": null buffer");
   if (x.cols != w.cols || y.cols != w.rows || y.rows != x.rows || x.cols == 0)
@@ -199,14 +207,14 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     const uint32_t wg = cfg.matvec_wg;
     uint32_t rows = 1;
     cfg.matvec_tiling(m_step, xrows, rows);
-    if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
-        cfg.matvec_mode > 2)
+    if (wg == 0 || wg > caps.max_workgroup_invocations ||
+        (cfg.matvec_mode == spec::MATVEC_MODE_SHARED && (wg & (wg - 1))) || cfg.matvec_mode > spec::MATVEC_MODE_SHARED)
       throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
                                            std::to_string(cfg.matvec_mode) + ")");
-    gx_per = cfg.matvec_mode == 0 ? wg * rows : rows;
+    gx_per = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? wg * rows : rows;
     mv.wg = wg;
     mv.rows = rows;
-    mv.mode = cfg.matvec_mode;
+    mv.mode = cfg.matvec_mode;   // a spec::MATVEC_MODE_* value
     mv.xrows = xrows;
   } else {
     const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
@@ -271,24 +279,26 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       mv.aligned = gm.aligned = al ? 1u : 0u;
       const bool xtex = tex_chunk && al && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
                         xb.range.size / 16 <= max_texels;
-      PipelineDesc desc{kernels[xtex ? 2 : tex_chunk ? 1 : 0][wt], 3, sizeof(LinearPush),
+      using B = LinearBindings;
+      PipelineDesc desc{kernels[xtex ? 2 : tex_chunk ? 1 : 0][wt], B::count, sizeof(LinearPush),
                         use_matvec ? mv.constants() : gm.constants()};
-      if (tex_chunk) desc.texel(1, tformat);
-      if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
+      if (tex_chunk) desc.texel(B::B_W, tformat);
+      if (xtex) desc.texel(B::B_X, VK_FORMAT_R32G32B32A32_SFLOAT);
       const auto& pipe = device.pipelines().get(desc);
       LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
       const uint32_t gx = groups_for(c.rows, gx_per);
       const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);
-      cmd.dispatch(pipe, {xb.range, wb.range, yb.range}, &push, sizeof push, gx, gy, 1, op);
+      cmd.dispatch(pipe, spec::bound<B>({{B::B_X, xb.range}, {B::B_W, wb.range}, {B::B_Y, yb.range}}), &push,
+                   sizeof push, gx, gy, 1, op);
     }
   }
 }
 
-void Kernels::gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+void Kernels::linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   record_linear(device_, config_, cmd, x, w, y, false);
 }
 
-void Kernels::matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+void Kernels::linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   record_linear(device_, config_, cmd, x, w, y, true);
 }
 

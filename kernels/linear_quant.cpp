@@ -1,5 +1,5 @@
-// The linear family with quantized weights (GGML block formats): Kernels::gemm /
-// matvec / linear when W's type is q8_0 ... q6_k (shaders/linear_matvec_q.comp,
+// The linear family with quantized weights (GGML block formats): Kernels::linear_gemm /
+// linear_matvec / linear when W's type is q8_0 ... q6_k (shaders/linear_matvec_q.comp,
 // shaders/linear_gemm_q.comp; the block type is a specialization constant).
 //
 // W is in the device layout of kernels/quant_layout.hpp: a quant plane (16-byte
@@ -23,11 +23,18 @@
 namespace reach {
 
 using spec::LinearQPush;
+// linear_gemm_q.comp and linear_matvec_q.comp declare the same bindings (linear_q_common.glsl).
+using LinearQBindings = spec::LinearGemmQBindings;
+static_assert(LinearQBindings::count == spec::LinearMatvecQBindings::count &&
+              LinearQBindings::B_X == spec::LinearMatvecQBindings::B_X &&
+              LinearQBindings::B_WQUANT == spec::LinearMatvecQBindings::B_WQUANT &&
+              LinearQBindings::B_Y == spec::LinearMatvecQBindings::B_Y &&
+              LinearQBindings::B_WMETA == spec::LinearMatvecQBindings::B_WMETA);
 static_assert(sizeof(LinearQPush) == 32);
 
 void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
                          const Act& y, bool use_matvec) {
-  const char* op = use_matvec ? "matvec" : "gemm";
+  const char* op = use_matvec ? "linear_matvec_q" : "linear_gemm_q";
   const auto& caps = device.caps();
   const uint32_t M = x.rows, N = w.rows, K = w.cols;
   const uint32_t be = wtype_block_elems(w.type);
@@ -81,11 +88,11 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     const uint32_t wg = cfg.matvec_wg;
     uint32_t rows = 1;
     cfg.matvec_tiling(m_step, xrows, rows);
-    if (wg == 0 || wg > caps.max_workgroup_invocations || (cfg.matvec_mode == 2 && (wg & (wg - 1))) ||
-        cfg.matvec_mode > 2)
+    if (wg == 0 || wg > caps.max_workgroup_invocations ||
+        (cfg.matvec_mode == spec::MATVEC_MODE_SHARED && (wg & (wg - 1))) || cfg.matvec_mode > spec::MATVEC_MODE_SHARED)
       throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
                                            std::to_string(cfg.matvec_mode) + ")");
-    gx_per = cfg.matvec_mode == 0 ? wg * rows : rows;
+    gx_per = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? wg * rows : rows;
     mv.wg = wg;
     mv.rows = rows;
     mv.mode = cfg.matvec_mode;
@@ -124,8 +131,8 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     gm.qtype = qtype;
   }
 
-  static constexpr ShaderId kShaders[2][3] = {{ShaderId::gemm_q, ShaderId::gemm_q_tex, ShaderId::gemm_q_xtex},
-                                              {ShaderId::matvec_q, ShaderId::matvec_q_tex, ShaderId::matvec_q_xtex}};
+  static constexpr ShaderId kShaders[2][3] = {{ShaderId::linear_gemm_q, ShaderId::linear_gemm_q_tex, ShaderId::linear_gemm_q_xtex},
+                                              {ShaderId::linear_matvec_q, ShaderId::linear_matvec_q_tex, ShaderId::linear_matvec_q_xtex}};
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
     const Bound xb = bind_aligned(*x.buffer, x.offset + VkDeviceSize(m0) * K * 4, VkDeviceSize(mc) * K * 4, 4, walign);
@@ -134,10 +141,11 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     const bool xtex = tex && aligned && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
                       xb.range.size / 16 <= max_texels;
     mv.aligned = gm.aligned = aligned ? 1u : 0u;
-    PipelineDesc desc{kShaders[use_matvec ? 1 : 0][xtex ? 2 : tex ? 1 : 0], 4, sizeof(LinearQPush),
+    using B = LinearQBindings;
+    PipelineDesc desc{kShaders[use_matvec ? 1 : 0][xtex ? 2 : tex ? 1 : 0], B::count, sizeof(LinearQPush),
                       use_matvec ? mv.constants() : gm.constants()};
-    if (tex) desc.texel(1, VK_FORMAT_R32G32B32A32_UINT).texel(3, meta_format);
-    if (xtex) desc.texel(0, VK_FORMAT_R32G32B32A32_SFLOAT);
+    if (tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, meta_format);
+    if (xtex) desc.texel(B::B_X, VK_FORMAT_R32G32B32A32_SFLOAT);
     const auto& pipe = device.pipelines().get(desc);
     for (const RowChunk& c : chunks) {
       const uint64_t blocks0 = uint64_t(c.first_row) * blocks_per_row, nblocks = uint64_t(c.rows) * blocks_per_row;
@@ -152,7 +160,10 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
       const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, m_off, yb.elem_off + c.first_row, N};
       const uint32_t gx = groups_for(c.rows, gx_per);
       const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);
-      cmd.dispatch(pipe, {xb.range, qb.range, yb.range, mb.range}, &push, sizeof push, gx, gy, 1, op);
+      cmd.dispatch(pipe,
+                   spec::bound<B>(
+                       {{B::B_X, xb.range}, {B::B_WQUANT, qb.range}, {B::B_Y, yb.range}, {B::B_WMETA, mb.range}}),
+                   &push, sizeof push, gx, gy, 1, op);
     }
   }
 }

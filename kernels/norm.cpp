@@ -62,9 +62,9 @@ void check_act(const Act& a, const char* op, const char* what) {
 
 }  // namespace
 
-void Kernels::rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps) {
-  check_act(x, "rmsnorm", "x");
-  check_act(y, "rmsnorm", "y");
+void Kernels::norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps) {
+  check_act(x, "norm_rms", "x");
+  check_act(y, "norm_rms", "y");
   if (x.rows != y.rows || x.cols != y.cols)
     throw Error(ErrorCode::internal, "rmsnorm: x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) +
                                          "] and y [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
@@ -74,20 +74,23 @@ void Kernels::rmsnorm(CommandList& cmd, const Act& x, const BufferRange& w, cons
                                          std::to_string(x.cols) + " floats");
   if (x.rows == 0 || x.cols == 0) return;
   struct { uint32_t rows, cols; float eps; } push{x.rows, x.cols, eps};
+  using B = spec::NormRmsBindings;
   const auto& p = device_.pipelines().get(
-      {ShaderId::rmsnorm_f32, 3, sizeof push, reduce_spec(device_, config_, x.cols, 2, "rmsnorm").constants()});
-  const RowGrid g = row_grid(device_.caps(), x.rows, "rmsnorm");
-  cmd.dispatch(p, {x.range(), w, y.range()}, &push, sizeof push, g.x, g.y, 1, "rmsnorm");
+      {ShaderId::norm_rms, B::count, sizeof push, reduce_spec(device_, config_, x.cols, 2, "norm_rms").constants()});
+  const RowGrid g = row_grid(device_.caps(), x.rows, "norm_rms");
+  cmd.dispatch(p, spec::bound<B>({{B::B_X, x.range()}, {B::B_W, w}, {B::B_Y, y.range()}}), &push, sizeof push, g.x, g.y,
+               1, "norm_rms");
 }
 
-void Kernels::softmax(CommandList& cmd, const Act& x, float scale) {
-  check_act(x, "softmax", "x");
+void Kernels::norm_softmax(CommandList& cmd, const Act& x, float scale) {
+  check_act(x, "norm_softmax", "x");
   if (x.rows == 0 || x.cols == 0) return;
   struct { uint32_t rows, cols; float scale; } push{x.rows, x.cols, scale};
-  const auto& p = device_.pipelines().get(
-      {ShaderId::softmax_f32, 1, sizeof push, reduce_spec(device_, config_, x.cols, 3, "softmax").constants()});
-  const RowGrid g = row_grid(device_.caps(), x.rows, "softmax");
-  cmd.dispatch(p, {x.range()}, &push, sizeof push, g.x, g.y, 1, "softmax");
+  using B = spec::NormSoftmaxBindings;
+  const auto& p = device_.pipelines().get({ShaderId::norm_softmax, B::count, sizeof push,
+                                           reduce_spec(device_, config_, x.cols, 3, "norm_softmax").constants()});
+  const RowGrid g = row_grid(device_.caps(), x.rows, "norm_softmax");
+  cmd.dispatch(p, spec::bound<B>({{B::B_X, x.range()}}), &push, sizeof push, g.x, g.y, 1, "norm_softmax");
 }
 
 }  // namespace reach

@@ -7,9 +7,9 @@
 #include "spec/attention_combine.h"
 const uint D4 = D / 4u;
 
-layout(binding = 0) readonly buffer Step { uint step[]; };
-layout(binding = 1) readonly buffer Part { float part[]; };
-layout(binding = 2) writeonly buffer O { vec4 obuf[]; };
+layout(binding = B_STEP) readonly buffer Step { uint step[]; };
+layout(binding = B_PART) readonly buffer Part { float part[]; };
+layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
 #define ATTN_NO_TABLES
 #include "attention_common.glsl"
 

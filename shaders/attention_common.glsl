@@ -17,6 +17,9 @@ layout(push_constant) uniform PC {
 #include "spec/attention_push.h"
 } pc;
 
+// Q2POS_*, K2POS_*, QKNORM_*: the values of Q2MODE, K2MODE and NORM.
+#include "spec/attention_modes.h"
+
 // The including shader declares the buffer `tab1` (and `tab2` with
 // ATTN_HAS_TAB2 defined), vec4 arrays, before including this file, or defines
 // TAB1(i) / TAB2(i) to read them another way (texel buffers, KV_TEX).
@@ -33,12 +36,12 @@ layout(push_constant) uniform PC {
 
 // Branch-2 query / key positions (Q2Pos / K2Pos of runtime/attention.hpp).
 int q2_position(uint mode, int i, int q2_const, int group) {
-  if (mode == 1u) return i + q2_const;
-  if (mode == 2u) return i / group + q2_const;
+  if (mode == Q2POS_SHIFTED) return i + q2_const;
+  if (mode == Q2POS_GROUPED) return i / group + q2_const;
   return q2_const;
 }
 int k2_position(uint mode, int m, int group) {
-  if (mode == 2u) return m / group;
+  if (mode == K2POS_GROUPED) return m / group;
   return m;
 }
 
@@ -97,8 +100,8 @@ bool key_visible(int i, int m) {
 float query_factor(int i, float qnorm2, uint norm_mode) {
   float f = pc.scale_log2;   // scale·log2(e), or log2(e) when a norm replaces the scale
   if (pc.logn_inv_ln > 0.0) f *= max(1.0, log(float(i) + 1.0) * pc.logn_inv_ln);
-  if (norm_mode == 2u || norm_mode == 3u) f /= max(sqrt(qnorm2), 1e-30);
-  if (norm_mode == 3u) {
+  if (norm_mode == QKNORM_QUERY || norm_mode == QKNORM_COS) f /= max(sqrt(qnorm2), 1e-30);
+  if (norm_mode == QKNORM_COS) {
     const float n = pc.cos_n > 0.0 ? pc.cos_n : float(i) + 1.0;
     f *= 4.0 * log(n);
   }

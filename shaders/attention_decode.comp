@@ -20,33 +20,33 @@ const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 const uint ACCN = (D4 + WG - 1u) / WG;
 
-layout(binding = 0) readonly buffer Step { uint step[]; };
-layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+layout(binding = B_STEP) readonly buffer Step { uint step[]; };
+layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
 #if defined(KV_TEX)
 // Texel-buffer variant for CPU devices: llvmpipe gathers texel fetches as
 // vectors but runs a lane-varying storage-buffer load lane by lane, with a
 // bounds check each; these are the loads inside the key loop.
-layout(binding = 2) uniform samplerBuffer kc_t;
-layout(binding = 7) uniform samplerBuffer kr_t;
+layout(binding = B_KCACHE) uniform samplerBuffer kc_t;
+layout(binding = B_KROT) uniform samplerBuffer kr_t;
 #define KR(i) texelFetch(kr_t, int(i))
-layout(binding = 3) uniform samplerBuffer vc_t;
-layout(binding = 4) uniform samplerBuffer tab1_t;
-layout(binding = 5) uniform samplerBuffer tab2_t;
+layout(binding = B_VCACHE) uniform samplerBuffer vc_t;
+layout(binding = B_TAB1) uniform samplerBuffer tab1_t;
+layout(binding = B_TAB2) uniform samplerBuffer tab2_t;
 #define KC(i) texelFetch(kc_t, int(i))
 #define VC(i) texelFetch(vc_t, int(i))
 #define TAB1(i) texelFetch(tab1_t, int(i))
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
-layout(binding = 2) readonly buffer KC { vec4 kc[]; };
-layout(binding = 7) readonly buffer KRot { vec4 kr_buf[]; };
+layout(binding = B_KCACHE) readonly buffer KC { vec4 kc[]; };
+layout(binding = B_KROT) readonly buffer KRot { vec4 kr_buf[]; };
 #define KR(i) kr_buf[i]
-layout(binding = 3) readonly buffer VC { vec4 vc[]; };
-layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
-layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+layout(binding = B_VCACHE) readonly buffer VC { vec4 vc[]; };
+layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define KC(i) kc[i]
 #define VC(i) vc[i]
 #endif
-layout(binding = 6) writeonly buffer Part { float part[]; };
+layout(binding = B_PART) writeonly buffer Part { float part[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 
@@ -102,7 +102,7 @@ void main() {
     const uint hq = idx / D4, c = idx % D4;
     const uint qb = (g * GQ + hq) * D4;
     float n2 = 0.0;
-    if (NORM == 2u || NORM == 3u)
+    if (NORM == QKNORM_QUERY || NORM == QKNORM_COS)
       for (uint e = 0u; e < D4; ++e) n2 += dot(qbuf[qb + e], qbuf[qb + e]);
     const float f = query_factor(i, n2, NORM);
     const vec4 x = qbuf[qb + c] * f;
@@ -152,7 +152,7 @@ void main() {
       vec4 kr[D4];
       if (b2) {
         const int pk = k2_position(K2MODE, m, pc.group);
-        for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == 0u ? KC(base + c) : rotated_key(base, c, pk, TABLE2);
+        for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == K2POS_UNROTATED ? KC(base + c) : rotated_key(base, c, pk, TABLE2);
       } else {
         for (uint c = 0u; c < D4; ++c)
           kr[c] = KROT ? KR(base + c) : (ROPE && RAW) ? rotated_key(base, c, m, false) : KC(base + c);

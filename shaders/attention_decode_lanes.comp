@@ -21,38 +21,38 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "contract.glsl"
-#include "spec/attention_decode.h"
+#include "spec/attention_decode_lanes.h"
 const uint WG = gl_WorkGroupSize.x;
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 const uint NHC = (GQ + HPW - 1u) / HPW;   // head chunks per kv head
 const uint TK = WG * KPL;                 // keys per tile
 
-layout(binding = 0) readonly buffer Step { uint step[]; };
-layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+layout(binding = B_STEP) readonly buffer Step { uint step[]; };
+layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
 #if defined(KV_TEX)
 // Texel-buffer variant (the one CPU devices run): see attention_decode.comp.
-layout(binding = 2) uniform samplerBuffer kc_t;
-layout(binding = 7) uniform samplerBuffer kr_t;
-layout(binding = 3) uniform samplerBuffer vc_t;
-layout(binding = 4) uniform samplerBuffer tab1_t;
-layout(binding = 5) uniform samplerBuffer tab2_t;
+layout(binding = B_KCACHE) uniform samplerBuffer kc_t;
+layout(binding = B_KROT) uniform samplerBuffer kr_t;
+layout(binding = B_VCACHE) uniform samplerBuffer vc_t;
+layout(binding = B_TAB1) uniform samplerBuffer tab1_t;
+layout(binding = B_TAB2) uniform samplerBuffer tab2_t;
 #define KR(i) texelFetch(kr_t, int(i))
 #define KC(i) texelFetch(kc_t, int(i))
 #define VC(i) texelFetch(vc_t, int(i))
 #define TAB1(i) texelFetch(tab1_t, int(i))
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
-layout(binding = 2) readonly buffer KC { vec4 kc[]; };
-layout(binding = 7) readonly buffer KRot { vec4 kr_buf[]; };
-layout(binding = 3) readonly buffer VC { vec4 vc[]; };
-layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
-layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+layout(binding = B_KCACHE) readonly buffer KC { vec4 kc[]; };
+layout(binding = B_KROT) readonly buffer KRot { vec4 kr_buf[]; };
+layout(binding = B_VCACHE) readonly buffer VC { vec4 vc[]; };
+layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define KR(i) kr_buf[i]
 #define KC(i) kc[i]
 #define VC(i) vc[i]
 #endif
-layout(binding = 6) writeonly buffer Part { float part[]; };
+layout(binding = B_PART) writeonly buffer Part { float part[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 
@@ -104,7 +104,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
     const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
     float s1[HPW], s2[HPW];
     if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
-    if (need2) KEY_SCORES(s2, q2, false, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2)
+    if (need2) KEY_SCORES(s2, q2, false, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2)
     const bool b1 = need1 && (!need2 || (i - m) < W);
     const bool vis = m <= k_last && key_visible(i, m);
     [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
@@ -172,7 +172,7 @@ void main() {
     const uint h = g * GQ + min(hq0 + hq, GQ - 1u);
     const uint qb = h * D4;
     float n2 = 0.0;
-    if (NORM == 2u || NORM == 3u)
+    if (NORM == QKNORM_QUERY || NORM == QKNORM_COS)
       [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
     const float f = query_factor(i, n2, NORM);
     [[unroll]] for (uint c = 0u; c < D4; ++c) {

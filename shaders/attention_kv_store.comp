@@ -12,13 +12,13 @@
 const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 
-layout(binding = 0) readonly buffer Step { uint step[]; };
-layout(binding = 1) readonly buffer KN { vec4 k_new[]; };
-layout(binding = 2) readonly buffer VN { vec4 v_new[]; };
-layout(binding = 3) writeonly buffer KC { vec4 kc[]; };
-layout(binding = 4) writeonly buffer VC { vec4 vc[]; };
-layout(binding = 5) readonly buffer T1 { vec4 tab1[]; };
-layout(binding = 6) writeonly buffer KR { vec4 krot[]; };
+layout(binding = B_STEP) readonly buffer Step { uint step[]; };
+layout(binding = B_KNEW) readonly buffer KN { vec4 k_new[]; };
+layout(binding = B_VNEW) readonly buffer VN { vec4 v_new[]; };
+layout(binding = B_KCACHE) writeonly buffer KC { vec4 kc[]; };
+layout(binding = B_VCACHE) writeonly buffer VC { vec4 vc[]; };
+layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = B_KROT) writeonly buffer KR { vec4 krot[]; };
 #include "attention_common.glsl"
 
 void main() {

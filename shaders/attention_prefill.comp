@@ -30,33 +30,33 @@ const uint D4 = D / 4u;
 const uint R4 = ROTP / 4u;
 const uint NHC = (GQ + HPW - 1u) / HPW;           // head chunks per kv head
 
-layout(binding = 0) readonly buffer Step { uint step[]; };
-layout(binding = 1) readonly buffer Q { vec4 qbuf[]; };
+layout(binding = B_STEP) readonly buffer Step { uint step[]; };
+layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
 #if defined(KV_TEX)
 // Texel-buffer variant for CPU devices: llvmpipe gathers texel fetches as
 // vectors but runs a lane-varying storage-buffer load lane by lane, with a
 // bounds check each; these are the loads inside the key loop.
-layout(binding = 2) uniform samplerBuffer kc_t;
-layout(binding = 7) uniform samplerBuffer kr_t;
+layout(binding = B_KCACHE) uniform samplerBuffer kc_t;
+layout(binding = B_KROT) uniform samplerBuffer kr_t;
 #define KR(i) texelFetch(kr_t, int(i))
-layout(binding = 3) uniform samplerBuffer vc_t;
-layout(binding = 4) uniform samplerBuffer tab1_t;
-layout(binding = 5) uniform samplerBuffer tab2_t;
+layout(binding = B_VCACHE) uniform samplerBuffer vc_t;
+layout(binding = B_TAB1) uniform samplerBuffer tab1_t;
+layout(binding = B_TAB2) uniform samplerBuffer tab2_t;
 #define KC(i) texelFetch(kc_t, int(i))
 #define VC(i) texelFetch(vc_t, int(i))
 #define TAB1(i) texelFetch(tab1_t, int(i))
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
-layout(binding = 2) readonly buffer KC { vec4 kc[]; };
-layout(binding = 7) readonly buffer KRot { vec4 kr[]; };
+layout(binding = B_KCACHE) readonly buffer KC { vec4 kc[]; };
+layout(binding = B_KROT) readonly buffer KRot { vec4 kr[]; };
 #define KR(i) kr[i]
-layout(binding = 3) readonly buffer VC { vec4 vc[]; };
-layout(binding = 4) readonly buffer T1 { vec4 tab1[]; };
-layout(binding = 5) readonly buffer T2 { vec4 tab2[]; };
+layout(binding = B_VCACHE) readonly buffer VC { vec4 vc[]; };
+layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
+layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define KC(i) kc[i]
 #define VC(i) vc[i]
 #endif
-layout(binding = 6) writeonly buffer O { vec4 obuf[]; };
+layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 
@@ -120,7 +120,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
       if (KROT) QK(s1, q1, false, mk, false, KR)
       else QK(s1, q1, ROPE && RAW, mk, false, KC)
     }
-    if (need2) QK(s2, q2, K2MODE != 0u, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
+    if (need2) QK(s2, q2, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
 
     // Select, ALiBi, masks (log2 domain), then the online softmax update.
     float tmax = NEG;
@@ -174,7 +174,7 @@ void main() {
   {
     const uint qb = (tt * H + h) * D4;
     float n2 = 0.0;
-    if (NORM == 2u || NORM == 3u)
+    if (NORM == QKNORM_QUERY || NORM == QKNORM_COS)
       [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
     const float f = query_factor(i, n2, NORM);
     const int p2 = q2_position(Q2MODE, i, pc.q2_const, pc.group);

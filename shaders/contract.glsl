@@ -6,3 +6,5 @@
 #define PUSH_UINT(name) uint name;
 #define PUSH_INT(name) int name;
 #define PUSH_FLOAT(name) float name;
+#define BINDING(n, NAME) const uint B_##NAME = n;
+#define CONST_UINT(NAME, value) const uint NAME = value;

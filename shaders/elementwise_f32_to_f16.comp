@@ -6,9 +6,9 @@
 // correctly, tiny values -> ±0.
 #include "common.glsl"
 #include "contract.glsl"
-#include "spec/elementwise.h"
-layout(binding = 0) readonly buffer In { uint a[]; };   // f32 bit patterns
-layout(binding = 1) writeonly buffer Out { uint16_t b[]; };
+#include "spec/elementwise_f32_to_f16.h"
+layout(binding = B_IN) readonly buffer In { uint a[]; };   // f32 bit patterns
+layout(binding = B_OUT) writeonly buffer Out { uint16_t b[]; };
 layout(push_constant) uniform P { uint n; } p;
 
 uint f32_to_f16_rne(uint x) {

@@ -11,14 +11,14 @@
 // Variants: f32 table (default), f16 (-DW_F16), bf16 (-DW_BF16) bit patterns.
 #include "common.glsl"
 #include "contract.glsl"
-#include "spec/elementwise.h"
+#include "spec/embed.h"
 #if defined(W_F16) || defined(W_BF16)
-layout(binding = 0) readonly buffer T { uint16_t t[]; };
+layout(binding = B_TABLE) readonly buffer T { uint16_t t[]; };
 #else
-layout(binding = 0) readonly buffer T { float t[]; };
+layout(binding = B_TABLE) readonly buffer T { float t[]; };
 #endif
-layout(binding = 1) readonly buffer Ids { int ids[]; };
-layout(binding = 2) writeonly buffer Y { float y[]; };
+layout(binding = B_IDS) readonly buffer Ids { int ids[]; };
+layout(binding = B_Y) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P { uint n_tokens; uint cols; uint first_row; uint chunk_rows; uint table_rows; } p;
 
 float load(uint i) {

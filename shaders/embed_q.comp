@@ -7,11 +7,9 @@
 #include "common.glsl"
 #include "contract.glsl"
 #include "spec/embed_q.h"
-#define QB_QUANT 0
-#define QB_META 3
 #include "quant_blocks.glsl"
-layout(binding = 1) readonly buffer Ids { int ids[]; };
-layout(binding = 2) writeonly buffer Y { float y[]; };
+layout(binding = B_IDS) readonly buffer Ids { int ids[]; };
+layout(binding = B_Y) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
   uint n_tokens; uint cols; uint first_row; uint chunk_rows; uint table_rows; uint q_off; uint m_off; uint y_off;
 } p;

@@ -18,10 +18,10 @@
 // texelFetch is a vectorised gather while a per-lane SSBO load is a scalar
 // loop, so this is ~3x faster there (see ops_linear.cpp).
 #if defined(W_BF16)
-layout(binding = 1) uniform usamplerBuffer wt;
+layout(binding = B_W) uniform usamplerBuffer wt;
 vec4 fetch_w(uint t) { return uintBitsToFloat(texelFetch(wt, int(t)) << 16); }
 #else
-layout(binding = 1) uniform samplerBuffer wt;
+layout(binding = B_W) uniform samplerBuffer wt;
 vec4 fetch_w(uint t) { return texelFetch(wt, int(t)); }
 #endif
 float load_w(uint e) { return fetch_w(e >> 2)[e & 3u]; }
@@ -31,8 +31,8 @@ vec4 load_w4(uint e) {
 }
 
 #elif defined(W_F16) || defined(W_BF16)
-layout(binding = 1) readonly buffer W16 { uint16_t w16[]; };
-layout(binding = 1) readonly buffer W2 { uvec2 w2[]; };   // same binding, 4 halves per element
+layout(binding = B_W) readonly buffer W16 { uint16_t w16[]; };
+layout(binding = B_W) readonly buffer W2 { uvec2 w2[]; };   // same binding, 4 halves per element
 
 #if defined(W_F16)
 float decode_w(uint bits) { return unpackHalf2x16(bits).x; }
@@ -53,8 +53,8 @@ vec4 load_w4(uint e) {
 }
 
 #else  // f32 weights
-layout(binding = 1) readonly buffer W1 { float w1[]; };
-layout(binding = 1) readonly buffer W4 { vec4 w4[]; };   // same binding, vec4 view
+layout(binding = B_W) readonly buffer W1 { float w1[]; };
+layout(binding = B_W) readonly buffer W4 { vec4 w4[]; };   // same binding, vec4 view
 float load_w(uint e) { return w1[e]; }
 vec4 load_w4(uint e) {
   if (ALIGNED != 0) return w4[e >> 2];
@@ -66,15 +66,15 @@ vec4 load_w4(uint e) {
 // uniform texel buffer of 4 floats per texel (CPU devices, aligned shapes
 // only: the host picks it only when ALIGNED holds).
 #if defined(X_TEX)
-layout(binding = 0) uniform samplerBuffer xt;
+layout(binding = B_X) uniform samplerBuffer xt;
 float load_x(uint e) { return texelFetch(xt, int(e >> 2))[e & 3u]; }
 vec4 load_x4(uint e) {
   if (ALIGNED != 0) return texelFetch(xt, int(e >> 2));
   return vec4(load_x(e), load_x(e + 1), load_x(e + 2), load_x(e + 3));
 }
 #else
-layout(binding = 0) readonly buffer X1 { float x1[]; };
-layout(binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(binding = B_X) readonly buffer X1 { float x1[]; };
+layout(binding = B_X) readonly buffer X4 { vec4 x4[]; };
 float load_x(uint e) { return x1[e]; }
 vec4 load_x4(uint e) {
   if (ALIGNED != 0) return x4[e >> 2];
@@ -83,7 +83,7 @@ vec4 load_x4(uint e) {
 #endif
 
 // Y (f32) at binding 2.
-layout(binding = 2) writeonly buffer Y1 { float y1[]; };
+layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 
 // Push constants shared by gemm and matvec (32 bytes).  Offsets are element
 // offsets inside the bound ranges; Y element (m, n) is y1[y_off + m * ldy + n].

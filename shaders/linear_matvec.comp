@@ -25,7 +25,7 @@
 #include "linear_load_weight.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
-shared float red[MODE == 2 ? ROWS * WG : 1];
+shared float red[MODE == MATVEC_MODE_SHARED ? ROWS * WG : 1];
 
 // Partial dot products of the XROWS X rows at xb[] with W row `wb` over
 // k = first, first+step, ... (4 at a time), into s[].
@@ -33,7 +33,7 @@ void partial_dot(uint xb[XROWS], uint wb, uint K, uint lane, uint lanes, out flo
   for (uint j = 0; j < XROWS; ++j) s[j] = 0.0;
   const uint K4 = K & ~3u;
   uint k = lane * 4;
-  if (MODE != 0) {
+  if (MODE != MATVEC_MODE_ROW_PER_LANE) {
     // GPUs: four independent weight loads in flight per lane hide memory
     // latency; the sums keep the order of the plain loop below (same bits).
     const uint st = lanes * 4;
@@ -67,7 +67,7 @@ void main() {
   for (uint j = 0; j < XROWS; ++j) xb[j] = p.x_off + min(m0 + j, p.M - 1) * K;
   const uint yb = p.y_off + m0 * p.ldy;
 
-  if (MODE == 0) {
+  if (MODE == MATVEC_MODE_ROW_PER_LANE) {
     const uint n0 = gl_WorkGroupID.x * WG * ROWS + l;
     uint wrow[ROWS];
     float acc[ROWS * XROWS];
@@ -99,7 +99,7 @@ void main() {
         for (uint j = 0; j < XROWS; ++j)
           if (m0 + j < p.M) y1[yb + j * p.ldy + n] = acc[r * XROWS + j];
     }
-  } else if (MODE == 1) {
+  } else if (MODE == MATVEC_MODE_SUBGROUP) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
     // Invocations of this subgroup: fewer than gl_SubgroupSize when the
     // workgroup is smaller than a subgroup (WG 8 on a 32-wide GPU: the K

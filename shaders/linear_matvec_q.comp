@@ -16,7 +16,7 @@
 #include "linear_q_common.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
-shared float red[MODE == 2 ? ROWS * WG : 1];
+shared float red[MODE == MATVEC_MODE_SHARED ? ROWS * WG : 1];
 
 void partial_dot(uint xb[XROWS], uint n, uint K, uint lane, uint lanes, out float acc[XROWS]) {
   for (uint j = 0; j < XROWS; ++j) acc[j] = 0.0;
@@ -39,7 +39,7 @@ void main() {
   for (uint j = 0; j < XROWS; ++j) xb[j] = p.x_off + min(m0 + j, p.M - 1) * K;
   const uint yb = p.y_off + m0 * p.ldy;
 
-  if (MODE == 0) {
+  if (MODE == MATVEC_MODE_ROW_PER_LANE) {
     const uint n0 = gl_WorkGroupID.x * WG * ROWS + l;
     float acc[ROWS * XROWS];
     for (uint i = 0; i < ROWS * XROWS; ++i) acc[i] = 0.0;
@@ -62,7 +62,7 @@ void main() {
         for (uint j = 0; j < XROWS; ++j)
           if (m0 + j < p.M) y1[yb + j * p.ldy + n] = acc[r * XROWS + j];
     }
-  } else if (MODE == 1) {
+  } else if (MODE == MATVEC_MODE_SUBGROUP) {
     const uint n0 = gl_WorkGroupID.x * ROWS;
     // Invocations of this subgroup: fewer than gl_SubgroupSize when the
     // workgroup is smaller than a subgroup (WG 8 on a 32-wide GPU: the K

@@ -1,24 +1,22 @@
 // Bindings shared by linear_matvec_q.comp and linear_gemm_q.comp: X (f32) at 0,
 // W's quant plane at 1, Y at 2, W's meta plane at 3 (shaders/quant_blocks.glsl).
 // With X_TEX, X is a uniform texel buffer of 4 floats (CPU devices; ALIGNED only).
-#define QB_QUANT 1
-#define QB_META 3
 #include "quant_blocks.glsl"
 
 #if defined(X_TEX)
-layout(binding = 0) uniform samplerBuffer xt;
+layout(binding = B_X) uniform samplerBuffer xt;
 vec4 load_x4(uint e) { return texelFetch(xt, int(e >> 2)); }
 float x1_at(uint e) { return texelFetch(xt, int(e >> 2))[e & 3u]; }
 #else
-layout(binding = 0) readonly buffer X1 { float x1[]; };
-layout(binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(binding = B_X) readonly buffer X1 { float x1[]; };
+layout(binding = B_X) readonly buffer X4 { vec4 x4[]; };
 float x1_at(uint e) { return x1[e]; }
 vec4 load_x4(uint e) {
   if (ALIGNED != 0) return x4[e >> 2];
   return vec4(x1[e], x1[e + 1], x1[e + 2], x1[e + 3]);
 }
 #endif
-layout(binding = 2) writeonly buffer Y1 { float y1[]; };
+layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 
 layout(push_constant) uniform LinearQPush {
 #include "spec/linear_q_push.h"

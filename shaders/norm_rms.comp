@@ -21,10 +21,10 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "contract.glsl"
-#include "spec/norm.h"
-layout(binding = 0) readonly buffer X { float x[]; };
-layout(binding = 1) readonly buffer W { float w[]; };
-layout(binding = 2) writeonly buffer Y { float y[]; };
+#include "spec/norm_rms.h"
+layout(binding = B_X) readonly buffer X { float x[]; };
+layout(binding = B_W) readonly buffer W { float w[]; };
+layout(binding = B_Y) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float eps; } p;
 
 shared float partial[MAX_SUBGROUPS];

@@ -11,8 +11,8 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "contract.glsl"
-#include "spec/norm.h"
-layout(binding = 0) buffer X { float x[]; };
+#include "spec/norm_softmax.h"
+layout(binding = B_X) buffer X { float x[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float scale; } p;
 
 shared float part_max[MAX_SUBGROUPS];

@@ -11,9 +11,12 @@
 // as the specification does, so gathered weights are exact.
 //
 // Needs before inclusion: QTYPE (a specialization constant, WType's value) and
-// QB_QUANT / QB_META (binding numbers).  With Q_TEX the planes are uniform
+// B_WQUANT / B_WMETA (binding numbers).  With Q_TEX the planes are uniform
 // texel buffers (R32G32B32A32_UINT, R16_UINT), else storage buffers.
-const uint QT_Q8_0 = 3, QT_Q4_0 = 4, QT_Q4_1 = 5, QT_Q5_0 = 6, QT_Q5_1 = 7, QT_Q4_K = 8, QT_Q5_K = 9, QT_Q6_K = 10;
+// QT_F32 = 0 ... QT_Q6_K = 10: WType's ids, from the one list of both sides.
+#define WTYPE(id, name, NAME) const uint QT_##NAME = id;
+#include "base/wtype_list.h"
+#undef WTYPE
 const bool QK = QTYPE >= QT_Q4_K;              // 256-weight super-blocks of 8 sub-blocks
 const uint QSUBS = QK ? 8 : 1;                 // sub-blocks of 32 per block
 const uint QU = QTYPE == QT_Q8_0 ? 2 : QTYPE == QT_Q4_K ? 8 : QTYPE == QT_Q5_K ? 10 : QTYPE == QT_Q6_K ? 12 : 1;
@@ -30,14 +33,14 @@ const bool QHAS_B = QTYPE != QT_Q8_0;
 const uint MTU = QTYPE == QT_Q4_K || QTYPE == QT_Q5_K ? 8 : 1;
 
 #if defined(Q_TEX)
-layout(binding = QB_QUANT) uniform usamplerBuffer wq;
-layout(binding = QB_META) uniform usamplerBuffer wm;
+layout(binding = B_WQUANT) uniform usamplerBuffer wq;
+layout(binding = B_WMETA) uniform usamplerBuffer wm;
 uvec4 qload(uint i) { return texelFetch(wq, int(i)); }
 uint mload(uint i) { return texelFetch(wm, int(i)).x; }   // MTU == 1 only
 #else
-layout(binding = QB_QUANT) readonly buffer WQ { uvec4 wq[]; };
+layout(binding = B_WQUANT) readonly buffer WQ { uvec4 wq[]; };
 #extension GL_EXT_shader_16bit_storage : require
-layout(binding = QB_META) readonly buffer WM { uint16_t wm[]; };
+layout(binding = B_WMETA) readonly buffer WM { uint16_t wm[]; };
 uvec4 qload(uint i) { return wq[i]; }
 uint mload(uint i) { return uint(wm[i]); }
 #endif

@@ -104,11 +104,11 @@ TEST_CASE("transfer: staged and mapped paths round-trip") {
 TEST_CASE("pipeline: embedded SPIR-V, lazy creation, cache reuse") {
   auto& g = gpu();
   auto& cache = g.device->pipelines();
-  const auto& p1 = cache.get({ShaderId::add_f32, 3, 8, {{0, 64}}});
-  const auto& p2 = cache.get({ShaderId::add_f32, 3, 8, {{0, 64}}});
+  const auto& p1 = cache.get({ShaderId::elementwise_add, 3, 8, {{0, 64}}});
+  const auto& p2 = cache.get({ShaderId::elementwise_add, 3, 8, {{0, 64}}});
   CHECK(&p1 == &p2);
-  CHECK(p1.name == "add_f32");
-  const auto& p3 = cache.get({ShaderId::add_f32, 3, 8, {{0, 128}}});
+  CHECK(p1.name == "elementwise_add");
+  const auto& p3 = cache.get({ShaderId::elementwise_add, 3, 8, {{0, 128}}});
   CHECK(&p1 != &p3);
   // Every generated id names its own embedded module.
   for (uint32_t i = 0; i < kShaderCount; ++i) {
@@ -126,7 +126,7 @@ TEST_CASE("command list: record once, submit many times") {
   Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
   CommandList cmd(*g.device);
   cmd.begin();
-  g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+  g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, n);
   cmd.end();
   for (int rep = 0; rep < 3; ++rep) {
     // Change the input between submissions: the recorded commands read it afresh.
@@ -173,7 +173,7 @@ TEST_CASE("command list: poll and wait_for see a submission through, and time ou
   CHECK(cmd.fence() != VK_NULL_HANDLE);
   cmd.begin();
   gate.wait_in(cmd);
-  g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+  g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, n);
   cmd.end();
   cmd.submit();
   CHECK(cmd.pending());
@@ -221,7 +221,7 @@ TEST_CASE("command list: destroying one with a submission in flight waits for it
     CommandList cmd(*g.device);
     cmd.begin();
     gate.wait_in(cmd);
-    g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, n);
+    g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, n);
     cmd.end();
     cmd.submit();
     REQUIRE(cmd.pending());
@@ -263,7 +263,7 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
     t.upload(bb, 0, b.data(), 12);
     CommandList cmd(*dev);
     cmd.begin();
-    k.add(cmd, ba.range(), bb.range(), by.range(), 3, 3);
+    k.elementwise_add(cmd, ba.range(), bb.range(), by.range(), 3, 3);
     cmd.end();
     cmd.run();
     std::vector<float> y(3);

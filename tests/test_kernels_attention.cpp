@@ -1,4 +1,4 @@
-// Attention kernels (store_kv, tiled prefill, split-K decode + combine) against
+// Attention kernels (kv_store, tiled prefill, split-K decode + combine) against
 // the naive float64 reference of tests/support/attention_reference.cpp, for every
 // position scheme of base/attention_spec.hpp.
 //
@@ -182,10 +182,10 @@ double max_abs(const std::vector<float>& a, const std::vector<double>& b, size_t
   return m;
 }
 
-// Runs a whole sequence of n tokens through store_kv + prefill in the given
+// Runs a whole sequence of n tokens through kv_store + prefill in the given
 // chunks, then decodes `decode_steps` further tokens one by one with one
 // recorded command buffer (only the step buffer and the new k/v/q rows change),
-// once with each decode kernel (the same steps again: store_kv rewrites the
+// once with each decode kernel (the same steps again: kv_store rewrites the
 // same rows), and compares every output row with the reference.
 struct Harness {
   Scheme s;
@@ -296,7 +296,7 @@ struct Harness {
         upload_rows(p0, len);
         CommandList cmd(*g.device);
         cmd.begin();
-        att.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+        att.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
         cmd.barrier();
         att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len);
         cmd.end();
@@ -322,7 +322,7 @@ struct Harness {
       Act qa{&qb, 0, 1, qd}, ka{&kb, 0, 1, kvd}, va{&vb, 0, 1, kvd}, oa{&ob, 0, 1, qd};
       CommandList cmd(*g.device);   // recorded once, resubmitted
       cmd.begin();
-      dec.store_kv(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      dec.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
       cmd.barrier();
       dec.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range());
       cmd.end();
@@ -479,7 +479,7 @@ TEST_CASE("attention: the last prefill row equals the decode step") {
     Buffer step = g.upload_bytes(st, 16);
     CommandList cmd(*g.device);
     cmd.begin();
-    att.store_kv(cmd, sp, t1, step.range(), Act{&kb, 0, n, kvd}, Act{&vb, 0, n, kvd}, cache);
+    att.kv_store(cmd, sp, t1, step.range(), Act{&kb, 0, n, kvd}, Act{&vb, 0, n, kvd}, cache);
     cmd.barrier();
     att.prefill(cmd, sp, t1, t2, step.range(), Act{&qb, 0, n, qd}, cache, Act{&ob, 0, n, qd}, n);
     cmd.end();
@@ -550,7 +550,7 @@ TEST_CASE("attention: a ring shorter than window + chunk - 1 is rejected") {
   // 40 rows hold decode (one key at a time) but not a chunk of 2.
   auto message = [&](const AttentionSpec& sp, uint32_t n) -> std::string {
     try {
-      att.store_kv(cmd, sp, t, step.range(0, 16), Act{&dummy, 0, n, 32}, Act{&dummy, 0, n, 32}, short_ring);
+      att.kv_store(cmd, sp, t, step.range(0, 16), Act{&dummy, 0, n, 32}, Act{&dummy, 0, n, 32}, short_ring);
     } catch (const Error& e) {
       return e.what();
     }

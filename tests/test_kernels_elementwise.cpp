@@ -1,4 +1,4 @@
-// add, silu_mul, gelu_tanh_mul, scale, bf16_to_f32 and f32_to_f16 (kernels/elementwise.cpp) on the
+// elementwise_add, _silu_mul, _gelu_tanh_mul, _scale, _bf16_to_f32 and _f32_to_f16 (kernels/elementwise.cpp) on the
 // Vulkan device vs plain C++ references, through tests/support/kernel_check:
 // sizes around the workgroup, extreme inputs, every bf16 bit pattern, f32 -> f16
 // rounding ties, and the refusal of the 16-bit paths on a device without
@@ -28,20 +28,20 @@ constexpr uint32_t kGroup = 256;   // the elementwise kernels' workgroup (kernel
 }  // namespace
 
 // IEEE f32 addition is correctly rounded on both sides.
-TEST_CASE("kernel add: sizes and broadcast") {
+TEST_CASE("kernel elementwise_add: sizes and broadcast") {
   auto& g = gpu();
   for (uint32_t n : sizes_around(kGroup, {7, 100003}))
     for (uint32_t period : {n, std::min(n, 64u)}) {
       const auto a = random_floats(n, n), b = random_floats(period, n + 1);
       check_kernel({
-          .op = "add",
+          .op = "elementwise_add",
           .params = str("dtype=f32 n=", n, " b_period=", period, " (b seed ", n + 1, ")"),
           .seed = n,
           .tol = Tolerance::exact("f32 addition is correctly rounded"),
           .device =
               [&] {
                 Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
-                g.run([&](CommandList& cmd) { g.kernels->add(cmd, ba.range(), bb.range(), by.range(), n, period); });
+                g.run([&](CommandList& cmd) { g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, period); });
                 return Values::bits_of(g.download_f32(by, n));
               },
           .reference =
@@ -58,7 +58,7 @@ TEST_CASE("kernel add: sizes and broadcast") {
 // <= 23 ULP = 1.4e-6), the division <= 2.5 ULP and the product 0.5 ULP; the
 // absolute term covers results in the f32 denormal range, which a device may
 // flush to zero (g = -100 gives ~ -4e-42).
-TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
+TEST_CASE("kernel elementwise_silu_mul: sizes and extreme inputs") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(
       1e-5, 1e-30, "exp <= 23 ULP for |g| <= 10, division 2.5 ULP, product 0.5 ULP; 1e-30 absolute for denormals");
@@ -69,14 +69,14 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
     const float specials[] = {0.0f, -0.0f, 100.0f, -100.0f, 88.0f, -88.0f, 1e-8f, -1e-8f, 20.0f, -20.0f};
     for (size_t i = 0; i < std::size(specials) && i < n; ++i) gv[i] = specials[i];
     const auto s = check_kernel({
-        .op = "silu_mul",
+        .op = "elementwise_silu_mul",
         .params = str("dtype=f32 n=", n, " (u seed ", 500 + n, "; g[0..9] = 0, -0, +-100, +-88, +-1e-8, +-20)"),
         .seed = 400 + n,
         .tol = tol,
         .device =
             [&] {
               Buffer bg = g.upload_f32(gv), bu = g.upload_f32(u), by = g.zeros(n * 4);
-              g.run([&](CommandList& cmd) { g.kernels->silu_mul(cmd, bg.range(), bu.range(), by.range(), n); });
+              g.run([&](CommandList& cmd) { g.kernels->elementwise_silu_mul(cmd, bg.range(), bu.range(), by.range(), n); });
               return Values::of(g.download_f32(by, n));
             },
         .reference =
@@ -88,11 +88,11 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
     });
     worst_rel = std::max(worst_rel, s.max_rel);
   }
-  MESSAGE("silu_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("elementwise_silu_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
   Buffer small = g.zeros(16);
   CommandList bad(*g.device);
   bad.begin();
-  CHECK_THROWS_AS(g.kernels->silu_mul(bad, small.range(), small.range(), small.range(), 5), Error);
+  CHECK_THROWS_AS(g.kernels->elementwise_silu_mul(bad, small.range(), small.range(), small.range(), 5), Error);
   bad.end();
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("kernel silu_mul: sizes and extreme inputs") {
 // the result is above 1e-30, |z2| < 71, so a few-ULP error of z2 (3.6e-7 relative) moves exp by up to
 // 71 · 3.6e-7 = 2.6e-5, and exp itself is <= 3 + 2|x| = 145 ULP (8.6e-6); the division and product add 3 ULP.
 // The absolute term covers results in or near the denormal range (g <= −10), which a device may flush.
-TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
+TEST_CASE("kernel elementwise_gelu_tanh_mul: sizes and extreme inputs") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(
       5e-5, 1e-30, "|z2| < 71 where |y| > 1e-30: z2's few ULP x 71 + exp's 145 ULP; 1e-30 absolute for denormals");
@@ -112,14 +112,14 @@ TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
     const float specials[] = {0.0f, -0.0f, 100.0f, -100.0f, 88.0f, -88.0f, 1e-8f, -1e-8f, 20.0f, -20.0f};
     for (size_t i = 0; i < std::size(specials) && i < n; ++i) gv[i] = specials[i];
     const auto s = check_kernel({
-        .op = "gelu_tanh_mul",
+        .op = "elementwise_gelu_tanh_mul",
         .params = str("dtype=f32 n=", n, " (u seed ", 700 + n, "; g[0..9] = 0, -0, +-100, +-88, +-1e-8, +-20)"),
         .seed = 600 + n,
         .tol = tol,
         .device =
             [&] {
               Buffer bg = g.upload_f32(gv), bu = g.upload_f32(u), by = g.zeros(n * 4);
-              g.run([&](CommandList& cmd) { g.kernels->gelu_tanh_mul(cmd, bg.range(), bu.range(), by.range(), n); });
+              g.run([&](CommandList& cmd) { g.kernels->elementwise_gelu_tanh_mul(cmd, bg.range(), bu.range(), by.range(), n); });
               return Values::of(g.download_f32(by, n));
             },
         .reference =
@@ -137,29 +137,29 @@ TEST_CASE("kernel gelu_tanh_mul: sizes and extreme inputs") {
     });
     worst_rel = std::max(worst_rel, s.max_rel);
   }
-  MESSAGE("gelu_tanh_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("elementwise_gelu_tanh_mul: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
   Buffer small = g.zeros(16);
   CommandList bad(*g.device);
   bad.begin();
-  CHECK_THROWS_AS(g.kernels->gelu_tanh_mul(bad, small.range(), small.range(), small.range(), 5), Error);
+  CHECK_THROWS_AS(g.kernels->elementwise_gelu_tanh_mul(bad, small.range(), small.range(), small.range(), 5), Error);
   bad.end();
 }
 
 // x·s in place: one f32 product, correctly rounded.
-TEST_CASE("kernel scale: in place, exact") {
+TEST_CASE("kernel elementwise_scale: in place, exact") {
   auto& g = gpu();
   for (uint32_t n : sizes_around(kGroup, {7, 100003})) {
     const auto x = random_floats(n, 800 + n, -100.0f, 100.0f);
     const float s = 25.298221f;
     check_kernel({
-        .op = "scale",
+        .op = "elementwise_scale",
         .params = str("dtype=f32 n=", n, " s=", s, " in place"),
         .seed = 800 + n,
         .tol = Tolerance::exact("one f32 product is correctly rounded"),
         .device =
             [&] {
               Buffer bx = g.upload_f32(x);
-              g.run([&](CommandList& cmd) { g.kernels->scale(cmd, bx.range(), bx.range(), n, s); });
+              g.run([&](CommandList& cmd) { g.kernels->elementwise_scale(cmd, bx.range(), bx.range(), n, s); });
               return Values::bits_of(g.download_f32(bx, n));
             },
         .reference =
@@ -173,20 +173,20 @@ TEST_CASE("kernel scale: in place, exact") {
 }
 
 // Exact, every one of the 65536 bit patterns (NaN payloads kept).
-TEST_CASE("kernel bf16_to_f32: all bit patterns, exact") {
+TEST_CASE("kernel elementwise_bf16_to_f32: all bit patterns, exact") {
   auto& g = gpu();
   if (!g.device->caps().storage_16bit) return;   // the unsupported path is tested below
   for (uint32_t n : {1u, 257u, 65536u}) {
     std::vector<uint16_t> in(n);
     for (uint32_t i = 0; i < n; ++i) in[i] = uint16_t(n == 65536 ? i : (i * 40503u + 7u));
     check_kernel({
-        .op = "bf16_to_f32",
+        .op = "elementwise_bf16_to_f32",
         .params = str("n=", n, n == 65536 ? " inputs: every bf16 pattern" : " inputs: (i * 40503 + 7) & 0xffff"),
         .tol = Tolerance::exact("a bf16 is the top half of an f32: widening is exact, NaN payloads included"),
         .device =
             [&] {
               Buffer bi = g.upload_bytes(in.data(), n * 2), bo = g.zeros(n * 4);
-              g.run([&](CommandList& cmd) { g.kernels->bf16_to_f32(cmd, bi.range(), bo.range(), n); });
+              g.run([&](CommandList& cmd) { g.kernels->elementwise_bf16_to_f32(cmd, bi.range(), bo.range(), n); });
               return Values::bits_of(g.download_f32(bo, n));
             },
         .reference =
@@ -202,7 +202,7 @@ TEST_CASE("kernel bf16_to_f32: all bit patterns, exact") {
 
 // Bit-exact vs the harness's RNE conversion on ties, subnormals, overflow,
 // inf/NaN and 2^20 random bit patterns.
-TEST_CASE("kernel f32_to_f16: round to nearest even, bit exact") {
+TEST_CASE("kernel elementwise_f32_to_f16: round to nearest even, bit exact") {
   auto& g = gpu();
   if (!g.device->caps().storage_16bit) return;
   std::vector<float> v;
@@ -240,7 +240,7 @@ TEST_CASE("kernel f32_to_f16: round to nearest even, bit exact") {
   }
   const uint32_t n = uint32_t(v.size());
   check_kernel({
-      .op = "f32_to_f16",
+      .op = "elementwise_f32_to_f16",
       .params = str("n=", n, " inputs: ", n - (1 << 20), " edge values (ties, subnormals, overflow, inf, NaN), then ",
                     1 << 20, " patterns from mt19937"),
       .seed = 99,
@@ -248,7 +248,7 @@ TEST_CASE("kernel f32_to_f16: round to nearest even, bit exact") {
       .device =
           [&] {
             Buffer bi = g.upload_f32(v), bo = g.zeros(n * 2);
-            g.run([&](CommandList& cmd) { g.kernels->f32_to_f16(cmd, bi.range(), bo.range(), n); });
+            g.run([&](CommandList& cmd) { g.kernels->elementwise_f32_to_f16(cmd, bi.range(), bo.range(), n); });
             return Values::bits_of(g.download_u16(bo, n));
           },
       .reference =
@@ -285,13 +285,13 @@ TEST_CASE("kernels: 16-bit paths need storageBuffer16BitAccess") {
   tr.upload(a, 0, tab, 16);
   CommandList cmd(*dev);
   cmd.begin();
-  for (auto [fn, name] : {std::pair<int, const char*>{0, "f32_to_f16"}, {1, "bf16_to_f32"}, {2, "embed f16"},
+  for (auto [fn, name] : {std::pair<int, const char*>{0, "elementwise_f32_to_f16"}, {1, "elementwise_bf16_to_f32"}, {2, "embed f16"},
                           {3, "embed bf16"}}) {
     CAPTURE(name);
     const std::string msg = error_of(
         [&] {
-          if (fn == 0) k.f32_to_f16(cmd, a.range(), y.range(), 4);
-          if (fn == 1) k.bf16_to_f32(cmd, a.range(), y.range(), 4);
+          if (fn == 0) k.elementwise_f32_to_f16(cmd, a.range(), y.range(), 4);
+          if (fn == 1) k.elementwise_bf16_to_f32(cmd, a.range(), y.range(), 4);
           if (fn >= 2) k.embed(cmd, {&a, 0, fn == 2 ? WType::f16 : WType::bf16, 2, 2}, ids.range(), 1, {&y, 0, 1, 2});
         },
         ErrorCode::unsupported);

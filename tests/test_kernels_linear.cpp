@@ -22,7 +22,7 @@ using namespace reach::test;
 namespace {
 
 enum class Op { gemm, matvec, linear };
-const char* op_name(Op op) { return op == Op::gemm ? "gemm" : op == Op::matvec ? "matvec" : "linear"; }
+const char* op_name(Op op) { return op == Op::gemm ? "linear_gemm" : op == Op::matvec ? "linear_matvec" : "linear"; }
 
 // Weights as stored on the device plus their exactly dequantized f32 values.
 struct Weights {
@@ -111,8 +111,8 @@ void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t 
             Mat mw{&bw, c.w_off, c.type, N, K};
             Act ay{&by, c.y_off, M, N};
             g.run([&](CommandList& cmd) {
-              if (c.op == Op::gemm) k.gemm(cmd, ax, mw, ay);
-              else if (c.op == Op::matvec) k.matvec(cmd, ax, mw, ay);
+              if (c.op == Op::gemm) k.linear_gemm(cmd, ax, mw, ay);
+              else if (c.op == Op::matvec) k.linear_matvec(cmd, ax, mw, ay);
               else k.linear(cmd, ax, mw, ay);
             });
             return Values::of(g.download_f32(by, y_total));
@@ -211,7 +211,7 @@ TEST_CASE("linear: unaligned offsets of X, W and Y") {
   }
 }
 
-TEST_CASE("gemm: register-tile variants") {
+TEST_CASE("linear_gemm: register-tile variants") {
   const auto& caps = gpu().device->caps();
   struct V { uint32_t wg, tm, tn; bool bcast; };
   // (The default config is one more variant; each variant compiles 6 pipelines, so the list stays short.)
@@ -235,7 +235,7 @@ TEST_CASE("gemm: register-tile variants") {
   }
 }
 
-TEST_CASE("gemm: shared-memory tiled variants") {
+TEST_CASE("linear_gemm: shared-memory tiled variants") {
   struct V { uint32_t tile_m, tile_n, tm, tn, bk; };
   for (V v : {V{32, 32, 4, 2, 16}, V{16, 16, 2, 2, 8}, V{64, 64, 4, 4, 16}, V{16, 32, 1, 4, 4}}) {
     KernelConfig cfg = base_config();
@@ -251,7 +251,7 @@ TEST_CASE("gemm: shared-memory tiled variants") {
   }
 }
 
-TEST_CASE("matvec: every mode at workgroup sizes 8/32/64") {
+TEST_CASE("linear_matvec: every mode at workgroup sizes 8/32/64") {
   const auto& caps = gpu().device->caps();
   for (uint32_t mode : {0u, 1u, 2u}) {
     if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
@@ -293,9 +293,9 @@ TEST_CASE("linear: bad shapes are errors") {
   CommandList cmd(*g.device);
   cmd.begin();
   CHECK_THROWS_AS(k.linear(cmd, Act{&b, 0, 2, 8}, Mat{&b, 0, WType::f32, 4, 9}, Act{&b, 0, 2, 4}), Error);
-  CHECK_THROWS_AS(k.gemm(cmd, Act{&b, 0, 2, 8}, Mat{&b, 0, WType::f32, 4, 8}, Act{&b, 0, 3, 4}), Error);
-  CHECK_THROWS_AS(k.matvec(cmd, Act{&b, 0, 2, 8}, Mat{&b, 0, WType::f16, 4, 8}, Act{&b, 0, 2, 5}), Error);
-  CHECK_THROWS_AS(k.gemm(cmd, Act{&b, 0, 2, 8}, Mat{&b, 4000, WType::f32, 4, 8}, Act{&b, 0, 2, 4}), Error);
+  CHECK_THROWS_AS(k.linear_gemm(cmd, Act{&b, 0, 2, 8}, Mat{&b, 0, WType::f32, 4, 8}, Act{&b, 0, 3, 4}), Error);
+  CHECK_THROWS_AS(k.linear_matvec(cmd, Act{&b, 0, 2, 8}, Mat{&b, 0, WType::f16, 4, 8}, Act{&b, 0, 2, 5}), Error);
+  CHECK_THROWS_AS(k.linear_gemm(cmd, Act{&b, 0, 2, 8}, Mat{&b, 4000, WType::f32, 4, 8}, Act{&b, 0, 2, 4}), Error);
   cmd.end();
 }
 
@@ -373,9 +373,9 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
         Buffer b1 = g.upload_f32(std::vector<float>(size_t(M) * N, 0.0f));
         const Mat mw{&bw, 0, t, N, K};
         g.run([&](CommandList& cmd) {
-          k.matvec(cmd, Act{&bx, 0, M, K}, mw, Act{&by, 0, M, N});
+          k.linear_matvec(cmd, Act{&bx, 0, M, K}, mw, Act{&by, 0, M, N});
           for (uint32_t m = 0; m < M; ++m)
-            k.matvec(cmd, Act{&bx, uint64_t(m) * K * 4, 1, K}, mw, Act{&b1, uint64_t(m) * N * 4, 1, N});
+            k.linear_matvec(cmd, Act{&bx, uint64_t(m) * K * 4, 1, K}, mw, Act{&b1, uint64_t(m) * N * 4, 1, N});
         });
         const auto yb = g.download_f32(by, size_t(M) * N), y1 = g.download_f32(b1, size_t(M) * N);
         size_t bad = 0;
@@ -391,7 +391,7 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
 
 }  // namespace
 
-TEST_CASE("matvec: M X rows per call equal M one-row calls bit for bit") {
+TEST_CASE("linear_matvec: M X rows per call equal M one-row calls bit for bit") {
   const auto& caps = gpu().device->caps();
   uint32_t seed = 2000;
   for (bool texel : kTexel) {

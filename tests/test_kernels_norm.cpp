@@ -1,4 +1,4 @@
-// rmsnorm and softmax (kernels/norm.cpp) on the Vulkan device vs plain C++
+// norm_rms and norm_softmax (kernels/norm.cpp) on the Vulkan device vs plain C++
 // double references, through tests/support/kernel_check: random inputs, edge
 // sizes around every reduction workgroup size the kernels may be given (1, 8,
 // 12, 32, 64, 256 and the device's default), more rows than one dispatch's
@@ -66,7 +66,7 @@ const char* const kSoftmaxWhy = "exp <= 35 ULP for |x| <= 16, v - max rounds to 
 
 }  // namespace
 
-TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
+TEST_CASE("kernel norm_rms: edge sizes, workgroup sizes, in place") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(2e-5, 1e-7, kRmsWhy);
   double worst_rel = 0;
@@ -80,7 +80,7 @@ TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
         const auto w = random_floats(cols, seed + 100, -1.5f, 1.5f);
         x[0] = 0.0f;   // a zero element; (cols==1: an all-zero row -> 0 * rsqrt(eps))
         const auto s = check_kernel({
-            .op = "rmsnorm",
+            .op = "norm_rms",
             .params = str("dtype=f32 shape=[", rows, ",", cols, "] eps=", eps, " reduce_wg=", wg,
                           " in_place=", in_place, " (w seed ", seed + 100, ", x[0]=0)"),
             .seed = seed,
@@ -89,7 +89,7 @@ TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
                 [&] {
                   Buffer bx = g.upload_f32(x), bw = g.upload_f32(w), by = g.zeros(x.size() * 4);
                   Act ax{&bx, 0, rows, cols}, ay = in_place ? ax : Act{&by, 0, rows, cols};
-                  g.run([&](CommandList& cmd) { k.rmsnorm(cmd, ax, bw.range(), ay, eps); });
+                  g.run([&](CommandList& cmd) { k.norm_rms(cmd, ax, bw.range(), ay, eps); });
                   return Values::of(g.download_f32(in_place ? bx : by, x.size()));
                 },
             .reference = [&] { return Values::of(rmsnorm_ref(x, w, rows, cols, eps)); },
@@ -98,24 +98,24 @@ TEST_CASE("kernel rmsnorm: edge sizes, workgroup sizes, in place") {
         worst_rel = std::max(worst_rel, s.max_rel);
       }
   }
-  MESSAGE("rmsnorm: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("norm_rms: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
 }
 
-TEST_CASE("kernel rmsnorm: many rows (grid-stride over rows) and misuse") {
+TEST_CASE("kernel norm_rms: many rows (grid-stride over rows) and misuse") {
   auto& g = gpu();
   const uint32_t rows = 70000, cols = 3;   // more rows than the 65535 workgroups dispatched
   const auto x = random_floats(size_t(rows) * cols, 7);
   const std::vector<float> w{0.5f, -1.0f, 2.0f};
   Buffer bx = g.upload_f32(x), bw = g.upload_f32(w), by = g.zeros(x.size() * 4);
   check_kernel({
-      .op = "rmsnorm",
+      .op = "norm_rms",
       .params = str("dtype=f32 shape=[", rows, ",", cols, "] eps=1e-6 w={0.5,-1,2} default config"),
       .seed = 7,
       .tol = Tolerance::close(2e-5, 1e-7, kRmsWhy),
       .device =
           [&] {
             g.run([&](CommandList& cmd) {
-              g.kernels->rmsnorm(cmd, {&bx, 0, rows, cols}, bw.range(), {&by, 0, rows, cols}, 1e-6f);
+              g.kernels->norm_rms(cmd, {&bx, 0, rows, cols}, bw.range(), {&by, 0, rows, cols}, 1e-6f);
             });
             return Values::of(g.download_f32(by, x.size()));
           },
@@ -126,13 +126,13 @@ TEST_CASE("kernel rmsnorm: many rows (grid-stride over rows) and misuse") {
   // Shape errors are thrown at record time.
   CommandList bad(*g.device);
   bad.begin();
-  CHECK_THROWS_AS(g.kernels->rmsnorm(bad, {&bx, 0, rows, cols}, bw.range(), {&by, 0, rows, cols + 1}, 1e-6f), Error);
-  CHECK_THROWS_AS(g.kernels->rmsnorm(bad, {&bx, 0, 1, 4}, bw.range(), {&by, 0, 1, 4}, 1e-6f), Error);   // w too short
-  CHECK_THROWS_AS(g.kernels->rmsnorm(bad, {&bx, 0, rows + 1, cols}, bw.range(), {&by, 0, rows, cols}, 1e-6f), Error);
+  CHECK_THROWS_AS(g.kernels->norm_rms(bad, {&bx, 0, rows, cols}, bw.range(), {&by, 0, rows, cols + 1}, 1e-6f), Error);
+  CHECK_THROWS_AS(g.kernels->norm_rms(bad, {&bx, 0, 1, 4}, bw.range(), {&by, 0, 1, 4}, 1e-6f), Error);   // w too short
+  CHECK_THROWS_AS(g.kernels->norm_rms(bad, {&bx, 0, rows + 1, cols}, bw.range(), {&by, 0, rows, cols}, 1e-6f), Error);
   bad.end();
 }
 
-TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-size rows") {
+TEST_CASE("kernel norm_softmax: edge sizes, workgroup sizes, masked entries, vocab-size rows") {
   auto& g = gpu();
   const Tolerance tol = Tolerance::close(5e-5, 1e-12, kSoftmaxWhy);
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -149,7 +149,7 @@ TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-si
       if (rows == 4)
         for (uint32_t c = 0; c < cols; ++c) x[2 * cols + c] = ninf;
       const auto s = check_kernel({
-          .op = "softmax",
+          .op = "norm_softmax",
           .params = str("dtype=f32 shape=[", rows, ",", cols, "] scale=", scale, " reduce_wg=", wg,
                         " (row 1: every third entry -inf; row 2 of 4: all -inf)"),
           .seed = seed,
@@ -157,7 +157,7 @@ TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-si
           .device =
               [&] {
                 Buffer bx = g.upload_f32(x);
-                g.run([&](CommandList& cmd) { k.softmax(cmd, {&bx, 0, rows, cols}, scale); });
+                g.run([&](CommandList& cmd) { k.norm_softmax(cmd, {&bx, 0, rows, cols}, scale); });
                 return Values::of(g.download_f32(bx, x.size()));
               },
           .reference = [&] { return Values::of(softmax_ref(x, rows, cols, scale)); },
@@ -166,14 +166,14 @@ TEST_CASE("kernel softmax: edge sizes, workgroup sizes, masked entries, vocab-si
       worst_rel = std::max(worst_rel, s.max_rel);
     }
   }
-  MESSAGE("softmax: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  MESSAGE("norm_softmax: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
 }
 
 // llvmpipe silently stops a loop after 65535 trips per invocation (all loops
 // together); the host widens the workgroup for rows that would exceed that.
 // These rows are past the budget at the given workgroup (e.g. softmax at wg=1:
 // 3 passes x 100000/4 trips) and went wrong before the guard existed.
-TEST_CASE("kernel rmsnorm/softmax: rows past llvmpipe's loop-trip budget") {
+TEST_CASE("kernel norm_rms/norm_softmax: rows past llvmpipe's loop-trip budget") {
   auto& g = gpu();
   // Rows this long: the f32 sums run over up to cols/wg terms per lane (4 accumulators);
   // 1e-4 relative still separates a correct row from a truncated one (errors of 1e3 and more).
@@ -187,25 +187,25 @@ TEST_CASE("kernel rmsnorm/softmax: rows past llvmpipe's loop-trip budget") {
     const std::string params = str("dtype=f32 shape=[1,", cols, "] reduce_wg=", wg, " (widened by the host)");
     // Run one after the other: rmsnorm reads x, which softmax then rewrites in place.
     check_kernel({
-        .op = "rmsnorm",
+        .op = "norm_rms",
         .params = params + " eps=1e-5 w=1.25",
         .seed = seed,
         .tol = Tolerance::close(1e-4, 1e-7, why),
         .device =
             [&] {
-              g.run([&](CommandList& cmd) { k.rmsnorm(cmd, {&bx, 0, 1, cols}, bw.range(), {&by, 0, 1, cols}, 1e-5f); });
+              g.run([&](CommandList& cmd) { k.norm_rms(cmd, {&bx, 0, 1, cols}, bw.range(), {&by, 0, 1, cols}, 1e-5f); });
               return Values::of(g.download_f32(by, cols));
             },
         .reference = [&] { return Values::of(rmsnorm_ref(x, w, 1, cols, 1e-5f)); },
     });
     check_kernel({
-        .op = "softmax",
+        .op = "norm_softmax",
         .params = params + " scale=1",
         .seed = seed,
         .tol = Tolerance::close(1e-4, 1e-12, why),
         .device =
             [&] {
-              g.run([&](CommandList& cmd) { k.softmax(cmd, {&bx, 0, 1, cols}, 1.0f); });
+              g.run([&](CommandList& cmd) { k.norm_softmax(cmd, {&bx, 0, 1, cols}, 1.0f); });
               return Values::of(g.download_f32(bx, cols));
             },
         .reference = [&] { return Values::of(softmax_ref(x, 1, cols, 1.0f)); },

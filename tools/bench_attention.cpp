@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         {
           CommandList c(*dev);
           c.begin();
-          att.store_kv(c, s, r1, step.range(0, 16), Act{&k, 0, n, kvd}, Act{&v, 0, n, kvd}, cache);
+          att.kv_store(c, s, r1, step.range(0, 16), Act{&k, 0, n, kvd}, Act{&v, 0, n, kvd}, cache);
           c.end();
           const std::clock_t c0 = std::clock();
           c.run();
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
           att.prefill(w, s, r1, r2, step.range(0, 16), Act{&q, 0, 1, qd}, cache, Act{&out, 0, 1, qd}, 1);
           w.end();
           w.run();   // llvmpipe compiles a pipeline at its first dispatch
-          std::fprintf(stderr, "[%s: store_kv + pipeline creation %.0f CPU ms]\n", name.c_str(),
+          std::fprintf(stderr, "[%s: kv_store + pipeline creation %.0f CPU ms]\n", name.c_str(),
                        1000.0 * double(std::clock() - c0) / CLOCKS_PER_SEC);
         }
         CommandList c(*dev);

@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
       cmd.begin();
       const Act x{&bx, 0, M, K}, y{&by, 0, M, N};
       const Mat w{&bw, 0, t, N, K};
-      if (gemm) kernels.gemm(cmd, x, w, y);
-      else kernels.matvec(cmd, x, w, y);
+      if (gemm) kernels.linear_gemm(cmd, x, w, y);
+      else kernels.linear_matvec(cmd, x, w, y);
       cmd.end();
       cmd.run();   // warm-up (pipeline creation, first touch)
       cmd.run();
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
         for (WType t : {WType::f32, WType::f16}) {
           const Timing tm = time_op(s, s, s, t, true);
           const double flop = 2.0 * s * s * double(s);
-          rows.push_back({"gemm", wtype_name(t), std::to_string(s) + "³", "GFLOP/s", tm.wall * 1e3,
+          rows.push_back({"linear_gemm", wtype_name(t), std::to_string(s) + "³", "GFLOP/s", tm.wall * 1e3,
                           flop / tm.wall * 1e-9, tm.cpu * 1e3, flop / tm.cpu * 1e-9});
           std::fprintf(stderr, "gemm %s %u: %.2f ms (cpu %.2f ms)\n", wtype_name(t), s, tm.wall * 1e3, tm.cpu * 1e3);
         }
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
         for (WType t : {WType::f32, WType::f16, WType::bf16}) {
           const Timing tm = time_op(1, s, s, t, false);
           const double bytes = double(s) * s * wtype_size(t);
-          rows.push_back({"matvec", wtype_name(t), "1x" + std::to_string(s) + "x" + std::to_string(s), "GB/s",
+          rows.push_back({"linear_matvec", wtype_name(t), "1x" + std::to_string(s) + "x" + std::to_string(s), "GB/s",
                           tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
           std::fprintf(stderr, "matvec %s %u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), s, tm.wall * 1e3, tm.cpu * 1e3);
         }
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
           if (nk[1] % wtype_block_elems(t)) continue;   // q4_k needs K % 256 == 0
           const Timing tm = time_op(1, nk[0], nk[1], t, false);
           const double bytes = double(Mat{nullptr, 0, t, nk[0], nk[1]}.bytes());
-          rows.push_back({"matvec", wtype_name(t), "1x" + std::to_string(nk[0]) + "x" + std::to_string(nk[1]), "GB/s",
+          rows.push_back({"linear_matvec", wtype_name(t), "1x" + std::to_string(nk[0]) + "x" + std::to_string(nk[1]), "GB/s",
                           tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3, bytes / tm.cpu * 1e-9});
           std::fprintf(stderr, "matvec %s %ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), nk[0], nk[1], tm.wall * 1e3,
                        tm.cpu * 1e3);
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
             const Timing tm = time_op(M, nk[0], nk[1], t, false);
             if (M == 1) t1 = tm.wall;
             const double bytes = double(Mat{nullptr, 0, t, nk[0], nk[1]}.bytes());
-            rows.push_back({"matvec", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
+            rows.push_back({"linear_matvec", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
                             std::to_string(nk[1]), "GB/s", tm.wall * 1e3, bytes / tm.wall * 1e-9, tm.cpu * 1e3,
                             bytes / tm.cpu * 1e-9});
             std::fprintf(stderr, "matvec %s M=%u %ux%u: %.3f ms (%.2fx M=1; cpu %.3f ms)\n", wtype_name(t), M, nk[0],
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
           if (nk[1] % wtype_block_elems(t)) continue;
           const Timing tm = time_op(M, nk[0], nk[1], t, true);
           const double flop = 2.0 * M * nk[0] * double(nk[1]);
-          rows.push_back({"gemm", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
+          rows.push_back({"linear_gemm", wtype_name(t), std::to_string(M) + "x" + std::to_string(nk[0]) + "x" +
                           std::to_string(nk[1]), "GFLOP/s", tm.wall * 1e3, flop / tm.wall * 1e-9, tm.cpu * 1e3,
                           flop / tm.cpu * 1e-9});
           std::fprintf(stderr, "gemm %s %ux%ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), M, nk[0], nk[1],

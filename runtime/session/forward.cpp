@@ -14,28 +14,28 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
   K.embed(cmd, model.embed(), b.ids->range(0, uint64_t(n) * 4), n, x);
   cmd.barrier();
   if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
-    K.scale(cmd, x.range(), x.range(), n * H, c.embed_scale);
+    K.elementwise_scale(cmd, x.range(), x.range(), n * H, c.embed_scale);
     cmd.barrier();
   }
   const auto& layers = model.layers();
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
-    K.rmsnorm(cmd, x, w.attn_norm.range(), h, eps);
+    K.norm_rms(cmd, x, w.attn_norm.range(), h, eps);
     cmd.barrier();
     K.linear(cmd, h, w.q, q);
     K.linear(cmd, h, w.k, k);
     K.linear(cmd, h, w.v, v);
     cmd.barrier();
     if (w.q_bias) {
-      K.add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
-      K.add(cmd, k.range(), w.k_bias.range(), k.range(), n * kvd, kvd);
-      K.add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
+      K.elementwise_add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
+      K.elementwise_add(cmd, k.range(), w.k_bias.range(), k.range(), n * kvd, kvd);
+      K.elementwise_add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
       cmd.barrier();
     }
     if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3), before the rotation: rows of head_dim, in place
       Act qh{b.q, 0, n * uint32_t(c.n_heads), d}, kh{b.k, 0, n * uint32_t(c.n_kv_heads), d};
-      K.rmsnorm(cmd, qh, w.q_norm.range(), qh, eps);
-      K.rmsnorm(cmd, kh, w.k_norm.range(), kh, eps);
+      K.norm_rms(cmd, qh, w.q_norm.range(), qh, eps);
+      K.norm_rms(cmd, kh, w.k_norm.range(), kh, eps);
       cmd.barrier();
     }
     attention.store(cmd, l, k, v);
@@ -46,36 +46,36 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
     K.linear(cmd, o, w.o, t);
     cmd.barrier();
     if (w.o_bias) {
-      K.add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
+      K.elementwise_add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
       cmd.barrier();
     }
     if (w.post_attn_norm) {   // Gemma: normalise the attention output before the residual add
-      K.rmsnorm(cmd, t, w.post_attn_norm.range(), t, eps);
+      K.norm_rms(cmd, t, w.post_attn_norm.range(), t, eps);
       cmd.barrier();
     }
-    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
+    K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
-    K.rmsnorm(cmd, x, w.mlp_norm.range(), h, eps);
+    K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
     cmd.barrier();
     K.linear(cmd, h, w.gate, g);
     K.linear(cmd, h, w.up, u);
     cmd.barrier();
-    if (c.activation == Activation::gelu_tanh) K.gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
-    else K.silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
+    if (c.activation == Activation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
+    else K.elementwise_silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
     cmd.barrier();
     K.linear(cmd, g, w.down, t);
     cmd.barrier();
     if (w.post_mlp_norm) {
-      K.rmsnorm(cmd, t, w.post_mlp_norm.range(), t, eps);
+      K.norm_rms(cmd, t, w.post_mlp_norm.range(), t, eps);
       cmd.barrier();
     }
-    K.add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
+    K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
   }
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   const uint32_t rows = logits_rows;
   Act xr{b.x, uint64_t(n - rows) * H * 4, rows, H}, hr{b.h, 0, rows, H}, lg{b.logits, 0, rows, V};
-  K.rmsnorm(cmd, xr, model.final_norm().range(), hr, eps);
+  K.norm_rms(cmd, xr, model.final_norm().range(), hr, eps);
   cmd.barrier();
   K.linear(cmd, hr, model.lm_head(), lg);
 }

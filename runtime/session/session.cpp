@@ -294,7 +294,7 @@ LayerCache Session::layer_cache(size_t l) const {
 void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
-  attention_.store_kv(cmd, schemes_.layers[l], t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
+  attention_.kv_store(cmd, schemes_.layers[l], t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
 }
 
 void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {

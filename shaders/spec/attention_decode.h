@@ -8,3 +8,12 @@ SPEC_UINT(4, ROTP, rot_pairs, 32)
 SPEC_UINT(5, KPL, lane_keys, 4)        // keys per lane per tile (attention_decode_lanes: tile = WG x KPL keys)
 SPEC_UINT(6, HPW, hpw, 1)              // query heads per workgroup (attention_decode_lanes; <= GQ)
 #include "attention_scheme.h"
+// Bindings.
+BINDING(0, STEP)     // StepParams
+BINDING(1, Q)        // raw query rows
+BINDING(2, KCACHE)   // K cache (texel variant: R32G32B32A32 texels)
+BINDING(3, VCACHE)   // V cache (texel)
+BINDING(4, TAB1)     // rope table 1 (texel)
+BINDING(5, TAB2)     // rope table 2 (texel)
+BINDING(6, PART)     // per-split partials (attention_combine.comp reads them)
+BINDING(7, KROT)     // pre-rotated keys, branch 1 (KROT; texel)

@@ -5,3 +5,11 @@ SPEC_UINT(2, ROTP, rot_pairs, 32)      // rotating pairs (multiple of 4)
 SPEC_BOOL(3, ROTATE, rotate, true)     // rotated cache: store R(m)·k
 SPEC_BOOL(4, NORMALIZE, normalize, false)   // key / cos norm: store k/|k|
 SPEC_BOOL(5, STORE_ROT, store_rot, false)   // also store R(m)·k at binding 6 (LayerCache::k_rot)
+// Bindings.
+BINDING(0, STEP)
+BINDING(1, KNEW)     // new keys [n, kv_heads * head_dim]
+BINDING(2, VNEW)     // new values
+BINDING(3, KCACHE)
+BINDING(4, VCACHE)
+BINDING(5, TAB1)     // rope table 1
+BINDING(6, KROT)     // pre-rotated keys (STORE_ROT)

@@ -4,8 +4,8 @@ SPEC_BOOL(16, ROPE, rope, true)        // false: NoPE layer
 SPEC_BOOL(17, RAW, raw, false)         // the cache holds un-rotated keys
 SPEC_BOOL(18, DUAL, dual, false)       // two branches split at branch_window
 SPEC_BOOL(19, TABLE2, table2, false)   // branch 2 rotates with table 2
-SPEC_UINT(20, Q2MODE, q2_mode, 0)      // Q2Pos
-SPEC_UINT(21, K2MODE, k2_mode, 0)      // K2Pos
-SPEC_UINT(22, NORM, norm, 0)           // QkNorm: 0 none, 1 key (in cache), 2 query, 3 cos
+SPEC_UINT(20, Q2MODE, q2_mode, 0)      // Q2POS_* (Q2Pos)
+SPEC_UINT(21, K2MODE, k2_mode, 0)      // K2POS_* (K2Pos)
+SPEC_UINT(22, NORM, norm, 0)           // QKNORM_* (QkNorm)
 SPEC_BOOL(23, ALIBI, alibi, false)
-SPEC_BOOL(24, KROT, krot, false)       // raw cache + pre-rotated keys at binding 7 (branch 1)
+SPEC_BOOL(24, KROT, krot, false)       // raw cache + pre-rotated keys at binding B_KROT (branch 1)

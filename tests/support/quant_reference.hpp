@@ -3,7 +3,7 @@
 // specification (ggml-common.h's block structs and the dequantize_row_* rules),
 // independent of the kernels: every weight is computed in f32 with the same
 // operations, in the same order, as gguf.quants' dequantize, so the two agree
-// bit for bit (tests/test_kernels_quant.cpp checks it with tests/python/quant_tool.py).
+// bit for bit (tests/test_kernels_linear_quant.cpp checks it with tests/python/quant_tool.py).
 #include <cstdint>
 #include <vector>
 

@@ -64,7 +64,7 @@ QWeights make_qweights(WType t, uint32_t rows, uint32_t cols, uint32_t seed) {
 }
 
 enum class Op { gemm, matvec, linear };
-const char* op_name(Op op) { return op == Op::gemm ? "gemm" : op == Op::matvec ? "matvec" : "linear"; }
+const char* op_name(Op op) { return op == Op::gemm ? "linear_gemm" : op == Op::matvec ? "linear_matvec" : "linear"; }
 
 // The kernels evaluate each sub-block of 32 weights as a·Σq·x + b·Σx and sum
 // the sub-blocks in f32: every rounding is relative to Σ|x|·(|a·q| + |b|), and
@@ -122,8 +122,8 @@ void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t 
             Mat mw{&bw, c.w_off, c.type, N, K};
             Act ay{&by, c.y_off, M, N};
             g.run([&](CommandList& cmd) {
-              if (c.op == Op::gemm) k.gemm(cmd, ax, mw, ay);
-              else if (c.op == Op::matvec) k.matvec(cmd, ax, mw, ay);
+              if (c.op == Op::gemm) k.linear_gemm(cmd, ax, mw, ay);
+              else if (c.op == Op::matvec) k.linear_matvec(cmd, ax, mw, ay);
               else k.linear(cmd, ax, mw, ay);
             });
             return Values::of(g.download_f32(by, y_total));
@@ -347,9 +347,9 @@ TEST_CASE("quant linear: misuse is an error") {
   CommandList cmd(*g.device);
   cmd.begin();
   // K not a multiple of the block; W offset not a multiple of 16.
-  CHECK_THROWS_AS(k.matvec(cmd, Act{&b, 0, 1, 48}, Mat{&b, 0, WType::q4_0, 4, 48}, Act{&b, 0, 1, 4}), Error);
-  CHECK_THROWS_AS(k.matvec(cmd, Act{&b, 0, 1, 64}, Mat{&b, 8, WType::q8_0, 4, 64}, Act{&b, 0, 1, 4}), Error);
-  CHECK_THROWS_AS(k.gemm(cmd, Act{&b, 0, 2, 256}, Mat{&b, 0, WType::q4_k, 4, 128}, Act{&b, 0, 2, 4}), Error);
+  CHECK_THROWS_AS(k.linear_matvec(cmd, Act{&b, 0, 1, 48}, Mat{&b, 0, WType::q4_0, 4, 48}, Act{&b, 0, 1, 4}), Error);
+  CHECK_THROWS_AS(k.linear_matvec(cmd, Act{&b, 0, 1, 64}, Mat{&b, 8, WType::q8_0, 4, 64}, Act{&b, 0, 1, 4}), Error);
+  CHECK_THROWS_AS(k.linear_gemm(cmd, Act{&b, 0, 2, 256}, Mat{&b, 0, WType::q4_k, 4, 128}, Act{&b, 0, 2, 4}), Error);
   cmd.end();
 }
 
@@ -420,9 +420,9 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
       Buffer b1 = g.upload_f32(std::vector<float>(size_t(M) * N, 0.0f));
       const Mat mw{&bw, 0, t, N, K};
       g.run([&](CommandList& cmd) {
-        k.matvec(cmd, Act{&bx, 0, M, K}, mw, Act{&by, 0, M, N});
+        k.linear_matvec(cmd, Act{&bx, 0, M, K}, mw, Act{&by, 0, M, N});
         for (uint32_t m = 0; m < M; ++m)
-          k.matvec(cmd, Act{&bx, uint64_t(m) * K * 4, 1, K}, mw, Act{&b1, uint64_t(m) * N * 4, 1, N});
+          k.linear_matvec(cmd, Act{&bx, uint64_t(m) * K * 4, 1, K}, mw, Act{&b1, uint64_t(m) * N * 4, 1, N});
       });
       const auto yb = g.download_f32(by, size_t(M) * N), y1 = g.download_f32(b1, size_t(M) * N);
       size_t bad = 0;

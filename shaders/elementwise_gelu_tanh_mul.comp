@@ -4,10 +4,10 @@
 // large argument, and a -> -inf gives a / inf = -0, no NaN.
 #include "common.glsl"
 #include "contract.glsl"
-#include "spec/elementwise.h"
-layout(binding = 0) readonly buffer G { float g[]; };
-layout(binding = 1) readonly buffer U { float u[]; };
-layout(binding = 2) writeonly buffer Y { float y[]; };
+#include "spec/elementwise_gelu_tanh_mul.h"
+layout(binding = B_G) readonly buffer G { float g[]; };
+layout(binding = B_U) readonly buffer U { float u[]; };
+layout(binding = B_Y) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P { uint n; } p;
 void main() {
   GRID_STRIDE_LOOP(i, p.n) {

@@ -1,0 +1,3 @@
+// attention_decode_lanes.comp: the decode kernel of CPU devices; the same
+// constants and bindings as attention_decode.comp.
+#include "attention_decode.h"

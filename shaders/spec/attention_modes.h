@@ -1,0 +1,15 @@
+// The values of the attention kernels' mode constants, base/attention_spec.hpp's
+// enums (kernels/attention.cpp checks that they agree).
+// Q2MODE (Q2Pos): where branch 2 rotates the query.
+CONST_UINT(Q2POS_CONSTANT, 0)   // at q2_const (ReRoPE)
+CONST_UINT(Q2POS_SHIFTED, 1)    // at i + q2_const (Leaky ReRoPE)
+CONST_UINT(Q2POS_GROUPED, 2)    // at floor(i / G) + q2_const (Self-Extend)
+// K2MODE (K2Pos): the key of branch 2.
+CONST_UINT(K2POS_UNROTATED, 0)  // the raw key (ReRoPE)
+CONST_UINT(K2POS_SAME, 1)       // rotated at m
+CONST_UINT(K2POS_GROUPED, 2)    // rotated at floor(m / G)
+// NORM (QkNorm): normalised scores.
+CONST_UINT(QKNORM_NONE, 0)
+CONST_UINT(QKNORM_KEY, 1)       // keys normalised in the cache
+CONST_UINT(QKNORM_QUERY, 2)
+CONST_UINT(QKNORM_COS, 3)
