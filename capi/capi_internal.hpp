@@ -16,8 +16,7 @@
 #include "include/reach.h"
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/session/sampler.hpp"
-#include "runtime/session/session.hpp"
+#include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 struct reach_device {
@@ -44,8 +43,10 @@ struct reach_stream {
 
 struct reach_session {
   reach_model* model = nullptr;
-  std::unique_ptr<reach::Session> s;   // owns step_async's program and fence (Session::decode_async)
-  std::unique_ptr<reach::Sampler> sampler;
+  // The session (it owns step_async's program and fence: Session::decode_async), the sampler and
+  // the model's EOS ids (is_eos).
+  std::unique_ptr<reach::Generation> gen;
+  reach::Session& session() const { return gen->session(); }
   bool logits_valid = false;
   bool host_pending = false;               // between begin_decode and end_decode
   std::vector<VkCommandBuffer> recorded;   // host buffers recorded into

@@ -45,18 +45,18 @@ extern "C" reach_status reach_batch_decode(reach_session* const* sessions, const
     std::vector<Session*> rows;
     for (size_t i = 0; i < n; ++i) {
       reach_session* s = sessions[i];
-      need(!s->s->decode_pending(), REACH_ERROR_INVALID_STATE,
+      need(!s->session().decode_pending(), REACH_ERROR_INVALID_STATE,
            nth(i) + " has a step_async in flight: reach_session_poll / reach_session_wait until done first");
       need(!s->host_pending, REACH_ERROR_INVALID_STATE,
            nth(i) + " has a host-submitted decode pending: call reach_session_end_decode after it completed");
-      need(s->s->position() > 0, REACH_ERROR_INVALID_STATE,
+      need(s->session().position() > 0, REACH_ERROR_INVALID_STATE,
            nth(i) + " is empty: prefill a prompt (at least one token, e.g. BOS) before decoding");
       try {
-        s->s->check_decode(tokens[i]);
+        s->session().check_decode(tokens[i]);
       } catch (const Error& e) {
         throw Error(e.code(), nth(i) + ": " + e.what());
       }
-      rows.push_back(s->s.get());
+      rows.push_back(&s->session());
     }
     if (!m->batch || m->batch->max_rows() < n) {
       // Grown in steps of 8 so that a host adding one session at a time rarely re-allocates.

@@ -63,7 +63,7 @@ std::vector<std::string> scheme_field_flags(const reach_session_params& p) {
 }
 
 void need_idle(const reach_session* s) {
-  if (s->s->decode_pending())
+  if (s->session().decode_pending())
     throw ApiError{REACH_ERROR_INVALID_STATE,
                    "a step_async is in flight: reach_session_poll / reach_session_wait until done first"};
   if (s->host_pending)
@@ -72,25 +72,22 @@ void need_idle(const reach_session* s) {
 }
 
 void need_started(const reach_session* s) {
-  need(s->s->position() > 0, REACH_ERROR_INVALID_STATE,
+  need(s->session().position() > 0, REACH_ERROR_INVALID_STATE,
        "the session is empty: prefill a prompt (at least one token, e.g. BOS) before decoding");
 }
 
 void need_logits(const reach_session* s) {
   need(s->logits_valid, REACH_ERROR_INVALID_STATE,
-       s->s->position() == 0 ? "no logits yet: prefill a prompt first"
-                             : "no logits since the last rewind: prefill or decode a token first");
+       s->session().position() == 0 ? "no logits yet: prefill a prompt first"
+                                    : "no logits since the last rewind: prefill or decode a token first");
 }
 
 void sample(reach_session* s, int32_t* token, int* is_eos) {
   need(token, REACH_ERROR_INVALID_ARGUMENT, "token is NULL");
   need_idle(s);
   need_logits(s);
-  *token = s->sampler->sample(s->s->logits());
-  if (is_eos) {
-    const auto& e = s->model->model->eos_ids();
-    *is_eos = std::find(e.begin(), e.end(), *token) != e.end();
-  }
+  *token = s->gen->sample();
+  if (is_eos) *is_eos = s->gen->is_stop(*token);   // the model's EOS ids: no others are given
 }
 
 // A call rejected by the checks changes nothing: the previous logits stay
@@ -98,17 +95,17 @@ void sample(reach_session* s, int32_t* token, int* is_eos) {
 void decode(reach_session* s, int32_t token) {
   need_idle(s);
   need_started(s);
-  s->s->check_decode(token);
+  s->session().check_decode(token);
   s->logits_valid = false;
-  s->s->decode(token);
+  s->session().decode(token);
   s->logits_valid = true;
 }
 
 void prefill(reach_session* s, std::span<const int32_t> ids) {
   need_idle(s);
-  s->s->check_prefill(ids);
+  s->session().check_prefill(ids);
   s->logits_valid = false;
-  s->s->prefill(ids);
+  s->session().prefill(ids);
   s->logits_valid = true;
 }
 
@@ -116,8 +113,8 @@ void prefill(reach_session* s, std::span<const int32_t> ids) {
 bool complete_async(reach_session* s, bool wait, uint64_t timeout_ns) {
   need(!s->host_pending, REACH_ERROR_INVALID_STATE,
        "a host-submitted decode is pending: the host waits for it and calls reach_session_end_decode");
-  if (!s->s->decode_pending()) return true;
-  if (!(wait ? s->s->wait_decode(timeout_ns) : s->s->poll_decode())) return false;
+  if (!s->session().decode_pending()) return true;
+  if (!(wait ? s->session().wait_decode(timeout_ns) : s->session().poll_decode())) return false;
   s->logits_valid = true;
   return true;
 }
@@ -180,9 +177,11 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
     std::unique_lock<std::recursive_mutex> l(m->device->mu);
     auto s = std::make_unique<reach_session>();
     s->model = m.get();
-    s->sampler = std::make_unique<Sampler>(sampler_params(sp));
-    s->s = std::make_unique<Session>(*m->model, so);
-    if (!o.empty()) log(REACH_LOG_INFO, "session scheme: " + s->s->schemes().describe());
+    GenerationOptions go;
+    go.session = so;
+    go.sampling = sampler_params(sp);   // checked before the session is made
+    s->gen = std::make_unique<Generation>(*m->model, go);
+    if (!o.empty()) log(REACH_LOG_INFO, "session scheme: " + s->session().schemes().describe());
     m->sessions++;
     registry_add(s.get(), Kind::session);
     *out = s.release();
@@ -242,7 +241,7 @@ reach_status reach_session_set_sampling(reach_session* session, const reach_samp
     need(params, REACH_ERROR_INVALID_ARGUMENT, "params is NULL");
     const reach_sampling_params p = read_params(params, reach_sampling_default_params(), "reach_sampling");
     auto l = lock(s.get());
-    s->sampler = std::make_unique<Sampler>(sampler_params(p));
+    s->gen->set_sampling(sampler_params(p));
   });
 }
 
@@ -253,8 +252,8 @@ reach_status reach_session_logits(reach_session* session, const float** logits, 
     auto l = lock(s.get());
     need_idle(s.get());
     need_logits(s.get());
-    *logits = s->s->logits().data();
-    *count = s->s->logits().size();
+    *logits = s->session().logits().data();
+    *count = s->session().logits().size();
   });
 }
 
@@ -262,8 +261,8 @@ reach_status reach_session_position(const reach_session* session, uint32_t* posi
   return guard(__func__, [&] {
     auto s = live(session, Kind::session, "session");
     auto l = lock(s.get());
-    if (position) *position = s->s->position();
-    if (capacity) *capacity = s->s->capacity();
+    if (position) *position = s->session().position();
+    if (capacity) *capacity = s->session().capacity();
   });
 }
 
@@ -272,7 +271,7 @@ reach_status reach_session_rewind(reach_session* session, uint32_t position) {
     auto s = live(session, Kind::session, "session");
     auto l = lock(s.get());
     need_idle(s.get());
-    s->s->rewind(position);
+    s->session().rewind(position);
     s->logits_valid = false;
   });
 }
@@ -287,7 +286,7 @@ reach_status reach_session_step_async(reach_session* session, int32_t token) {
     auto l = lock(s.get());
     need_idle(s.get());
     need_started(s.get());
-    s->s->decode_async(token);   // checks the token and the capacity before it submits
+    s->session().decode_async(token);   // checks the token and the capacity before it submits
     s->logits_valid = false;
   });
 }
@@ -315,7 +314,7 @@ reach_status reach_session_fence(reach_session* session, uint64_t* vk_fence) {
     auto s = live(session, Kind::session, "session");
     need(vk_fence, REACH_ERROR_INVALID_ARGUMENT, "vk_fence is NULL");
     auto l = lock(s.get());
-    *vk_fence = (uint64_t)(uintptr_t)s->s->decode_fence();
+    *vk_fence = (uint64_t)(uintptr_t)s->session().decode_fence();
   });
 }
 
@@ -325,7 +324,7 @@ reach_status reach_session_record_decode(reach_session* session, void* vk_comman
     need(vk_command_buffer, REACH_ERROR_INVALID_ARGUMENT, "vk_command_buffer is NULL");
     auto cmd = static_cast<VkCommandBuffer>(vk_command_buffer);
     auto l = lock(s.get());
-    s->s->record_decode(cmd);   // refuses the session's own command buffers
+    s->session().record_decode(cmd);   // refuses the session's own command buffers
     if (std::find(s->recorded.begin(), s->recorded.end(), cmd) == s->recorded.end()) s->recorded.push_back(cmd);
   });
 }
@@ -338,7 +337,7 @@ reach_status reach_session_begin_decode(reach_session* session, int32_t token) {
     need_started(s.get());
     need(!s->recorded.empty(), REACH_ERROR_INVALID_STATE,
          "nothing recorded: call reach_session_record_decode into the host's command buffer first");
-    s->s->begin_decode_step(token);
+    s->session().begin_decode_step(token);
     s->logits_valid = false;
     s->host_pending = true;
   });
@@ -351,7 +350,7 @@ reach_status reach_session_end_decode(reach_session* session) {
     need(s->host_pending, REACH_ERROR_INVALID_STATE,
          "no host decode is pending: call reach_session_begin_decode before submitting the recording");
     s->host_pending = false;
-    s->s->finish_decode_step();
+    s->session().finish_decode_step();
     s->logits_valid = true;
   });
 }
@@ -363,7 +362,7 @@ reach_status reach_session_release_recording(reach_session* session, void* vk_co
     auto l = lock(s.get());
     auto it = std::find(s->recorded.begin(), s->recorded.end(), cmd);
     if (it == s->recorded.end()) return;
-    s->s->forget_recording(cmd);
+    s->session().forget_recording(cmd);
     s->recorded.erase(it);
   });
 }

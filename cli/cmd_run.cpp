@@ -9,8 +9,7 @@
 #include "base/error.hpp"
 #include "engine/pipeline.hpp"
 #include "runtime/text/chat_template.hpp"
-#include "runtime/session/sampler.hpp"
-#include "runtime/session/session.hpp"
+#include "runtime/session/generation.hpp"
 #include "cli/options.hpp"
 
 namespace reach::cli {
@@ -46,32 +45,11 @@ std::string ids_line(const std::vector<int32_t>& ids) {
   return s;
 }
 
-struct ChatPrompt {
-  std::vector<int32_t> ids;
-  std::vector<int32_t> stop_ids;  // the end-of-turn token, and EOS
-  std::string describe;
-};
-
-// The chat template applied to [system,] user with the assistant's turn opened.  The tokenizer's
-// own prefix (BOS) is added only when the rendered text does not start with it already: Gemma's and
-// Llama's templates write bos_token themselves, and a doubled BOS degrades the reply.
-ChatPrompt chat_prompt(const Tokenizer& tk, const std::string& origin, const std::string& system, bool have_system,
-                       const std::string& user) {
-  const ChatTemplate t = ChatTemplate::for_tokenizer(tk, origin);
-  std::vector<ChatMessage> messages;
-  if (have_system) messages.push_back({"system", system});
-  messages.push_back({"user", user});
-  ChatPrompt c;
-  c.ids = tk.encode(t.render(messages, true), false);
-  const auto prefix = tk.special_prefix();
-  const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
-  if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());
-  if (auto id = tk.find(t.end_of_turn())) c.stop_ids.push_back(*id);
-  if (auto id = tk.eos_id()) c.stop_ids.push_back(*id);
-  c.describe = std::string(t.family_name()) + (t.from_vocabulary() ? " (no template in the model: from its turn tokens)"
-                                                                   : " (the model's template)") +
-               ", stops at " + t.end_of_turn();
-  return c;
+// How the chat template was found, for -v.
+std::string describe_chat(const ChatTemplate& t) {
+  return std::string(t.family_name()) + (t.from_vocabulary() ? " (no template in the model: from its turn tokens)"
+                                                             : " (the model's template)") +
+         ", stops at " + t.end_of_turn();
 }
 
 }  // namespace
@@ -119,14 +97,19 @@ int cmd_run(const Args& args) {
   Engine e = open_engine(model_dir, device, true, quantize);
   Model& model = *e.model;
   const Tokenizer& tk = *model.tokenizer();
-  std::vector<int32_t> eos = model.eos_ids();
+  GenerationOptions go;
   std::vector<int32_t> ids;
   if (have_chat) {
-    ChatPrompt c = chat_prompt(tk, model.dir().string(), system, have_system, chat);
+    // The chat template applied to [system,] user with the assistant's turn opened; the reply ends
+    // at the end of that turn.
+    const ChatTemplate t = ChatTemplate::for_tokenizer(tk, model.dir().string());
+    std::vector<ChatMessage> messages;
+    if (have_system) messages.push_back({"system", system});
+    messages.push_back({"user", chat});
+    ChatPrompt c = encode_chat(tk, t, messages);
     ids = std::move(c.ids);
-    for (int32_t id : c.stop_ids)
-      if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
-    if (verbose) std::fprintf(stderr, "chat template: %s\n", c.describe.c_str());
+    go.stop_ids = std::move(c.stop_ids);
+    if (verbose) std::fprintf(stderr, "chat template: %s\n", describe_chat(t).c_str());
   } else {
     ids = tk.encode(prompt, true);
   }
@@ -142,7 +125,10 @@ int cmd_run(const Args& args) {
   so.context = uint32_t(ctx);
   so.chunk = uint32_t(chunk);
   so.l_test = needed;   // dynamic scaling's "local static" length
-  Session session(model, so);
+  go.session = so;
+  go.sampling = sp;
+  Generation gen(model, go);
+  Session& session = gen.session();
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
     std::fprintf(stderr, "model: %s (%llu params, %s weights)\n%s\n", model.dir().string().c_str(),
@@ -157,23 +143,20 @@ int cmd_run(const Args& args) {
   session.prefill(ids);
   const double t_prefill = seconds_since(t0);
 
-  Sampler sampler(sp);
-  Tokenizer::StreamDecoder out(tk);
   std::vector<int32_t> generated;
   t0 = std::chrono::steady_clock::now();
   double t_first_token = 0;
   for (int64_t i = 0; i < n_predict; ++i) {
-    const int32_t next = sampler.sample(session.logits());
+    const GeneratedToken next = gen.next();
     if (i == 0) t_first_token = seconds_since(t_start);
-    generated.push_back(next);
-    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
-    const std::string piece = out.push(next);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    generated.push_back(next.id);
+    if (next.stop) break;
+    std::fwrite(next.text.data(), 1, next.text.size(), stdout);
     std::fflush(stdout);
-    if (i + 1 < n_predict) session.decode(next);
+    if (i + 1 < n_predict) session.decode(next.id);
   }
   const double t_decode = seconds_since(t0);
-  const std::string rest = out.flush();
+  const std::string rest = gen.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
   std::fflush(stdout);

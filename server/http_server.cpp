@@ -116,24 +116,19 @@ struct HttpServer::Impl {
     });
   }
 
-  // The prompt's token ids and end tokens, as `reach run` builds them.
+  // The prompt's token ids and end tokens, as `reach run` builds them (encode_chat).
   std::shared_ptr<Job> make_job(const GenerationRequest& r) {
     auto job = std::make_shared<Job>();
-    job->end_ids = model.eos_ids();
     if (r.endpoint == Endpoint::chat) {
       if (!chat_template) throw ApiError{400, "this model has no chat template: " + chat_template_error +
                                                   " (use /v1/completions)", "invalid_request_error", "messages", ""};
       try {
-        job->ids = tokenizer.encode(chat_template->render(r.messages, true), false);
+        ChatPrompt c = encode_chat(tokenizer, *chat_template, r.messages);
+        job->ids = std::move(c.ids);
+        job->stop_ids = std::move(c.stop_ids);
       } catch (const Error& e) {
         throw ApiError{400, e.what(), "invalid_request_error", "messages", ""};
       }
-      // BOS only when the template did not write it (a doubled BOS degrades the reply).
-      const auto prefix = tokenizer.special_prefix();
-      if (!(job->ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), job->ids.begin())))
-        job->ids.insert(job->ids.begin(), prefix.begin(), prefix.end());
-      if (auto id = tokenizer.find(chat_template->end_of_turn())) job->end_ids.push_back(*id);
-      if (auto id = tokenizer.eos_id()) job->end_ids.push_back(*id);
     } else if (r.prompt_is_ids) {
       const int64_t vocab = model.config().vocab_size;
       for (int32_t id : r.prompt_ids)

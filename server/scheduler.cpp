@@ -25,11 +25,13 @@ std::optional<JobEvent> Job::pop(int timeout_ms) {
 }
 
 Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue)
-    : model_(model), tokenizer_(*model.tokenizer()), max_queue_(max_queue) {
+    : model_(model), max_queue_(max_queue) {
   slots_.resize(std::max<size_t>(parallel, 1));
-  for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
+  GenerationOptions go;
+  go.session = options;
+  for (Slot& s : slots_) s.gen = std::make_unique<Generation>(model, go);
   batch_ = std::make_unique<DecodeBatch>(model, uint32_t(slots_.size()));
-  context_ = slots_[0].session->capacity();
+  context_ = slots_[0].gen->session().capacity();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -109,12 +111,10 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Job> job) {
   slot.sampled = 0;
   slot.next.reset();
   try {
-    slot.sampler = std::make_unique<Sampler>(slot.job->sampling);
-    slot.decoder = std::make_unique<Tokenizer::StreamDecoder>(tokenizer_);
+    slot.gen->restart(slot.job->sampling, slot.job->stop_ids);   // position 0, a new sampler and decoder
     slot.stop = std::make_unique<StopText>(slot.job->stop);
-    slot.session->reset();
     slot.prefilled = 0;
-    slot.session->check_prefill(slot.job->ids);   // the whole prompt fits, every id is valid
+    slot.gen->session().check_prefill(slot.job->ids);   // the whole prompt fits, every id is valid
   } catch (const std::exception& e) {
     fail(slot, std::string("prefill failed: ") + e.what());
   }
@@ -127,9 +127,10 @@ void Scheduler::prefill_chunk() {
     if (!slot.job || slot.prefilled >= slot.job->ids.size()) continue;
     prefill_turn_ = (prefill_turn_ + k + 1) % slots_.size();
     const std::vector<int32_t>& ids = slot.job->ids;
-    const size_t n = std::min<size_t>(slot.session->chunk(), ids.size() - slot.prefilled);
+    Session& session = slot.gen->session();
+    const size_t n = std::min<size_t>(session.chunk(), ids.size() - slot.prefilled);
     try {
-      slot.session->prefill(std::span<const int32_t>(ids.data() + slot.prefilled, n));
+      session.prefill(std::span<const int32_t>(ids.data() + slot.prefilled, n));
       slot.prefilled += n;
     } catch (const std::exception& e) {
       fail(slot, std::string("prefill failed: ") + e.what());
@@ -141,17 +142,17 @@ void Scheduler::prefill_chunk() {
 void Scheduler::sample_and_emit(Slot& slot) {
   Job& job = *slot.job;
   try {
-    const int32_t tok = slot.sampler->sample(slot.session->logits());
+    const GeneratedToken tok = slot.gen->next();
     ++slot.sampled;
-    if (std::find(job.end_ids.begin(), job.end_ids.end(), tok) != job.end_ids.end()) {
-      finish(slot, FinishReason::stop, slot.decoder->flush());
+    if (tok.stop) {
+      finish(slot, FinishReason::stop, slot.gen->flush());
       return;
     }
-    const std::string text = slot.stop->push(slot.decoder->push(tok));
+    const std::string text = slot.stop->push(tok.text);
     if (!text.empty()) job.push({text});
     if (slot.stop->stopped()) { finish(slot, FinishReason::stop, ""); return; }
-    if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.decoder->flush()); return; }
-    slot.next = tok;
+    if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
+    slot.next = tok.id;
   } catch (const std::exception& e) {
     fail(slot, std::string("sampling failed: ") + e.what());
   }
@@ -162,7 +163,7 @@ void Scheduler::advance(std::vector<Slot*>& active) {
   std::vector<Session*> sessions;
   std::vector<int32_t> ids;
   for (Slot* slot : active) {
-    sessions.push_back(slot->session.get());
+    sessions.push_back(&slot->gen->session());
     ids.push_back(*slot->next);
     slot->next.reset();
   }

@@ -21,9 +21,7 @@
 #include <vector>
 
 #include "runtime/session/decode_batch.hpp"
-#include "runtime/session/sampler.hpp"
-#include "runtime/session/session.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "runtime/session/generation.hpp"
 #include "server/openai_api.hpp"
 #include "server/stop_text.hpp"
 
@@ -40,7 +38,7 @@ struct JobEvent {
 
 struct Job {
   std::vector<int32_t> ids;          // the prompt, checked against the context by the submitter
-  std::vector<int32_t> end_ids;      // tokens that end generation (EOS, end of turn); not emitted
+  std::vector<int32_t> stop_ids;     // tokens that end generation besides the model's EOS (end of turn); not emitted
   std::vector<std::string> stop;     // stop strings
   SamplerParams sampling;
   int64_t max_tokens = 1;            // sampled tokens at most, the end token included
@@ -77,10 +75,8 @@ class Scheduler {
 
  private:
   struct Slot {
-    std::unique_ptr<Session> session;
+    std::unique_ptr<Generation> gen;   // its session lives as long as the slot; restarted per job
     std::shared_ptr<Job> job;      // null: free
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<Tokenizer::StreamDecoder> decoder;
     std::unique_ptr<StopText> stop;
     int64_t sampled = 0;
     size_t prefilled = 0;          // prompt tokens in the cache; < ids.size(): still prefilling
@@ -97,7 +93,6 @@ class Scheduler {
   void release(Slot& slot, JobEvent last);
 
   Model& model_;
-  Tokenizer tokenizer_;
   uint32_t context_ = 0;
   size_t max_queue_ = 0;
   std::vector<Slot> slots_;

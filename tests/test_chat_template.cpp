@@ -5,8 +5,11 @@
 // (tests/data/chat_templates), on conversations with and without a system message, multi-turn, with
 // and without the generation prompt, and with whitespace the templates trim.  Where a template
 // raises, reach must throw invalid_argument.  Without jinja2 (exit 3) the comparisons are skipped.
+// encode_chat (conversation -> prompt ids) against transformers' apply_chat_template ids: jinja2's
+// rendering encoded by the tokenizers package (tests/python/chat_ids_ref.py).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,12 +27,15 @@
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using reach::ChatFamily;
 using reach::ChatMessage;
+using reach::ChatPrompt;
 using reach::ChatTemplate;
+using reach::encode_chat;
 using reach::ErrorCode;
 using reach::Tokenizer;
 using reach::test::error_of;
@@ -242,6 +248,12 @@ TEST_CASE("Gemma 3's GGUF has no template: its turn tokens select Gemma 3's form
   CHECK(t.end_of_turn() == "<end_of_turn>");
   REQUIRE(tk.bos_id());
   CHECK(tk.token_text(*tk.bos_id()) == "<bos>");
+  // The template writes <bos> and the tokenizer adds one too: the prompt starts with exactly one.
+  const ChatPrompt c = encode_chat(tk, t, conversations()[1]);
+  REQUIRE(c.ids.size() > 2);
+  CHECK(c.ids[0] == *tk.bos_id());
+  CHECK(c.ids[1] != *tk.bos_id());
+  CHECK(c.stop_ids == std::vector<int32_t>{*tk.find("<end_of_turn>"), *tk.eos_id()});
   compare_with_jinja({{"Gemma 3 GGUF (vocabulary)", t,
                        json{{"template_file", (templates_dir() / "gemma3.jinja").string()}}, "<bos>", "<eos>"}});
 }
@@ -268,4 +280,105 @@ TEST_CASE("tokenizer_config.json: chat_template as a string, as named templates,
   CHECK_HAS(bad, "tokenizer_config.json");
   CHECK_HAS(bad, "malformed JSON");
   CHECK_HAS(error_of([&] { (void)with_config(R"({"chat_template": 7})"); }, ErrorCode::format), "chat_template is 7");
+}
+
+namespace {
+
+// The SmolLM2 template (ChatML): it does not write bos_token.
+const char* kChatml =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+struct IdsSubject {
+  std::string name;
+  Tokenizer tk;
+  ChatTemplate tmpl;
+  json source;   // {"template_file": ...} / {"template": ...}
+  std::string bos, eos;
+  fs::path tokenizer_json;
+};
+
+}  // namespace
+
+TEST_CASE("encode_chat: the ids transformers' apply_chat_template gives, BOS added once where the template has none") {
+  // The tiny test model's byte-level BPE tokenizer adds <|begin_of_text|> to a plain text: Llama 3's template
+  // writes it itself (no second one), the ChatML one does not (encode_chat adds it).
+  const fs::path tiny = reach::test::tiny_model("--vocab 300 --seed 1") / "tokenizer.json";
+  const Tokenizer tiny_tk = Tokenizer::load(tiny);
+  REQUIRE(!tiny_tk.special_prefix().empty());
+  const fs::path llama3 = templates_dir() / "llama3.jinja";
+  std::vector<IdsSubject> subjects;
+  subjects.push_back({"tiny + Llama 3", tiny_tk,
+                      ChatTemplate::from_jinja(read_text(llama3), llama3.string(), "<|begin_of_text|>", "<|end_of_text|>"),
+                      json{{"template_file", llama3.string()}}, "<|begin_of_text|>", "<|end_of_text|>", tiny});
+  subjects.push_back({"tiny + ChatML", tiny_tk, ChatTemplate::from_jinja(kChatml, "chatml", "<|begin_of_text|>",
+                                                                         "<|end_of_text|>"),
+                      json{{"template", kChatml}}, "<|begin_of_text|>", "<|end_of_text|>", tiny});
+  const char* models = std::getenv("REACH_MODELS");
+  const fs::path smol = (models && *models ? fs::path(models) : fs::path(std::getenv("HOME")) / ".cache/reach/models") /
+                        "smollm2-135m-instruct";
+  if (fs::exists(smol / "tokenizer_config.json") && fs::exists(smol / "tokenizer.json")) {
+    const Tokenizer tk = Tokenizer::load(smol);
+    const json cfg = json::parse(read_text(smol / "tokenizer_config.json"));
+    subjects.push_back({"SmolLM2 folder", tk, ChatTemplate::for_tokenizer(tk, smol.string()),
+                        json{{"template", cfg["chat_template"]}}, cfg["bos_token"], cfg["eos_token"],
+                        smol / "tokenizer.json"});
+  } else {
+    MESSAGE("SKIP SmolLM2: " << smol.string() << " is not there (tools/get_smollm2.sh converts it)");
+  }
+
+  json cases = json::array();
+  for (const auto& s : subjects)
+    for (const auto& conv : conversations()) {
+      json c = s.source;
+      c["bos_token"] = s.bos;
+      c["eos_token"] = s.eos;
+      c["messages"] = to_json(conv);
+      c["tokenizer_json"] = s.tokenizer_json.string();
+      cases.push_back(c);
+    }
+  TempDir tmp("chat_ids");
+  const fs::path req = tmp / "request.json";
+  std::ofstream(req) << json{{"cases", cases}}.dump();
+  const Command c = run("python3 " + (source_root() / "tests/python/chat_ids_ref.py").string() + " '" + req.string() + "'");
+  if (c.status == 3) {
+    MESSAGE("SKIP: python3 cannot import jinja2 and tokenizers (tools/setup.sh installs them)");
+    return;
+  }
+  REQUIRE_MESSAGE(c.status == 0, "chat_ids_ref.py failed: " << c.out);
+  const json ref = json::parse(c.out);
+  REQUIRE(ref.size() == cases.size());
+  size_t k = 0, compared = 0, bos_added = 0;
+  for (const auto& s : subjects)
+    for (const auto& conv : conversations()) {
+      const json& r = ref[k++];
+      INFO(s.name << ", messages " << to_json(conv).dump());
+      if (r.contains("error")) {
+        error_of([&] { (void)encode_chat(s.tk, s.tmpl, conv); }, ErrorCode::invalid_argument);
+        continue;
+      }
+      const std::vector<int32_t> prefix = r["prefix"], ids = r["ids"];
+      CHECK(std::vector<int32_t>(s.tk.special_prefix().begin(), s.tk.special_prefix().end()) == prefix);
+      std::vector<int32_t> want = ids;
+      const bool template_wrote_it = ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
+      if (!template_wrote_it) {
+        want.insert(want.begin(), prefix.begin(), prefix.end());
+        ++bos_added;
+      }
+      const ChatPrompt got = encode_chat(s.tk, s.tmpl, conv);
+      CHECK(got.ids == want);
+      // Never a doubled prefix.
+      if (!prefix.empty() && got.ids.size() >= 2 * prefix.size())
+        CHECK(!std::equal(prefix.begin(), prefix.end(), got.ids.begin() + std::ptrdiff_t(prefix.size())));
+      std::vector<int32_t> stops;
+      if (auto id = s.tk.find(s.tmpl.end_of_turn())) stops.push_back(*id);
+      if (auto id = s.tk.eos_id()) stops.push_back(*id);
+      CHECK(got.stop_ids == stops);
+      ++compared;
+    }
+  MESSAGE(compared << " prompts equal the reference's ids, " << bos_added << " with the BOS added");
+  CHECK(bos_added > 0);   // the ChatML case
+  CHECK(compared > bos_added);
 }

@@ -21,8 +21,7 @@ constexpr size_t kMaxPrograms = 8;
 DecodeBatch::DecodeBatch(Model& model, uint32_t max_rows) : model_(model), max_rows_(max_rows) {
   if (max_rows == 0) throw Error(ErrorCode::invalid_argument, "a decode batch needs at least one row");
   const ModelConfig& c = model.config();
-  const uint64_t H = uint64_t(c.hidden_size), d = uint64_t(c.head_dim), qd = uint64_t(c.n_heads) * d,
-                 kvd = uint64_t(c.n_kv_heads) * d, I = uint64_t(c.intermediate_size), V = uint64_t(c.vocab_size),
+  const uint64_t d = uint64_t(c.head_dim), qd = uint64_t(c.n_heads) * d, kvd = uint64_t(c.n_kv_heads) * d,
                  n = max_rows;
   // Each row's attention binds its q / k / v / out row at an offset: rows must start aligned.
   const uint64_t align = std::max<uint64_t>(model.device().caps().min_storage_buffer_offset_alignment, 1);
@@ -32,20 +31,11 @@ DecodeBatch::DecodeBatch(Model& model, uint32_t max_rows) : model_(model), max_r
                     std::to_string(kvd * 4) + " bytes) per sequence, but this device aligns bindings to " +
                     std::to_string(align) + " bytes: run one sequence at a time (--parallel 1)");
   Allocator& A = model.allocator();
-  A.require(Arena::scratch, n * 4 * (H + std::max(H, qd) + 2 * (qd + kvd + I)),
+  A.require(Arena::scratch, ForwardScratch::activation_bytes(c, n),
             "activations for a decode batch of " + std::to_string(n) + " sequences", "use fewer parallel sequences");
-  A.require(Arena::readback, n * V * 4, "the logits of a decode batch of " + std::to_string(n) + " sequences",
-            "use fewer parallel sequences");
-  ids_ = A.allocate(Arena::staging, n * 4, "batch token ids");
-  x_ = A.allocate(Arena::scratch, n * H * 4, "batch x");
-  h_ = A.allocate(Arena::scratch, n * std::max(H, qd) * 4, "batch h");
-  q_ = A.allocate(Arena::scratch, n * qd * 4, "batch q");
-  k_ = A.allocate(Arena::scratch, n * kvd * 4, "batch k");
-  v_ = A.allocate(Arena::scratch, n * kvd * 4, "batch v");
-  o_ = A.allocate(Arena::scratch, n * qd * 4, "batch attention out");
-  g_ = A.allocate(Arena::scratch, n * I * 4, "batch mlp gate");
-  u_ = A.allocate(Arena::scratch, n * I * 4, "batch mlp up");
-  logits_buf_ = A.allocate(Arena::readback, n * V * 4, "batch logits");
+  A.require(Arena::readback, ForwardScratch::logits_bytes(c, n),
+            "the logits of a decode batch of " + std::to_string(n) + " sequences", "use fewer parallel sequences");
+  fwd_ = ForwardScratch::allocate(A, c, n, "batch ");
 }
 
 void DecodeBatch::check(std::span<Session* const> sessions, std::span<const int32_t> ids) const {
@@ -85,7 +75,7 @@ CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
   if (programs_.size() >= kMaxPrograms) programs_.pop_back();
   const uint32_t n = uint32_t(sessions.size());
   Program p{key, std::make_unique<CommandList>(model_.device())};
-  const ForwardBuffers b{&ids_, &x_, &h_, &q_, &k_, &v_, &o_, &g_, &u_, &logits_buf_};
+  const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   // Row i belongs to sessions[i]: its new k/v go to that session's cache, its q attends over it.
   attention.store = [&](CommandList& cmd, size_t l, const Act& k, const Act& v) {
@@ -111,11 +101,11 @@ void DecodeBatch::step(std::span<Session* const> sessions, std::span<const int32
   const uint64_t V = uint64_t(model_.config().vocab_size);
   CommandList& cmd = program(sessions);
   for (uint32_t i = 0; i < n; ++i) sessions[i]->begin_batch_row(ids[i]);   // each row's StepParams
-  std::copy(ids.begin(), ids.end(), static_cast<int32_t*>(ids_.mapped()));
+  std::copy(ids.begin(), ids.end(), static_cast<int32_t*>(fwd_.ids.mapped()));
   cmd.run();
   logits_.resize(size_t(n * V));
   Transfer T(model_.allocator());
-  T.download(logits_buf_, 0, logits_.data(), n * V * 4);
+  T.download(fwd_.logits, 0, logits_.data(), n * V * 4);
   for (uint32_t i = 0; i < n; ++i) sessions[i]->finish_batch_row(logits_.data() + i * V);
 }
 

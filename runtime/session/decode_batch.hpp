@@ -20,6 +20,7 @@
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/forward.hpp"
 #include "runtime/session/session.hpp"
 
 namespace reach {
@@ -53,7 +54,7 @@ class DecodeBatch {
 
   Model& model_;
   uint32_t max_rows_ = 0;
-  Buffer ids_, x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_;
+  ForwardScratch fwd_;   // token ids, activations and logits of max_rows rows
   std::vector<float> logits_;
   std::list<Program> programs_;   // most recently used first
 };

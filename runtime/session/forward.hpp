@@ -6,8 +6,10 @@
 // scratch for the rows.
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "engine/command.hpp"
+#include "engine/memory.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
@@ -17,6 +19,24 @@ namespace reach {
 // Activation buffers of at least n rows each (h holds max(hidden, q dims)).
 struct ForwardBuffers {
   const Buffer *ids, *x, *h, *q, *k, *v, *o, *g, *u, *logits;
+};
+
+// The buffers behind ForwardBuffers for up to `rows` rows, sized by one rule for
+// Session (rows = its prefill chunk) and DecodeBatch (rows = its sequences):
+// token ids (staging), activations (scratch), logits (readback).
+struct ForwardScratch {
+  Buffer ids, x, h, q, k, v, o, g, u, logits;
+
+  // Arena::scratch bytes of the activations x, h, q, k, v, o, g, u for `rows` rows.
+  static uint64_t activation_bytes(const ModelConfig& c, uint64_t rows);
+  // Arena::readback bytes of the logits of `rows` rows.
+  static uint64_t logits_bytes(const ModelConfig& c, uint64_t rows);
+  // Allocates every buffer (check the byte counts above with Allocator::require
+  // first); `label_prefix` goes before each buffer's label.
+  static ForwardScratch allocate(Allocator& allocator, const ModelConfig& c, uint64_t rows,
+                                 const std::string& label_prefix);
+
+  ForwardBuffers buffers() const { return {&ids, &x, &h, &q, &k, &v, &o, &g, &u, &logits}; }
 };
 
 struct ForwardAttention {

@@ -118,8 +118,7 @@ Session::Session(Model& model, const SessionOptions& options)
                     " per layer for keys and again for values (" + std::to_string(c.n_kv_heads) + " kv heads x " +
                     std::to_string(d) + " head dims x 4 bytes per token), more than one binding on this device "
                     "holds (" + mib(limit) + "): use a context of at most " + tok(limit / (kvd * 4)));
-  const uint64_t H = uint64_t(c.hidden_size), qd = uint64_t(c.n_heads) * d, I = uint64_t(c.intermediate_size),
-                 V = uint64_t(c.vocab_size), n = chunk_;
+  const uint64_t V = uint64_t(c.vocab_size), n = chunk_;
   uint64_t dec = 0;
   for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
   uint64_t caches = 0;
@@ -128,14 +127,13 @@ Session::Session(Model& model, const SessionOptions& options)
   kv_cache_bytes_ = caches;
   const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
   const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
-  const uint64_t scratch = saturating_add(
-      saturating_mul({n, 4, H + std::max(H, qd) + 2 * (qd + kvd + I)}), dec);
+  const uint64_t scratch = saturating_add(ForwardScratch::activation_bytes(c, n), dec);
   model.allocator().require(Arena::cache, saturating_add(saturating_add(caches, tables), scratch),
                             "a session with a context of " + tok(capacity_) + " (KV cache " + mib(caches) +
                                 ", cos/sin tables " + mib(tables) + ", activations for chunks of " + tok(n) + " " +
                                 mib(scratch) + ")",
                             "use a smaller context");
-  model.allocator().require(Arena::readback, saturating_mul({n, V, 4}),
+  model.allocator().require(Arena::readback, ForwardScratch::logits_bytes(c, n),
                             "the logits of chunks of " + tok(n) + " (x vocab_size " + std::to_string(V) + ")",
                             "use a smaller prefill chunk");
 
@@ -174,17 +172,8 @@ Session::Session(Model& model, const SessionOptions& options)
                          ? A.allocate(Arena::cache, layer_bytes, "rotated k " + name)
                          : Buffer{});
   }
-  ids_ = A.allocate(Arena::staging, n * 4, "token ids");
+  fwd_ = ForwardScratch::allocate(A, c, n, "");
   step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
-  x_ = A.allocate(Arena::scratch, n * H * 4, "x");
-  h_ = A.allocate(Arena::scratch, n * std::max(H, qd) * 4, "h");
-  q_ = A.allocate(Arena::scratch, n * qd * 4, "q");
-  k_ = A.allocate(Arena::scratch, n * kvd * 4, "k");
-  v_ = A.allocate(Arena::scratch, n * kvd * 4, "v");
-  o_ = A.allocate(Arena::scratch, n * qd * 4, "attention out");
-  g_ = A.allocate(Arena::scratch, n * I * 4, "mlp gate");
-  u_ = A.allocate(Arena::scratch, n * I * 4, "mlp up");
-  logits_buf_ = A.allocate(Arena::readback, n * V * 4, "logits");
   decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
   logits_.assign(size_t(V), 0.0f);
 }
@@ -280,7 +269,7 @@ Session::Program& Session::program(uint32_t n, bool all_logits) {
 }
 
 void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
-  const ForwardBuffers b{&ids_, &x_, &h_, &q_, &k_, &v_, &o_, &g_, &u_, &logits_buf_};
+  const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
@@ -327,16 +316,16 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   if (all_logits) {
     const size_t old = all_logits->size();
     all_logits->resize(old + size_t(rows) * V);
-    T.download(logits_buf_, 0, all_logits->data() + old, uint64_t(rows) * V * 4);
+    T.download(fwd_.logits, 0, all_logits->data() + old, uint64_t(rows) * V * 4);
     std::memcpy(logits_.data(), all_logits->data() + old + size_t(rows - 1) * V, size_t(V) * 4);
   } else {
-    T.download(logits_buf_, 0, logits_.data(), uint64_t(V) * 4);
+    T.download(fwd_.logits, 0, logits_.data(), uint64_t(V) * 4);
   }
   advance(n);
 }
 
 void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
-  std::memcpy(ids_.mapped(), ids, size_t(n) * 4);
+  std::memcpy(fwd_.ids.mapped(), ids, size_t(n) * 4);
   StepParams sp{pos_, n, 0, 0};
   std::memcpy(step_.mapped(), &sp, sizeof sp);
 }
@@ -444,7 +433,7 @@ void Session::finish_batch_row(const float* logits) {
 
 void Session::read_decode_logits() {
   Transfer T(model_.allocator());
-  T.download(logits_buf_, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
+  T.download(fwd_.logits, 0, logits_.data(), uint64_t(config_.vocab_size) * 4);
   advance(1);
 }
 

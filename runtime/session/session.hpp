@@ -16,6 +16,7 @@
 #include "kernels/attention.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/session/forward.hpp"
 
 namespace reach {
 
@@ -153,8 +154,8 @@ class Session {
   std::vector<uint32_t> ring_;       // per layer: LayerCache::ring (0: every position)
   std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
   uint64_t kv_cache_bytes_ = 0;
-  Buffer ids_, step_;
-  Buffer x_, h_, q_, k_, v_, o_, g_, u_, logits_buf_, decode_scratch_;
+  Buffer step_, decode_scratch_;
+  ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, bool>, Program> programs_;
   CommandList* last_ = nullptr;

@@ -1,6 +1,7 @@
 // Chat templates recognised by family and rendered in C++ (see chat_template.hpp for why).
 #include "runtime/text/chat_template.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "base/error.hpp"
@@ -249,6 +250,17 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
     }
   }
   return out;
+}
+
+ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<const ChatMessage> messages) {
+  ChatPrompt c;
+  c.ids = tk.encode(t.render(messages, true), false);
+  const auto prefix = tk.special_prefix();
+  const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
+  if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());
+  if (auto id = tk.find(t.end_of_turn())) c.stop_ids.push_back(*id);
+  if (auto id = tk.eos_id()) c.stop_ids.push_back(*id);
+  return c;
 }
 
 }  // namespace reach

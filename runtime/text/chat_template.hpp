@@ -23,6 +23,7 @@
 //  - Llama 2 ([INST] with <<SYS>>).
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,5 +74,18 @@ class ChatTemplate {
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
 };
+
+// A conversation as the prompt of the assistant's next turn, and the tokens that end that turn.
+struct ChatPrompt {
+  std::vector<int32_t> ids;        // the prompt
+  std::vector<int32_t> stop_ids;   // the end-of-turn token and the tokenizer's EOS, where the vocabulary has them
+};
+
+// The template rendered with the assistant's turn opened, encoded (special tokens matched).  The
+// tokenizer's own prefix (BOS) is added only where the rendered text does not start with it already:
+// Gemma's and Llama's templates write bos_token themselves, and a doubled BOS degrades the reply.
+// Throws what render() and encode() throw.
+ChatPrompt encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                       std::span<const ChatMessage> messages);
 
 }  // namespace reach

@@ -1,0 +1,50 @@
+#include "runtime/session/generation.hpp"
+
+#include <algorithm>
+
+#include "base/error.hpp"
+
+namespace reach {
+
+Generation::Generation(Model& model, const GenerationOptions& options)
+    : model_(model), sampler_(std::make_unique<Sampler>(options.sampling)) {   // Sampler checks the params
+  session_ = std::make_unique<Session>(model, options.session);
+  if (const Tokenizer* tk = model.tokenizer()) decoder_ = std::make_unique<Tokenizer::StreamDecoder>(*tk);
+  set_stop_ids(options.stop_ids);
+}
+
+void Generation::set_stop_ids(std::span<const int32_t> extra) {
+  stop_ids_ = model_.eos_ids();
+  for (int32_t id : extra)
+    if (!is_stop(id)) stop_ids_.push_back(id);
+}
+
+void Generation::restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids) {
+  auto sampler = std::make_unique<Sampler>(sampling);
+  session_->reset();
+  sampler_ = std::move(sampler);
+  if (decoder_) decoder_->reset();
+  set_stop_ids(stop_ids);
+}
+
+void Generation::set_sampling(const SamplerParams& sampling) { sampler_ = std::make_unique<Sampler>(sampling); }
+
+bool Generation::is_stop(int32_t id) const {
+  return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
+}
+
+int32_t Generation::sample() { return sampler_->sample(session_->logits()); }
+
+GeneratedToken Generation::next() {
+  if (!decoder_)
+    throw Error(ErrorCode::invalid_argument, "the model was loaded without a tokenizer: it generates token ids only");
+  GeneratedToken t;
+  t.id = sample();
+  t.stop = is_stop(t.id);
+  if (!t.stop) t.text = decoder_->push(t.id);
+  return t;
+}
+
+std::string Generation::flush() { return decoder_ ? decoder_->flush() : std::string(); }
+
+}  // namespace reach

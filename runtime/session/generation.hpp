@@ -1,0 +1,85 @@
+#pragma once
+// What produces a reply from a model: a Session (the KV cache and the forward
+// programs), the Sampler that picks each next token from its logits, the
+// StreamDecoder that turns the chosen tokens into text, and the ids that end
+// the reply (the model's EOS ids and the caller's own, e.g. a chat template's
+// end-of-turn token).  `reach run`, the server's slots and the C API's
+// sessions each hold one.
+//
+// The caller drives the session (prefill, decode, or a DecodeBatch step) and
+// asks next() for each token:
+//   gen.session().prefill(prompt);
+//   for (;;) {
+//     const GeneratedToken t = gen.next();
+//     if (t.stop) break;          // t.text is empty: an end token is not printed
+//     print(t.text);
+//     gen.session().decode(t.id);
+//   }
+//   print(gen.flush());
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/model/model.hpp"
+#include "runtime/session/sampler.hpp"
+#include "runtime/session/session.hpp"
+#include "runtime/text/tokenizer.hpp"
+
+namespace reach {
+
+struct GenerationOptions {
+  SessionOptions session;
+  SamplerParams sampling;
+  std::vector<int32_t> stop_ids;   // ids that end a reply besides the model's EOS ids (ChatPrompt::stop_ids)
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  bool stop = false;   // one of stop_ids(): the reply ends here
+  std::string text;    // the text that became final with this token (empty for a stop token)
+};
+
+class Generation {
+ public:
+  // Checks the sampling parameters (validate_sampler_params) before it makes
+  // the session, then throws what the Session constructor throws.  A model
+  // without a tokenizer gives a generation without text: next() throws.
+  Generation(Model& model, const GenerationOptions& options);
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  Session& session() { return *session_; }
+  const Session& session() const { return *session_; }
+  Model& model() const { return model_; }
+
+  // Another reply on the same session: the session back to position 0, a new
+  // sampler, the text decoder emptied, the stop ids the model's EOS ids and
+  // these.  Checks the sampling parameters first (a rejected call changes nothing).
+  void restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids);
+  // A new sampler (its random state starts again from params.seed).
+  void set_sampling(const SamplerParams& sampling);
+
+  // The model's EOS ids, then the extra ones not among them.
+  const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+  bool is_stop(int32_t id) const;
+
+  // The next token from the session's logits (the sampler's choice).
+  int32_t sample();
+  // sample(), and the text of the token when it is not a stop token.
+  GeneratedToken next();
+  // The text still held back (an incomplete UTF-8 character): the end of the reply.
+  std::string flush();
+
+ private:
+  void set_stop_ids(std::span<const int32_t> extra);
+
+  Model& model_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<Tokenizer::StreamDecoder> decoder_;   // null without a tokenizer
+  std::vector<int32_t> stop_ids_;
+};
+
+}  // namespace reach
