@@ -21,6 +21,7 @@ namespace reach::test {
 namespace {
 
 constexpr size_t kListed = 8;   // mismatches listed in a failure report
+bool g_sampled = false;         // a sweep of this process was sampled: reruns need its seed
 
 // "0x3f800000 (1)": the pattern, and its value when it is an f32.
 std::string bits_text(uint32_t bits, unsigned width) {
@@ -43,7 +44,7 @@ std::string rerun_line() {
     if (*p == ',' || *p == '\\') name += '\\';
     name += *p;
   }
-  return std::string("rerun: ") + sample_env() + " " + opt->binary_name.c_str() + " -tc=\"" + name + "\"\n";
+  return std::string("rerun: ") + (g_sampled ? sample_env() + " " : "") + opt->binary_name.c_str() + " -tc=\"" + name + "\"\n";
 }
 
 }  // namespace
@@ -272,6 +273,7 @@ std::vector<SweepPick> sample_sweep(const std::string& name, const std::vector<s
   std::vector<SweepPick> out;
   if (total == 0) return out;
   const uint64_t seed = test_seed();
+  g_sampled = true;
   if (test_exhaustive()) {
     for (size_t f = 0; f < total; ++f) out.push_back(pick_of(f));
     return out;
