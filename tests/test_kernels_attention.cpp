@@ -21,6 +21,7 @@
 #include "tests/support/attention_reference.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kernel_check.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -372,14 +373,21 @@ AttentionTuning small_tiles() {
 
 }  // namespace
 
+// Sweeps below are sampled (tests/support/kernel_check.hpp: every value of each
+// list at least once plus a few more tuples; REACH_TEST_EXHAUSTIVE=1 runs all).
 TEST_CASE("attention: plain RoPE, one-shot / chunked prefill and decode, GQA") {
-  for (uint32_t d : {16u, 64u})
-    for (uint32_t hkv : {4u, 2u, 1u}) {
+  const uint32_t ds[] = {16, 64}, hkvs[] = {4, 2, 1};
+  for_sample("plain rope", {std::size(ds), std::size(hkvs), 2}, 2, [&](const SweepPick& p) {
+    const uint32_t d = ds[p[0]], hkv = hkvs[p[1]];
+    if (p[2] == 0) {
       Harness h{make_scheme(Kind::rope_rotated, 4, hkv, d), 150, {150}, 3};
       expect_ok(h);
+    } else {
       Harness c{make_scheme(Kind::rope_rotated, 4, hkv, d), 150, {7, 33, 1, 64, 45}, 0};
       expect_ok(c);
     }
+  });
+  // Every length at the tile edges (prefill tiles of 8 on lavapipe, 64 on GPUs).
   for (uint32_t n : {1u, 2u, 8u, 9u, 63u, 64u, 65u, 300u}) {
     Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), n, {n}, 2};
     expect_ok(h);
@@ -408,15 +416,22 @@ TEST_CASE("attention: every scheme, one-shot and chunked prefill, decode with de
                      {Kind::key_norm, 0, 0, 0},      {Kind::query_norm, 0, 0, 0},      {Kind::cos_norm, 0, 0, 0},
                      {Kind::cos_norm_fixed, 0, 0, 0}, {Kind::window_sinks, 0, 50, 3}, {Kind::window_rerope, 30, 70, 2},
                      {Kind::nope, 0, 0, 0},          {Kind::alibi, 0, 0, 0}};
-  for (const K& k : kinds)
-    for (auto [d, hkv] : {std::pair<uint32_t, uint32_t>{16, 1}, {64, 2}}) {
+  const std::pair<uint32_t, uint32_t> shapes[] = {{16, 1}, {64, 2}};
+  // Sampled: every scheme in both runs (one-shot with default tiles, chunked with
+  // small tiles), each shape at least once per run, plus a few more.
+  for_sample("every scheme", {std::size(kinds) * 2, std::size(shapes)}, 4, [&](const SweepPick& p) {
+    const K& k = kinds[p[0] / 2];
+    const auto [d, hkv] = shapes[p[1]];
+    if (p[0] % 2 == 0) {
       Harness one{make_scheme(k.kind, 4, hkv, d, k.W, k.window, k.sinks), 200, {200}, 2};
       one.seed = 11 + d + hkv;
       expect_ok(one);
+    } else {
       Harness ch{make_scheme(k.kind, 4, hkv, d, k.W, k.window, k.sinks), 200, {7, 33, 100, 60}, 3, small_tiles()};
       ch.seed = 11 + d + hkv;
       expect_ok(ch);
     }
+  });
 }
 
 TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, unaligned chunks") {
@@ -427,8 +442,12 @@ TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, 
     uint32_t br = 0, bc = 0;
     AttentionSpec dual_spec = make_scheme(Kind::rerope, 4, 2, 64, 40).spec;
     probe.prefill_tile_sizes(dual_spec, br, bc);
-    for (uint32_t W : {bc - 1, bc, bc + 1, 2 * bc + 2})
-      for (Kind kind : {Kind::rerope, Kind::leaky, Kind::self_extend}) {
+    const uint32_t edges[] = {bc - 1, bc, bc + 1, 2 * bc + 2};
+    const Kind dual[] = {Kind::rerope, Kind::leaky, Kind::self_extend};
+    // Sampled: every window edge and every dual-branch scheme at least once per tuning.
+    for_sample(str("dual-branch edges small=", small), {std::size(edges), std::size(dual)}, 2, [&](const SweepPick& p) {
+        const uint32_t W = edges[p[0]];
+        const Kind kind = dual[p[1]];
         uint32_t w = W;
         if (kind == Kind::self_extend) w = std::max<uint32_t>(4, W / 4 * 4);   // G | W
         const uint32_t n = std::min<uint32_t>(300, 2 * w + 3 * bc + 5);
@@ -440,9 +459,9 @@ TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, 
         Harness ch{make_scheme(kind, 4, 1, 16, w), n, {5, bc + 3, n - bc - 8}, 1, tune};
         ch.rotated_keys = !small;
         expect_ok(ch);
-      }
+      });
     // Sliding-window mask edges at the tile size.
-    for (uint32_t win : {bc - 1, bc, bc + 1, 2 * bc + 2}) {
+    for (uint32_t win : edges) {
       Harness h{make_scheme(Kind::window_sinks, 4, 2, 64, 0, win, 5), 260, {13, 247}, 2, tune};
       expect_ok(h);
     }
@@ -524,17 +543,24 @@ TEST_CASE("attention: ring KV cache for sliding-window layers (memory O(window))
   // 63 + 150 positions wrap it about three times.  With sinks the first rows stay
   // put; without them decode starts its splits at the window's first key.
   const uint32_t win = 40;
-  for (uint32_t sinks : {0u, 3u})
-    for (Kind kind : {Kind::window_sinks, Kind::window_rerope})
-      for (uint32_t hkv : {1u, 2u}) {
-        Harness h{make_scheme(kind, 4, hkv, 16, 24, win, sinks), 63, {30, 33}, 150, small_tiles()};
-        h.ring = win + 33 - 1;
-        expect_ok(h);
-        // Default tiles, one-token chunks, the shortest ring decode allows.
-        Harness one{make_scheme(kind, 4, hkv, 64, 24, win, sinks), 3, {1, 1, 1}, 100};
-        one.ring = win;
-        expect_ok(one);
-      }
+  const uint32_t sinks_list[] = {0, 3}, hkvs[] = {1, 2};
+  const Kind kinds[] = {Kind::window_sinks, Kind::window_rerope};
+  // Sampled: each run (chunked small tiles, one-token default tiles) with every
+  // sinks count, scheme and GQA shape at least once.
+  for_sample("ring", {std::size(sinks_list), std::size(kinds), std::size(hkvs), 2}, 2, [&](const SweepPick& p) {
+    const uint32_t sinks = sinks_list[p[0]], hkv = hkvs[p[2]];
+    const Kind kind = kinds[p[1]];
+    if (p[3] == 0) {
+      Harness h{make_scheme(kind, 4, hkv, 16, 24, win, sinks), 63, {30, 33}, 150, small_tiles()};
+      h.ring = win + 33 - 1;
+      expect_ok(h);
+    } else {
+      // Default tiles, one-token chunks, the shortest ring decode allows.
+      Harness one{make_scheme(kind, 4, hkv, 64, 24, win, sinks), 3, {1, 1, 1}, 100};
+      one.ring = win;
+      expect_ok(one);
+    }
+  });
 }
 
 TEST_CASE("attention: a ring shorter than window + chunk - 1 is rejected") {
@@ -575,11 +601,14 @@ TEST_CASE("attention: decode with GQA groups split into head chunks (lanes kerne
   struct G {
     uint32_t H, Hkv, d;
   };
-  for (G gq : {G{9, 3, 64}, G{5, 1, 128}, G{8, 1, 64}})
-    for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::leaky}) {
-      Harness h{make_scheme(kind, gq.H, gq.Hkv, gq.d, 40), 150, {150}, 3};
-      expect_ok(h);
-    }
+  const G groups[] = {G{9, 3, 64}, G{5, 1, 128}, G{8, 1, 64}};
+  const Kind kinds[] = {Kind::rope_rotated, Kind::rerope, Kind::leaky};
+  // Sampled: every group shape and scheme at least once, plus one more.
+  for_sample("gqa lanes", {std::size(groups), std::size(kinds)}, 1, [&](const SweepPick& p) {
+    const G gq = groups[p[0]];
+    Harness h{make_scheme(kinds[p[1]], gq.H, gq.Hkv, gq.d, 40), 150, {150}, 3};
+    expect_ok(h);
+  });
 }
 
 TEST_CASE("attention: scratch does not grow with n², misuse is rejected") {

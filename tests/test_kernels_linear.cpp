@@ -141,32 +141,33 @@ constexpr bool kTexel[] = {false, true};
 std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
 
 // GEMM sweep for one config: M around the M tile, N around the N tile, K edges.
+// Sampled (kernel_check.hpp): every type, every M and every N (the edges 1,
+// tile-1, tile, tile+1 among them) at least once, plus a few more tuples; a
+// tuple's seed is its index in the full sweep, as in the exhaustive run.
 void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t tile_m, uint32_t tile_n) {
   Kernels k(*gpu().device, cfg);
-  uint32_t seed = 1;
   const std::vector<uint32_t> ks = {1, 3, 4, 8, 13, 67};
-  for (WType t : kTypes)
-    for (uint32_t M : sizes_around(tile_m, {13, 67}))
-      for (uint32_t N : sizes_around(tile_n, {13, 67})) {
-        // Cycle K so every (M, N) meets a few K values without the full cube.
-        for (uint32_t j = 0; j < 2; ++j) {
-          const uint32_t K = ks[(M + N + j * 3 + seed) % ks.size()];
-          check_case(k, {Op::gemm, M, N, K, t}, variant, seed++);
-        }
-      }
+  const std::vector<uint32_t> ms = sizes_around(tile_m, {13, 67}), ns = sizes_around(tile_n, {13, 67});
+  // Cycle K so every (M, N) meets a few K values without the full cube.
+  for_sample("gemm " + variant, {std::size(kTypes), ms.size(), ns.size(), 2}, 6, [&](const SweepPick& p) {
+    const uint32_t seed = 1 + uint32_t(p.flat);
+    const uint32_t M = ms[p[1]], N = ns[p[2]];
+    const uint32_t K = ks[(M + N + uint32_t(p[3]) * 3 + seed) % ks.size()];
+    check_case(k, {Op::gemm, M, N, K, kTypes[p[0]]}, variant, seed);
+  });
 }
 
 // Matvec sweep: N around the rows a workgroup covers, K edges, M = 1 and 3.
+// Sampled: every type, N and K at least once, plus a few more.
 void matvec_sweep(const KernelConfig& cfg, const std::string& variant) {
   Kernels k(*gpu().device, cfg);
   const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
-  uint32_t seed = 100;
-  for (WType t : kTypes)
-    for (uint32_t N : sizes_around(per_group, {13, 67}))
-      for (uint32_t K : {1u, 4u, 7u, 13u, 64u, 67u, 259u}) {
-        const uint32_t M = (N + K) % 5 == 0 ? 3 : 1;
-        check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
-      }
+  const std::vector<uint32_t> ns = sizes_around(per_group, {13, 67}), ks = {1, 4, 7, 13, 64, 67, 259};
+  for_sample("matvec " + variant, {std::size(kTypes), ns.size(), ks.size()}, 5, [&](const SweepPick& p) {
+    const uint32_t N = ns[p[1]], K = ks[p[2]];
+    const uint32_t M = (N + K) % 5 == 0 ? 3 : 1;
+    check_case(k, {Op::matvec, M, N, K, kTypes[p[0]]}, variant, 100 + uint32_t(p.flat));
+  });
 }
 
 }  // namespace
@@ -184,11 +185,13 @@ TEST_CASE("linear: default variants at edge sizes") {
 
 TEST_CASE("linear: linear() picks matvec or gemm, both correct") {
   Kernels& k = *gpu().kernels;
-  uint32_t seed = 500;
-  for (WType t : kTypes)
-    for (uint32_t M : {1u, 2u, 4u, 9u})
-      for (uint32_t N : {1u, 67u, 300u})
-        for (uint32_t K : {5u, 64u, 131u}) check_case(k, {Op::linear, M, N, K, t}, "default", seed++);
+  const uint32_t ms[] = {1, 2, 4, 9}, ns[] = {1, 67, 300}, ks[] = {5, 64, 131};
+  // Sampled: every type, M (both sides of the matvec/GEMM switch), N and K at least once.
+  for_sample("linear picks", {std::size(kTypes), std::size(ms), std::size(ns), std::size(ks)}, 6,
+             [&](const SweepPick& p) {
+               check_case(k, {Op::linear, ms[p[1]], ns[p[2]], ks[p[3]], kTypes[p[0]]}, "default",
+                          500 + uint32_t(p.flat));
+             });
 }
 
 TEST_CASE("linear: unaligned offsets of X, W and Y") {
@@ -197,17 +200,21 @@ TEST_CASE("linear: unaligned offsets of X, W and Y") {
   cfg.weights_texel = texel;
   Kernels k(*gpu().device, cfg);
   const std::string name = "default" + wpath(texel);
-  uint32_t seed = 900;
-  for (WType t : kTypes)
-    for (Op op : {Op::gemm, Op::matvec})
-      for (uint32_t K : {8u, 13u, 64u}) {
-        const uint32_t es = wtype_size(t);
-        // Offsets of one element (never aligned to minStorageBufferOffsetAlignment),
-        // of 4 elements (vec4 path still possible) and of an aligned 256 bytes.
-        check_case(k, {op, 3, 37, K, t, 4, es, 4}, name, seed++);
-        check_case(k, {op, 2, 19, K, t, 16, 4 * es, 12}, name, seed++);
-        check_case(k, {op, 1, 70, K, t, 256, 256, 256}, name, seed++);
-      }
+  const Op ops[] = {Op::gemm, Op::matvec};
+  const uint32_t ks[] = {8, 13, 64};
+  // Sampled: every type, op, K and offset kind at least once per W path.
+  for_sample("offsets" + wpath(texel), {std::size(kTypes), std::size(ops), std::size(ks), 3}, 4,
+             [&](const SweepPick& p) {
+               const WType t = kTypes[p[0]];
+               const Op op = ops[p[1]];
+               const uint32_t K = ks[p[2]], seed = 900 + uint32_t(p.flat);
+               const uint32_t es = wtype_size(t);
+               // Offsets of one element (never aligned to minStorageBufferOffsetAlignment),
+               // of 4 elements (vec4 path still possible) and of an aligned 256 bytes.
+               if (p[3] == 0) check_case(k, {op, 3, 37, K, t, 4, es, 4}, name, seed);
+               else if (p[3] == 1) check_case(k, {op, 2, 19, K, t, 16, 4 * es, 12}, name, seed);
+               else check_case(k, {op, 1, 70, K, t, 256, 256, 256}, name, seed);
+             });
   }
 }
 
@@ -276,13 +283,16 @@ TEST_CASE("linear: weights, X and Y split over several bindings") {
     cfg.weights_texel = texel;
     Kernels k(*gpu().device, cfg);
     const std::string name = "max_binding=" + std::to_string(max_binding) + wpath(texel);
-    uint32_t seed = 1300;
-    for (WType t : kTypes)
-      for (Op op : {Op::gemm, Op::matvec, Op::linear}) {
-        check_case(k, {op, 5, 300, 67, t}, name, seed++);
-        check_case(k, {op, 2, 129, 64, t, 0, 2 * wtype_size(t), 0}, name, seed++);   // W not aligned
-        check_case(k, {op, 1, 77, 200, t}, name, seed++);
-      }
+    const Op ops[] = {Op::gemm, Op::matvec, Op::linear};
+    // Sampled: every type, op and shape at least once per (max_binding, W path).
+    for_sample(name, {std::size(kTypes), std::size(ops), 3}, 3, [&](const SweepPick& p) {
+      const WType t = kTypes[p[0]];
+      const Op op = ops[p[1]];
+      const uint32_t seed = 1300 + uint32_t(p.flat);
+      if (p[2] == 0) check_case(k, {op, 5, 300, 67, t}, name, seed);
+      else if (p[2] == 1) check_case(k, {op, 2, 129, 64, t, 0, 2 * wtype_size(t), 0}, name, seed);   // W not aligned
+      else check_case(k, {op, 1, 77, 200, t}, name, seed);
+    });
   }
 }
 
@@ -356,14 +366,18 @@ namespace {
 // of a 1-row matvec of that row alone (each row keeps its own accumulation
 // order), so decoding sequences together gives the same tokens as alone.
 // Values are also checked against the double reference (check_case).
-void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed) {
+void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed0) {
   auto& g = gpu();
   Kernels k(*g.device, cfg);
   const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
-  for (WType t : kTypes)
-    for (uint32_t K : {7u, 64u, 67u}) {
-      const uint32_t N = per_group + 1 + (K % 3);
-      for (uint32_t M : {2u, 3u, 5u, 8u, 11u}) {
+  const uint32_t ks[] = {7, 64, 67}, ms[] = {2, 3, 5, 8, 11};
+  // Sampled: every type, K and M at least once; a tuple's seed is its index in the full sweep.
+  for_sample("batched " + variant, {std::size(kTypes), std::size(ks), std::size(ms)}, 3, [&](const SweepPick& p) {
+    const WType t = kTypes[p[0]];
+    const uint32_t K = ks[p[1]], M = ms[p[2]], seed = seed0 + uint32_t(p.flat);
+    const uint32_t N = per_group + 1 + (K % 3);
+    {
+      {
         std::vector<float> x(size_t(M) * K);
         for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
         const Weights w = make_weights(t, uint64_t(N) * K, seed * 7 + 2);
@@ -384,9 +398,10 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
             MESSAGE("first difference at (m,n)=(", i / N, ",", i % N, "): ", yb[i], " vs ", y1[i]);
         INFO("matvec batched vs single rows, M=", M, " N=", N, " K=", K, " ", wtype_name(t), " variant=", variant);
         CHECK(bad == 0);
-        check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
+        check_case(k, {Op::matvec, M, N, K, t}, variant, seed);
       }
     }
+  });
 }
 
 }  // namespace

@@ -152,31 +152,46 @@ std::vector<uint32_t> k_values(WType t) {
 constexpr bool kTexel[] = {false, true};
 std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
 
+// Sampled (kernel_check.hpp): every (type, K) pair and every N at least once,
+// plus a few more; a case's seed is its index in the full sweep (type, N, K).
 void matvec_sweep(const KernelConfig& cfg, const std::string& variant, bool all_n = true) {
   Kernels k(*gpu().device, cfg);
   const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
-  uint32_t seed = 100;
-  for (WType t : kQuantTypes) {
-    const auto ns = all_n ? sizes_around(per_group, {67}) : std::vector<uint32_t>{per_group + 1, 67};
-    for (uint32_t N : ns)
-      for (uint32_t K : k_values(t)) {
-        const uint32_t M = (N + K / 32) % 3 == 0 ? 2 : 1;
-        check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
-      }
-  }
-}
-
-void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t tile_m, uint32_t tile_n) {
-  Kernels k(*gpu().device, cfg);
-  uint32_t seed = 1;
+  const auto ns = all_n ? sizes_around(per_group, {67}) : std::vector<uint32_t>{per_group + 1, 67};
+  struct TK {
+    WType t;
+    uint32_t K, first;   // first: the seed offset of the type's first case
+    size_t k_index;
+  };
+  std::vector<TK> tks;
+  uint32_t first = 0;
   for (WType t : kQuantTypes) {
     const auto ks = k_values(t);
-    for (uint32_t M : {1u, 2u, 7u, 33u, 65u, tile_m + 1})
-      for (uint32_t N : {1u, tile_n - 1 ? tile_n - 1 : 2u, tile_n + 1, 67u}) {
-        const uint32_t K = ks[(M + N + seed) % ks.size()];
-        check_case(k, {Op::gemm, M, N, K, t}, variant, seed++);
-      }
+    for (size_t i = 0; i < ks.size(); ++i) tks.push_back({t, ks[i], first, i});
+    first += uint32_t(ns.size() * ks.size());
   }
+  for_sample("quant matvec " + variant, {tks.size(), ns.size()}, 6, [&](const SweepPick& p) {
+    const TK& tk = tks[p[0]];
+    const uint32_t N = ns[p[1]], K = tk.K;
+    const uint32_t M = (N + K / 32) % 3 == 0 ? 2 : 1;
+    const uint32_t seed = 100 + tk.first + uint32_t(p[1] * k_values(tk.t).size() + tk.k_index);
+    check_case(k, {Op::matvec, M, N, K, tk.t}, variant, seed);
+  });
+}
+
+// Sampled: every type, M and N at least once, plus a few more; K cycles with (M, N).
+void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t tile_m, uint32_t tile_n) {
+  Kernels k(*gpu().device, cfg);
+  const uint32_t ms[] = {1u, 2u, 7u, 33u, 65u, tile_m + 1};
+  const uint32_t ns[] = {1u, tile_n - 1 ? tile_n - 1 : 2u, tile_n + 1, 67u};
+  for_sample("quant gemm " + variant, {std::size(kQuantTypes), std::size(ms), std::size(ns)}, 6,
+             [&](const SweepPick& p) {
+               const WType t = kQuantTypes[p[0]];
+               const auto ks = k_values(t);
+               const uint32_t M = ms[p[1]], N = ns[p[2]], seed = 1 + uint32_t(p.flat);
+               const uint32_t K = ks[(M + N + seed) % ks.size()];
+               check_case(k, {Op::gemm, M, N, K, t}, variant, seed);
+             });
 }
 
 }  // namespace
@@ -303,21 +318,27 @@ TEST_CASE("quant gemm: register tiles (CPU) and shared-memory tiles (GPU)") {
 
 TEST_CASE("quant linear: linear() picks matvec or gemm; offsets of X, W and Y") {
   Kernels& k = *gpu().kernels;
-  uint32_t seed = 500;
-  for (WType t : kQuantTypes) {
-    const uint32_t K = wtype_block_elems(t) * 2;
-    for (uint32_t M : {1u, 3u}) check_case(k, {Op::linear, M, 37, K, t}, "default", seed++);
-    for (bool texel : kTexel) {
-      KernelConfig cfg = base_config();
-      cfg.weights_texel = texel;
-      Kernels kt(*gpu().device, cfg);
-      for (Op op : {Op::gemm, Op::matvec}) {
-        check_case(kt, {op, 3, 37, K, t, 4, 16, 4}, "default" + wpath(texel), seed++);
-        check_case(kt, {op, 2, 19, K, t, 16, 48, 12}, "default" + wpath(texel), seed++);
-        check_case(kt, {op, 1, 70, K, t, 256, 256, 256}, "default" + wpath(texel), seed++);
-      }
+  Kernels by_path[2] = {kernels_with([] { KernelConfig c = base_config(); c.weights_texel = false; return c; }()),
+                        kernels_with([] { KernelConfig c = base_config(); c.weights_texel = true; return c; }())};
+  // Per type, 2 linear() cases then (W path, op, offset kind): 14 cases, seeds 500 + 14 * type + case.
+  // Sampled: every type and every one of the 14 cases at least once, plus a few more.
+  for_sample("quant linear offsets", {std::size(kQuantTypes), 14}, 6, [&](const SweepPick& p) {
+    const WType t = kQuantTypes[p[0]];
+    const uint32_t K = wtype_block_elems(t) * 2, seed = 500 + uint32_t(p.flat);
+    const size_t c = p[1];
+    if (c < 2) {
+      check_case(k, {Op::linear, c == 0 ? 1u : 3u, 37, K, t}, "default", seed);
+      return;
     }
-  }
+    const bool texel = kTexel[(c - 2) / 6];
+    const Op op = (c - 2) % 6 < 3 ? Op::gemm : Op::matvec;
+    Kernels& kt = by_path[texel ? 1 : 0];
+    switch ((c - 2) % 3) {
+      case 0: check_case(kt, {op, 3, 37, K, t, 4, 16, 4}, "default" + wpath(texel), seed); break;
+      case 1: check_case(kt, {op, 2, 19, K, t, 16, 48, 12}, "default" + wpath(texel), seed); break;
+      default: check_case(kt, {op, 1, 70, K, t, 256, 256, 256}, "default" + wpath(texel), seed); break;
+    }
+  });
 }
 
 TEST_CASE("quant linear: weights, X and Y split over several bindings") {
@@ -328,15 +349,17 @@ TEST_CASE("quant linear: weights, X and Y split over several bindings") {
       cfg.weights_texel = texel;
       Kernels k(*gpu().device, cfg);
       const std::string name = str("max_binding=", max_binding, wpath(texel));
-      uint32_t seed = 1300;
-      for (WType t : kQuantTypes) {
+      const Op ops[] = {Op::gemm, Op::matvec};
+      // Sampled: every type, op and shape at least once per (W path, max_binding).
+      for_sample("quant " + name, {std::size(kQuantTypes), std::size(ops), 2}, 4, [&](const SweepPick& p) {
+        const WType t = kQuantTypes[p[0]];
+        const Op op = ops[p[1]];
+        const uint32_t seed = 1300 + uint32_t(p.flat);
         // One row must fit a binding: 256-weight types get K = 256 (<= 210 bytes per row).
         const uint32_t K = wtype_block_elems(t) == 256 ? 256 : 96;
-        for (Op op : {Op::gemm, Op::matvec}) {
-          check_case(k, {op, 5, 300, K, t}, name, seed++);
-          check_case(k, {op, 2, 129, K, t, 0, 16 * 3, 0}, name, seed++);   // W not aligned to the binding alignment
-        }
-      }
+        if (p[2] == 0) check_case(k, {op, 5, 300, K, t}, name, seed);
+        else check_case(k, {op, 2, 129, K, t, 0, 16 * 3, 0}, name, seed);   // W not aligned to the binding alignment
+      });
     }
 }
 
@@ -404,13 +427,17 @@ namespace {
 // Batched decode: an M-row quantized matvec must give, for every row, exactly
 // the bits of a 1-row matvec of that row alone (each row keeps its own
 // accumulation order); values are also checked against the reference (check_case).
-void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed) {
+void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed0) {
   auto& g = gpu();
   Kernels k(*g.device, cfg);
   const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
-  for (WType t : kQuantTypes) {
+  const uint32_t ms[] = {2, 3, 8, 11};
+  // Sampled: every type and M at least once, plus a few more; seeds as in the full sweep.
+  for_sample("quant batched " + variant, {std::size(kQuantTypes), std::size(ms)}, 4, [&](const SweepPick& p) {
+    const WType t = kQuantTypes[p[0]];
+    const uint32_t M = ms[p[1]], seed = seed0 + uint32_t(p.flat);
     const uint32_t K = wtype_block_elems(t) == 256 ? 512 : 96, N = per_group + 3;
-    for (uint32_t M : {2u, 3u, 8u, 11u}) {
+    {
       std::vector<float> x(size_t(M) * K);
       for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
       const QWeights w = make_qweights(t, N, K, seed * 7 + 2);
@@ -431,9 +458,9 @@ void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32
           MESSAGE("first difference at (m,n)=(", i / N, ",", i % N, "): ", yb[i], " vs ", y1[i]);
       INFO("quant matvec batched vs single rows, M=", M, " N=", N, " K=", K, " ", wtype_name(t), " variant=", variant);
       CHECK(bad == 0);
-      check_case(k, {Op::matvec, M, N, K, t}, variant, seed++);
+      check_case(k, {Op::matvec, M, N, K, t}, variant, seed);
     }
-  }
+  });
 }
 
 }  // namespace

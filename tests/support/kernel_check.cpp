@@ -7,7 +7,12 @@
 #include <exception>
 #include <iomanip>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <random>
+#include <set>
 
 #include "tests/support/fixtures.hpp"
 
@@ -16,6 +21,7 @@ namespace reach::test {
 namespace {
 
 constexpr size_t kListed = 8;   // mismatches listed in a failure report
+bool g_sampled = false;         // a sweep of this process was sampled: reruns need its seed
 
 // "0x3f800000 (1)": the pattern, and its value when it is an f32.
 std::string bits_text(uint32_t bits, unsigned width) {
@@ -38,7 +44,7 @@ std::string rerun_line() {
     if (*p == ',' || *p == '\\') name += '\\';
     name += *p;
   }
-  return std::string("rerun: ") + opt->binary_name.c_str() + " -tc=\"" + name + "\"\n";
+  return std::string("rerun: ") + (g_sampled ? sample_env() + " " : "") + opt->binary_name.c_str() + " -tc=\"" + name + "\"\n";
 }
 
 }  // namespace
@@ -191,6 +197,115 @@ std::vector<uint32_t> reduce_workgroup_sizes() {
   const uint32_t d = base_config().reduce_wg;
   if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
   return v;
+}
+
+namespace {
+
+std::string binary_name() {
+  const doctest::ContextOptions* opt = doctest::getContextOptions();
+  return opt ? opt->binary_name.c_str() : "TEST_BINARY";
+}
+
+// splitmix64: the sweep's stream from (seed, name).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+bool test_exhaustive() {
+  static const bool on = [] {
+    const char* e = std::getenv("REACH_TEST_EXHAUSTIVE");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+uint64_t test_seed() {
+  static const uint64_t seed = [] {
+    const char* e = std::getenv("REACH_TEST_SEED");
+    uint64_t s;
+    if (e && *e) s = std::strtoull(e, nullptr, 0);
+    else s = (uint64_t(std::random_device{}()) << 20 ^ std::random_device{}()) % 1000000000ull;
+    return s;
+  }();
+  static std::once_flag printed;
+  std::call_once(printed, [] {
+    const std::string bin = binary_name();
+    if (test_exhaustive())
+      std::printf("[sweeps] REACH_TEST_EXHAUSTIVE=1: every case of every sweep\n");
+    else
+      std::printf("[sweeps] sampled with REACH_TEST_SEED=%llu; replay: REACH_TEST_SEED=%llu %s; "
+                  "every case: REACH_TEST_EXHAUSTIVE=1 %s\n",
+                  (unsigned long long)seed, (unsigned long long)seed, bin.c_str(), bin.c_str());
+    std::fflush(stdout);
+  });
+  return seed;
+}
+
+std::string sample_env() {
+  if (test_exhaustive()) return "REACH_TEST_EXHAUSTIVE=1";
+  return "REACH_TEST_SEED=" + std::to_string(test_seed());
+}
+
+std::vector<SweepPick> sample_sweep(const std::string& name, const std::vector<size_t>& dims, size_t extra,
+                                    const std::vector<std::vector<size_t>>& always) {
+  size_t total = 1;
+  for (size_t d : dims) total *= d;
+  auto pick_of = [&](size_t flat) {
+    SweepPick p;
+    p.flat = flat;
+    p.at.resize(dims.size());
+    for (size_t i = dims.size(); i-- > 0;) {
+      p.at[i] = flat % dims[i];
+      flat /= dims[i];
+    }
+    return p;
+  };
+  auto flat_of = [&](const std::vector<size_t>& at) {
+    size_t f = 0;
+    for (size_t i = 0; i < dims.size(); ++i) f = f * dims[i] + at[i];
+    return f;
+  };
+  std::vector<SweepPick> out;
+  if (total == 0) return out;
+  const uint64_t seed = test_seed();
+  g_sampled = true;
+  if (test_exhaustive()) {
+    for (size_t f = 0; f < total; ++f) out.push_back(pick_of(f));
+    return out;
+  }
+  uint64_t h = 1469598103934665603ull;   // FNV-1a of the name
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  std::mt19937_64 rng(mix(seed ^ mix(h)));
+  std::set<size_t> chosen;
+  for (const auto& a : always)
+    if (a.size() == dims.size()) chosen.insert(flat_of(a));
+  // Covering: row r takes value perm_i[r % dims[i]] of list i; max(dims) rows meet every value.
+  size_t rows = 0;
+  for (size_t d : dims) rows = std::max(rows, d);
+  std::vector<std::vector<size_t>> perm(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    perm[i].resize(dims[i]);
+    for (size_t v = 0; v < dims[i]; ++v) perm[i][v] = v;
+    std::shuffle(perm[i].begin(), perm[i].end(), rng);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    std::vector<size_t> at(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) at[i] = perm[i][r % dims[i]];
+    chosen.insert(flat_of(at));
+  }
+  for (size_t e = 0; e < extra && chosen.size() < total; ++e) {
+    size_t f;
+    do f = size_t(rng() % total);
+    while (chosen.count(f));
+    chosen.insert(f);
+  }
+  for (size_t f : chosen) out.push_back(pick_of(f));   // in the order of the full sweep
+  return out;
 }
 
 }  // namespace reach::test

@@ -10,6 +10,8 @@
 //                 .tol = Tolerance::close(1e-5, 1e-30, "exp <= 23 ULP, division 2.5 ULP, ..."),
 //                 .device = [&] { ...; return Values::of(g.download_f32(by, n)); },
 //                 .reference = [&] { ...; return Values::of(ref); }});
+#include <doctest/doctest.h>
+
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -95,6 +97,46 @@ Kernels kernels_with(uint32_t reduce_wg, uint64_t max_binding = 0);
 // subgroup (12 = one full and one partial subgroup of 8 on lavapipe), and the
 // device's default.
 std::vector<uint32_t> reduce_workgroup_sizes();
+
+// ---- Sampled sweeps -------------------------------------------------------
+// A sweep over the cross product of a few parameter lists (dims[i] values in
+// list i) runs, by default, a seeded random sample of it: every value of every
+// list at least once (a random covering, so each variant and each edge size is
+// met), the tuples listed in `always`, and `extra` further random tuples.
+//   REACH_TEST_EXHAUSTIVE=1  runs the whole cross product, as before sampling;
+//   REACH_TEST_SEED=N        replays the sample of an earlier run (the seed is
+//                            printed once per process, and with every failure).
+// Without REACH_TEST_SEED the seed is random, so repeated runs cover more of the
+// product.  Each sweep's sample depends only on the seed and the sweep's name,
+// so `-tc=CASE` with the same seed replays the same cases.  Callers keep the
+// inputs of a tuple a function of the tuple (e.g. its index in the full
+// product), so a sampled case checks exactly what the exhaustive run checks.
+bool test_exhaustive();
+uint64_t test_seed();
+// "REACH_TEST_SEED=N" (or "REACH_TEST_EXHAUSTIVE=1"): what a rerun puts before the binary.
+std::string sample_env();
+
+struct SweepPick {
+  std::vector<size_t> at;   // one index per dimension
+  size_t flat = 0;          // the tuple's position in the full product (row-major), e.g. for input seeds
+  size_t operator[](size_t i) const { return at[i]; }
+};
+std::vector<SweepPick> sample_sweep(const std::string& name, const std::vector<size_t>& dims, size_t extra = 0,
+                                    const std::vector<std::vector<size_t>>& always = {});
+
+// Runs f(pick) for each picked tuple, with the sweep, the tuple and the replay
+// command attached to any failure inside (doctest INFO).
+template <class F>
+void for_sample(const std::string& name, const std::vector<size_t>& dims, size_t extra, F&& f,
+                const std::vector<std::vector<size_t>>& always = {}) {
+  const std::vector<SweepPick> picks = sample_sweep(name, dims, extra, always);
+  for (const SweepPick& p : picks) {
+    std::string at;
+    for (size_t i = 0; i < p.at.size(); ++i) at += (i ? "," : "") + std::to_string(p.at[i]);
+    INFO("sweep '" << name << "' tuple (" << at << ") of " << picks.size() << " sampled; replay: " << sample_env());
+    f(p);
+  }
+}
 
 // Concatenates its arguments as an ostream would print them: str("shape=[", r, ",", c, "]").
 template <class... A>
