@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "kernels/spec.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kernel_check.hpp"
@@ -161,7 +162,7 @@ void gemm_sweep(const KernelConfig& cfg, const std::string& variant, uint32_t ti
 // Sampled: every type, N and K at least once, plus a few more.
 void matvec_sweep(const KernelConfig& cfg, const std::string& variant) {
   Kernels k(*gpu().device, cfg);
-  const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
+  const uint32_t per_group = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
   const std::vector<uint32_t> ns = sizes_around(per_group, {13, 67}), ks = {1, 4, 7, 13, 64, 67, 259};
   for_sample("matvec " + variant, {std::size(kTypes), ns.size(), ks.size()}, 5, [&](const SweepPick& p) {
     const uint32_t N = ns[p[1]], K = ks[p[2]];
@@ -260,11 +261,11 @@ TEST_CASE("linear_gemm: shared-memory tiled variants") {
 
 TEST_CASE("linear_matvec: every mode at workgroup sizes 8/32/64") {
   const auto& caps = gpu().device->caps();
-  for (uint32_t mode : {0u, 1u, 2u}) {
-    if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
+  for (uint32_t mode : {spec::MATVEC_MODE_ROW_PER_LANE, spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
+    if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
     for (uint32_t wg : {8u, 32u, 64u})
       for (uint32_t rows : {1u, 4u, 8u}) {
-        if (mode == 0 && rows == 8 && wg == 64) continue;
+        if (mode == spec::MATVEC_MODE_ROW_PER_LANE && rows == 8 && wg == 64) continue;
         KernelConfig cfg = base_config();
         cfg.matvec_mode = mode;
         cfg.matvec_wg = wg;
@@ -369,7 +370,7 @@ namespace {
 void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed0) {
   auto& g = gpu();
   Kernels k(*g.device, cfg);
-  const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
+  const uint32_t per_group = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
   const uint32_t ks[] = {7, 64, 67}, ms[] = {2, 3, 5, 8, 11};
   // Sampled: every type, K and M at least once; a tuple's seed is its index in the full sweep.
   for_sample("batched " + variant, {std::size(kTypes), std::size(ks), std::size(ms)}, 3, [&](const SweepPick& p) {
@@ -415,13 +416,13 @@ TEST_CASE("linear_matvec: M X rows per call equal M one-row calls bit for bit") 
     batched_bitwise(cfg, "default" + wpath(texel), seed);
     seed += 100;
   }
-  for (uint32_t mode : {0u, 1u, 2u}) {
-    if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
+  for (uint32_t mode : {spec::MATVEC_MODE_ROW_PER_LANE, spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
+    if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
     KernelConfig cfg = base_config();
     cfg.matvec_mode = mode;
     cfg.matvec_wg = 32;
     cfg.matvec_rows = 4;
-    cfg.matvec_max_acc = mode == 0 ? 8 : 0;
+    cfg.matvec_max_acc = mode == spec::MATVEC_MODE_ROW_PER_LANE ? 8 : 0;
     cfg.weights_texel = false;
     batched_bitwise(cfg, "mode" + std::to_string(mode) + " wg32 rows4", seed);
     seed += 100;

@@ -18,6 +18,7 @@
 
 #include "base/error.hpp"
 #include "kernels/quant_layout.hpp"
+#include "kernels/spec.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
@@ -156,7 +157,7 @@ std::string wpath(bool texel) { return texel ? " W:texel" : " W:ssbo"; }
 // plus a few more; a case's seed is its index in the full sweep (type, N, K).
 void matvec_sweep(const KernelConfig& cfg, const std::string& variant, bool all_n = true) {
   Kernels k(*gpu().device, cfg);
-  const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
+  const uint32_t per_group = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
   const auto ns = all_n ? sizes_around(per_group, {67}) : std::vector<uint32_t>{per_group + 1, 67};
   struct TK {
     WType t;
@@ -261,8 +262,8 @@ TEST_CASE("quant matvec: default variants at edge sizes") {
 
 TEST_CASE("quant matvec: GPU modes (subgroupAdd, shared-memory tree)") {
   const auto& caps = gpu().device->caps();
-  for (uint32_t mode : {1u, 2u}) {
-    if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
+  for (uint32_t mode : {spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
+    if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
     for (uint32_t wg : {8u, 64u}) {
       KernelConfig cfg = base_config();
       cfg.weights_texel = false;
@@ -430,7 +431,7 @@ namespace {
 void batched_bitwise(const KernelConfig& cfg, const std::string& variant, uint32_t seed0) {
   auto& g = gpu();
   Kernels k(*g.device, cfg);
-  const uint32_t per_group = cfg.matvec_mode == 0 ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
+  const uint32_t per_group = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? cfg.matvec_wg * cfg.matvec_rows : cfg.matvec_rows;
   const uint32_t ms[] = {2, 3, 8, 11};
   // Sampled: every type and M at least once, plus a few more; seeds as in the full sweep.
   for_sample("quant batched " + variant, {std::size(kQuantTypes), std::size(ms)}, 4, [&](const SweepPick& p) {
@@ -474,8 +475,8 @@ TEST_CASE("quant matvec: M X rows per call equal M one-row calls bit for bit") {
     batched_bitwise(cfg, "default" + wpath(texel), seed);
     seed += 100;
   }
-  for (uint32_t mode : {1u, 2u}) {
-    if (mode == 1 && !caps.has_subgroup_arithmetic()) continue;
+  for (uint32_t mode : {spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
+    if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
     KernelConfig cfg = base_config();
     cfg.weights_texel = false;
     cfg.matvec_mode = mode;
