@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "include/reach.h"
-#include "runtime/session/decode_batch.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
 

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/config/flag_values.hpp"
-#include "runtime/session/session.hpp"
 #include "cli/bench_parallel.hpp"
 #include "cli/options.hpp"
+#include "runtime/config/flag_values.hpp"
+#include "runtime/session/session.hpp"
 
 namespace reach::cli {
 

@@ -14,17 +14,17 @@
 #include <optional>
 #include <string>
 
+#include "base/checked.hpp"
+#include "base/error.hpp"
 #include "cli/eval_modes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
-#include "base/checked.hpp"
-#include "base/error.hpp"
+#include "runtime/config/rope_types.hpp"
 #include "runtime/formats/file_read.hpp"
 #include "runtime/formats/gguf.hpp"
 #include "runtime/formats/json_parse.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/config/rope_types.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace reach::cli {

@@ -2,8 +2,8 @@
 // Khronos validation layer is on (REACH_VALIDATION=1).
 #include <cstdio>
 
-#include "engine/device.hpp"
 #include "cli/commands.hpp"
+#include "engine/device.hpp"
 
 namespace reach::cli {
 

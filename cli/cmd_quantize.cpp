@@ -8,10 +8,10 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/quant/quantize.hpp"
-#include "runtime/quant/quantize_model.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/quant/quantize_model.hpp"
 
 namespace reach::cli {
 

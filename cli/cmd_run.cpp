@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
-#include "engine/pipeline.hpp"
-#include "runtime/text/chat_template.hpp"
-#include "runtime/session/generation.hpp"
 #include "cli/options.hpp"
+#include "engine/device.hpp"
+#include "engine/pipeline.hpp"
+#include "runtime/session/generation.hpp"
+#include "runtime/text/chat_template.hpp"
 
 namespace reach::cli {
 

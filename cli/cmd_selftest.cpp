@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/command.hpp"
-#include "engine/device.hpp"
 #include "base/error.hpp"
 #include "base/half.hpp"
-#include "kernels/kernels.hpp"
+#include "cli/commands.hpp"
+#include "engine/command.hpp"
+#include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
-#include "cli/commands.hpp"
+#include "kernels/kernels.hpp"
 
 namespace reach::cli {
 

@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "cli/options.hpp"
 #include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
 #include "server/scheduler.hpp"
-#include "cli/options.hpp"
 
 namespace reach::cli {
 

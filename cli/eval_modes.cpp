@@ -8,9 +8,9 @@
 #include <fstream>
 #include <memory>
 
+#include "base/error.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/options.hpp"
-#include "base/error.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/session.hpp"
 

@@ -10,8 +10,8 @@
 
 #include "cli/eval_protocols.hpp"
 #include "cli/progress_bar.hpp"
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/session/session.hpp"
 #include "runtime/text/tokenizer.hpp"
 

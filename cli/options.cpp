@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/progress_bar.hpp"
 #include "base/error.hpp"
+#include "cli/progress_bar.hpp"
 #include "runtime/config/flag_values.hpp"
 #include "runtime/quant/quantize.hpp"
 

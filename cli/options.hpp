@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
-#include "cli/commands.hpp"
+#include "runtime/model/model.hpp"
 
 namespace reach::cli {
 

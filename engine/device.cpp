@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/vk_check.hpp"
 #include "engine/pipeline.hpp"
+#include "engine/vk_check.hpp"
 
 namespace reach {
 

@@ -9,8 +9,8 @@
 #include <tuple>
 
 #include "engine/device.hpp"
-#include "engine/vk_check.hpp"
 #include "engine/shader_registry.hpp"
+#include "engine/vk_check.hpp"
 
 namespace reach {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.hpp"
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "base/error.hpp"
 
 namespace reach {
 

@@ -20,8 +20,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "engine/pipeline.hpp"
 #include "kernels/binding.hpp"
 #include "kernels/spec.hpp"

@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <string>
 
+#include "base/attention_spec.hpp"
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
-#include "kernels/kernels.hpp"
 #include "engine/memory.hpp"
-#include "base/attention_spec.hpp"
+#include "kernels/kernels.hpp"
 
 namespace reach {
 

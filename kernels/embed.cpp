@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/quant_layout.hpp"
 #include "kernels/spec.hpp"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 
 namespace reach {
 

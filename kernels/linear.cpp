@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/spec.hpp"
 

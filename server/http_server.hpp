@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/chat_template.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "server/scheduler.hpp"
 
 namespace reach::server {

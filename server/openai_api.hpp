@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/text/chat_template.hpp"
 #include "runtime/session/sampler.hpp"
+#include "runtime/text/chat_template.hpp"
 
 namespace reach::server {
 

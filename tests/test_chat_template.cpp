@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 
 #include "base/error.hpp"
-#include "runtime/text/chat_template.hpp"
 #include "runtime/formats/gguf.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "runtime/session/decode_batch.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"

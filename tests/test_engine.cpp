@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "engine/vk_check.hpp"
 #include "engine/pipeline.hpp"
+#include "engine/vk_check.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/fixtures.hpp"

@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "base/error.hpp"
-#include "runtime/config/position_schemes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/progress_bar.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"

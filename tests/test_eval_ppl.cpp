@@ -12,13 +12,13 @@
 #include <regex>
 #include <sstream>
 
-#include "cli/eval_protocols.hpp"
 #include "base/error.hpp"
+#include "cli/eval_protocols.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/model_fixture.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;

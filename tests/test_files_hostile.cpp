@@ -21,16 +21,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "engine/pipeline.hpp"
-#include "runtime/formats/file_read.hpp"
 #include "runtime/config/model_config.hpp"
+#include "runtime/formats/file_read.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/text/tokenizer.hpp"
-#include "tests/support/isolated_run.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/isolated_run.hpp"
 
 namespace fs = std::filesystem;
 using reach::ErrorCode;

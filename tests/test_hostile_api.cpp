@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "runtime/session/sampler.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/model_fixture.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 namespace {
 

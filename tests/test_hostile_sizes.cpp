@@ -22,14 +22,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/model_fixture.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
 
 using namespace reach;
 using namespace reach::test;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/session.hpp"

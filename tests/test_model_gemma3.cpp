@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "base/error.hpp"
-#include "runtime/session/decode_batch.hpp"
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/files.hpp"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/model_fixture.hpp"

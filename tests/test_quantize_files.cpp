@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "runtime/formats/gguf.hpp"
 #include "runtime/config/gguf_config.hpp"
-#include "runtime/formats/gguf_write.hpp"
 #include "runtime/config/model_config.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/formats/gguf_write.hpp"
+#include "runtime/formats/safetensors.hpp"
 #include "runtime/quant/quantize.hpp"
 #include "runtime/quant/quantize_model.hpp"
-#include "runtime/formats/safetensors.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"

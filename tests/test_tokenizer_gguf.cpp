@@ -33,8 +33,8 @@
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
-#include "tests/support/tokenizer_cases.hpp"
 #include "tests/support/gguf_writer.hpp"
+#include "tests/support/tokenizer_cases.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "base/error.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
 #include "kernels/attention.hpp"

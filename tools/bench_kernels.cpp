@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/command.hpp"
 #include "engine/device.hpp"
-#include "base/error.hpp"
-#include "kernels/kernels.hpp"
-#include "kernels/quant_layout.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/quant_layout.hpp"
 
 using namespace reach;
 

@@ -6,8 +6,8 @@
 // and the GGUF key: format for malformed values, unsupported for valid files
 // reach does not run yet (other architectures, experts, per-frequency rope
 // factors).  Used by Model::load for GGUF files.
-#include "runtime/formats/gguf.hpp"
 #include "runtime/config/model_config.hpp"
+#include "runtime/formats/gguf.hpp"
 
 namespace reach {
 

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.hpp"
 #include "base/wtype.hpp"
 #include "runtime/formats/gguf.hpp"
 #include "runtime/formats/gguf_meta_sink.hpp"
-#include "base/progress.hpp"
 
 namespace reach {
 

@@ -6,11 +6,11 @@
 #include <set>
 
 #include "base/error.hpp"
-#include "runtime/formats/gguf.hpp"
 #include "runtime/config/gguf_config.hpp"
+#include "runtime/formats/gguf.hpp"
+#include "runtime/formats/safetensors.hpp"
 #include "runtime/model/model_loader.hpp"
 #include "runtime/quant/quantize.hpp"
-#include "runtime/formats/safetensors.hpp"
 
 namespace reach {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernels.hpp"
-#include "engine/memory.hpp"
-#include "runtime/config/model_config.hpp"
 #include "base/progress.hpp"
+#include "engine/memory.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/config/model_config.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace reach {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/formats/gguf.hpp"
 #include "runtime/config/gguf_config.hpp"
+#include "runtime/formats/gguf.hpp"
 #include "runtime/model/model_loader.hpp"
 
 namespace reach {

@@ -4,12 +4,12 @@
 #include <cstring>
 
 #include "base/checked.hpp"
-#include "engine/device.hpp"
 #include "base/error.hpp"
 #include "base/half.hpp"
+#include "engine/device.hpp"
 #include "kernels/quant_layout.hpp"
-#include "runtime/quant/quantize.hpp"
 #include "runtime/formats/safetensors.hpp"
+#include "runtime/quant/quantize.hpp"
 
 namespace reach {
 

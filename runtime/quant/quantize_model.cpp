@@ -6,11 +6,11 @@
 
 #include "base/error.hpp"
 #include "base/half.hpp"
-#include "runtime/formats/gguf_write.hpp"
 #include "runtime/config/model_config.hpp"
 #include "runtime/config/tensor_names.hpp"
-#include "runtime/quant/quantize.hpp"
+#include "runtime/formats/gguf_write.hpp"
 #include "runtime/formats/safetensors.hpp"
+#include "runtime/quant/quantize.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace fs = std::filesystem;

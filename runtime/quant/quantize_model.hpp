@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/wtype.hpp"
 #include "base/progress.hpp"
+#include "base/wtype.hpp"
 
 namespace reach {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
 #include "engine/transfer.hpp"
 #include "runtime/session/forward.hpp"
 

@@ -11,8 +11,8 @@
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
 #include "kernels/kernels.hpp"
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/model/model.hpp"
 
 namespace reach {
 

@@ -6,12 +6,12 @@
 #include <sstream>
 
 #include "base/checked.hpp"
-#include "engine/device.hpp"
 #include "base/error.hpp"
+#include "engine/device.hpp"
+#include "engine/transfer.hpp"
 #include "kernels/binding.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/session/forward.hpp"
-#include "engine/transfer.hpp"
 
 namespace reach {
 

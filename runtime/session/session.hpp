@@ -14,8 +14,8 @@
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
 #include "kernels/attention.hpp"
-#include "runtime/model/model.hpp"
 #include "runtime/config/position_schemes.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/session/forward.hpp"
 
 namespace reach {

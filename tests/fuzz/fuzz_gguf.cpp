@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "runtime/formats/gguf.hpp"
 #include "runtime/config/gguf_config.hpp"
+#include "runtime/formats/gguf.hpp"
 #include "runtime/formats/gguf_meta_sink.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
