@@ -71,7 +71,8 @@ stage_end main-build
 # loader, Mesa and the validation layer (tests/lsan.supp); any UBSan report
 # aborts it.  (-Dunity=on does not build: runtime/'s files share internal names.)
 asan_suites=(safetensors config tokenizer schemes model_files engine model model_schemes trained_models
-             kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf)
+             kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf
+             generation)
 asan_log=build-asan/meson-logs/testlog.json
 rm -f "$asan_log"
 logs+=("$asan_log")
