@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string_view>
 
 #include "base/error.hpp"
 #include "runtime/config/position_schemes.hpp"
@@ -104,39 +105,55 @@ double log_prob(const float* row, size_t vocab, int32_t target) {
 }
 
 // The float64 reference over the 270M model takes about a minute of NumPy (half the suite); its
-// output depends only on the model file, the ids and tools/reference_gemma3.py, so it is kept in
-// REACH_BUILD_ROOT/test-cache under a hash of those three (file size and time for the model, whose
-// hash tools/get_gemma3.sh pins) and computed again when any of them changes, or always with
-// REACH_TEST_EXHAUSTIVE=1.  reach itself runs in full every time.
+// output depends only on the model file, the ids and tools/reference_gemma3.py.  It is looked up,
+// under a hash of those three, first in REACH_BUILD_ROOT/test-cache (kept by an earlier run), then
+// in tests/data/reference (committed, so a fresh clone needn't pay the minute: the model's hash is
+// pinned by tools/get_gemma3.sh, so the same key means the same numbers), and computed otherwise,
+// or always with REACH_TEST_EXHAUSTIVE=1.  The model enters the key by its size and its first and
+// last MiB.  reach itself runs in full every time.
 void cached_reference(const std::string& args, const fs::path& model, const fs::path& out, size_t bytes) {
   const char* all = std::getenv("REACH_TEST_EXHAUSTIVE");
   const bool recompute = all && *all && std::string(all) != "0";
   uint64_t h = 1469598103934665603ull;   // FNV-1a
-  auto mix = [&](const std::string& t) {
+  auto mix = [&](std::string_view t) {
     for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
     h = (h ^ 0xff) * 1099511628211ull;
   };
   std::error_code ec;
   mix(read_text(source_root() / "tools/reference_gemma3.py"));
-  mix(fs::absolute(model).string());
-  mix(std::to_string(fs::file_size(model, ec)));
-  mix(std::to_string(fs::last_write_time(model, ec).time_since_epoch().count()));
+  const uint64_t size = fs::file_size(model, ec);
+  mix(std::to_string(size));
+  {
+    std::ifstream in(model, std::ios::binary);
+    std::string part(std::min<uint64_t>(size, 1u << 20), '\0');
+    in.read(part.data(), std::streamsize(part.size()));
+    mix(part);
+    in.seekg(std::streamoff(size - part.size()));
+    in.read(part.data(), std::streamsize(part.size()));
+    mix(part);
+  }
   mix(args);
-  const fs::path dir = build_root() / "test-cache";
   std::string name = "gemma3-ref-";
   for (int i = 60; i >= 0; i -= 4) name += "0123456789abcdef"[(h >> i) & 15];
-  const fs::path cached = dir / (name + ".bin");
-  if (!recompute && fs::is_regular_file(cached, ec) && fs::file_size(cached, ec) == bytes) {
-    fs::copy_file(cached, out, fs::copy_options::overwrite_existing);
-    MESSAGE("reference output from " << cached.string() << " (REACH_TEST_EXHAUSTIVE=1 computes it again)");
-    return;
-  }
+  name += ".bin";
+  const fs::path dir = build_root() / "test-cache";
+  if (!recompute)
+    for (const fs::path& cached : {dir / name, source_root() / "tests/data/reference" / name})
+      if (fs::is_regular_file(cached, ec) && fs::file_size(cached, ec) == bytes) {
+        fs::copy_file(cached, out, fs::copy_options::overwrite_existing);
+        MESSAGE("reference output from " << cached.string() << " (REACH_TEST_EXHAUSTIVE=1 computes it again)");
+        return;
+      }
   run_command(tool() + " " + model.string() + " " + args + " " + out.string());
   if (fs::file_size(out, ec) == bytes) {
     fs::create_directories(dir, ec);
+    const fs::path cached = dir / name;
     const fs::path tmp = cached.string() + "." + out.parent_path().parent_path().filename().string();   // reach-test-PID
     fs::copy_file(out, tmp, fs::copy_options::overwrite_existing, ec);
     if (!ec) fs::rename(tmp, cached, ec);
+    if (!fs::exists(source_root() / "tests/data/reference" / name))
+      MESSAGE("computed the reference; to spare a fresh clone this minute, commit " << cached.string()
+              << " as tests/data/reference/" << name);
   }
 }
 
