@@ -93,7 +93,7 @@ fi
 
 # The sanitizer and fuzz builds, in the background while the main suites run.
 mkdir -p build-asan build-fuzz
-rm -f build-asan/.run_tests-ok build-fuzz/.run_tests-ok
+rm -f build-asan/.run_tests-ok build-asan/.run_tests-suites-rc build-fuzz/.run_tests-ok
 (
   stage_begin asan-build "gcc ASan+UBSan -O0 build of ${#asan_targets[@]} targets in build-asan, in the background" 400
   ok=1
@@ -114,6 +114,19 @@ rm -f build-asan/.run_tests-ok build-fuzz/.run_tests-ok
     echo $ok >build-fuzz/.run_tests-ok
     stage_end fuzz-build "$([ $ok = 1 ] && echo built || echo FAILED)"
   fi
+  # The sanitizer suites, still beside the main suites (which leave a core mostly idle);
+  # their output goes to a log printed when the main suites are done.
+  if [ "$(cat build-asan/.run_tests-ok 2>/dev/null)" = 1 ]; then
+    stage_begin asan-suites "${#asan_suites[@]} suites under ASan+UBSan (build-asan), in the background" 75
+    rc=0
+    ASAN_OPTIONS=detect_leaks=1:allow_addr2line=1 \
+    LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 "${asan_suites[@]}" \
+        >build-asan/suites.log 2>&1 || rc=1
+    echo $rc >build-asan/.run_tests-suites-rc
+    stage_end asan-suites "$([ $rc = 0 ] && echo passed || echo FAILED)"
+  fi
 ) &
 bg_builds=$!
 
@@ -121,24 +134,20 @@ stage_begin main-suites "meson test -C build: every suite on the Vulkan device w
 meson test -C build --no-rebuild --print-errorlogs --num-processes 1 || status=$?
 stage_end main-suites
 
-# The sanitizer suites as soon as their build is done (the fuzz build goes on
-# beside them, niced), then the fuzz runs: one core per target, so two at a
-# time with nothing else beside them (each target gets a whole core for its 10 s).
-while [ ! -f build-asan/.run_tests-ok ] && kill -0 $bg_builds 2>/dev/null; do sleep 1; done
+# The background job (sanitizer build and suites, fuzz build) may still be running;
+# then the fuzz runs: one core per target, so two at a time with nothing else beside
+# them (each target gets a whole core for its 10 s).
+wait $bg_builds
 if [ "$(cat build-asan/.run_tests-ok 2>/dev/null)" = 1 ]; then
-  stage_begin asan-suites "${#asan_suites[@]} suites under ASan+UBSan (build-asan)" 75
-  ASAN_OPTIONS=detect_leaks=1:allow_addr2line=1 \
-  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 "${asan_suites[@]}" || status=1
-  stage_end asan-suites
+  echo "run_tests: the sanitizer suites' output (build-asan/suites.log):"
+  cat build-asan/suites.log
+  [ "$(cat build-asan/.run_tests-suites-rc 2>/dev/null)" = 0 ] || status=1
 else
   tail -n 40 build-asan/ninja.log >&2
   echo "run_tests: the sanitizer build failed (build-asan/ninja.log)" >&2
   status=1
 fi
 
-wait $bg_builds
 if [ $have_fuzz = 1 ]; then
   if [ "$(cat build-fuzz/.run_tests-ok 2>/dev/null)" = 1 ]; then
     stage_begin fuzz-runs "6 fuzz targets for 10 s each, 2 at a time (build-fuzz)" 35
