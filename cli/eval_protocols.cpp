@@ -20,8 +20,8 @@ namespace {
 std::string num(size_t v) { return std::to_string(v); }
 
 // The rope types that have a preset of their name (runtime/rope_types); pi is linear too.
-constexpr RopeType kPresetTypes[] = {RopeType::linear, RopeType::ntk, RopeType::dynamic, RopeType::yarn,
-                                     RopeType::rerope, RopeType::leaky_rerope, RopeType::self_extend};
+constexpr RopeType kPresetTypes[] = {RopeType::linear, RopeType::ntk,    RopeType::dynamic,      RopeType::yarn,
+                                     RopeType::longrope, RopeType::rerope, RopeType::leaky_rerope, RopeType::self_extend};
 
 }  // namespace
 
@@ -163,6 +163,8 @@ const char* preset_help() {
          "  ntk             --rope-scaling ntk --rope-factor s\n"
          "  dynamic         --rope-scaling dynamic --rope-factor s --original-ctx L_train\n"
          "  yarn            --rope-scaling yarn --rope-factor s --original-ctx L_train\n"
+         "  longrope        --rope-scaling longrope: the model's own short / long factors (Phi-3, Phi-4-mini;\n"
+         "                  long beyond L_train); models without them are refused\n"
          "  rerope          window w = --rerope-window, default L_train/4\n"
          "  leaky_rerope    window w as rerope, k = --leaky-k, default max(2, ceil((L-w)/(L_train-w)))\n"
          "                  (the largest effective distance w + (L-w)/k stays within L_train)\n"

@@ -2,13 +2,16 @@
 // and one test per bad input.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "runtime/config/model_config.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 
@@ -295,8 +298,11 @@ TEST_CASE("rope_scaling: unknown and unsupported types") {
   CHECK_HAS(msg, "lienar");
   CHECK_HAS(msg, "yarn");
   CHECK_HAS(msg, "self_extend");
-  CHECK_HAS(rope_error(R"({"rope_type":"longrope","short_factor":[1],"long_factor":[1]})", ErrorCode::unsupported),
-            "longrope");
+  CHECK_HAS(rope_error(R"({"rope_type":"mrope"})", ErrorCode::unsupported), "\"mrope\" is not supported by reach yet");
+  CHECK_HAS(rope_error(R"({"rope_type":"longrope","short_factor":[1]})"), "missing key 'long_factor'");
+  CHECK_HAS(rope_error(R"({"rope_type":"longrope","short_factor":[1],"long_factor":[1,2]})"),
+            "'short_factor' has 1 entries but 'long_factor' has 2");
+  CHECK_HAS(rope_error(R"({"rope_type":"su","short_factor":[1],"long_factor":[0]})"), "expected numbers > 0");
   CHECK_HAS(rope_error(R"("linear")"), "object");
 }
 
@@ -400,4 +406,132 @@ TEST_CASE("config: missing file and invalid JSON") {
   std::ofstream(p) << "[1,2]";
   msg = error_of([&] { reach::load_model_config(p); }, ErrorCode::format);
   CHECK_HAS(msg, "object");
+}
+
+// ---------------------------------------------------------------------------
+// The families beyond Llama: the features each config turns on (their forward is checked against
+// transformers in test_families.cpp).
+
+namespace {
+
+json family(const char* arch, const char* model_type) {
+  json j = tiny_llama();
+  j["architectures"] = json::array({arch});
+  j["model_type"] = model_type;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("config: Qwen3 has per-head q/k norms and its own head_dim") {
+  json j = with(family("Qwen3ForCausalLM", "qwen3"), "head_dim", 24);
+  const auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.arch == reach::ModelArch::qwen3);
+  CHECK(c.family() == "Qwen3");
+  CHECK(c.qk_head_norm);
+  CHECK(c.head_dim == 24);
+  CHECK(!c.attention_bias);
+}
+
+TEST_CASE("config: Phi-3 LongRoPE, v4 ('su', top-level original context) and v5 spellings") {
+  json j = family("Phi3ForCausalLM", "phi3");
+  j["partial_rotary_factor"] = 0.75;   // 16 head dims -> 12 rotary -> 6 pairs
+  j["original_max_position_embeddings"] = 64;
+  j["rope_scaling"] = json::parse(R"({"type":"su","short_factor":[1,1,1,1,1,1],"long_factor":[1,2,3,4,5,6]})");
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.family() == "Phi-3");
+  CHECK(c.fused_qkv);
+  CHECK(c.fused_gate_up);
+  CHECK(c.rotary_dim == 12);
+  CHECK(c.rope.type == RopeType::longrope);
+  CHECK(c.rope.original_max_position == 64);
+  CHECK(c.rope.long_factor[5] == 6.0);
+  json v5 = without(without(j, "rope_scaling"), "original_max_position_embeddings");
+  v5["rope_parameters"] = json::parse(R"({"rope_type":"longrope","rope_theta":10000.0,"partial_rotary_factor":0.75,
+      "original_max_position_embeddings":64,"short_factor":[1,1,1,1,1,1],"long_factor":[1,2,3,4,5,6]})");
+  auto c5 = reach::parse_model_config(v5, kSrc);
+  CHECK(c5.rope.original_max_position == 64);
+  CHECK(c5.rope_theta == 10000.0);
+  CHECK(c5.rotary_dim == 12);
+  // The factors must cover the rotated pairs, and the trained context must be known.
+  j["rope_scaling"]["short_factor"] = json::array({1, 1});
+  j["rope_scaling"]["long_factor"] = json::array({1, 1});
+  CHECK_HAS(config_error(j, ErrorCode::format), "they need 6");
+  json no_orig = without(j, "original_max_position_embeddings");
+  no_orig["rope_scaling"] = json::parse(R"({"type":"longrope","short_factor":[1,1,1,1,1,1],"long_factor":[1,1,1,1,1,1]})");
+  CHECK_HAS(config_error(no_orig, ErrorCode::format), "missing key 'original_max_position_embeddings'");
+}
+
+TEST_CASE("config: Gemma 2 caps logits and alternates sliding and global layers") {
+  json j = family("Gemma2ForCausalLM", "gemma2");
+  j.erase("hidden_act");
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["attn_logit_softcapping"] = 50.0;
+  j["final_logit_softcapping"] = 30.0;
+  j["sliding_window"] = 32;
+  j["query_pre_attn_scalar"] = 8;
+  j["num_hidden_layers"] = 4;
+  auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.family() == "Gemma 2");
+  CHECK(c.attn_softcap == 50.0);
+  CHECK(c.final_softcap == 30.0);
+  CHECK(c.local_layers == std::vector<bool>{true, false, true, false});
+  CHECK(c.local_window == 32);
+  CHECK(c.rope_local_theta == c.rope_theta);
+  CHECK(*c.query_scale == doctest::Approx(1.0 / std::sqrt(8.0)));
+  CHECK(c.norm_weight_offset == 1);
+  CHECK(c.post_norms);
+  CHECK(!c.qk_head_norm);
+  j["attn_logit_softcapping"] = nullptr;   // null: no cap, as transformers
+  CHECK(reach::parse_model_config(j, kSrc).attn_softcap == 0);
+  j["layer_types"] = json::array({"full_attention", "sliding_attention", "full_attention", "full_attention"});
+  CHECK(reach::parse_model_config(j, kSrc).local_layers == std::vector<bool>{false, true, false, false});
+}
+
+TEST_CASE("config: OLMo 2 norms after attention and MLP only, q/k norm over the projection") {
+  const auto c = reach::parse_model_config(family("Olmo2ForCausalLM", "olmo2"), kSrc);
+  CHECK(c.family() == "OLMo 2");
+  CHECK(!c.pre_norms);
+  CHECK(c.post_norms);
+  CHECK(c.qk_proj_norm);
+  CHECK(!c.qk_head_norm);
+}
+
+TEST_CASE("config: SmolLM3's NoPE layers become per-layer rope = false") {
+  json j = with(family("SmolLM3ForCausalLM", "smollm3"), "num_hidden_layers", 8);
+  auto c = reach::parse_model_config(j, kSrc);   // no_rope_layer_interval 4: layers 3 and 7
+  REQUIRE(c.attn.layers.size() == 2);
+  CHECK(c.attn.layers.at(3).rope == false);
+  CHECK(c.attn.layers.at(7).rope == false);
+  j["no_rope_layers"] = json::array({1, 0, 1, 1, 1, 1, 1, 1});
+  c = reach::parse_model_config(j, kSrc);
+  REQUIRE(c.attn.layers.size() == 1);
+  CHECK(c.attn.layers.at(1).rope == false);
+  j["no_rope_layers"] = json::array({1, 2, 1, 1, 1, 1, 1, 1});
+  CHECK_HAS(config_error(j, ErrorCode::format), "'no_rope_layers' entry 1 is a number (2)");
+  j["no_rope_layers"] = json::array({1, 1});
+  CHECK_HAS(config_error(j, ErrorCode::format), "a list of num_hidden_layers entries");
+}
+
+TEST_CASE("rope_freqs: LongRoPE divides by the short factors within the trained context, the long ones beyond") {
+  json j = family("Phi3ForCausalLM", "phi3");   // 16 head dims, all rotary: 8 pairs
+  j["max_position_embeddings"] = 256;
+  j["rope_scaling"] = json::parse(R"({"type":"longrope","original_max_position_embeddings":64,
+      "short_factor":[1,1.5,2,2.5,3,3.5,4,4.5],"long_factor":[2,3,4,5,6,7,8,9]})");
+  const auto c = reach::parse_model_config(j, kSrc);
+  const double base = 500000.0;   // tiny_llama's rope_theta
+  for (const int64_t len : {int64_t(64), int64_t(65)}) {
+    const reach::RopeFreqs f = reach::rope_freqs(c, len);
+    const auto& ext = len > 64 ? c.rope.long_factor : c.rope.short_factor;
+    INFO("length " << len);
+    for (size_t jj = 0; jj < 8; ++jj)
+      CHECK(f.inv_freq[jj] == doctest::Approx(1.0 / (ext[jj] * std::pow(base, 2.0 * double(jj) / 16.0))).epsilon(1e-13));
+    // s = 256 / 64 = 4: sqrt(1 + ln 4 / ln 64) = sqrt(4/3), for both sets (transformers scales cos/sin always).
+    CHECK(f.attention_factor == doctest::Approx(std::sqrt(4.0 / 3.0)).epsilon(1e-13));
+  }
+  j["rope_scaling"]["attention_factor"] = 1.25;
+  CHECK(reach::rope_freqs(reach::parse_model_config(j, kSrc), 100).attention_factor == 1.25);
+  j["max_position_embeddings"] = 64;   // s = 1: no attention factor
+  j["rope_scaling"].erase("attention_factor");
+  CHECK(reach::rope_freqs(reach::parse_model_config(j, kSrc), 100).attention_factor == 1.0);
 }

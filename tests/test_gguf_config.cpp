@@ -3,13 +3,17 @@
 // GGUF against the config.json tools/get_smollm2.sh writes from it.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "base/error.hpp"
 #include "runtime/config/gguf_config.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/gguf_writer.hpp"
@@ -18,6 +22,7 @@ namespace fs = std::filesystem;
 using reach::ErrorCode;
 using reach::GgufFile;
 using reach::ModelConfig;
+using reach::RopeFreqs;
 using reach::RopeType;
 using reach::test::error_of;
 using reach::test::GgufBuilder;
@@ -170,11 +175,37 @@ TEST_CASE("gguf config: rope scaling keys") {
     CHECK_HAS(m, "key 'llama.rope.scaling.factor' is 0");
     m = config_error(dir, tiny_llama_gguf().kv_string("llama.rope.scaling.type", "wobble"));
     CHECK_HAS(m, "key 'llama.rope.scaling.type' is \"wobble\", expected none, linear or yarn");
-    m = config_error(dir, tiny_llama_gguf().kv_string("llama.rope.scaling.type", "longrope"), ErrorCode::unsupported);
-    CHECK_HAS(m, "\"longrope\", which reach does not run yet");
+    // LongRoPE comes as phi3's rope_factors_* tensors, never as a llama rope.scaling.type.
+    m = config_error(dir, tiny_llama_gguf().kv_string("llama.rope.scaling.type", "longrope"));
+    CHECK_HAS(m, "key 'llama.rope.scaling.type' is \"longrope\", expected none, linear or yarn");
     m = config_error(dir, tiny_llama_gguf().kv_u32("llama.rope.scaling.type", 1));
     CHECK_HAS(m, "key 'llama.rope.scaling.type' is UINT32, expected STRING");
   }
+}
+
+TEST_CASE("gguf config: rope_freqs.weight divides each frequency, as llama.cpp's rope does") {
+  TempDir dir("gguf_config");
+  // Llama 3.1's rule (factor 8, low 1, high 4, original context 64 at base 10000, 16 rotary dims), worked out
+  // here independently of reach's llama3 table: wavelength 2π/θ_j above 64 → factor 8, below 16 → 1, else
+  // the smooth blend 1 / ((1 − t)/8 + t) with t = (64/λ − 1)/3.
+  std::vector<float> factors(8);
+  for (int j = 0; j < 8; ++j) {
+    const double theta = std::pow(10000.0, -2.0 * j / 16.0), lambda = 2 * M_PI / theta;
+    const double t = (64.0 / lambda - 1.0) / 3.0;
+    factors[size_t(j)] = float(lambda > 64 ? 8.0 : lambda < 16 ? 1.0 : 1.0 / ((1.0 - t) / 8.0 + t));
+  }
+  std::string bytes(factors.size() * 4, '\0');
+  std::memcpy(bytes.data(), factors.data(), bytes.size());
+  const ModelConfig c = config_of(dir, tiny_llama_gguf().tensor("rope_freqs.weight", {8}, 0, bytes));
+  REQUIRE(c.rope_freq_factors.size() == 8);
+  const RopeFreqs f = reach::rope_freqs(c, 0);
+  for (int j = 0; j < 8; ++j) {
+    INFO("pair " << j);
+    CHECK(c.rope_freq_factors[size_t(j)] == double(factors[size_t(j)]));
+    CHECK(f.inv_freq[size_t(j)] == doctest::Approx(std::pow(10000.0, -2.0 * j / 16.0) / factors[size_t(j)]).epsilon(1e-12));
+  }
+  CHECK(factors[0] == 1.0f);   // the rule bites on both ends of this table
+  CHECK(factors[7] == 8.0f);
 }
 
 TEST_CASE("gguf config: bad or unsupported metadata names the key") {
@@ -244,8 +275,10 @@ TEST_CASE("gguf config: bad or unsupported metadata names the key") {
        ErrorCode::format, "neither 'llama.vocab_size' nor 'tokenizer.ggml.tokens' is set"},
       {"experts", tiny_llama_gguf().kv_u32("llama.expert_count", 8), ErrorCode::unsupported,
        "key 'llama.expert_count' is 8: mixture-of-experts models are not supported yet"},
-      {"rope_freqs tensor", tiny_llama_gguf().tensor("rope_freqs.weight", {8}, 0), ErrorCode::unsupported,
-       "tensor 'rope_freqs.weight' (per-frequency rope factors"},
+      {"rope_freqs tensor of the wrong size", tiny_llama_gguf().tensor("rope_freqs.weight", {3}, 0),
+       ErrorCode::format, "tensor 'rope_freqs.weight' is F32 with ne [3], expected F32 [8] (one factor per rotary pair)"},
+      {"rope_freqs tensor not F32", tiny_llama_gguf().tensor("rope_freqs.weight", {8}, 1), ErrorCode::format,
+       "tensor 'rope_freqs.weight' is not F32"},
   };
   for (const Case& c : cases) {
     INFO(std::string(c.what));

@@ -1,6 +1,8 @@
 #include "runtime/config/gguf_config.hpp"
 
+#include <cctype>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -15,7 +17,28 @@ namespace {
 // Sizes and positions are 32-bit in the kernels, as for config.json.
 constexpr int64_t kMaxDimension = INT32_MAX;
 constexpr const char* kSupportedArchs =
-    "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama) and gemma3 (Gemma 3 text models)";
+    "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama), qwen2, qwen3, phi3 (Phi-3, Phi-3.5, "
+    "Phi-4-mini), gemma2, gemma3 (Gemma 3 text models), olmo2 and smollm3";
+
+// general.architecture -> config.json's architecture and model_type; `interleaved`: llama.cpp's converter
+// permuted the q/k rows (LlamaModel.permute) for this architecture.
+struct GgufArch {
+  const char* name;
+  const char* architecture;
+  const char* model_type;
+  ModelArch arch;
+  bool interleaved;
+};
+constexpr GgufArch kArchs[] = {
+    {"llama", "LlamaForCausalLM", "llama", ModelArch::llama, true},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", ModelArch::llama, false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", ModelArch::qwen3, false},
+    {"phi3", "Phi3ForCausalLM", "phi3", ModelArch::phi3, false},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", ModelArch::gemma2, false},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", ModelArch::gemma3, false},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", ModelArch::olmo2, false},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", ModelArch::smollm3, true},
+};
 
 // Typed reads of one architecture's keys, with config.json's range rules.
 struct Keys {
@@ -110,13 +133,75 @@ RopeScaling rope_scaling(const Keys& k) {
     if (k.f.has(k.key("rope.scaling.yarn_log_multiplier")))
       k.unsupported("key '" + k.key("rope.scaling.yarn_log_multiplier") +
                     "' (DeepSeek-style YaRN attention scaling) is not supported yet");
-  } else if (t == "longrope") {
-    k.unsupported("key '" + type_key + "' is \"longrope\", which reach does not run yet (supported: none, "
-                  "linear, yarn)");
   } else {
     k.f.fail("key '" + type_key + "' is \"" + t + "\", expected none, linear or yarn");
   }
   return rs;
+}
+
+// A global F32 vector tensor (rope_freqs, rope_factors_*) of `n` entries, each finite and > 0.
+std::vector<double> factor_tensor(const Keys& k, const GgufTensor& t, int64_t n) {
+  if (t.type != GgmlType::f32 || t.ne.size() != 1 || t.ne[0] != n)
+    k.f.fail("tensor '" + t.name + "' is " + (t.type == GgmlType::f32 ? "F32" : "not F32") + " with ne " +
+             t.ne_string() + ", expected F32 [" + std::to_string(n) + "] (one factor per rotary pair)");
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, t.data + i * 4, 4);
+    if (!std::isfinite(v) || !(v > 0))
+      k.f.fail("tensor '" + t.name + "' entry " + std::to_string(i) + " is " + std::to_string(v) +
+               ", expected a factor > 0");
+    out[size_t(i)] = v;
+  }
+  return out;
+}
+
+// Phi-3 as llama.cpp's converter writes it: LongRoPE factors as two global tensors, the attention factor and
+// the trained context as rope.scaling keys, sliding_window 0 for none.
+void phi3_keys(const Keys& k, ModelConfig& c) {
+  c.fused_qkv = c.fused_gate_up = true;
+  const GgufTensor* lf = k.f.find_tensor("rope_factors_long.weight");
+  const GgufTensor* sf = k.f.find_tensor("rope_factors_short.weight");
+  if (lf || sf) {
+    if (!lf || !sf)
+      k.f.fail(std::string("tensor '") + (lf ? "rope_factors_short.weight" : "rope_factors_long.weight") +
+               "' is missing, its pair is present; LongRoPE needs both");
+    c.rope.type = RopeType::longrope;
+    c.rope.factor = 0;
+    c.rope.long_factor = factor_tensor(k, *lf, c.rotary_dim / 2);
+    c.rope.short_factor = factor_tensor(k, *sf, c.rotary_dim / 2);
+    const std::string oc = k.key("rope.scaling.original_context_length");
+    if (!k.f.has(oc)) k.f.fail("missing key '" + oc + "' - LongRoPE switches factors beyond the trained context");
+    c.rope.original_max_position = k.dimension(oc, k.f.get_u64(oc));
+    const std::string af = k.key("rope.scaling.attn_factor");
+    if (auto v = k.opt_num(af)) c.rope.attention_factor = k.positive(af, *v);
+  }
+  if (auto w = k.f.opt_u64(k.key("attention.sliding_window")); w && *w > 0)
+    c.sliding_window = k.dimension(k.key("attention.sliding_window"), *w);
+}
+
+// Gemma 2 as llama.cpp runs it: the converter stored the norms as 1 + w; the even layers slide; one rotary
+// base; the query scale is 1/sqrt(head size), except for the 46-layer (27B) model, whose
+// query_pre_attn_scalar is hidden / heads (the file has no key for it).
+void gemma2_keys(const Keys& k, ModelConfig& c) {
+  c.activation = Activation::gelu_tanh;
+  c.norm_weight_offset = 0;
+  c.post_norms = true;
+  c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  for (auto [name, dst] : {std::pair{"attn_logit_softcapping", &c.attn_softcap},
+                           std::pair{"final_logit_softcapping", &c.final_softcap}}) {
+    const std::string full = k.key(name);
+    if (auto v = k.opt_num(full); v && *v != 0) *dst = k.positive(full, *v);
+  }
+  const double qpas = c.n_layers == 46 ? static_cast<double>(c.hidden_size / c.n_heads)
+                                        : static_cast<double>(c.head_dim);
+  c.query_scale = 1.0 / std::sqrt(qpas);
+  const std::string sw_key = k.key("attention.sliding_window");
+  if (!k.f.has(sw_key)) k.f.fail("missing key '" + sw_key + "' - every gemma2 GGUF has it; is the file complete?");
+  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
+  c.rope_local_theta = c.rope_theta;
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = i % 2 == 0;
 }
 
 // Gemma 3 as llama.cpp runs it: the converter stored the norms as 1 + w; every sixth layer is global
@@ -156,21 +241,23 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     f.fail("missing key '" + arch_key + "' - every model GGUF names its architecture; reach runs " +
            kSupportedArchs);
   const std::string arch(f.get_string(arch_key));
-  if (arch != "llama" && arch != "gemma3")
+  const GgufArch* ga = nullptr;
+  for (const GgufArch& g : kArchs)
+    if (arch == g.name) ga = &g;
+  if (!ga)
     throw Error(ErrorCode::unsupported, "gguf (" + f.path().string() + "): key '" + arch_key + "' is \"" + arch +
                                             "\", an architecture reach does not run; reach runs " + kSupportedArchs);
   const Keys k{f, arch};
   ModelConfig c;
   c.source = f.path();
-  c.architecture = "LlamaForCausalLM";
-  c.model_type = "llama";
+  c.architecture = ga->architecture;
+  c.model_type = ga->model_type;
+  c.arch = ga->arch;
+  c.interleaved_qk_rows = ga->interleaved;
 
   if (auto experts = f.opt_u64(k.key("expert_count")); experts && *experts > 0)
     k.unsupported("key '" + k.key("expert_count") + "' is " + std::to_string(*experts) +
                   ": mixture-of-experts models are not supported yet");
-  if (f.find_tensor("rope_freqs.weight"))
-    k.unsupported("tensor 'rope_freqs.weight' (per-frequency rope factors, as Llama 3.1 / 3.2 files carry) is "
-                  "not supported yet");
 
   const std::string hint_s = "every " + arch + " GGUF has it; is the file complete?";
   const char* hint = hint_s.c_str();
@@ -221,6 +308,10 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
            "; RoPE needs an even number of dimensions, at most the head size " + std::to_string(c.head_dim));
   c.partial_rotary_factor = static_cast<double>(c.rotary_dim) / static_cast<double>(c.head_dim);
   c.rope = rope_scaling(k);
+  // Llama 3.1 / 3.2: llama3 rope scaling as one divisor per frequency (llama.cpp applies it to every layer
+  // of these architectures).
+  if (const GgufTensor* rf = f.find_tensor("rope_freqs.weight"))
+    c.rope_freq_factors = factor_tensor(k, *rf, c.rotary_dim / 2);
 
   // Vocabulary: llama.vocab_size, else the token list; a token list longer
   // than the vocabulary would hand out ids the embedding table lacks.
@@ -241,7 +332,38 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
 
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  if (arch == "gemma3") gemma3_keys(k, c);
+  switch (c.arch) {
+    case ModelArch::gemma3: gemma3_keys(k, c); break;
+    case ModelArch::gemma2: gemma2_keys(k, c); break;
+    case ModelArch::phi3: phi3_keys(k, c); break;
+    case ModelArch::qwen3: c.qk_head_norm = true; break;
+    case ModelArch::olmo2:
+      if (f.has(k.key("attention.sliding_window")))
+        k.unsupported("key '" + k.key("attention.sliding_window") + "' is set: OLMo 3's sliding-window layers are "
+                      "not supported yet (OLMo 2 has none)");
+      c.pre_norms = false;
+      c.post_norms = true;
+      c.qk_proj_norm = true;
+      break;
+    case ModelArch::smollm3:   // llama.cpp's fixed layout: every fourth layer has no rotation
+      for (int64_t i = 3; i < c.n_layers; i += 4) c.attn.layers[int(i)].rope = false;
+      break;
+    case ModelArch::llama:
+      if (auto w = f.opt_u64(k.key("attention.sliding_window")); w && *w > 0) {
+        c.sliding_window = k.dimension(k.key("attention.sliding_window"), *w);
+      } else if (arch == "llama") {
+        // llama.cpp's converter drops Mistral's sliding_window; say so where the file names a Mistral.
+        std::string name;
+        for (const char* key : {"general.name", "general.basename"})
+          if (auto v = f.opt_string(key)) name += std::string(*v) + " ";
+        for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (name.find("mistral") != std::string::npos)
+          c.window_note = "this GGUF carries no sliding window (llama.cpp's converter drops Mistral's "
+                          "sliding_window): if the model was trained with one, pass --attn-window W (e.g. 4096 "
+                          "for Mistral 7B v0.1) to restore it";
+      }
+      break;
+  }
   if (f.has("tokenizer.ggml.bos_token_id")) c.bos_ids = {token_id(f, "tokenizer.ggml.bos_token_id", c.vocab_size)};
   if (f.has("tokenizer.ggml.eos_token_id")) c.eos_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
   return c;

@@ -24,7 +24,8 @@ constexpr int64_t kMaxDimension = INT32_MAX;
 // A real config.json nests 3 levels (rope_scaling, reach_attention.layers.N).
 constexpr int kMaxConfigDepth = 64;
 constexpr const char* kSupportedArchs =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Gemma3ForCausalLM";
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+    "Gemma2ForCausalLM, Gemma3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM";
 // "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
 std::string known_rope_types() {
   return rope_type_names(", ", [](const RopeTypeInfo& t) { return t.hf; }) + " (Hugging Face) and " +
@@ -107,6 +108,21 @@ struct Reader {
     if (!v) return std::nullopt;
     if (!v->is_string()) wrong_type(key, *v, "a string");
     return v->get<std::string>();
+  }
+
+  // A list of numbers > 0 (LongRoPE's factors); empty when absent.
+  std::vector<double> positive_list(const char* key) const {
+    std::vector<double> out;
+    const json* v = find(key);
+    if (!v) return out;
+    if (!v->is_array()) wrong_type(key, *v, "a list of numbers");
+    for (const json& e : *v) {
+      if (!e.is_number() || !std::isfinite(e.get<double>()) || !(e.get<double>() > 0))
+        fail(ErrorCode::format, std::string("'") + key + "' holds " + describe_value(e) +
+                                    ", expected numbers > 0 - fix the value in the file");
+      out.push_back(e.get<double>());
+    }
+    return out;
   }
 
   int64_t positive(const char* key, int64_t v) const {
@@ -236,6 +252,25 @@ RopeScaling parse_rope_scaling(const json& obj, const std::string& where) {
                                       json(rs.low_freq_factor).dump() + " - swap them");
       break;
     }
+    case RopeType::longrope: {
+      // factor is optional: Phi-3 gives max_position_embeddings / original instead (rope_freqs).
+      if (auto f = r.opt_num("factor")) rs.factor = r.positive("factor", *f);
+      else rs.factor = 0;
+      common_hf();
+      rs.attention_factor = r.opt_num("attention_factor");
+      if (rs.attention_factor) r.positive("attention_factor", *rs.attention_factor);
+      const std::string h = "rope_type \"longrope\" needs 'short_factor' and 'long_factor' (one divisor per "
+                            "rotary frequency, as Phi-3 configs carry them)";
+      rs.short_factor = r.positive_list("short_factor");
+      rs.long_factor = r.positive_list("long_factor");
+      if (rs.short_factor.empty()) r.missing("short_factor", h);
+      if (rs.long_factor.empty()) r.missing("long_factor", h);
+      if (rs.short_factor.size() != rs.long_factor.size())
+        r.fail(ErrorCode::format, "'short_factor' has " + std::to_string(rs.short_factor.size()) +
+                                      " entries but 'long_factor' has " + std::to_string(rs.long_factor.size()) +
+                                      " - both need one per rotary frequency");
+      break;
+    }
     case RopeType::ntk:
       rs.factor = r.positive("factor", r.req_num("factor", fhint));
       break;
@@ -350,46 +385,108 @@ float gemma_embed_scale(int64_t hidden, const std::string& dtype) {
   return r;
 }
 
-// Gemma 3's keys beyond the common ones (config.json of Gemma3ForCausalLM / gemma3_text).
-void parse_gemma3(const Reader& r, ModelConfig& c) {
-  c.arch = ModelArch::gemma3;
+// The Gemma MLP's activation (hidden_activation, else hidden_act): GELU(tanh) only.
+void gemma_activation(const Reader& r, ModelConfig& c, const char* family) {
   const std::string act = r.opt_str("hidden_activation").value_or(r.opt_str("hidden_act").value_or(
       "gelu_pytorch_tanh"));
   if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
-    r.fail(ErrorCode::unsupported, "hidden_activation \"" + act + "\" is not supported for Gemma 3; reach's Gemma "
-                                   "MLP is GELU(tanh)-gated (\"gelu_pytorch_tanh\")");
+    r.fail(ErrorCode::unsupported, "hidden_activation \"" + act + "\" is not supported for " + family + "; reach's "
+                                   "Gemma MLP is GELU(tanh)-gated (\"gelu_pytorch_tanh\")");
   c.activation = Activation::gelu_tanh;
-  for (const char* k : {"final_logit_softcapping", "attn_logit_softcapping"})
-    if (r.has(k))
-      r.fail(ErrorCode::unsupported, std::string("'") + k + "' is set; Gemma 3 has no logit soft-capping and reach "
-                                     "does not run it - set it to null");
-  c.norm_weight_offset = 1;   // Gemma3RMSNorm: x * (1 + w), w stored
+}
+
+// layer_types (["sliding_attention", "full_attention", ...]) into c.local_layers; false when absent.
+bool parse_layer_types(const Reader& r, ModelConfig& c) {
+  const json* lt = r.find("layer_types");
+  if (!lt) return false;
+  if (!lt->is_array() || lt->size() != static_cast<size_t>(c.n_layers))
+    r.wrong_type("layer_types", *lt, "a list of num_hidden_layers entries");
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (size_t i = 0; i < lt->size(); ++i) {
+    const json& e = (*lt)[i];
+    if (e == "sliding_attention") c.local_layers[i] = true;
+    else if (e != "full_attention")
+      r.fail(ErrorCode::format, "'layer_types' entry " + std::to_string(i) + " is " + describe_value(e) +
+                                    ", expected \"sliding_attention\" or \"full_attention\"");
+  }
+  return true;
+}
+
+// What Gemma 2 and 3 share: (1 + w) norms before and after attention and the MLP, scaled embeddings, the
+// query_pre_attn_scalar logit scale, and local layers.
+void parse_gemma_common(const Reader& r, ModelConfig& c, const char* family) {
+  gemma_activation(r, c, family);
+  c.norm_weight_offset = 1;   // GemmaRMSNorm: x * (1 + w), w stored
   c.post_norms = true;
-  c.qk_head_norm = true;
   c.embed_scale = gemma_embed_scale(c.hidden_size, c.torch_dtype);
   const double qpas = r.positive("query_pre_attn_scalar", r.opt_num("query_pre_attn_scalar").value_or(256.0));
   c.query_scale = 1.0 / std::sqrt(qpas);
   c.local_window = r.dimension("sliding_window", r.opt_int("sliding_window").value_or(4096));
+}
+
+// Gemma 2's keys beyond the common ones (config.json of Gemma2ForCausalLM).
+void parse_gemma2(const Reader& r, ModelConfig& c) {
+  c.arch = ModelArch::gemma2;
+  parse_gemma_common(r, c, "Gemma 2");
+  // null turns a cap off, as in Hugging Face's forward.
+  if (auto v = r.opt_num("attn_logit_softcapping")) c.attn_softcap = r.positive("attn_logit_softcapping", *v);
+  if (auto v = r.opt_num("final_logit_softcapping")) c.final_softcap = r.positive("final_logit_softcapping", *v);
+  if (!parse_layer_types(r, c)) {   // older configs: the even layers slide
+    c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = i % 2 == 0;
+  }
+  // One rotary base for both kinds of layer: set from rope_theta once that is parsed.
+}
+
+// Gemma 3's keys beyond the common ones (config.json of Gemma3ForCausalLM / gemma3_text).
+void parse_gemma3(const Reader& r, ModelConfig& c) {
+  c.arch = ModelArch::gemma3;
+  parse_gemma_common(r, c, "Gemma 3");
+  for (const char* k : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (r.has(k))
+      r.fail(ErrorCode::unsupported, std::string("'") + k + "' is set; Gemma 3 has no logit soft-capping and reach "
+                                     "does not run it there - set it to null");
+  c.qk_head_norm = true;
   c.rope_local_theta = r.positive("rope_local_base_freq", r.opt_num("rope_local_base_freq").value_or(10000.0));
-  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
-  if (const json* lt = r.find("layer_types")) {
-    if (!lt->is_array() || lt->size() != static_cast<size_t>(c.n_layers))
-      r.wrong_type("layer_types", *lt, "a list of num_hidden_layers entries");
-    for (size_t i = 0; i < lt->size(); ++i) {
-      const json& e = (*lt)[i];
-      if (e == "sliding_attention") c.local_layers[i] = true;
-      else if (e != "full_attention")
-        r.fail(ErrorCode::format, "'layer_types' entry " + std::to_string(i) + " is " + describe_value(e) +
-                                      ", expected \"sliding_attention\" or \"full_attention\"");
-    }
-  } else {
+  if (!parse_layer_types(r, c)) {
     // Older configs: every sliding_window_pattern-th layer is global.
     const int64_t pattern = r.dimension("sliding_window_pattern", r.opt_int("sliding_window_pattern").value_or(6));
+    c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
     for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % pattern != 0;
   }
 }
 
+// SmolLM3's NoPE layers: no_rope_layers[i] == 0 marks one (else every no_rope_layer_interval-th layer).
+std::vector<bool> parse_nope_layers(const Reader& r, int64_t n_layers) {
+  std::vector<bool> nope(static_cast<size_t>(n_layers), false);
+  if (const json* nr = r.find("no_rope_layers")) {
+    if (!nr->is_array() || nr->size() != static_cast<size_t>(n_layers))
+      r.wrong_type("no_rope_layers", *nr, "a list of num_hidden_layers entries (1 = RoPE, 0 = no RoPE)");
+    for (size_t i = 0; i < nr->size(); ++i) {
+      const json& e = (*nr)[i];
+      if (!e.is_number_integer() || (e.get<int64_t>() != 0 && e.get<int64_t>() != 1))
+        r.fail(ErrorCode::format, "'no_rope_layers' entry " + std::to_string(i) + " is " + describe_value(e) +
+                                      ", expected 1 (RoPE) or 0 (no RoPE)");
+      nope[i] = e.get<int64_t>() == 0;
+    }
+  } else {
+    const int64_t every = r.dimension("no_rope_layer_interval", r.opt_int("no_rope_layer_interval").value_or(4));
+    for (int64_t i = 0; i < n_layers; ++i) nope[size_t(i)] = (i + 1) % every == 0;
+  }
+  return nope;
+}
+
 }  // namespace
+
+std::string ModelConfig::family() const {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"llama", "Llama"},   {"mistral", "Mistral"}, {"qwen2", "Qwen2"},       {"qwen3", "Qwen3"},
+      {"phi3", "Phi-3"},    {"gemma2", "Gemma 2"},  {"gemma3_text", "Gemma 3"}, {"olmo2", "OLMo 2"},
+      {"smollm3", "SmolLM3"}};
+  for (const auto& [type, name] : kNames)
+    if (model_type == type) return name;
+  return model_type;
+}
 
 bool ModelConfig::has_local_layers() const {
   return std::find(local_layers.begin(), local_layers.end(), true) != local_layers.end();
@@ -419,8 +516,9 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
 
   // Architecture.
   static const std::pair<const char*, const char*> kArchs[] = {
-      {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
-      {"Gemma3ForCausalLM", "gemma3_text"}};
+      {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen3ForCausalLM", "qwen3"},     {"Phi3ForCausalLM", "phi3"},       {"Gemma2ForCausalLM", "gemma2"},
+      {"Gemma3ForCausalLM", "gemma3_text"}, {"Olmo2ForCausalLM", "olmo2"}, {"SmolLM3ForCausalLM", "smollm3"}};
   if (const json* archs = r.find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       r.wrong_type("architectures", *archs, "a list of class names like [\"LlamaForCausalLM\"]");
@@ -435,14 +533,15 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
       if (*mt == m) c.architecture = a, c.model_type = m;
     if (c.model_type.empty())
       r.fail(ErrorCode::unsupported, "model_type '" + *mt + "' is not supported; reach runs " + kSupportedArchs +
-                                         " (model_type llama, mistral, qwen2, gemma3_text)");
+                                         " (model_type llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, "
+                                         "olmo2, smollm3)");
   } else {
     r.missing("architectures", std::string("neither 'architectures' nor 'model_type' is set; reach runs ") +
                                    kSupportedArchs);
   }
 
-  const bool gemma3 = c.model_type == "gemma3_text";
-  const std::string hint = "every Llama/Mistral/Qwen2/Gemma 3 config.json has it; is this the model's own config.json?";
+  const bool gemma3 = c.model_type == "gemma3_text", gemma2 = c.model_type == "gemma2", gemma = gemma2 || gemma3;
+  const std::string hint = "every config.json of a model reach runs has it; is this the model's own config.json?";
   // Nothing is sized from these here; Model::load checks each against the weights.
   c.hidden_size = r.dimension("hidden_size", r.req_int("hidden_size", hint));
   c.intermediate_size = r.dimension("intermediate_size", r.req_int("intermediate_size", hint));
@@ -475,20 +574,35 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
                                   " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_heads) +
                                   " (grouped-query attention shares each KV head among a whole group of heads)");
 
-  if (auto act = r.opt_str("hidden_act"); !gemma3 && act && *act != "silu" && *act != "swish")
+  if (auto act = r.opt_str("hidden_act"); !gemma && act && *act != "silu" && *act != "swish")
     r.fail(ErrorCode::unsupported, "hidden_act \"" + *act + "\" is not supported; reach's MLP is SiLU-gated (\"silu\")");
   if (r.opt_bool("mlp_bias").value_or(false))
     r.fail(ErrorCode::unsupported, "'mlp_bias' is true; reach's MLP has no bias terms yet - use a model without "
                                    "MLP biases");
   c.attention_bias = r.opt_bool("attention_bias").value_or(c.model_type == "qwen2");
-  c.tie_word_embeddings = r.opt_bool("tie_word_embeddings").value_or(gemma3);   // Gemma's default is tied
+  c.tie_word_embeddings = r.opt_bool("tie_word_embeddings").value_or(gemma);   // Gemma's default is tied
   c.torch_dtype = r.opt_str("torch_dtype").value_or(r.opt_str("dtype").value_or(""));
   if (gemma3) parse_gemma3(r, c);
+  if (gemma2) parse_gemma2(r, c);
+  if (c.model_type == "qwen3") {
+    c.arch = ModelArch::qwen3;
+    c.qk_head_norm = true;
+  } else if (c.model_type == "phi3") {
+    c.arch = ModelArch::phi3;
+    c.fused_qkv = c.fused_gate_up = true;
+  } else if (c.model_type == "olmo2") {
+    c.arch = ModelArch::olmo2;
+    c.pre_norms = false;
+    c.post_norms = true;
+    c.qk_proj_norm = true;
+  } else if (c.model_type == "smollm3") {
+    c.arch = ModelArch::smollm3;
+  }
 
   // Sliding window (Mistral; Qwen2 only with use_sliding_window).
-  if (auto sw = r.opt_int("sliding_window"); sw && !gemma3) {   // Gemma 3's is its local layers'
+  if (auto sw = r.opt_int("sliding_window"); sw && !gemma) {   // Gemma's is its local layers'
     r.positive("sliding_window", *sw);
-    if (c.model_type == "qwen2") {
+    if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "smollm3") {
       if (r.opt_bool("use_sliding_window").value_or(false)) {
         const int64_t mwl = r.opt_int("max_window_layers").value_or(c.n_layers);
         if (mwl < c.n_layers)
@@ -504,8 +618,8 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   // Position encoding: v5 rope_parameters, else v4 rope_scaling.
   const char* rope_key = r.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   const json* rope_obj = r.find(rope_key);
-  // Gemma 3 under v5: rope_parameters per layer kind; the global layers' is the model's scheme.
-  if (gemma3 && rope_obj && rope_obj->is_object() && rope_obj->contains("full_attention")) {
+  // Gemma under v5: rope_parameters per layer kind; the global layers' is the model's scheme.
+  if (gemma && rope_obj && rope_obj->is_object() && rope_obj->contains("full_attention")) {
     Reader rp{*rope_obj, where + ": " + rope_key};
     if (const json* sl = rp.find("sliding_attention"); sl && sl->is_object()) {
       Reader rs{*sl, where + ": " + rope_key + ".sliding_attention"};
@@ -528,13 +642,37 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
     r.fail(ErrorCode::format, "'partial_rotary_factor' is " + json(c.partial_rotary_factor).dump() +
                                   ", must be in (0, 1]");
   c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+  if (gemma2) c.rope_local_theta = c.rope_theta;   // Gemma 2: one base for local and global layers
+  if (c.rope.type == RopeType::longrope) {
+    // Phi-3 keeps the trained context at the top level (transformers gives it priority).
+    if (auto o = r.opt_int("original_max_position_embeddings"))
+      c.rope.original_max_position = r.dimension("original_max_position_embeddings", *o);
+    if (c.rope.original_max_position <= 0)
+      r.missing("original_max_position_embeddings", "rope_type \"longrope\" switches from short_factor to "
+                                                    "long_factor beyond the trained context it names");
+  }
   if (c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
     r.fail(ErrorCode::format, "head_dim " + std::to_string(c.head_dim) + " x partial_rotary_factor " +
                                   json(c.partial_rotary_factor).dump() + " = " + std::to_string(c.rotary_dim) +
                                   " rotary dims; RoPE needs an even number >= 2");
 
+  if (c.rope.type == RopeType::longrope && c.rope.short_factor.size() != size_t(c.rotary_dim / 2))
+    r.fail(ErrorCode::format, std::string(rope_key) + ".short_factor / long_factor have " +
+                                  std::to_string(c.rope.short_factor.size()) + " entries; the model rotates " +
+                                  std::to_string(c.rotary_dim) + " dims, so they need " +
+                                  std::to_string(c.rotary_dim / 2));
+
   c.attn = parse_reach_attention(j.contains("reach_attention") ? j["reach_attention"] : json(),
                                  where + ": reach_attention", c.n_layers, c.sliding_window.has_value());
+  if (c.model_type == "smollm3") {
+    // The model's own NoPE layers, as reach_attention's per-layer "rope": false (a layer the
+    // reach_attention object already sets keeps its setting).
+    const std::vector<bool> nope = parse_nope_layers(r, c.n_layers);
+    for (int64_t i = 0; i < c.n_layers; ++i)
+      if (nope[size_t(i)] && !c.attn.layers[int(i)].rope) c.attn.layers[int(i)].rope = false;
+    for (auto it = c.attn.layers.begin(); it != c.attn.layers.end();)   // drop the empty entries made above
+      it = !it->second.rope && !it->second.window && !it->second.logn ? c.attn.layers.erase(it) : std::next(it);
+  }
 
   c.bos_ids = parse_token_ids(r, "bos_token_id", c.vocab_size);
   c.eos_ids = parse_token_ids(r, "eos_token_id", c.vocab_size);
@@ -563,7 +701,7 @@ ModelConfig load_model_config(const std::filesystem::path& path_in) {
 
 std::string ModelConfig::describe() const {
   std::ostringstream o;
-  o << architecture << " (" << model_type << "): " << n_layers << " layers, hidden " << hidden_size << ", ffn "
+  o << family() << ", " << architecture << " (" << model_type << "): " << n_layers << " layers, hidden " << hidden_size << ", ffn "
     << intermediate_size << ", heads " << n_heads << " (kv " << n_kv_heads << ") x " << head_dim << ", vocab "
     << vocab_size << ", trained context " << max_position_embeddings << "\n";
   o << "  rope: " << rope_type_name(rope.type) << ", theta " << rope_theta << ", rotary dims " << rotary_dim;
@@ -576,15 +714,39 @@ std::string ModelConfig::describe() const {
     case RopeType::llama3:
       o << ", factor " << rope.factor << ", low/high " << rope.low_freq_factor << "/" << rope.high_freq_factor;
       break;
+    case RopeType::longrope:
+      o << ", " << rope.short_factor.size() << " short / long factors";
+      if (rope.factor > 0) o << ", factor " << rope.factor;
+      if (rope.attention_factor) o << ", attention_factor " << *rope.attention_factor;
+      break;
     case RopeType::rerope: o << ", window " << rope.window; break;
     case RopeType::leaky_rerope: o << ", window " << rope.window << ", k " << rope.leaky_k; break;
     case RopeType::self_extend: o << ", group " << rope.group << ", window " << rope.window; break;
     default: break;
   }
   if (rope.original_max_position) o << ", original context " << rope.original_max_position;
+  if (!rope_freq_factors.empty())
+    o << ", " << rope_freq_factors.size() << " per-frequency factors (rope_freqs.weight)";
   o << "\n  rms_norm_eps " << rms_norm_eps << ", attention_bias " << (attention_bias ? "yes" : "no")
     << ", tied embeddings " << (tie_word_embeddings ? "yes" : "no");
   if (sliding_window) o << ", sliding_window " << *sliding_window;
+  if (!window_note.empty()) o << "\n  " << window_note;
+  {
+    std::vector<std::string> parts;
+    if (!pre_norms) parts.push_back("no pre-norms");
+    if (post_norms) parts.push_back("norms after attention and MLP");
+    if (qk_head_norm) parts.push_back("per-head q/k RMSNorm");
+    if (qk_proj_norm) parts.push_back("q/k RMSNorm over the projection");
+    if (fused_qkv) parts.push_back("fused qkv");
+    if (fused_gate_up) parts.push_back("fused gate_up");
+    if (attn_softcap > 0) parts.push_back("attention logit cap " + json(attn_softcap).dump());
+    if (final_softcap > 0) parts.push_back("final logit cap " + json(final_softcap).dump());
+    if (activation == Activation::gelu_tanh) parts.push_back("GELU(tanh) MLP");
+    if (!parts.empty()) {
+      o << "\n  layers:";
+      for (size_t i = 0; i < parts.size(); ++i) o << (i ? ", " : " ") << parts[i];
+    }
+  }
   if (has_local_layers()) {
     const auto n_local = std::count(local_layers.begin(), local_layers.end(), true);
     o << "\n  local layers " << n_local << " of " << n_layers << " (window " << local_window << ", rope theta "

@@ -1,5 +1,6 @@
 #pragma once
-// config.json of a Hugging Face Llama / Mistral / Qwen2 checkpoint, plus the
+// config.json of a Hugging Face checkpoint of a family reach runs (Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3,
+// OLMo 2, SmolLM3), plus the
 // reach-only position schemes (docs/EXTRAPOLATION.md §1.4, §2, §3).  This
 // module parses and validates; the kernels live elsewhere.  Every error is a
 // reach::Error whose message starts with "config.json (PATH):" and names the
@@ -25,6 +26,9 @@ struct RopeScaling {
   std::optional<double> attention_factor, mscale, mscale_all_dim;   // yarn
   bool truncate = true;                                             // yarn
   double low_freq_factor = 1, high_freq_factor = 4;                 // llama3
+  // longrope (Phi-3 / Phi-4-mini): per-pair divisors of the frequencies, the short set while the sequence
+  // fits original_max_position, the long one beyond it; rotary_dim / 2 entries each.
+  std::vector<double> short_factor, long_factor;
   int64_t window = 0;   // rerope / leaky_rerope / self_extend (W_n)
   double leaky_k = 1;   // leaky_rerope (JSON key "factor")
   int64_t group = 1;    // self_extend (G)
@@ -46,11 +50,17 @@ struct ReachAttention {   // top-level "reach_attention" object
   std::optional<double> alibi_max_bias;
 };
 
-// The layer family a config describes: which norms, activation and attention extras the forward runs.
+// The layer family a config describes.  The forward reads the feature fields of ModelConfig (norms, softcaps,
+// fused weights ...), not this: it names the family, its tensor names, and llama.cpp's q/k row order.
 enum class ModelArch {
-  llama,    // Llama / Mistral / Qwen2: pre-norms, SiLU-gated MLP
-  gemma3,   // Gemma 3: norms before and after attention and MLP, GELU(tanh)-gated MLP, per-head q/k RMSNorm,
-            // embeddings x sqrt(hidden), local (sliding-window) and global layers with two rotary bases
+  llama,     // Llama / Mistral / Qwen2: pre-norms, SiLU-gated MLP
+  qwen3,     // Qwen3: Llama plus per-head q/k RMSNorm
+  phi3,      // Phi-3 / 3.5 / 4-mini: fused qkv and gate_up projections, LongRoPE, partial rotary
+  gemma2,    // Gemma 2: Gemma norms, attention and final logit soft-capping, alternating sliding window
+  gemma3,    // Gemma 3: norms before and after attention and MLP, GELU(tanh)-gated MLP, per-head q/k RMSNorm,
+             // embeddings x sqrt(hidden), local (sliding-window) and global layers with two rotary bases
+  olmo2,     // OLMo 2: norms after attention and after the MLP only, q/k RMSNorm over the whole projection
+  smollm3,   // SmolLM3: Llama with NoPE (no rotation) on every fourth layer
 };
 enum class Activation { silu, gelu_tanh };   // the gate of the gated MLP
 
@@ -74,6 +84,21 @@ struct ModelConfig {
   double norm_weight_offset = 0;
   bool post_norms = false;        // a norm after attention and after the MLP, before each residual add
   bool qk_head_norm = false;      // RMSNorm of every q and k head (head_dim wide) before the rotation
+  bool qk_proj_norm = false;      // OLMo 2: RMSNorm of the whole q and k projections (heads x head_dim wide)
+  bool pre_norms = true;          // a norm before attention and before the MLP (all but OLMo 2)
+  // Phi-3: q/k/v in one qkv_proj matrix, gate and up in one gate_up_proj; split by rows at load.
+  bool fused_qkv = false, fused_gate_up = false;
+  // Gemma 2: score' = cap * tanh(score / cap) on the attention logits (before the softmax) and on the final
+  // logits; 0 = none.
+  double attn_softcap = 0, final_softcap = 0;
+  // llama.cpp's rope_freqs.weight (Llama 3.1 / 3.2 GGUFs): every frequency of the global layers is divided
+  // by its factor, on top of the rope type; empty = none.
+  std::vector<double> rope_freq_factors;
+  // A sliding window the source could not carry (Mistral in a GGUF: llama.cpp's converter drops it); said by
+  // describe() so the user can restore it with --attn-window.
+  std::string window_note;
+  // llama.cpp's converter permuted the q/k rows of this GGUF (llama, smollm3): the loader moves them back.
+  bool interleaved_qk_rows = false;
   float embed_scale = 0;          // embeddings x this (sqrt(hidden) as the source rounds it); 0 = none
   std::optional<double> query_scale;   // logit scale (query_pre_attn_scalar^-0.5); none = 1/sqrt(head_dim)
   // Local layers: local_layers[i] marks a sliding-window layer (window local_window, rotary base
@@ -88,6 +113,7 @@ struct ModelConfig {
   ReachAttention attn;
   std::filesystem::path source;            // the config.json read, for messages
   std::string describe() const;            // a few human-readable lines
+  std::string family() const;              // "Llama", "Qwen2", "Phi-3", "Gemma 2", ... for messages
 };
 
 // `config_json` is the file or the model directory holding config.json.

@@ -42,7 +42,12 @@ json rope_to_json(const RopeScaling& r) {
   const RopeTypeInfo& info = rope_type_info(r.type);
   json j = {{"rope_type", info.name}};
   if (info.hf && r.original_max_position > 0) j["original_max_position_embeddings"] = r.original_max_position;
-  if (info.takes(RopeParam::factor)) j["factor"] = r.factor;
+  if (info.takes(RopeParam::factor) && r.factor > 0) j["factor"] = r.factor;   // longrope's may be unset (0)
+  if (info.takes(RopeParam::longrope)) {
+    j["short_factor"] = r.short_factor;
+    j["long_factor"] = r.long_factor;
+    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
+  }
   if (info.takes(RopeParam::yarn)) {
     j["beta_fast"] = r.beta_fast;
     j["beta_slow"] = r.beta_slow;
@@ -300,6 +305,16 @@ void apply_overrides(ModelConfig& cfg, const SchemeOverrides& o) {
       // An implied switch between rerope and leaky_rerope keeps the window.
       if (!o.rope_scaling && kind->takes(RopeParam::rerope_window) && cur.takes(RopeParam::rerope_window))
         r["window"] = cfg.rope.window;
+      if (kind->type == RopeType::longrope) {
+        // The factors are the model's own (searched per model): only a config that has them can run it.
+        if (cfg.rope.type != RopeType::longrope)
+          throw Error(ErrorCode::invalid_argument,
+                      where + ": --rope-scaling longrope needs the model's own short_factor / long_factor, and this "
+                              "model's config has rope type \"" + std::string(cur.name) + "\" - LongRoPE runs on "
+                              "models that carry them (Phi-3, Phi-4-mini)");
+        r = rope_to_json(cfg.rope);
+        r.erase("factor");
+      }
       if (kind->type == RopeType::llama3) {   // as tools/reference_forward.py
         r["low_freq_factor"] = cfg.rope.low_freq_factor;
         r["high_freq_factor"] = cfg.rope.high_freq_factor;
@@ -349,9 +364,11 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
 
   ResolvedSchemes R;
   R.rope = cfg.rope;
+  R.softcap = cfg.attn_softcap;
   R.l_test = l_test > 0 ? l_test : static_cast<int64_t>(context);
   R.table1 = rope_freqs(cfg, R.l_test);
   R.table1_positions = context;
+  R.table_pairs = static_cast<uint32_t>(kernel_rotary_dim(cfg.rotary_dim) / 2);
 
   const ReachAttention& at = cfg.attn;
   const bool alibi = at.alibi_max_bias.has_value();
@@ -361,7 +378,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
 
   AttentionSpec base = AttentionSpec::plain(static_cast<uint32_t>(cfg.n_heads), static_cast<uint32_t>(cfg.n_kv_heads),
                                             static_cast<uint32_t>(cfg.head_dim))
-                           .with_rotary_dim(static_cast<uint32_t>(cfg.rotary_dim))
+                           .with_rotary_dim(static_cast<uint32_t>(kernel_rotary_dim(cfg.rotary_dim)))
                            .with_norm(at.qk_norm, at.cos_n ? static_cast<float>(*at.cos_n) : 0.0f)
                            .with_logn(static_cast<float>(at.logn_train_len));
   if (alibi) base = base.with_alibi(static_cast<float>(*at.alibi_max_bias));
@@ -461,7 +478,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
     AttentionSpec local = AttentionSpec::plain(static_cast<uint32_t>(cfg.n_heads),
                                                static_cast<uint32_t>(cfg.n_kv_heads),
                                                static_cast<uint32_t>(cfg.head_dim))
-                              .with_rotary_dim(static_cast<uint32_t>(cfg.rotary_dim))
+                              .with_rotary_dim(static_cast<uint32_t>(kernel_rotary_dim(cfg.rotary_dim)))
                               .with_window(u32(cfg.local_window, "local attention window"), 0);
     if (cfg.query_scale) local.scale = static_cast<float>(*cfg.query_scale);
     for (size_t li = 0; li < R.local.size(); ++li)
@@ -484,6 +501,12 @@ std::string ResolvedSchemes::describe() const {
       o << ": factor " << fmt(rope.factor) << ", low/high freq factor " << fmt(rope.low_freq_factor) << "/"
         << fmt(rope.high_freq_factor);
       break;
+    case RopeType::longrope: {
+      const int64_t orig = rope.original_max_position;
+      o << ": " << (l_test > orig ? "long" : "short") << " factors (length " << l_test
+        << (l_test > orig ? " > " : " <= ") << "original context " << orig << ")";
+      break;
+    }
     case RopeType::rerope: o << ": window " << rope.window << " (relative positions clamped at " << rope.window << ")"; break;
     case RopeType::leaky_rerope:
       o << ": window " << rope.window << ", k " << fmt(rope.leaky_k) << " (beyond the window positions advance by 1/k)";
@@ -493,7 +516,9 @@ std::string ResolvedSchemes::describe() const {
       break;
     default: break;
   }
-  if (rope.original_max_position) o << ", original context " << rope.original_max_position;
+  if (rope.original_max_position && rope.type != RopeType::longrope)
+    o << ", original context " << rope.original_max_position;
+  if (softcap > 0) o << "\n  attention logits capped at " << fmt(softcap) << " (cap * tanh(score / cap))";
   o << "\n  table 1: " << table1.inv_freq.size() << " pairs x " << table1_positions << " positions, attention factor "
     << fmt(table1.attention_factor);
   if (!table1.inv_freq.empty())

@@ -70,6 +70,13 @@ RopeFreqs rope_freqs(const ModelConfig& cfg, int64_t seq_len);
 RopeFreqs rope_freqs(const RopeScaling& rope, int64_t d, double base, int64_t max_position_embeddings,
                      int64_t seq_len);
 
+// The attention kernels rotate pairs in vec4 groups of four (half-split layout): a rotary_dim whose pair
+// count is not a multiple of 4 (Phi-4-mini-like partial rotary on small heads: 16 x 0.75 = 12 dims) runs as
+// the next multiple, the extra pairs rotating by angle 0 (identity, no attention factor) over head dims that
+// do not rotate; the loader moves those dims into place (ModelLoader's rows_in_order).  q·k is unchanged:
+// q and k get the same permutation of each head's dims.
+int64_t kernel_rotary_dim(int64_t rotary_dim);
+
 struct ResolvedSchemes {
   std::vector<AttentionSpec> layers;   // one per layer
   RopeFreqs table1;                    // branch 1 (and every rotated cache)
@@ -80,8 +87,10 @@ struct ResolvedSchemes {
   // layers only: the local layers never see a distance beyond their window.
   std::vector<bool> local;
   std::optional<RopeFreqs> table_local;
+  uint32_t table_pairs = 0;            // pairs every table holds: kernel_rotary_dim / 2 (>= inv_freq.size())
   uint32_t table1_positions = 0;       // rows each table needs for the context
   uint32_t table2_positions = 0;
+  double softcap = 0;                  // attention logit cap of every layer (Gemma 2), 0 = none
   RopeScaling rope;                    // the scheme these were resolved from
   int64_t l_test = 0;                  // length fed to a length-dependent table (dynamic)
   std::string describe() const;        // what `reach run -v` prints
@@ -95,7 +104,8 @@ struct ResolvedSchemes {
 ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_t l_test);
 
 // out[(p·pairs + j)·2 + {0,1}] = (cos, sin)(p·inv_freq[j])·attention_factor
-// for p < positions, j < pairs (pairs <= inv_freq.size()); angles in double.
+// for p < positions, j < pairs; angles in double.  Pairs from inv_freq.size() on are (1, 0): the identity
+// pairs of kernel_rotary_dim's padding.
 void fill_rope_table(const RopeFreqs& f, uint32_t positions, uint32_t pairs, float* out);
 // Rows [first, first + count) of the same table into out (count·pairs·2 floats),
 // so a large table can be built a piece at a time.

@@ -89,6 +89,21 @@ RopeFreqs rope_freqs(const RopeScaling& rope, int64_t d, double base, int64_t ma
       }
       break;
     }
+    case RopeType::longrope: {
+      // HF _compute_longrope_parameters: the long factors once the sequence passes the trained context.
+      if (orig <= 0) throw Error(ErrorCode::invalid_argument, "rope_freqs: longrope needs original_max_position_embeddings");
+      const std::vector<double>& ext = seq_len > orig ? rope.long_factor : rope.short_factor;
+      if (ext.size() != static_cast<size_t>(d / 2))
+        throw Error(ErrorCode::invalid_argument, "rope_freqs: longrope has " + std::to_string(ext.size()) +
+                                                     " factors for " + std::to_string(d / 2) + " rotary pairs");
+      f.inv_freq = default_inv_freq(d, base);
+      for (size_t j = 0; j < f.inv_freq.size(); ++j) f.inv_freq[j] /= ext[j];
+      // Without a factor, Phi-3's max_position_embeddings / original context sets the attention factor.
+      const double sc = s > 0 ? s : static_cast<double>(max_pos) / static_cast<double>(orig);
+      if (rope.attention_factor) f.attention_factor = *rope.attention_factor;
+      else f.attention_factor = sc <= 1 ? 1.0 : std::sqrt(1.0 + std::log(sc) / std::log(static_cast<double>(orig)));
+      break;
+    }
     case RopeType::llama3: {
       if (orig <= 0) throw Error(ErrorCode::invalid_argument, "rope_freqs: llama3 needs original_max_position_embeddings");
       const double lf = rope.low_freq_factor, hf = rope.high_freq_factor;
@@ -114,19 +129,29 @@ RopeFreqs rope_freqs(const RopeScaling& rope, int64_t d, double base, int64_t ma
 }
 
 RopeFreqs rope_freqs(const ModelConfig& cfg, int64_t seq_len) {
-  return rope_freqs(cfg.rope, cfg.rotary_dim, cfg.rope_theta, cfg.max_position_embeddings, seq_len);
+  RopeFreqs f = rope_freqs(cfg.rope, cfg.rotary_dim, cfg.rope_theta, cfg.max_position_embeddings, seq_len);
+  if (!cfg.rope_freq_factors.empty()) {
+    // llama.cpp's rope_freqs: theta_j / factor_j, whatever the rope type.
+    if (cfg.rope_freq_factors.size() != f.inv_freq.size())
+      throw Error(ErrorCode::format, "rope_freqs.weight has " + std::to_string(cfg.rope_freq_factors.size()) +
+                                         " factors, the model has " + std::to_string(f.inv_freq.size()) +
+                                         " rotary pairs");
+    for (size_t j = 0; j < f.inv_freq.size(); ++j) f.inv_freq[j] /= cfg.rope_freq_factors[j];
+  }
+  return f;
 }
 
+int64_t kernel_rotary_dim(int64_t rotary_dim) { return (rotary_dim / 2 + 3) / 4 * 4 * 2; }
+
 void fill_rope_rows(const RopeFreqs& f, uint32_t first, uint32_t count, uint32_t pairs, float* out) {
-  if (pairs > f.inv_freq.size())
-    throw Error(ErrorCode::invalid_argument, "fill_rope_table: " + std::to_string(pairs) + " pairs requested, the table has " +
-                                                 std::to_string(f.inv_freq.size()));
   if (count > 0 && pairs > 0 && !out) throw Error(ErrorCode::invalid_argument, "fill_rope_table: null output");
   const double af = f.attention_factor;
+  const uint32_t rotating = uint32_t(std::min<size_t>(pairs, f.inv_freq.size()));
   for (uint32_t r = 0; r < count; ++r) {
     const uint64_t p = uint64_t(first) + r;
     float* row = out + static_cast<size_t>(r) * pairs * 2;
-    for (uint32_t j = 0; j < pairs; ++j) {
+    for (uint32_t j = rotating; j < pairs; ++j) row[2 * j] = 1.0f, row[2 * j + 1] = 0.0f;
+    for (uint32_t j = 0; j < rotating; ++j) {
       // p·θ is exact to ~1 ulp of the angle in double (1e-11 rad at 1e5 rad).
       const double a = static_cast<double>(p) * f.inv_freq[j];
       row[2 * j] = static_cast<float>(std::cos(a) * af);

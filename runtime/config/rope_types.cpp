@@ -18,6 +18,7 @@ constexpr RopeTypeInfo kTypes[] = {
     {RopeType::dynamic, "dynamic", nullptr, true, P::factor | P::original_ctx},
     {RopeType::yarn, "yarn", nullptr, true, P::factor | P::original_ctx | P::yarn},
     {RopeType::llama3, "llama3", nullptr, true, P::factor | P::original_ctx | P::llama3},
+    {RopeType::longrope, "longrope", nullptr, true, P::factor | P::original_ctx | P::longrope},
     {RopeType::ntk, "ntk", nullptr, false, uint32_t(P::factor)},
     {RopeType::rerope, "rerope", nullptr, false, uint32_t(P::rerope_window)},
     {RopeType::leaky_rerope, "leaky_rerope", "leaky-rerope", false, P::rerope_window | P::leaky_k},
@@ -25,7 +26,7 @@ constexpr RopeTypeInfo kTypes[] = {
 };
 
 // Hugging Face / other implementations' types reach does not run.
-constexpr const char* kUnsupported[] = {"longrope", "su", "mrope", "deepseek_yarn", "proportional"};
+constexpr const char* kUnsupported[] = {"mrope", "deepseek_yarn", "proportional"};
 
 struct ParamKeys {
   RopeParam param;
@@ -40,6 +41,7 @@ constexpr ParamKeys kParamKeys[] = {
     {P::se_window, {"window"}},
     {P::yarn, {"beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate"}},
     {P::llama3, {"low_freq_factor", "high_freq_factor"}},
+    {P::longrope, {"short_factor", "long_factor", "attention_factor"}},
 };
 
 }  // namespace
@@ -55,6 +57,7 @@ const RopeTypeInfo& rope_type_info(RopeType type) {
 const char* rope_type_name(RopeType type) { return rope_type_info(type).name; }
 
 const RopeTypeInfo* rope_type_from_config(std::string_view name) {
+  if (name == "su") return &rope_type_info(RopeType::longrope);
   for (const RopeTypeInfo& t : kTypes)
     if (name == t.name) return &t;
   return nullptr;

@@ -13,7 +13,7 @@
 
 namespace reach {
 
-enum class RopeType { none_, default_, linear, dynamic, yarn, llama3, ntk, rerope, leaky_rerope, self_extend };
+enum class RopeType { none_, default_, linear, dynamic, yarn, llama3, longrope, ntk, rerope, leaky_rerope, self_extend };
 
 // The parameters of a rope type, as bits of RopeTypeInfo::params.
 enum class RopeParam : uint32_t {
@@ -25,6 +25,7 @@ enum class RopeParam : uint32_t {
   se_window = 1u << 5,      // Self-Extend neighbour window W: "window", --self-extend-window
   yarn = 1u << 6,           // beta_fast, beta_slow, attention_factor, mscale, mscale_all_dim, truncate
   llama3 = 1u << 7,         // low_freq_factor, high_freq_factor
+  longrope = 1u << 8,       // short_factor, long_factor, attention_factor (the model's own per-pair factors)
 };
 constexpr uint32_t operator|(RopeParam a, RopeParam b) { return uint32_t(a) | uint32_t(b); }
 constexpr uint32_t operator|(uint32_t a, RopeParam b) { return a | uint32_t(b); }
@@ -39,12 +40,13 @@ struct RopeTypeInfo {
 };
 
 // Every type, in the order names are listed: default, none, linear, dynamic,
-// yarn, llama3, ntk, rerope, leaky_rerope, self_extend.
+// yarn, llama3, longrope, ntk, rerope, leaky_rerope, self_extend.
 std::span<const RopeTypeInfo> rope_types();
 const RopeTypeInfo& rope_type_info(RopeType type);
 const char* rope_type_name(RopeType type);   // "default", "yarn", "leaky_rerope", ...
 
-// config.json's rope_type / type: the name exactly; nullptr when unknown.
+// config.json's rope_type / type: the name exactly ("su", Phi-3's first name for longrope, too);
+// nullptr when unknown.
 const RopeTypeInfo* rope_type_from_config(std::string_view name);
 // --rope-scaling and eval: the name or its alias; nullptr when unknown.
 const RopeTypeInfo* rope_type_from_flag(std::string_view name);

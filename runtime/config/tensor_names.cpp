@@ -26,6 +26,8 @@ std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& n) {
     case Role::gate: return p + "mlp.gate_proj.weight";
     case Role::up: return p + "mlp.up_proj.weight";
     case Role::down: return p + "mlp.down_proj.weight";
+    case Role::qkv: return p + "self_attn.qkv_proj.weight";
+    case Role::gate_up: return p + "mlp.gate_up_proj.weight";
   }
   return {};
 }
@@ -53,6 +55,8 @@ std::string gguf_tensor_name(Role role, int64_t layer) {
     case Role::k_norm: return p + "attn_k_norm.weight";
     case Role::post_attn_norm: return p + "post_attention_norm.weight";
     case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
+    case Role::qkv: return p + "attn_qkv.weight";
+    case Role::gate_up: return p + "ffn_up.weight";   // llama.cpp's phi3 keeps gate and up fused here
   }
   return {};
 }

@@ -9,7 +9,9 @@ namespace reach {
 
 // The weights the forward reads, by role (a format maps them to its tensor names).
 enum class Role { embed, attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, mlp_norm, gate, up, down,
-                  final_norm, lm_head, q_norm, k_norm, post_attn_norm, post_mlp_norm };
+                  final_norm, lm_head, q_norm, k_norm, post_attn_norm, post_mlp_norm,
+                  qkv,        // Phi-3: q, k and v rows in one matrix
+                  gate_up };  // Phi-3: gate rows then up rows in one matrix
 
 // How a safetensors checkpoint names its tensors.
 struct HfNaming {

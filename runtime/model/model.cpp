@@ -43,7 +43,7 @@ int64_t layers_in_weights(const ModelWeights& w) {
 class SafetensorsSource : public WeightSource {
  public:
   SafetensorsSource(const ModelWeights& w, const ModelConfig& c) : w_(w) {
-    naming_.gemma = c.arch == ModelArch::gemma3;
+    naming_.gemma = c.arch == ModelArch::gemma3 || c.arch == ModelArch::gemma2;
     // Gemma 3's multimodal checkpoints keep the language model under a prefix.
     for (const char* pre : {"language_model.model.", "model.language_model."})
       if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight")) {

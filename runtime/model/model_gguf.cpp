@@ -107,7 +107,7 @@ void ModelLoader::load_gguf(Model& m, const fs::path& path, const LoadOptions& o
                           ", feed_forward_length=" + std::to_string(c.intermediate_size) +
                           ", vocabulary " + std::to_string(c.vocab_size) + ", heads " + std::to_string(c.n_heads) +
                           "x" + std::to_string(c.head_dim) + ", kv heads " + std::to_string(c.n_kv_heads);
-  build(m, GgufSource(f, c.arch == ModelArch::llama), options, why);
+  build(m, GgufSource(f, c.interleaved_qk_rows), options, why);
 }
 
 }  // namespace reach

@@ -8,6 +8,7 @@
 #include "base/half.hpp"
 #include "engine/device.hpp"
 #include "kernels/quant_layout.hpp"
+#include "runtime/config/position_schemes.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/quant/quantize.hpp"
 
@@ -59,6 +60,30 @@ std::vector<std::byte> ModelLoader::unpermute_rows(const std::byte* src, uint64_
   return out;
 }
 
+std::vector<std::byte> ModelLoader::pad_rotary_rows(const std::byte* src, uint64_t rows, uint64_t row_bytes,
+                                                    uint64_t heads, uint64_t head_dim, uint64_t rotary_dim) {
+  const uint64_t rp = rotary_dim / 2, kp = uint64_t(kernel_rotary_dim(int64_t(rotary_dim))) / 2, pad = kp - rp;
+  if (rows != heads * head_dim || 2 * kp > head_dim)
+    throw Error(ErrorCode::internal, "pad_rotary_rows: " + std::to_string(rows) + " rows are not " +
+                                         std::to_string(heads) + " heads of " + std::to_string(head_dim) +
+                                         " with room for " + std::to_string(kp) + " pairs");
+  // New row -> old row within a head: the low half [0, rp) and the high half [rp, 2rp) move to [0, rp) and
+  // [kp, kp + rp); the pad slots [rp, kp) and [kp + rp, 2kp) take the first 2·pad non-rotating dims.
+  auto old_of = [&](uint64_t j) -> uint64_t {
+    if (j < rp) return j;
+    if (j < kp) return 2 * rp + (j - rp);
+    if (j < kp + rp) return rp + (j - kp);
+    if (j < 2 * kp) return 2 * rp + pad + (j - kp - rp);
+    return j;
+  };
+  std::vector<std::byte> out(size_t(rows * row_bytes));
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t h = r / head_dim, j = r % head_dim;
+    std::memcpy(out.data() + r * row_bytes, src + (h * head_dim + old_of(j)) * row_bytes, size_t(row_bytes));
+  }
+  return out;
+}
+
 uint64_t ModelLoader::plan(uint64_t bytes) {
   planned_ = saturating_add(planned_, bytes);
   ++tensors_;
@@ -92,15 +117,42 @@ WType ModelLoader::target_type(const SourceTensor& t, int64_t cols) {
 
 const std::byte* ModelLoader::rows_in_order(const SourceTensor& t, uint64_t rows, uint64_t heads,
                                             std::vector<std::byte>& tmp) {
-  if (!heads || !src_.interleaved_rotary_rows()) return t.data;
   const ModelConfig& c = m_.config_;
-  tmp = unpermute_rows(t.data, rows, t.nbytes / rows, heads, uint64_t(c.head_dim), uint64_t(c.rotary_dim));
+  const bool pad = kernel_rotary_dim(c.rotary_dim) != c.rotary_dim;
+  if (!heads || (!src_.interleaved_rotary_rows() && !pad)) return t.data;
+  const uint64_t row_bytes = t.nbytes / rows, d = uint64_t(c.head_dim), rd = uint64_t(c.rotary_dim);
+  if (src_.interleaved_rotary_rows()) tmp = unpermute_rows(t.data, rows, row_bytes, heads, d, rd);
+  if (pad) tmp = pad_rotary_rows(tmp.empty() ? t.data : tmp.data(), rows, row_bytes, heads, d, rd);
   return tmp.data();
 }
 
 Mat ModelLoader::matrix(Role role, int64_t layer, int64_t rows, int64_t cols, const std::string& why,
                         uint64_t heads) {
+  return matrix_from(src_.get(src_.name(role, layer), {rows, cols}, why), rows, cols, heads);
+}
+
+std::vector<Mat> ModelLoader::matrix_split(Role role, int64_t layer, const std::vector<int64_t>& parts, int64_t cols,
+                                           const std::string& why, const std::vector<uint64_t>& heads) {
+  int64_t rows = 0;
+  for (int64_t p : parts) rows += p;
   const SourceTensor t = src_.get(src_.name(role, layer), {rows, cols}, why);
+  // Whole rows (of float elements or of blocks) are contiguous in both formats: each part is a view.
+  const uint64_t row_bytes = t.nbytes / uint64_t(rows);
+  std::vector<Mat> out;
+  int64_t row0 = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    SourceTensor part = t;
+    part.name = t.name + " (rows " + std::to_string(row0) + ".." + std::to_string(row0 + parts[i] - 1) + ")";
+    part.shape = {parts[i], cols};
+    part.data = t.data + uint64_t(row0) * row_bytes;
+    part.nbytes = uint64_t(parts[i]) * row_bytes;
+    out.push_back(matrix_from(part, parts[i], cols, i < heads.size() ? heads[i] : 0));
+    row0 += parts[i];
+  }
+  return out;
+}
+
+Mat ModelLoader::matrix_from(const SourceTensor& t, int64_t rows, int64_t cols, uint64_t heads) {
   const WType wt = target_type(t, cols);
   const uint64_t bytes =
       plan(wtype_is_quant(wt) ? quant_device_bytes(wt, uint32_t(rows), uint32_t(cols))
@@ -220,10 +272,15 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
     Mat embed = L.matrix(Role::embed, -1, V, H, why);
     for (int64_t i = 0; i < c.n_layers; ++i) {
       LayerWeights& lw = dry ? unused : m.layers_[size_t(i)];
-      lw.attn_norm = L.vector_f32(Role::attn_norm, i, H, why);
-      lw.q = L.matrix(Role::q, i, qd, H, why, qh);
-      lw.k = L.matrix(Role::k, i, kvd, H, why, kh);
-      lw.v = L.matrix(Role::v, i, kvd, H, why);
+      if (c.pre_norms) lw.attn_norm = L.vector_f32(Role::attn_norm, i, H, why);
+      if (c.fused_qkv) {
+        std::vector<Mat> qkv = L.matrix_split(Role::qkv, i, {qd, kvd, kvd}, H, why, {qh, kh, 0});
+        lw.q = qkv[0], lw.k = qkv[1], lw.v = qkv[2];
+      } else {
+        lw.q = L.matrix(Role::q, i, qd, H, why, qh);
+        lw.k = L.matrix(Role::k, i, kvd, H, why, kh);
+        lw.v = L.matrix(Role::v, i, kvd, H, why);
+      }
       lw.o = L.matrix(Role::o, i, H, qd, why);
       if (c.attention_bias) {
         lw.q_bias = L.vector_f32(Role::q_bias, i, qd, why, qh);
@@ -231,17 +288,25 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
         lw.v_bias = L.vector_f32(Role::v_bias, i, kvd, why);
         if (src.has(src.name(Role::o_bias, i))) lw.o_bias = L.vector_f32(Role::o_bias, i, H, why);
       }
-      lw.mlp_norm = L.vector_f32(Role::mlp_norm, i, H, why);
-      if (c.qk_head_norm) {
-        lw.q_norm = L.vector_f32(Role::q_norm, i, d, why);
-        lw.k_norm = L.vector_f32(Role::k_norm, i, d, why);
+      if (c.pre_norms) lw.mlp_norm = L.vector_f32(Role::mlp_norm, i, H, why);
+      if (c.qk_head_norm) {   // one head's weights: its dims move with the q/k rows (heads = 1)
+        lw.q_norm = L.vector_f32(Role::q_norm, i, d, why, 1);
+        lw.k_norm = L.vector_f32(Role::k_norm, i, d, why, 1);
+      } else if (c.qk_proj_norm) {   // OLMo 2: over all heads at once, so its rows follow the q/k rows
+        lw.q_norm = L.vector_f32(Role::q_norm, i, qd, why, qh);
+        lw.k_norm = L.vector_f32(Role::k_norm, i, kvd, why, kh);
       }
       if (c.post_norms) {
         lw.post_attn_norm = L.vector_f32(Role::post_attn_norm, i, H, why);
         lw.post_mlp_norm = L.vector_f32(Role::post_mlp_norm, i, H, why);
       }
-      lw.gate = L.matrix(Role::gate, i, I, H, why);
-      lw.up = L.matrix(Role::up, i, I, H, why);
+      if (c.fused_gate_up) {
+        std::vector<Mat> gu = L.matrix_split(Role::gate_up, i, {I, I}, H, why, {});
+        lw.gate = gu[0], lw.up = gu[1];
+      } else {
+        lw.gate = L.matrix(Role::gate, i, I, H, why);
+        lw.up = L.matrix(Role::up, i, I, H, why);
+      }
       lw.down = L.matrix(Role::down, i, H, I, why);
     }
     Buffer final_norm = L.vector_f32(Role::final_norm, -1, H, why);

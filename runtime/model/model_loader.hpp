@@ -59,6 +59,11 @@ class ModelLoader {
   // Rows of a [rows, row_bytes] q/k matrix (or bias: row_bytes = element size) back from llama.cpp's
   // interleaved-pair order to the half-split order reach's rotary embedding reads: within each head of
   // head_dim rows, the first rotary_dim rows.  Whole rows move, so block types are unaffected.
+  // Rows of a q/k matrix (or bias / norm) moved for kernel_rotary_dim's padding (runtime/config/
+  // position_schemes.hpp): a rotary_dim whose pairs are not a multiple of 4 runs as the next multiple, the
+  // extra pairs taken from the head's non-rotating dims.
+  static std::vector<std::byte> pad_rotary_rows(const std::byte* src, uint64_t rows, uint64_t row_bytes,
+                                                uint64_t heads, uint64_t head_dim, uint64_t rotary_dim);
   static std::vector<std::byte> unpermute_rows(const std::byte* src, uint64_t rows, uint64_t row_bytes,
                                                uint64_t heads, uint64_t head_dim, uint64_t rotary_dim);
 
@@ -66,6 +71,10 @@ class ModelLoader {
   ModelLoader(Model& m, const WeightSource& src, const LoadOptions& opt, bool dry_run);
 
   Mat matrix(Role role, int64_t layer, int64_t rows, int64_t cols, const std::string& why, uint64_t heads = 0);
+  // A fused matrix (Phi-3's qkv, gate_up) as one matrix per part of `parts` rows each; heads[i] as for matrix().
+  std::vector<Mat> matrix_split(Role role, int64_t layer, const std::vector<int64_t>& parts, int64_t cols,
+                                const std::string& why, const std::vector<uint64_t>& heads);
+  Mat matrix_from(const SourceTensor& t, int64_t rows, int64_t cols, uint64_t heads);
   Buffer vector_f32(Role role, int64_t layer, int64_t n, const std::string& why, uint64_t heads = 0);
   WType target_type(const SourceTensor& t, int64_t cols);
   void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to);

@@ -38,6 +38,10 @@ void check_expressible(const ModelConfig& c) {
     throw Error(ErrorCode::unsupported, "config.json (" + c.source.string() + "): " + what +
                                             ", which a llama GGUF cannot express; run the folder directly instead");
   };
+  if (c.arch != ModelArch::llama)
+    throw Error(ErrorCode::unsupported, "config.json (" + c.source.string() + "): a " + c.family() + " model: reach "
+                "quantize writes llama-architecture GGUFs only - run the folder directly with --quantize TYPE, or "
+                "convert it with llama.cpp's convert_hf_to_gguf.py");
   const RopeType rt = c.rope.type;
   if (rt != RopeType::default_ && rt != RopeType::linear && rt != RopeType::yarn)
     refuse(std::string("rope scaling '") + rope_type_name(rt) + "' (GGUF: none, linear, yarn)");

@@ -96,7 +96,7 @@ Session::Session(Model& model, const SessionOptions& options)
   const uint64_t limit = attention_binding_limit(dev.caps(), attention_.tuning());
   const uint64_t rows1 = std::max<uint64_t>(std::max(schemes_.table1_positions, capacity_), 1);
   const uint64_t rows2 = schemes_.table2 ? std::max<uint32_t>(schemes_.table2_positions, 1) : 0;
-  const uint64_t pairs = schemes_.table1.inv_freq.size();
+  const uint64_t pairs = schemes_.table_pairs;
   if (saturating_mul({rows1, pairs, 8}) > limit) table_too_large(schemes_, false, rows1, pairs, capacity_, limit);
   if (saturating_mul({rows2, pairs, 8}) > limit) table_too_large(schemes_, true, rows2, pairs, capacity_, limit);
 
@@ -141,7 +141,7 @@ Session::Session(Model& model, const SessionOptions& options)
   Transfer T(A);
   auto make_table = [&](const RopeFreqs& f, uint32_t positions, Buffer& buf, RopeTable& t, const char* label) {
     positions = std::max<uint32_t>(positions, 1);
-    const uint32_t pairs = uint32_t(f.inv_freq.size());   // rotary_dim / 2
+    const uint32_t pairs = schemes_.table_pairs;   // kernel_rotary_dim / 2: padding pairs are the identity
     const uint64_t row_floats = uint64_t(pairs) * 2;
     buf = A.allocate(Arena::cache, positions * row_floats * 4, label);
     // Built and uploaded a piece at a time: host memory stays small for any table.
