@@ -419,6 +419,34 @@ TEST_CASE("tokenizer_config.json: chat_template as a string, as named templates,
             .chat_template() == "D");
   CHECK(with_config(R"({"chat_template": [{"name": "rag", "template": "R"}]})").chat_template().empty());
 
+  // No template, [INST] / [/INST] as tokens (renamed from the ChatML ones here): Mistral's v3 format;
+  // with [SYSTEM_PROMPT] too (a v7 vocabulary) no family is guessed.
+  {
+    TempDir m("chat_mistral_vocab");
+    auto renamed = [&](std::vector<std::pair<std::string, std::string>> names) {
+      json tj = json::parse(read_text(src));
+      for (auto& [from, to] : names) {
+        for (auto& t : tj["added_tokens"])
+          if (t["content"] == from) t["content"] = to;
+        auto& vocab = tj["model"]["vocab"];
+        vocab[to] = vocab[from];
+        vocab.erase(from);
+      }
+      std::ofstream(m / "tokenizer.json") << tj.dump();
+      return Tokenizer::load(m.path);
+    };
+    const Tokenizer v3 = renamed({{"<|im_start|>", "[INST]"}, {"<|im_end|>", "[/INST]"}});
+    REQUIRE(v3.chat_template().empty());
+    const ChatTemplate t = ChatTemplate::for_tokenizer(v3, "v3");
+    CHECK(t.family() == ChatFamily::mistral);
+    CHECK(t.from_vocabulary());
+    CHECK(t.render(std::vector<ChatMessage>{{"system", "S"}, {"user", "U"}}, true) ==
+          (v3.bos_id() ? v3.token_text(*v3.bos_id()) : std::string()) + "[INST] S\n\nU[/INST]");
+    const Tokenizer v7 =
+        renamed({{"<|im_start|>", "[INST]"}, {"<|im_end|>", "[/INST]"}, {"<|endoftext|>", "[SYSTEM_PROMPT]"}});
+    CHECK_HAS(error_of([&] { (void)ChatTemplate::for_tokenizer(v7, "v7"); }, ErrorCode::unsupported), "[INST]");
+  }
+
   const std::string bad = error_of([&] { (void)with_config("{\"chat_template\": "); }, ErrorCode::format);
   CHECK_HAS(bad, "tokenizer_config.json");
   CHECK_HAS(bad, "malformed JSON");

@@ -332,17 +332,16 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
     t.writes_bos_ = !bos.empty();
   } else if (tk.find("<|im_start|>") && tk.find("<|im_end|>")) {
     t.family_ = ChatFamily::chatml;
-  } else if (tk.find("[INST]") && tk.find("[/INST]")) {
+  } else if (tk.find("[INST]") && tk.find("[/INST]") && !tk.find("[SYSTEM_PROMPT]")) {
     // [INST] as one token is mistralai's v3 vocabulary (Llama 2 spells it out in pieces): its v3
-    // template, with the space.
+    // template, with the space.  A vocabulary with [SYSTEM_PROMPT] is v7's, whose format differs.
+    // (No fallback for <|user|> ... <|end|>: Phi-3.5 and Phi-4-mini share those tokens but not
+    // their format.)
     t.family_ = ChatFamily::mistral;
-  } else if (tk.find("<|user|>") && tk.find("<|assistant|>") && tk.find("<|end|>")) {
-    t.family_ = ChatFamily::phi3;
   } else {
     throw Error(ErrorCode::unsupported,
                 origin + ": no chat template (GGUF tokenizer.chat_template, tokenizer_config.json chat_template) "
-                         "and no turn tokens reach recognises (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST], "
-                         "<|user|> with <|end|>) "
+                         "and no turn tokens reach recognises (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST]) "
                          "in the vocabulary; write the prompt out with -p instead");
   }
   return t;

@@ -71,7 +71,8 @@ class ChatTemplate {
   static ChatTemplate from_jinja(std::string_view text, const std::string& origin, std::string bos_token,
                                  std::string eos_token);
   // The tokenizer's chat_template(); without one, the family that the vocabulary's turn tokens name
-  // (<start_of_turn>, <|start_header_id|>, <|im_start|>).  Throws unsupported when neither says.
+  // (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST] as one token: Mistral v3).  Throws
+  // unsupported when neither says.
   static ChatTemplate for_tokenizer(const Tokenizer& tokenizer, const std::string& origin);
 
   ChatFamily family() const { return family_; }
