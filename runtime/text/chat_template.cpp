@@ -341,8 +341,8 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
   } else {
     throw Error(ErrorCode::unsupported,
                 origin + ": no chat template (GGUF tokenizer.chat_template, tokenizer_config.json chat_template) "
-                         "and no turn tokens reach recognises (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST]) "
-                         "in the vocabulary; write the prompt out with -p instead");
+                         "and no turn tokens reach recognises (<start_of_turn>, <|start_header_id|>, <|im_start|>, "
+                         "[INST]) in the vocabulary; write the prompt out with -p instead");
   }
   return t;
 }
@@ -496,7 +496,10 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
           out += std::string(lstrip_char(msg.content, '\n')) + "<|im_end|>\n";
         }
       }
-      if (add_generation_prompt) out += think ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n";
+      if (add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        if (!think) out += "<think>\n\n</think>\n";
+      }
       break;
     }
     case ChatFamily::mistral: {

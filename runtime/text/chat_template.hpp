@@ -21,7 +21,8 @@
 //    writes an empty think block into the generation prompt;
 //  - SmolLM3 (ChatML with a "## Metadata" system block): today's date (the template calls
 //    strftime_now), the reasoning mode (/think by default, /no_think from set_thinking(false) or the
-//    system message), and the two default instructions the template holds, one per mode;
+//    system message), and the two default instructions the template holds, one per mode; without
+//    tools its system turn has no <|im_end|>, and so reach writes none either;
 //  - Gemma (<start_of_turn>: Gemma 2 and 3): whether it starts with bos_token, and the separator
 //    after a system message, which Gemma 3 puts before the first user message ('\n\n');
 //    Gemma 2's template has no system role;
@@ -37,8 +38,10 @@
 //  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
 //    starts with bos_token.
-// A role other than system / user / assistant (tool results) is ErrorCode::unsupported in the
-// families added with Llama 3.1; the older ones write any role as a turn of that name.
+// A role other than system / user / assistant (tool results: their templates want fields a
+// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1, and
+// invalid_argument in Mistral's, whose template raises on it; the older families write any role as a
+// turn of that name.
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
 #include <cstdint>
