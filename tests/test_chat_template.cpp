@@ -307,7 +307,8 @@ TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-t
   CHECK_HAS(error_of([&] { (void)smol3.render(hi, true); }, ErrorCode::invalid_argument), "not a calendar day");
 
   // Roles these templates render no turn for (tool results) are refused, not dropped.
-  for (const char* file : {"llama3_1.jinja", "qwen3.jinja", "smollm3.jinja", "phi3.jinja", "olmo2.jinja"}) {
+  for (const char* file :
+       {"llama3_1.jinja", "qwen2_5.jinja", "qwen3.jinja", "smollm3.jinja", "phi3.jinja", "olmo2.jinja"}) {
     INFO(file);
     CHECK_HAS(error_of([&] { (void)from_file(file, "", "").tmpl.render(
                                 std::vector<ChatMessage>{{"user", "u"}, {"tool", "42"}}, true); },

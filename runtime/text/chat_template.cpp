@@ -276,6 +276,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       t.family_ = ChatFamily::qwen3;
     } else {
       t.family_ = ChatFamily::chatml;
+      // Qwen 2.5 writes tool results as <tool_response> in a user turn, not as a turn of their role.
+      t.known_roles_only_ = has(text, "<tool_response>");
       if (auto s = chatml_default_system(text)) {
         t.has_default_system_ = true;
         t.default_system_ = *s;
@@ -387,6 +389,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
   const bool has_system = m[0].role == "system";
   switch (family_) {
     case ChatFamily::chatml:
+      if (known_roles_only_) check_roles(m, origin_);
       if (!has_system && has_default_system_) out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
       for (const auto& msg : m) out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
       if (add_generation_prompt) out += "<|im_start|>assistant\n";

@@ -39,9 +39,9 @@
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
 //    starts with bos_token.
 // A role other than system / user / assistant (tool results: their templates want fields a
-// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1, and
-// invalid_argument in Mistral's, whose template raises on it; the older families write any role as a
-// turn of that name.
+// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1 and in
+// ChatML templates with tool responses (Qwen 2.5), and invalid_argument in Mistral's, whose template
+// raises on it; the other families write any role as a turn of that name.
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
 #include <cstdint>
@@ -105,6 +105,7 @@ class ChatTemplate {
   bool from_vocabulary_ = false;
   bool writes_bos_ = false;            // gemma: the template starts with bos_token
   bool has_default_system_ = false;    // chatml
+  bool known_roles_only_ = false;      // chatml: system / user / assistant only (Qwen 2.5: tools differ)
   std::string default_system_;
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
