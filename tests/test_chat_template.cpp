@@ -328,6 +328,9 @@ TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-t
   CHECK_HAS(refused("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}"), "Phi-4");
   // QwQ: <think> in a ChatML template that is not Qwen3's.
   CHECK_HAS(refused("{{'<|im_start|>assistant\n<think>\n'}}"), "reasoning");
+  // Qwen3 Thinking 2507 / QwQ: the generation prompt opens a <think> block.
+  CHECK_HAS(refused(read_text(templates_dir() / "qwen3.jinja") + "{{- '<|im_start|>assistant\\n<think>\\n' }}"),
+            "reasoning");
   // Mistral v0.1: [INST] without a system message.
   CHECK_HAS(refused("{{ '[INST] ' + message['content'] + ' [/INST]' }}"), "v3");
   // Phi-3 mini 4k's first template: no system role.
@@ -338,7 +341,16 @@ TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-t
 TEST_CASE("Llama 3.1/3.2, Qwen 2.5, Qwen3, SmolLM3, Phi-3.5, Phi-4-mini, Mistral and OLMo 2 render as jinja2 does") {
   std::vector<std::vector<ChatMessage>> convs = conversations();
   for (auto& c : reasoning_conversations()) convs.push_back(std::move(c));
-  compare_with_jinja(newer_subjects(), convs);
+  std::vector<Subject> subjects = newer_subjects();
+  // Phi-3.5's template without its test for an empty system text (Phi-3 mini's later form).
+  std::string phi3 = read_text(templates_dir() / "phi3.jinja");
+  const std::string cond = " and message['content']";
+  REQUIRE(phi3.find(cond) != std::string::npos);
+  phi3.erase(phi3.find(cond), cond.size());
+  subjects.push_back({"phi3 without the empty-system test",
+                      ChatTemplate::from_jinja(phi3, "phi3", "<s>", "<|endoftext|>"), json{{"template", phi3}}, "<s>",
+                      "<|endoftext|>"});
+  compare_with_jinja(subjects, convs);
 }
 
 TEST_CASE("Gemma 3, Gemma 2, Llama 3 and Llama 2 templates render as jinja2 does") {

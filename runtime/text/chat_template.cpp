@@ -271,7 +271,9 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       t.think_instructions_ = *think;
       t.plain_instructions_ = *plain;
     } else if (has(text, "<think>") || has(text, "reasoning_content")) {
-      if (!(has(text, "last_query_index") && has(text, "reasoning_content") && has(text, "'</think>' in")))
+      // Qwen3's; not QwQ's or Qwen3 Thinking 2507's, whose generation prompt opens a <think> block.
+      if (!(has(text, "last_query_index") && has(text, "reasoning_content") && has(text, "'</think>' in")) ||
+          has(text, "<|im_start|>assistant\\n<think>") || has(text, "<|im_start|>assistant\n<think>"))
         unsupported("a ChatML chat template with reasoning (<think>) that is not Qwen3's");
       t.family_ = ChatFamily::qwen3;
     } else {
@@ -299,6 +301,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
     if (!has(text, "<|system|>") || !has(text, "add_generation_prompt"))
       unsupported("a Phi-3 chat template reach does not know (Phi-3.5-mini's is rendered)");
     t.family_ = ChatFamily::phi3;
+    // Phi-3.5 writes no system turn for an empty system text; Phi-3 mini's later template does.
+    t.skip_empty_system_ = has(text, "'system' and message['content']");
   } else if (has(text, "<|end|>") && (has(text, "'<|' + message['role'] + '|>'") ||
                                       has(text, "\"<|\" + message[\"role\"] + \"|>\""))) {
     t.family_ = ChatFamily::phi4;
@@ -531,7 +535,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       check_roles(m, origin_);
       const bool phi3 = family_ == ChatFamily::phi3;
       for (const auto& msg : m) {
-        if (phi3 && msg.role == "system" && msg.content.empty()) continue;  // Phi-3.5 skips an empty system text
+        if (phi3 && skip_empty_system_ && msg.role == "system" && msg.content.empty()) continue;
         out += "<|" + msg.role + "|>" + (phi3 ? "\n" : "") + msg.content + "<|end|>" + (phi3 ? "\n" : "");
       }
       out += add_generation_prompt ? (phi3 ? "<|assistant|>\n" : "<|assistant|>") : eos_;

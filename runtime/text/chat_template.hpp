@@ -113,6 +113,7 @@ class ChatTemplate {
   ChatDate today_;
   std::optional<bool> thinking_;
   std::string think_instructions_, plain_instructions_;  // smollm3: the defaults of /think and /no_think
+  bool skip_empty_system_ = true;      // phi3: no system turn for an empty system text (Phi-3.5)
   bool inst_space_ = true;             // mistral: "[INST] " (v3) or "[INST]" (v3-tekken)
   bool assistant_trim_ = true;         // mistral: " " + trimmed text (v3) or the text as it is (v3-tekken)
 };
