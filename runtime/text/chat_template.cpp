@@ -233,7 +233,6 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
   t.origin_ = origin;
   t.bos_ = std::move(bos_token);
   t.eos_ = std::move(eos_token);
-  t.today_ = local_today();
   auto unsupported = [&](const std::string& what) {
     throw Error(ErrorCode::unsupported, origin + ": " + what + "; write the prompt out with -p instead");
   };
@@ -327,7 +326,6 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
   t.bos_ = bos;
   t.eos_ = eos;
   t.from_vocabulary_ = true;
-  t.today_ = local_today();
   if (tk.find("<start_of_turn>") && tk.find("<end_of_turn>")) {
     // Gemma 3's template: <bos>, the system text + "\n\n" before the first user message.
     t.family_ = ChatFamily::gemma;
@@ -435,7 +433,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       check_roles(m, origin_);
       if (writes_bos_) out += bos_;
       out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ";
-      out += date_string_.empty() ? format_date(today_, false) : date_string_;
+      out += date_string_.empty() ? format_date(today_ ? *today_ : local_today(), false) : date_string_;
       out += "\n\n";
       if (has_system) out += strip(m[0].content);
       out += "<|eot_id|>";
@@ -490,7 +488,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
         out += rstrip(replace_all(instructions, "/system_override", "")) + "<|im_end|>\n";
       } else {
         // Without tools the template closes no system turn: no <|im_end|> here, as it renders.
-        out += "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: " + format_date(today_, true) +
+        const ChatDate today = today_ ? *today_ : local_today();
+        out += "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: " + format_date(today, true) +
                "\nReasoning Mode: " + (think ? "/think" : "/no_think") + "\n\n## Custom Instructions\n\n";
         out += !instructions.empty() ? instructions + "\n\n" : think ? think_instructions_ : plain_instructions_;
       }

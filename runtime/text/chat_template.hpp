@@ -92,7 +92,7 @@ class ChatTemplate {
   std::string end_of_turn() const;
 
   // The day written where the template asks strftime_now for today's date (SmolLM3, Llama 3.2):
-  // the local date when the template was read, as transformers' strftime_now gives it; tests fix it.
+  // by default the local date at each render(), as transformers' strftime_now gives it; tests fix it.
   void set_today(ChatDate day) { today_ = day; }
   // The templates' enable_thinking variable (Qwen3, SmolLM3): unset (nullopt) by default, as a
   // caller of apply_chat_template that does not pass it.
@@ -110,7 +110,7 @@ class ChatTemplate {
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
   std::string date_string_;            // llama3_1: the template's date_string; empty: today_ (strftime_now)
-  ChatDate today_;
+  std::optional<ChatDate> today_;     // nullopt: the local date when rendering
   std::optional<bool> thinking_;
   std::string think_instructions_, plain_instructions_;  // smollm3: the defaults of /think and /no_think
   bool skip_empty_system_ = true;      // phi3: no system turn for an empty system text (Phi-3.5)
