@@ -1,10 +1,14 @@
 // Chat templates (runtime/chat_template.*): reach's rendering of a conversation must equal Python's
 // jinja2 rendering of the model's own template text (tests/python/chat_template_ref.py, set up as
 // transformers renders templates), for SmolLM2's template (from its GGUF and from the converted
-// folder's tokenizer_config.json), Gemma 3's, Gemma 2's, Llama 3's and Llama 2's
-// (tests/data/chat_templates), on conversations with and without a system message, multi-turn, with
-// and without the generation prompt, and with whitespace the templates trim.  Where a template
-// raises, reach must throw invalid_argument.  Without jinja2 (exit 3) the comparisons are skipped.
+// folder's tokenizer_config.json), Gemma 3's, Gemma 2's, Llama 3's, Llama 2's, Llama 3.1's and 3.2's,
+// Qwen 2.5's and Qwen3's, Phi-3.5's and Phi-4-mini's, Mistral v0.3's and Nemo's, OLMo 2's and
+// SmolLM3's (tests/data/chat_templates), on conversations with and without a system message,
+// multi-turn, with and without the generation prompt, and with whitespace the templates trim; the
+// reasoning templates also on <think> blocks, /think and /no_think system messages and
+// enable_thinking false.  Where a template raises, reach must throw invalid_argument.  The templates
+// that ask strftime_now for today's date get one fixed day on both sides.  Without jinja2 (exit 3)
+// the comparisons are skipped.
 // encode_chat (conversation -> prompt ids) against transformers' apply_chat_template ids: jinja2's
 // rendering encoded by the tokenizers package (tests/python/chat_ids_ref.py).
 #include <doctest/doctest.h>
@@ -94,6 +98,33 @@ std::vector<std::vector<ChatMessage>> conversations() {
   };
 }
 
+// Conversations for the families added with Llama 3.1: reasoning in assistant messages (Qwen3
+// keeps it after the last user message), SmolLM3's /think, /no_think and /system_override system
+// flags, a tool response in a user message (Qwen3 does not count it as the last query), a second
+// system message (Mistral raises), a system message alone, an empty one.
+std::vector<std::vector<ChatMessage>> reasoning_conversations() {
+  return {
+      {{"system", "Think it through. /think"}, {"user", "2+2?"}},
+      {{"system", "Be quick /no_think  \n"}, {"user", "Hi"}, {"assistant", "\n\nHello"}, {"user", "Bye"}},
+      {{"system", "/system_override Only this. /no_think"}, {"user", "Hi"}},
+      {{"system", "/think"}, {"user", "Hi"}},
+      {{"user", "Why?"}, {"assistant", "<think>\nBecause.\n</think>\n\nThat is why."}},
+      {{"user", "Q1"},
+       {"assistant", "<think>r1</think>A1"},
+       {"user", "Q2"},
+       {"assistant", "<think>\n\nr2\n\n</think>\n\nA2"},
+       {"user", "Q3"}},
+      {{"user", "What is 6*7?"},
+       {"assistant", "<think>use the tool</think>calling"},
+       {"user", "<tool_response>\n42\n</tool_response>"},
+       {"assistant", "<think>\nit said 42\n</think>It is 42."}},
+      {{"user", "Q"}, {"assistant", "no reasoning </think> after"}, {"user", "R"}, {"assistant", "A</think>\n\nB"}},
+      {{"system", "S"}, {"user", "u1"}, {"system", "S2"}, {"user", "u2"}},
+      {{"system", "only a system message"}},
+      {{"system", ""}, {"user", "x"}},
+  };
+}
+
 json to_json(const std::vector<ChatMessage>& conv) {
   json a = json::array();
   for (const auto& m : conv) a.push_back({{"role", m.role}, {"content", m.content}});
@@ -106,20 +137,26 @@ struct Subject {
   ChatTemplate tmpl;
   json source;  // {"template_file": ...} / {"template_gguf": ...} / {"template": ...}
   std::string bos, eos;
+  json variables = json::object();  // further template variables (enable_thinking)
 };
+
+// The day chat_template_ref.py's strftime_now formats (FIXED_DATE there).
+constexpr reach::ChatDate kFixedDate{2025, 7, 8};
 
 // Renders every conversation with and without the generation prompt on both sides and compares.
 // Returns false (with a message) when the reference cannot run.
-bool compare_with_jinja(const std::vector<Subject>& subjects) {
+bool compare_with_jinja(const std::vector<Subject>& subjects,
+                        const std::vector<std::vector<ChatMessage>>& convs = conversations()) {
   json cases = json::array();
   for (const auto& s : subjects)
-    for (const auto& conv : conversations())
+    for (const auto& conv : convs)
       for (bool gen : {true, false}) {
         json c = s.source;
         c["bos_token"] = s.bos;
         c["eos_token"] = s.eos;
         c["messages"] = to_json(conv);
         c["add_generation_prompt"] = gen;
+        c["variables"] = s.variables;
         cases.push_back(c);
       }
   TempDir tmp("chat_template");
@@ -136,7 +173,7 @@ bool compare_with_jinja(const std::vector<Subject>& subjects) {
   REQUIRE(ref.size() == cases.size());
   size_t k = 0, compared = 0, raised = 0;
   for (const auto& s : subjects)
-    for (const auto& conv : conversations())
+    for (const auto& conv : convs)
       for (bool gen : {true, false}) {
         const json& r = ref[k++];
         INFO(s.name << ", messages " << to_json(conv).dump() << ", add_generation_prompt " << gen);
@@ -161,8 +198,34 @@ bool compare_with_jinja(const std::vector<Subject>& subjects) {
 
 Subject from_file(const std::string& file, const std::string& bos, const std::string& eos) {
   const fs::path p = templates_dir() / file;
-  return {file, ChatTemplate::from_jinja(read_text(p), p.string(), bos, eos), json{{"template_file", p.string()}},
-          bos, eos};
+  Subject s{file, ChatTemplate::from_jinja(read_text(p), p.string(), bos, eos), json{{"template_file", p.string()}},
+            bos, eos};
+  s.tmpl.set_today(kFixedDate);
+  return s;
+}
+
+// The template rendered with enable_thinking false, on both sides.
+Subject without_thinking(Subject s) {
+  s.name += " (enable_thinking false)";
+  s.tmpl.set_thinking(false);
+  s.variables["enable_thinking"] = false;
+  return s;
+}
+
+// The families added with Llama 3.1, with the special-token texts of their models.
+std::vector<Subject> newer_subjects() {
+  return {from_file("llama3_1.jinja", "<|begin_of_text|>", "<|eot_id|>"),
+          from_file("llama3_2.jinja", "<|begin_of_text|>", "<|eot_id|>"),
+          from_file("qwen2_5.jinja", "", "<|im_end|>"),
+          from_file("qwen3.jinja", "", "<|im_end|>"),
+          without_thinking(from_file("qwen3.jinja", "", "<|im_end|>")),
+          from_file("smollm3.jinja", "", "<|im_end|>"),
+          without_thinking(from_file("smollm3.jinja", "", "<|im_end|>")),
+          from_file("phi3.jinja", "<s>", "<|endoftext|>"),
+          from_file("phi4_mini.jinja", "<|endoftext|>", "<|endoftext|>"),
+          from_file("mistral.jinja", "<s>", "</s>"),
+          from_file("mistral_nemo.jinja", "<s>", "</s>"),
+          from_file("olmo2.jinja", "<|endoftext|>", "<|endoftext|>")};
 }
 
 }  // namespace
@@ -185,7 +248,8 @@ TEST_CASE("families are recognised from the template text") {
   CHECK_HAS(unknown, "<|im_start|>");
   CHECK_HAS(unknown, "-p");
   CHECK_HAS(error_of([] { (void)ChatTemplate::from_jinja("<|start_header_id|>system<|end_header_id|>\n\n"
-                                                         "Cutting Knowledge Date: December 2023", "t", "", ""); },
+                                                         "Cutting Knowledge Date: September 2024 {{ tools }}", "t", "",
+                                                         ""); },
                      ErrorCode::unsupported),
             "Llama 3.1");
   CHECK_HAS(error_of([] { (void)from_file("gemma2.jinja", "<bos>", "").tmpl.render(
@@ -195,6 +259,98 @@ TEST_CASE("families are recognised from the template text") {
   CHECK_HAS(error_of([] { (void)from_file("llama3.jinja", "", "").tmpl.render({}, true); },
                      ErrorCode::invalid_argument),
             "no messages");
+}
+
+TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-turn tokens and names") {
+  struct Want {
+    const char* file;
+    ChatFamily family;
+    const char* name;
+    const char* end_of_turn;
+  };
+  const Want wants[] = {
+      {"llama3_1.jinja", ChatFamily::llama3_1, "llama3.1", "<|eot_id|>"},
+      {"llama3_2.jinja", ChatFamily::llama3_1, "llama3.1", "<|eot_id|>"},
+      {"qwen2_5.jinja", ChatFamily::chatml, "chatml", "<|im_end|>"},
+      {"qwen3.jinja", ChatFamily::qwen3, "qwen3", "<|im_end|>"},
+      {"smollm3.jinja", ChatFamily::smollm3, "smollm3", "<|im_end|>"},
+      {"phi3.jinja", ChatFamily::phi3, "phi3", "<|end|>"},
+      {"phi4_mini.jinja", ChatFamily::phi4, "phi4-mini", "<|end|>"},
+      {"mistral.jinja", ChatFamily::mistral, "mistral", "</s>"},
+      {"mistral_nemo.jinja", ChatFamily::mistral, "mistral", "</s>"},
+      {"olmo2.jinja", ChatFamily::olmo2, "olmo2", "<|endoftext|>"},
+  };
+  const std::string eos_of[] = {"<|eot_id|>", "<|eot_id|>", "", "", "", "", "", "</s>", "</s>", "<|endoftext|>"};
+  size_t i = 0;
+  for (const Want& w : wants) {
+    INFO(w.file);
+    const ChatTemplate t = from_file(w.file, "<s>", eos_of[i++]).tmpl;
+    CHECK(t.family() == w.family);
+    CHECK(std::string(t.family_name()) == w.name);
+    CHECK(t.end_of_turn() == w.end_of_turn);
+  }
+
+  // Qwen 2.5's default system message comes from its template text.
+  CHECK(from_file("qwen2_5.jinja", "", "").tmpl.render(std::vector<ChatMessage>{{"user", "Hi"}}, false) ==
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\nHi<|im_end|>\n");
+  // Llama 3.1 writes its date_string default; 3.2 asks strftime_now, so today's date (set here).
+  const std::vector<ChatMessage> hi{{"user", "Hi"}};
+  CHECK_HAS(from_file("llama3_1.jinja", "", "").tmpl.render(hi, true), "Today Date: 26 Jul 2024\n\n");
+  ChatTemplate l32 = from_file("llama3_2.jinja", "", "").tmpl;
+  l32.set_today({2024, 12, 1});
+  CHECK_HAS(l32.render(hi, true), "Cutting Knowledge Date: December 2023\nToday Date: 01 Dec 2024\n\n");
+  ChatTemplate smol3 = from_file("smollm3.jinja", "", "").tmpl;
+  smol3.set_today({2026, 1, 31});
+  CHECK_HAS(smol3.render(hi, true), "Today Date: 31 January 2026\nReasoning Mode: /think\n");
+  smol3.set_today({2026, 13, 1});
+  CHECK_HAS(error_of([&] { (void)smol3.render(hi, true); }, ErrorCode::invalid_argument), "not a calendar day");
+
+  // Roles these templates render no turn for (tool results) are refused, not dropped.
+  for (const char* file :
+       {"llama3_1.jinja", "qwen2_5.jinja", "qwen3.jinja", "smollm3.jinja", "phi3.jinja", "olmo2.jinja"}) {
+    INFO(file);
+    CHECK_HAS(error_of([&] { (void)from_file(file, "", "").tmpl.render(
+                                std::vector<ChatMessage>{{"user", "u"}, {"tool", "42"}}, true); },
+                       ErrorCode::unsupported),
+              "role 'tool'");
+  }
+  for (const auto& s : newer_subjects()) {
+    INFO(s.name);
+    CHECK_HAS(error_of([&] { (void)s.tmpl.render({}, true); }, ErrorCode::invalid_argument), "no messages");
+  }
+
+  // Lookalikes of these families that render differently are refused, not misrendered.
+  auto refused = [](const std::string& text) {
+    return error_of([&] { (void)ChatTemplate::from_jinja(text, "t.jinja", "", ""); }, ErrorCode::unsupported);
+  };
+  // Phi-4 (14B): ChatML tokens with <|im_sep|>.
+  CHECK_HAS(refused("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}"), "Phi-4");
+  // QwQ: <think> in a ChatML template that is not Qwen3's.
+  CHECK_HAS(refused("{{'<|im_start|>assistant\n<think>\n'}}"), "reasoning");
+  // Qwen3 Thinking 2507 / QwQ: the generation prompt opens a <think> block.
+  CHECK_HAS(refused(read_text(templates_dir() / "qwen3.jinja") + "{{- '<|im_start|>assistant\\n<think>\\n' }}"),
+            "reasoning");
+  // Mistral v0.1: [INST] without a system message.
+  CHECK_HAS(refused("{{ '[INST] ' + message['content'] + ' [/INST]' }}"), "v3");
+  // Phi-3 mini 4k's first template: no system role.
+  CHECK_HAS(refused("{{'<|user|>' + '\n' + message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}"),
+            "Phi-3");
+}
+
+TEST_CASE("Llama 3.1/3.2, Qwen 2.5, Qwen3, SmolLM3, Phi-3.5, Phi-4-mini, Mistral and OLMo 2 render as jinja2 does") {
+  std::vector<std::vector<ChatMessage>> convs = conversations();
+  for (auto& c : reasoning_conversations()) convs.push_back(std::move(c));
+  std::vector<Subject> subjects = newer_subjects();
+  // Phi-3.5's template without its test for an empty system text (Phi-3 mini's later form).
+  std::string phi3 = read_text(templates_dir() / "phi3.jinja");
+  const std::string cond = " and message['content']";
+  REQUIRE(phi3.find(cond) != std::string::npos);
+  phi3.erase(phi3.find(cond), cond.size());
+  subjects.push_back({"phi3 without the empty-system test",
+                      ChatTemplate::from_jinja(phi3, "phi3", "<s>", "<|endoftext|>"), json{{"template", phi3}}, "<s>",
+                      "<|endoftext|>"});
+  compare_with_jinja(subjects, convs);
 }
 
 TEST_CASE("Gemma 3, Gemma 2, Llama 3 and Llama 2 templates render as jinja2 does") {
@@ -275,6 +431,34 @@ TEST_CASE("tokenizer_config.json: chat_template as a string, as named templates,
                                            {"name": "default", "template": "D"}]})")
             .chat_template() == "D");
   CHECK(with_config(R"({"chat_template": [{"name": "rag", "template": "R"}]})").chat_template().empty());
+
+  // No template, [INST] / [/INST] as tokens (renamed from the ChatML ones here): Mistral's v3 format;
+  // with [SYSTEM_PROMPT] too (a v7 vocabulary) no family is guessed.
+  {
+    TempDir m("chat_mistral_vocab");
+    auto renamed = [&](std::vector<std::pair<std::string, std::string>> names) {
+      json tj = json::parse(read_text(src));
+      for (auto& [from, to] : names) {
+        for (auto& t : tj["added_tokens"])
+          if (t["content"] == from) t["content"] = to;
+        auto& vocab = tj["model"]["vocab"];
+        vocab[to] = vocab[from];
+        vocab.erase(from);
+      }
+      std::ofstream(m / "tokenizer.json") << tj.dump();
+      return Tokenizer::load(m.path);
+    };
+    const Tokenizer v3 = renamed({{"<|im_start|>", "[INST]"}, {"<|im_end|>", "[/INST]"}});
+    REQUIRE(v3.chat_template().empty());
+    const ChatTemplate t = ChatTemplate::for_tokenizer(v3, "v3");
+    CHECK(t.family() == ChatFamily::mistral);
+    CHECK(t.from_vocabulary());
+    CHECK(t.render(std::vector<ChatMessage>{{"system", "S"}, {"user", "U"}}, true) ==
+          (v3.bos_id() ? v3.token_text(*v3.bos_id()) : std::string()) + "[INST] S\n\nU[/INST]");
+    const Tokenizer v7 =
+        renamed({{"<|im_start|>", "[INST]"}, {"<|im_end|>", "[/INST]"}, {"<|endoftext|>", "[SYSTEM_PROMPT]"}});
+    CHECK_HAS(error_of([&] { (void)ChatTemplate::for_tokenizer(v7, "v7"); }, ErrorCode::unsupported), "[INST]");
+  }
 
   const std::string bad = error_of([&] { (void)with_config("{\"chat_template\": "); }, ErrorCode::format);
   CHECK_HAS(bad, "tokenizer_config.json");

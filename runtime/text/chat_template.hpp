@@ -13,17 +13,39 @@
 //  - a model without a template (Gemma 3 270M's GGUF carries none) still chats, from the turn tokens
 //    of its vocabulary.
 // The families, and what is taken from the template text beyond its family:
-//  - ChatML (<|im_start|>: SmolLM2, Qwen2): the system turn the template writes when the
-//    conversation has none (SmolLM2's "You are a helpful AI assistant named SmolLM, ...");
+//  - ChatML (<|im_start|>: SmolLM2, Qwen2, Qwen 2.5): the system turn the template writes when the
+//    conversation has none (SmolLM2's "You are a helpful AI assistant named SmolLM, ...", Qwen 2.5's
+//    "You are Qwen, created by Alibaba Cloud. ...");
+//  - Qwen3 (ChatML with <think> blocks): an assistant turn after the last user message carries its
+//    reasoning as <think>...</think>, earlier ones lose it; enable_thinking (set_thinking) false
+//    writes an empty think block into the generation prompt;
+//  - SmolLM3 (ChatML with a "## Metadata" system block): today's date (the template calls
+//    strftime_now), the reasoning mode (/think by default, /no_think from set_thinking(false) or the
+//    system message), and the two default instructions the template holds, one per mode; without
+//    tools its system turn has no <|im_end|>, and so reach writes none either;
 //  - Gemma (<start_of_turn>: Gemma 2 and 3): whether it starts with bos_token, and the separator
 //    after a system message, which Gemma 3 puts before the first user message ('\n\n');
 //    Gemma 2's template has no system role;
-//  - Llama 3 (<|start_header_id|>): the original Llama 3 Instruct form (Llama 3.1's, with its
-//    knowledge-date system header and tools, is not recognised);
-//  - Llama 2 ([INST] with <<SYS>>).
+//  - Llama 3 (<|start_header_id|>): the original Llama 3 Instruct form;
+//  - Llama 3.1 (<|start_header_id|> with the "Cutting Knowledge Date: December 2023" system header:
+//    Llama 3.1, 3.2, 3.3 Instruct): the "Today Date" the template writes, its date_string literal
+//    ("26 Jul 2024" in Llama 3.1's), or today's date where it asks strftime_now (Llama 3.2's);
+//    tools are not rendered;
+//  - Llama 2 ([INST] with <<SYS>>);
+//  - Mistral ([INST] without <<SYS>>: mistralai's "v3" template of Mistral 7B Instruct v0.3, and
+//    its "v3-tekken" form of Mistral Nemo): whether "[INST] " has its space and the assistant's
+//    text its leading space and trim; the system message goes before the last user message;
+//  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
+//  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
+//    starts with bos_token.
+// A role other than system / user / assistant (tool results: their templates want fields a
+// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1 and in
+// ChatML templates with tool responses (Qwen 2.5), and invalid_argument in Mistral's, whose template
+// raises on it; the other families write any role as a turn of that name.
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,7 +60,12 @@ struct ChatMessage {
   std::string content;
 };
 
-enum class ChatFamily { chatml, gemma, llama3, llama2 };
+enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2 };
+
+// A calendar day, for the templates that write today's date.
+struct ChatDate {
+  int year = 0, month = 0, day = 0;  // month 1..12
+};
 
 class ChatTemplate {
  public:
@@ -47,7 +74,8 @@ class ChatTemplate {
   static ChatTemplate from_jinja(std::string_view text, const std::string& origin, std::string bos_token,
                                  std::string eos_token);
   // The tokenizer's chat_template(); without one, the family that the vocabulary's turn tokens name
-  // (<start_of_turn>, <|start_header_id|>, <|im_start|>).  Throws unsupported when neither says.
+  // (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST] as one token: Mistral v3).  Throws
+  // unsupported when neither says.
   static ChatTemplate for_tokenizer(const Tokenizer& tokenizer, const std::string& origin);
 
   ChatFamily family() const { return family_; }
@@ -59,9 +87,16 @@ class ChatTemplate {
   // itself raises (roles not alternating user/assistant, a system role it has no place for, no
   // messages).
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
-  // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, or the EOS
-  // text for Llama 2.
+  // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>, or
+  // the EOS text (Llama 2, Mistral, OLMo 2).
   std::string end_of_turn() const;
+
+  // The day written where the template asks strftime_now for today's date (SmolLM3, Llama 3.2):
+  // by default the local date at each render(), as transformers' strftime_now gives it; tests fix it.
+  void set_today(ChatDate day) { today_ = day; }
+  // The templates' enable_thinking variable (Qwen3, SmolLM3): unset (nullopt) by default, as a
+  // caller of apply_chat_template that does not pass it.
+  void set_thinking(std::optional<bool> enable) { thinking_ = enable; }
 
  private:
   ChatFamily family_ = ChatFamily::chatml;
@@ -70,9 +105,17 @@ class ChatTemplate {
   bool from_vocabulary_ = false;
   bool writes_bos_ = false;            // gemma: the template starts with bos_token
   bool has_default_system_ = false;    // chatml
+  bool known_roles_only_ = false;      // chatml: system / user / assistant only (Qwen 2.5: tools differ)
   std::string default_system_;
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
+  std::string date_string_;            // llama3_1: the template's date_string; empty: today_ (strftime_now)
+  std::optional<ChatDate> today_;     // nullopt: the local date when rendering
+  std::optional<bool> thinking_;
+  std::string think_instructions_, plain_instructions_;  // smollm3: the defaults of /think and /no_think
+  bool skip_empty_system_ = true;      // phi3: no system turn for an empty system text (Phi-3.5)
+  bool inst_space_ = true;             // mistral: "[INST] " (v3) or "[INST]" (v3-tekken)
+  bool assistant_trim_ = true;         // mistral: " " + trimmed text (v3) or the text as it is (v3-tekken)
 };
 
 // A conversation as the prompt of the assistant's next turn, and the tokens that end that turn.

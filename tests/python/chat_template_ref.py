@@ -6,16 +6,23 @@ lstrip_blocks, and a raise_exception function), without transformers itself.
 usage: chat_template_ref.py REQUEST.json
   REQUEST.json: {"cases": [{"template": TEXT | "template_file": PATH | "template_gguf": PATH,
                             "bos_token": S, "eos_token": S, "messages": [{"role", "content"}...],
-                            "add_generation_prompt": BOOL}, ...]}
+                            "add_generation_prompt": BOOL, "variables": {NAME: VALUE...}}, ...]}
+  "variables" (optional) are further template variables (enable_thinking, date_string, ...).
   prints a JSON list, one entry per case: {"text": rendered} or {"error": message} (the template
   raised).  "template_gguf" reads tokenizer.chat_template with the PyPI gguf package.
+strftime_now is the function transformers provides (SmolLM3's and Llama 3.2's templates call it for
+today's date); here it formats one fixed day, FIXED_DATE, so that the rendering is reproducible and the
+C++ side, given the same date, can be compared byte for byte.
 Exit status 3 when jinja2 (or gguf, for template_gguf) cannot be imported: the caller skips.
 """
 import json
 import sys
 
+import datetime
+
 try:
     import jinja2
+    from jinja2.ext import Extension
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 except ImportError:
     print("jinja2 is not installed (python3 -m pip install jinja2; tools/setup.sh does)", file=sys.stderr)
@@ -28,6 +35,25 @@ class TemplateError(Exception):
 
 def raise_exception(message):
     raise TemplateError(message)
+
+
+# The day strftime_now formats: tests/test_chat_template.cpp passes the same date to reach.
+FIXED_DATE = datetime.datetime(2025, 7, 8, 12, 0, 0)
+
+
+def strftime_now(fmt):
+    return FIXED_DATE.strftime(fmt)
+
+
+class GenerationTag(Extension):
+    """transformers' {% generation %} ... {% endgeneration %} (marks the assistant's tokens for
+    training masks); for rendering it is only its body (SmolLM3's template uses it)."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
 
 
 def gguf_template(path):
@@ -45,8 +71,9 @@ def gguf_template(path):
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         request = json.load(f)
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag])
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
     out = []
     for case in request["cases"]:
         if "template" in case:
@@ -59,7 +86,7 @@ def main():
         try:
             rendered = env.from_string(text).render(
                 messages=case["messages"], add_generation_prompt=case["add_generation_prompt"],
-                bos_token=case["bos_token"], eos_token=case["eos_token"])
+                bos_token=case["bos_token"], eos_token=case["eos_token"], **case.get("variables", {}))
             out.append({"text": rendered})
         except (TemplateError, jinja2.TemplateError) as e:
             out.append({"error": str(e)})
