@@ -329,6 +329,43 @@ def forward_logprobs(model, ids):
     return log_softmax64(out.logits[0])
 
 
+def outputs(model, ids, positions, n_greedy):
+    """logprobs_next, full_logprobs at positions, greedy continuation and its margins; and the log-prob rows."""
+    import torch
+    L = len(ids)
+    lp = forward_logprobs(model, ids)
+    o = {"logprobs_next": [f17(lp[t, ids[t + 1]].item()) for t in range(L - 1)],
+         "full_logprobs": [[f17(v) for v in lp[p].tolist()] for p in positions],
+         "greedy": [], "greedy_margins": []}
+    seq = list(ids)
+    for _ in range(n_greedy):
+        row = forward_logprobs(model, seq)[-1]
+        top = torch.topk(row, 2)
+        o["greedy"].append(int(top.indices[0]))
+        o["greedy_margins"].append(f17((top.values[0] - top.values[1]).item()))
+        seq.append(o["greedy"][-1])
+    return o, lp
+
+
+def _mistral_as_gguf(cfg):
+    # The converter maps MistralForCausalLM to the llama architecture and writes no sliding window; llama.cpp's
+    # llama attends to every position.
+    cfg.sliding_window = None
+    return "no sliding window (the converter writes none for the llama architecture)"
+
+
+def _gemma2_as_gguf(cfg):
+    # The converter writes no query_pre_attn_scalar; llama.cpp scales Gemma 2's queries by 1/sqrt(head_dim)
+    # (1/sqrt(hidden/heads) only for the 27B model, recognised by its layer count).
+    cfg.query_pre_attn_scalar = cfg.head_dim
+    return (f"query_pre_attn_scalar = head_dim = {cfg.head_dim} (the converter writes no query_pre_attn_scalar; "
+            "llama.cpp scales queries by 1/sqrt(key_length) except for the 27B model)")
+
+
+# Families whose GGUF, as llama.cpp reads it, is a different model from hf/ (see gguf_reference.json).
+GGUF_READS_AS = {"mistral": _mistral_as_gguf, "gemma2": _gemma2_as_gguf}
+
+
 def f17(x: float) -> float:
     return float(f"{x:.17g}")
 
@@ -392,25 +429,16 @@ def make_family(family: str, a):
     # The reference: one forward over L tokens, full rows at a few positions, greedy continuation.
     ids = sequence(family, tok, a)
     L = len(ids)
-    lp = forward_logprobs(model, ids)
-    logprobs_next = [f17(lp[t, ids[t + 1]].item()) for t in range(L - 1)]
     window = getattr(cfg, "sliding_window", None) or 16
     orig = 32
     positions = sorted({0, 1, window - 1, window, window + 5, orig, orig + 9, L // 2 + 7, L - 1})
     positions = [p for p in positions if 0 <= p < L]
-    full = [[f17(v) for v in lp[p].tolist()] for p in positions]
+    outs, lp = outputs(model, ids, positions, a.greedy)
+    margins = outs["greedy_margins"]
     margins_seq = []
     for t in range(L):
         top = torch.topk(lp[t], 2).values
         margins_seq.append((top[0] - top[1]).item())
-    greedy, margins = [], []
-    seq = list(ids)
-    for _ in range(a.greedy):
-        row = forward_logprobs(model, seq)[-1]
-        top = torch.topk(row, 2)
-        greedy.append(int(top.indices[0]))
-        margins.append(f17((top.values[0] - top.values[1]).item()))
-        seq.append(greedy[-1])
 
     notes = [f"transformers {T.__version__}, torch {torch.__version__}; eager attention, float64 throughout "
              "(float32 requests inside transformers promoted to float64), weights = the stored float16 values."]
@@ -459,14 +487,24 @@ def make_family(family: str, a):
                    "head_dim": getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads,
                    "intermediate": cfg.intermediate_size, "vocab": cfg.vocab_size, "seq_len": L},
         "tokens": ids,
-        "logprobs_next": logprobs_next,
         "full_positions": positions,
-        "full_logprobs": full,
-        "greedy": greedy,
-        "greedy_margins": margins,
+        **outs,
         "notes": "; ".join(notes),
     }
     (out / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
+
+    # Where the converter drops part of the model, the GGUF describes another model: its reference is written
+    # beside, computed by transformers with the config as llama.cpp reads the GGUF.
+    if family in GGUF_READS_AS and not a.no_gguf:
+        cfg2 = copy.deepcopy(cfg)
+        why = GGUF_READS_AS[family](cfg2)
+        with float64_everywhere():
+            m2 = cls(cfg2).to(torch.float64)
+        m2.eval()
+        m2.load_state_dict(model.state_dict())
+        outs2, _ = outputs(m2, ids, positions, a.greedy)
+        gref = {**ref, **outs2, "notes": "the model as model.gguf describes it: " + why}
+        (out / "gguf_reference.json").write_text(json.dumps(gref, separators=(",", ":")) + "\n")
 
     if not a.no_gguf:
         subprocess.run([sys.executable, str(Path(__file__).resolve()), "--convert", str(hf), str(out / "model.gguf")],
