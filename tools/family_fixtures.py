@@ -60,9 +60,14 @@ CHAT_TOKENS = {
     "qwen3": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
     "phi3": ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"],
     "gemma2": ["<start_of_turn>", "<end_of_turn>"],
-    "olmo2": ["<|endoftext|>", "<|pad|>", "<|im_start|>", "<|im_end|>"],
+    "olmo2": ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"],
     "smollm3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
 }
+
+# The conversation of reference.json's "chat".
+CHAT = [{"role": "user", "content": "Hello, how are you today?"},
+        {"role": "assistant", "content": "I am fine, thank you."},
+        {"role": "user", "content": "What time is it?"}]
 
 # Families whose tokenizer puts BOS first (the reference sequence starts with it).
 HAS_BOS = {"llama3", "mistral", "phi3", "gemma2"}
@@ -84,6 +89,8 @@ def parse_args(argv=None):
     p.add_argument("--greedy", type=int, default=16)
     p.add_argument("--out", type=Path, default=ROOT / "tests/data/families")
     p.add_argument("--no-gguf", action="store_true", help="skip the llama.cpp conversion")
+    p.add_argument("--templates", type=Path, default=ROOT / "tests/data/chat_templates",
+                   help="where the chat templates (<name>.jinja) are read")
     # Internal: run llama.cpp's converter in this process (with the pre-tokenizer override), then exit.
     p.add_argument("--convert", nargs=2, metavar=("HF_DIR", "OUT_GGUF"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -200,9 +207,31 @@ def bytelevel_bpe_tokenizer(family: str, vocab: int, seed: int, hf: Path):
     return tok
 
 
-def chat_template(family: str) -> tuple[str | None, str | None]:
+FIXED_TODAY = __import__("datetime").datetime(2026, 1, 15)
+
+
+@contextlib.contextmanager
+def fixed_today():
+    """strftime_now (SmolLM3's template writes today's date) answers FIXED_TODAY, so reruns give the same ids."""
+    import datetime as dt
+    import transformers.utils.chat_template_utils as ctu
+
+    class Fixed(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return FIXED_TODAY
+
+    orig = ctu.datetime
+    ctu.datetime = Fixed
+    try:
+        yield
+    finally:
+        ctu.datetime = orig
+
+
+def chat_template(family: str, templates: Path) -> tuple[str | None, str | None]:
     for name in TEMPLATES[family]:
-        p = ROOT / "tests/data/chat_templates" / name
+        p = templates / name
         if p.is_file():
             return p.read_text(), name
     return None, None
@@ -392,7 +421,7 @@ def make_family(family: str, a):
     torch.manual_seed(a.seed)
 
     tok = (bytelevel_bpe_tokenizer if family == "olmo2" else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
-    template, template_name = chat_template(family)
+    template, template_name = chat_template(family, a.templates)
     if template is not None:
         tok.chat_template = template
     cfg = make_config(family, a, tok)
@@ -422,6 +451,11 @@ def make_family(family: str, a):
     if template is not None:
         tc["chat_template"] = template
     tc["add_bos_token"] = family in HAS_BOS
+    # transformers 5 no longer writes added_tokens_decoder; llama.cpp's converter reads it (or added_tokens.json) to
+    # type the SentencePiece model's user-defined chat tokens CONTROL, without which llama.cpp splits them as text.
+    added = json.loads((hf / "tokenizer.json").read_text())["added_tokens"]
+    tc["added_tokens_decoder"] = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
+                                                                   "single_word", "special")} for t in added}
     (hf / "tokenizer_config.json").write_text(json.dumps(tc, indent=2, ensure_ascii=False) + "\n")
     cfg_json = json.loads((hf / "config.json").read_text())
     (out / "hf_v4_config.json").write_text(json.dumps(v4_config(cfg_json), indent=2) + "\n")
@@ -472,12 +506,21 @@ def make_family(family: str, a):
     if family == "llama3":
         notes.append("llama3 rope: factor 8, low 1, high 4, original_max_position_embeddings 32")
     if template is None:
-        notes.append("no chat template: tests/data/chat_templates has none of " + ", ".join(TEMPLATES[family]))
+        notes.append("no chat template: tests/data/chat_templates had none of " + ", ".join(TEMPLATES[family]))
     else:
         notes.append(f"chat template: tests/data/chat_templates/{template_name}")
     small = sum(m < 0.05 for m in margins_seq) / L
     notes.append(f"greedy margins < 0.05 at {small:.0%} of the {L} sequence positions")
 
+    chat = None
+    if template is not None:
+        # The conversation as transformers renders and encodes it (the template writes BOS itself where the
+        # family has one).
+        with fixed_today():
+            text = tok.apply_chat_template(CHAT, add_generation_prompt=True, tokenize=False)
+        chat = {"messages": CHAT, "text": text, "ids": tok.encode(text, add_special_tokens=False)}
+        if "strftime_now" in template:
+            chat["date"] = FIXED_TODAY.strftime("%Y-%m-%d")   # the text holds this day where the template asks today
     ref = {
         "family": family,
         "architecture": cls.__name__,
@@ -489,6 +532,7 @@ def make_family(family: str, a):
         "tokens": ids,
         "full_positions": positions,
         **outs,
+        **({"chat": chat} if chat else {}),
         "notes": "; ".join(notes),
     }
     (out / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
