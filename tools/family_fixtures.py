@@ -282,8 +282,12 @@ def make_config(family: str, a, tok):
         return T.Olmo2Config(**common, tie_word_embeddings=False,
                              rope_parameters=dict(rope_type="default", rope_theta=500000.0))
     if family == "smollm3":
-        # Every fourth layer without rotary embedding (layer 3 of 4), as SmolLM3 ships.
-        return T.SmolLM3Config(**common, tie_word_embeddings=True, no_rope_layer_interval=4,
+        # Every fourth layer without rotary embedding (layer 3 of 4), as SmolLM3 ships; with fewer than 4 layers
+        # the last one, so that one layer is NoPE.
+        no_rope = [int((i + 1) % 4 != 0) for i in range(a.layers)]
+        if all(no_rope):
+            no_rope[-1] = 0
+        return T.SmolLM3Config(**common, tie_word_embeddings=True, no_rope_layers=no_rope,
                                rope_parameters=dict(rope_type="default", rope_theta=1000000.0))
     raise ValueError(family)
 
@@ -391,8 +395,18 @@ def _gemma2_as_gguf(cfg):
             "llama.cpp scales queries by 1/sqrt(key_length) except for the 27B model)")
 
 
-# Families whose GGUF, as llama.cpp reads it, is a different model from hf/ (see gguf_reference.json).
-GGUF_READS_AS = {"mistral": _mistral_as_gguf, "gemma2": _gemma2_as_gguf}
+def _smollm3_as_gguf(cfg):
+    # The converter writes no NoPE layers; llama.cpp's smollm3 leaves out rotary embedding in every fourth layer.
+    step4 = [int((i + 1) % 4 != 0) for i in range(cfg.num_hidden_layers)]
+    if list(cfg.no_rope_layers) == step4:
+        return None
+    cfg.no_rope_layers = step4
+    return "NoPE layers every fourth layer (the converter writes none; llama.cpp's smollm3 fixes the step at 4)"
+
+
+# Families whose GGUF, as llama.cpp reads it, can be a different model from hf/ (see gguf_reference.json); each
+# function changes the config to what the GGUF says and returns why, or None where nothing changes.
+GGUF_READS_AS = {"mistral": _mistral_as_gguf, "gemma2": _gemma2_as_gguf, "smollm3": _smollm3_as_gguf}
 
 
 def f17(x: float) -> float:
@@ -539,9 +553,9 @@ def make_family(family: str, a):
 
     # Where the converter drops part of the model, the GGUF describes another model: its reference is written
     # beside, computed by transformers with the config as llama.cpp reads the GGUF.
-    if family in GGUF_READS_AS and not a.no_gguf:
-        cfg2 = copy.deepcopy(cfg)
-        why = GGUF_READS_AS[family](cfg2)
+    cfg2 = copy.deepcopy(cfg)
+    why = GGUF_READS_AS[family](cfg2) if family in GGUF_READS_AS and not a.no_gguf else None
+    if why is not None:
         with float64_everywhere():
             m2 = cls(cfg2).to(torch.float64)
         m2.eval()
@@ -578,6 +592,9 @@ def convert(hf: str, out: str):
 
 def main(argv=None):
     a = parse_args(argv)
+    if a.vocab < 360 and not a.convert:
+        # The SentencePiece models hold 256 byte pieces and every character of the training text besides.
+        sys.exit("--vocab must be at least 360")
     if a.convert:
         convert(*a.convert)
         return
