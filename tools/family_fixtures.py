@@ -380,6 +380,23 @@ def outputs(model, ids, positions, n_greedy):
     return o, lp
 
 
+def check_saved(out: Path, ids, lp):
+    """hf/ reloaded by transformers, with its config.json and with hf_v4_config.json, gives the reference again
+    (up to the rotary tables, which from_pretrained computes in float32)."""
+    import tempfile
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    for config in ("hf/config.json", "hf_v4_config.json"):
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp) / "m"
+            shutil.copytree(out / "hf", d)
+            shutil.copy(out / config, d / "config.json")
+            m = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float64, attn_implementation="eager").eval()
+            d_max = (forward_logprobs(m, ids) - lp).abs().max().item()
+            assert d_max < 1e-5, f"{out.name}: {config} reloaded differs from the reference by {d_max}"
+
+
 def _mistral_as_gguf(cfg):
     # The converter maps MistralForCausalLM to the llama architecture and writes no sliding window; llama.cpp's
     # llama attends to every position.
@@ -550,6 +567,8 @@ def make_family(family: str, a):
         "notes": "; ".join(notes),
     }
     (out / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
+
+    check_saved(out, ids, lp)
 
     # Where the converter drops part of the model, the GGUF describes another model: its reference is written
     # beside, computed by transformers with the config as llama.cpp reads the GGUF.
