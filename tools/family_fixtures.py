@@ -412,6 +412,17 @@ def _gemma2_as_gguf(cfg):
             "llama.cpp scales queries by 1/sqrt(key_length) except for the 27B model)")
 
 
+def _gemma2_gguf_norms(model):
+    # The converter stores Gemma's norm weights as 1 + w, added in float16 (the safetensors' type) before they
+    # are written as float32: the GGUF holds f16(1 + w), not 1 + w.
+    import torch
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_((p.to(torch.float16) + 1).to(torch.float64) - 1)
+    return "norm weights f16(1 + w) - 1 (the converter adds 1 in float16)"
+
+
 def _smollm3_as_gguf(cfg):
     # The converter writes no NoPE layers; llama.cpp's smollm3 leaves out rotary embedding in every fourth layer.
     step4 = [int((i + 1) % 4 != 0) for i in range(cfg.num_hidden_layers)]
@@ -424,6 +435,8 @@ def _smollm3_as_gguf(cfg):
 # Families whose GGUF, as llama.cpp reads it, can be a different model from hf/ (see gguf_reference.json); each
 # function changes the config to what the GGUF says and returns why, or None where nothing changes.
 GGUF_READS_AS = {"mistral": _mistral_as_gguf, "gemma2": _gemma2_as_gguf, "smollm3": _smollm3_as_gguf}
+# And whose GGUF weights differ from hf/'s: a function that changes the model's weights to the GGUF's.
+GGUF_WEIGHTS = {"gemma2": _gemma2_gguf_norms}
 
 
 def f17(x: float) -> float:
@@ -573,14 +586,18 @@ def make_family(family: str, a):
     # Where the converter drops part of the model, the GGUF describes another model: its reference is written
     # beside, computed by transformers with the config as llama.cpp reads the GGUF.
     cfg2 = copy.deepcopy(cfg)
-    why = GGUF_READS_AS[family](cfg2) if family in GGUF_READS_AS and not a.no_gguf else None
-    if why is not None:
+    whys = [GGUF_READS_AS[family](cfg2)] if family in GGUF_READS_AS and not a.no_gguf else []
+    if any(whys):
         with float64_everywhere():
             m2 = cls(cfg2).to(torch.float64)
         m2.eval()
         m2.load_state_dict(model.state_dict())
-        outs2, _ = outputs(m2, ids, positions, a.greedy)
-        gref = {**ref, **outs2, "notes": "the model as model.gguf describes it: " + why}
+        if family in GGUF_WEIGHTS:
+            whys.append(GGUF_WEIGHTS[family](m2))
+        outs2, lp2 = outputs(m2, ids, positions, a.greedy)
+        d = (lp2 - lp).abs().max().item()
+        gref = {**ref, **outs2, "notes": "the model as model.gguf describes it: " + "; ".join(w for w in whys if w)
+                + f"; its log-probs differ from reference.json's by up to {d:.3g}"}
         (out / "gguf_reference.json").write_text(json.dumps(gref, separators=(",", ":")) + "\n")
 
     if not a.no_gguf:
