@@ -280,6 +280,8 @@ void run_family(const fs::path& dir, Source source) {
   }
   if (!model) return;
   REQUIRE(model->config().vocab_size == ref.vocab);
+  // Above phi3's original context (32): transformers takes longrope's long factors for the whole 80-token forward,
+  // as llama.cpp does for a context above the original.
   const uint32_t context = uint32_t(ref.tokens.size() + ref.greedy.size() + 8);
   for (bool chunked : {false, true}) {
     const std::string mode = what + (chunked ? ", chunked prefill + decode" : ", one prefill");

@@ -250,10 +250,11 @@ def make_config(family: str, a, tok):
                   max_position_embeddings=256, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                   pad_token_id=tok.pad_token_id, rms_norm_eps=1e-5)
     if family == "llama3":
-        # orig 32: wavelengths above 32 are divided by 8, those between 8 and 32 are blended.
+        # orig 64: wavelengths above 64 are divided by 8, those between 16 and 64 blended, shorter ones kept; with
+        # head_dim 16 and theta 500000 (wavelengths 6.3, 32.5, 168, ...) each of the three cases occurs.
         return T.LlamaConfig(**common, head_dim=hd, tie_word_embeddings=False, rope_parameters=dict(
             rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
-            original_max_position_embeddings=32))
+            original_max_position_embeddings=64))
     if family == "qwen2":
         return T.Qwen2Config(**common, tie_word_embeddings=False, rope_parameters=dict(rope_type="default",
                                                                                        rope_theta=1000000.0))
@@ -548,7 +549,7 @@ def make_family(family: str, a):
         notes.append("NoPE layers (no_rope_layers[i] == 0): "
                      + ", ".join(str(i) for i, r in enumerate(cfg.no_rope_layers) if not r))
     if family == "llama3":
-        notes.append("llama3 rope: factor 8, low 1, high 4, original_max_position_embeddings 32")
+        notes.append("llama3 rope: factor 8, low 1, high 4, original_max_position_embeddings 64")
     if template is None:
         notes.append("no chat template: tests/data/chat_templates had none of " + ", ".join(TEMPLATES[family]))
     else:
