@@ -113,7 +113,9 @@ int32_t argmax(std::span<const float> row) {
 
 // The three ways a family is loaded.
 enum class Source { hf, gguf, hf_v4 };
-const char* source_name(Source s) { return s == Source::hf ? "hf/" : s == Source::gguf ? "model.gguf" : "hf/ + v4 config"; }
+const char* source_name(Source s) {
+  return s == Source::hf ? "hf/" : s == Source::gguf ? "model.gguf" : "hf/ + v4 config";
+}
 
 // hf_v4: hf/ copied with hf_v4_config.json as its config.json.
 fs::path source_path(const fs::path& dir, Source s, const TempDir& tmp) {
@@ -217,7 +219,8 @@ void check_chat(const fs::path& path, bool gguf, Model* model, const Reference& 
   const ChatPrompt p = encode_chat(*tk, *tmpl, ref.chat_messages);
   REQUIRE(!p.ids.empty());
   if (!gguf && ref.chat_date.empty()) {
-    CHECK_MESSAGE(p.ids == ref.chat_ids, what << ": the chat prompt's ids differ from transformers' apply_chat_template");
+    CHECK_MESSAGE(p.ids == ref.chat_ids,
+                  what << ": the chat prompt's ids differ from transformers' apply_chat_template");
   } else {
     // llama.cpp's SentencePiece tokenizer puts a space before the text after every special token where
     // add_space_prefix is set (transformers' Metaspace "first" only at the start), so a GGUF's text pieces may
@@ -249,7 +252,8 @@ void check_chat(const fs::path& path, bool gguf, Model* model, const Reference& 
   }
   std::string text = tk->decode(p.ids, false);
   for (size_t i = 0; (i = text.find('\n', i)) != std::string::npos;) text.replace(i, 1, "\\n");
-  MESSAGE(what << ": chat (" << std::string(tmpl->family_name()) << ") prompt of " << p.ids.size() << " tokens: " << text);
+  MESSAGE(what << ": chat (" << std::string(tmpl->family_name()) << ") prompt of " << p.ids.size()
+               << " tokens: " << text);
 }
 
 void run_family(const fs::path& dir, Source source) {

@@ -10,13 +10,19 @@ with transformers' config and model classes and writes tests/data/families/<fami
   hf_v4_config.json    the same config as transformers 4.x writes it (rope_theta, rope_scaling)
   model.gguf           llama.cpp's convert_hf_to_gguf of hf/ (--outtype f16)
   reference.json       tokens, per-position next-token log-probs, full log-prob rows at a few positions and a
-                       greedy continuation, all from a float64 forward over the f16-rounded weights
+                       greedy continuation, all from a float64 forward over the f16-rounded weights; the chat
+                       template's prompt ids for a short conversation
+  gguf_reference.json  the same for the model as llama.cpp reads model.gguf, where the converter changes it
+                       (mistral, gemma2; see GGUF_READS_AS)
 
 Regenerate (from the repository root; tools/family_fixtures.sh makes the virtual environment first):
 
   tools/family_fixtures.sh                     # every family, the committed defaults
   tools/family_fixtures.sh --family gemma2     # one family
   tools/family_fixtures.sh --seed 7 --hidden 96 --heads 6 --kv-heads 3 --out /tmp/fam   # other weights / shapes
+
+The chat templates are read from tests/data/chat_templates (--templates DIR elsewhere); a family whose template
+file is missing gets none.  Every file is a deterministic function of the options and the package versions.
 
 The weights are stored as float16; the reference model holds exactly those f16 values upcast to float64, so the
 reference is exact for the stored weights.  transformers computes RMSNorm, the softmax and the rotary tables in
@@ -176,7 +182,8 @@ def sentencepiece_tokenizer(family: str, vocab: int, seed: int, hf: Path):
         input=str(work / "corpus.txt"), model_prefix=str(work / "sp"), vocab_size=vocab, model_type="bpe",
         byte_fallback=True,
         # GemmaTokenizer adds <mask> (Gemma's id 4) when the model lacks it
-        user_defined_symbols=(["<mask>"] if gemma else []) + CHAT_TOKENS[family], character_coverage=1.0, split_digits=True, normalization_rule_name="identity",
+        user_defined_symbols=(["<mask>"] if gemma else []) + CHAT_TOKENS[family], character_coverage=1.0,
+        split_digits=True, normalization_rule_name="identity",
         add_dummy_prefix=True, num_threads=1, minloglevel=2, **ids)
     shutil.copy(work / "sp.model", hf / "tokenizer.model")
     shutil.rmtree(work)
