@@ -141,4 +141,10 @@ AttentionSpec AttentionSpec::with_norm(QkNorm norm, float cos_n) const {
   return s;
 }
 
+AttentionSpec AttentionSpec::with_softcap(float cap) const {
+  AttentionSpec s = *this;
+  s.softcap = cap;
+  return s;
+}
+
 }  // namespace reach

@@ -76,6 +76,9 @@ struct AttentionSpec {
                                     // already divided by |k| for key and cos)
   float cos_n = 0;                  // λ = 4 ln(n); n = cos_n, or i+1 when 0
   float alibi_max_bias = 0;         // > 0: ALiBi slopes from alibi_params(n_heads, alibi_max_bias)
+  // > 0: soft-capped logits (Gemma 2's attn_logit_softcapping): the scaled
+  // score s becomes softcap·tanh(s/softcap) before bias, mask and softmax.  0 = none.
+  float softcap = 0;
 
   bool dual() const { return branch_window != UINT32_MAX; }
 
@@ -97,6 +100,7 @@ struct AttentionSpec {
   AttentionSpec with_logn(float train_len) const;             // §3.6 log-n query scaling (0 = off)
   // §4 KeyNorm / QueryNorm / CosA (λ = 4 ln cos_n, or 4 ln(i+1) when 0): scale 1; none: 1/sqrt(head_dim).
   AttentionSpec with_norm(QkNorm norm, float cos_n = 0) const;
+  AttentionSpec with_softcap(float cap) const;                // Gemma 2 logit soft-capping (0 = off)
 };
 
 }  // namespace reach

@@ -34,7 +34,7 @@ constexpr double kLog2e = 1.4426950408889634;
 
 // The push-constant block of every attention kernel (shaders/spec/attention_push.h).
 using AttnPush = spec::AttentionPush;
-static_assert(sizeof(AttnPush) == 92);
+static_assert(sizeof(AttnPush) == 96);
 
 // The shaders' mode values (shaders/spec/attention_modes.h) are base's enums.
 static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Pos::shifted) == spec::Q2POS_SHIFTED &&
@@ -73,6 +73,10 @@ void validate(const AttentionSpec& s, const RopeTable& t1, const RopeTable* t2) 
     if (!t1.buffer || t1.positions == 0 || t1.pairs < rp || t1.pairs % 2)
       fail(where + ": RoPE needs table 1 with rotary_dim/2 pairs (an even count)");
   }
+  // NaN fails the comparison; a negative cap would flip the scores' sign; the
+  // kernels get cap·log2(e) as an f32, which must stay finite too.
+  if (!(s.softcap >= 0) || !std::isfinite(float(double(s.softcap) * kLog2e)))
+    fail(where + ": softcap must be finite and >= 0 (0 = none), got " + std::to_string(s.softcap));
   if (s.dual()) {
     if (!s.rope) fail(where + ": a dual-branch scheme needs RoPE");
     if (s.cache != KeyCacheMode::raw) fail(where + ": a dual-branch scheme needs the raw key cache");
@@ -114,6 +118,8 @@ AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable&
     p.alibi_m0 = a.m0;
     p.alibi_m1 = a.m1;
   }
+  // The kernels cap log2-domain scores (attention_common.glsl, capped_score).
+  p.softcap_log2 = float(double(s.softcap) * kLog2e);
   return p;
 }
 
@@ -179,6 +185,7 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
   sc.norm = uint32_t(spec.norm);
   sc.alibi = spec.alibi_max_bias > 0;
   sc.krot = krot;
+  sc.softcap = spec.softcap > 0;
 }
 
 struct DecodeShape {

@@ -1,7 +1,8 @@
 // Element-wise kernels (shaders/elementwise_*.comp): add / bias broadcast,
-// silu·mul, gelu_tanh·mul, scale and the bf16 -> f32 / f32 -> f16 conversions.  Grid-stride loops,
+// silu·mul, gelu_tanh·mul, scale, soft-capping and the bf16 -> f32 / f32 -> f16 conversions.  Grid-stride loops,
 // so any n fits the dispatch grid.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/error.hpp"
@@ -70,6 +71,21 @@ void Kernels::elementwise_scale(CommandList& cmd, const BufferRange& x, const Bu
   const auto& p = pipeline(device_, ShaderId::elementwise_scale, B::count, sizeof push);
   cmd.dispatch(p, spec::bound<B>({{B::B_X, x}, {B::B_Y, y}}), &push, sizeof push, stride_groups(n, kGroup), 1, 1,
                "elementwise_scale");
+}
+
+void Kernels::elementwise_softcap(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float cap) {
+  // A zero cap means "no capping": the caller skips the dispatch; here it would divide by zero.
+  if (!(cap > 0) || !std::isfinite(cap))
+    throw Error(ErrorCode::invalid_argument, "elementwise_softcap: cap must be positive and finite, got " +
+                                                 std::to_string(cap));
+  need(x, uint64_t(n) * 4, "elementwise_softcap", "x", n);
+  need(y, uint64_t(n) * 4, "elementwise_softcap", "y", n);
+  if (n == 0) return;
+  struct { uint32_t n; float cap; } push{n, cap};
+  using B = spec::ElementwiseSoftcapBindings;
+  const auto& p = pipeline(device_, ShaderId::elementwise_softcap, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_X, x}, {B::B_Y, y}}), &push, sizeof push, stride_groups(n, kGroup), 1, 1,
+               "elementwise_softcap");
 }
 
 void Kernels::elementwise_bf16_to_f32(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n) {

@@ -118,6 +118,8 @@ class Kernels {
   void elementwise_gelu_tanh_mul(CommandList& cmd, const BufferRange& g, const BufferRange& u, const BufferRange& y, uint32_t n);
   // y = x * s, n elements; y may be x.
   void elementwise_scale(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float s);
+  // y = cap * tanh(x / cap), n elements (Gemma 2's final-logit soft-capping); cap > 0 and finite; y may be x.
+  void elementwise_softcap(CommandList& cmd, const BufferRange& x, const BufferRange& y, uint32_t n, float cap);
   // y[t, :] = table[ids[t], :] for t < n_tokens; ids are int32.  An id outside
   // [0, table.rows) (only the device sees ids) gives a row of zeros.
   void embed(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y);

@@ -116,6 +116,10 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_BIND_FILE "shaders/spec/elementwise_scale.h"
 #include "kernels/binding_struct.inc"
 
+#define REACH_BIND_NAME ElementwiseSoftcapBindings
+#define REACH_BIND_FILE "shaders/spec/elementwise_softcap.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME ElementwiseBf16ToF32Bindings
 #define REACH_BIND_FILE "shaders/spec/elementwise_bf16_to_f32.h"
 #include "kernels/binding_struct.inc"

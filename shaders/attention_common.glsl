@@ -8,6 +8,8 @@
 //    pairs; pairs is a multiple of 4); positions are clamped to the table;
 //  * logits are kept in the log2 domain: the query carries scale·log2(e) and
 //    the ALiBi slope is multiplied by log2(e), so the softmax uses exp2;
+//  * a soft cap (SOFTCAP) acts on the selected score before ALiBi, the masks
+//    and every max/exp step (capped_score);
 //  * masked scores are NEG (finite, so max/alpha arithmetic never meets
 //    inf - inf); their probability is forced to 0.
 //
@@ -94,6 +96,15 @@ bool key_visible(int i, int m) {
   if (pc.window == 0u) return true;
   return (i - m) < int(pc.window) || m < int(pc.sinks);
 }
+
+#include "softcap.glsl"
+
+// Gemma 2's soft cap of a score: cap·tanh(x/cap) of the true (natural-log
+// domain) logit x.  The score here is s = x·log2(e), and with pc.softcap_log2 =
+// cap·log2(e), softcap(s, cap·log2(e)) = log2(e)·cap·tanh(x/cap): the cap acts
+// on x and the result is back in the log2 domain.  `on` is the SOFTCAP
+// constant, so an uncapped kernel compiles no tanh.
+float capped_score(float s, bool on) { return on ? softcap(s, pc.softcap_log2) : s; }
 
 // Per-row query multiplier (before rotation): logn, CosA λ, logit scale, log2(e).
 // `qnorm2` is |q|² of the raw row (used for query / cos norms).

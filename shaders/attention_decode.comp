@@ -165,7 +165,7 @@ void main() {
         } else {
           for (uint c = 0u; c < D4; ++c) a += sQ1[hq * D4 + c] * kr[c];
         }
-        float sc = (a.x + a.y) + (a.z + a.w);
+        float sc = capped_score((a.x + a.y) + (a.z + a.w), SOFTCAP);
         if (ALIBI) sc -= slope[hq] * float(i - m);
         sS[hq * BC + j] = vis ? sc : NEG;
       }

@@ -108,7 +108,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
     const bool b1 = need1 && (!need2 || (i - m) < W);
     const bool vis = m <= k_last && key_visible(i, m);
     [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
-      float sc = b1 ? s1[hq] : s2[hq];
+      float sc = capped_score(b1 ? s1[hq] : s2[hq], SOFTCAP);
       if (ALIBI) sc -= slope[hq] * float(i - m);
       s[t * HPW + hq] = vis ? sc : NEG;
     }

@@ -122,11 +122,11 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
     }
     if (need2) QK(s2, q2, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2, KC)
 
-    // Select, ALiBi, masks (log2 domain), then the online softmax update.
+    // Select, soft cap, ALiBi, masks (log2 domain), then the online softmax update.
     float tmax = NEG;
     [[unroll]] for (uint jj = 0u; jj < KS; ++jj) {
       const int m = k0 + int(j0 + jj);
-      float s = (need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj];
+      float s = capped_score((need1 && (!need2 || (i - m) < W)) ? s1[jj] : s2[jj], SOFTCAP);
       if (ALIBI) s -= slope * float(i - m);
       s = (m <= k_hi && key_visible(i, m)) ? s : NEG;
       s1[jj] = s;

@@ -91,6 +91,7 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::ElementwiseSiluMulBindings>("elementwise_silu_mul");
   check_bindings<spec::ElementwiseGeluTanhMulBindings>("elementwise_gelu_tanh_mul");
   check_bindings<spec::ElementwiseScaleBindings>("elementwise_scale");
+  check_bindings<spec::ElementwiseSoftcapBindings>("elementwise_softcap");
   check_bindings<spec::ElementwiseBf16ToF32Bindings>("elementwise_bf16_to_f32");
   check_bindings<spec::ElementwiseF32ToF16Bindings>("elementwise_f32_to_f16");
   check_bindings<spec::EmbedBindings>("embed");

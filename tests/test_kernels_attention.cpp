@@ -9,11 +9,14 @@
 // which perturb softmax weights by the same relative amount; outputs are convex
 // combinations of |v| <= 1, so errors stay ~1e-5.  1e-4 leaves headroom while
 // any real mistake (a wrong branch, position, mask or tile bound) moves
-// outputs by 1e-2 or more.
+// outputs by 1e-2 or more.  Soft-capped cases keep the same bound: their raw
+// scores reach ~±30 in the log2 domain (f32 errors ~1e-5 there), and tanh's
+// slope is at most 1, so the capped scores carry no more error than that.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -633,6 +636,105 @@ TEST_CASE("attention: scratch does not grow with n², misuse is rejected") {
   AttentionSpec odd = make_scheme(Kind::rope_rotated, 4, 2, 20).spec;
   CHECK_THROWS_AS(att.prefill(cmd, odd, t, t, dummy.range(0, 16), Act{&dummy, 0, 1, 80}, cache, Act{&dummy, 0, 1, 80}, 1),
                   Error);
+  cmd.end();
+}
+
+namespace {
+
+// Gemma 2's soft cap on a scheme, with a logit scale that makes it bite: q in
+// [-2, 2] and k in [-1, 1] give q·k a standard deviation of sqrt(4d/9), so
+// scale 8/sqrt(d) (1 at d 64, 2 at d 16: exact in f32) makes the scores' 5.3:
+// they reach ~±20, where cap 5 saturates tanh (tanh(4) = 0.9993).
+Scheme capped(Scheme s, float cap) {
+  const double scale = 8.0 / std::sqrt(double(s.spec.head_dim));
+  s.spec.scale = float(scale);
+  s.spec = s.spec.with_softcap(cap);
+  s.ref.scale = scale;
+  s.ref.softcap = cap;
+  s.name += str(" + softcap ", cap, " (scale ", scale, ")");
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("attention: soft-capped scores (Gemma 2), cap 5 on scores up to ~20") {
+  // The inputs of a Harness sequence make the cap matter: the reference with
+  // and without it differs by far more than the tolerance.
+  {
+    const uint32_t n = 64, H = 4, Hkv = 2, d = 64, seed = 5;
+    const Scheme s = capped(make_scheme(Kind::rope_rotated, H, Hkv, d), 5);
+    const auto q = random_floats(size_t(n) * H * d, seed, -2.f, 2.f);
+    const auto k = random_floats(size_t(n) * Hkv * d, seed + 1, -1.f, 1.f);
+    const auto v = random_floats(size_t(n) * Hkv * d, seed + 2, -1.f, 1.f);
+    std::vector<int64_t> pos(n);
+    for (uint32_t i = 0; i < n; ++i) pos[i] = i;
+    RefScheme uncapped = s.ref;
+    uncapped.softcap = 0;
+    const auto with = attention_reference(q, k, v, pos, pos, H, Hkv, d, s.ref);
+    const auto without = attention_reference(q, k, v, pos, pos, H, Hkv, d, uncapped);
+    double diff = 0;
+    for (size_t i = 0; i < with.size(); ++i) diff = std::max(diff, std::fabs(with[i] - without[i]));
+    INFO("reference with vs without cap 5: max abs difference " << diff);
+    CHECK(diff > 100 * kTol);
+  }
+  struct K {
+    Kind kind;
+    uint32_t W, window, sinks;
+  };
+  // Plain RoPE, a sliding window with sinks, every dual-branch scheme (one with
+  // a window too) and ALiBi, whose bias comes after the cap.
+  const K kinds[] = {{Kind::rope_rotated, 0, 0, 0}, {Kind::window_sinks, 0, 50, 3}, {Kind::rerope, 40, 0, 0},
+                     {Kind::leaky, 40, 0, 0},       {Kind::self_extend, 40, 0, 0},  {Kind::window_rerope, 30, 70, 2},
+                     {Kind::alibi, 0, 0, 0}};
+  const std::pair<uint32_t, uint32_t> shapes[] = {{16, 1}, {64, 2}};
+  // Runs: 0 one-shot prefill of 200 rows (25 query tiles of 8 on lavapipe, each
+  // over up to 25 key tiles) with default tiles, then 2 decode steps; 1 chunked
+  // prefill with small tiles (several online-softmax blocks per tile, storage
+  // buffers), then 3 decode steps; 2 a short prefill and 100 decode steps with
+  // small splits, so the window edges cross every split alignment.
+  // Always: plain RoPE in both prefill runs, the sliding window and ReRoPE one-shot at d 64.
+  const std::vector<std::vector<size_t>> always = {{0, 0, 1}, {0, 1, 0}, {1, 0, 1}, {2, 0, 1}};
+  for_sample("softcap", {std::size(kinds), 3, std::size(shapes)}, 2, [&](const SweepPick& p) {
+    const K& k = kinds[p[0]];
+    const auto [d, hkv] = shapes[p[2]];
+    const Scheme s = capped(make_scheme(k.kind, 4, hkv, d, k.W, k.window, k.sinks), 5);
+    if (p[1] == 0) {
+      Harness one{s, 200, {200}, 2};
+      one.seed = 21 + d + hkv;
+      expect_ok(one);
+    } else if (p[1] == 1) {
+      Harness ch{s, 200, {7, 33, 100, 60}, 3, small_tiles()};
+      ch.seed = 21 + d + hkv;
+      expect_ok(ch);
+    } else {
+      Harness dec{s, 5, {5}, 100, small_tiles()};
+      dec.seed = 21 + d + hkv;
+      expect_ok(dec);
+    }
+  }, always);
+}
+
+TEST_CASE("attention: a negative, NaN or overflowing softcap is rejected") {
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  Buffer dummy = g.zeros(1 << 16);
+  RopeTable t{&dummy, 16, 32};
+  LayerCache cache{&dummy, &dummy, 16};
+  CommandList cmd(*g.device);
+  cmd.begin();
+  const AttentionSpec plain = make_scheme(Kind::rope_rotated, 4, 2, 64).spec;
+  // 3e38 · log2(e) overflows the f32 the kernels get.
+  for (const float cap : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 3e38f}) {
+    INFO("softcap " << cap);
+    std::string what = "no error";
+    try {
+      att.prefill(cmd, plain.with_softcap(cap), t, t, dummy.range(0, 16), Act{&dummy, 0, 1, 256}, cache,
+                  Act{&dummy, 0, 1, 256}, 1);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    CHECK(what.find("softcap must be finite and >= 0") != std::string::npos);
+  }
   cmd.end();
 }
 

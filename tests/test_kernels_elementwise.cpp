@@ -1,4 +1,4 @@
-// elementwise_add, _silu_mul, _gelu_tanh_mul, _scale, _bf16_to_f32 and _f32_to_f16 (kernels/elementwise.cpp) on the
+// elementwise_add, _silu_mul, _gelu_tanh_mul, _scale, _softcap, _bf16_to_f32 and _f32_to_f16 (kernels/elementwise.cpp) on the
 // Vulkan device vs plain C++ references, through tests/support/kernel_check:
 // sizes around the workgroup, extreme inputs, every bf16 bit pattern, f32 -> f16
 // rounding ties, and the refusal of the 16-bit paths on a device without
@@ -170,6 +170,63 @@ TEST_CASE("kernel elementwise_scale: in place, exact") {
             },
     });
   }
+}
+
+// cap·tanh(x/cap) vs std::tanh in double.  Relative 4e-6: x/cap is rounded once (6e-8 relative, and tanh's
+// relative slope is <= 1).  Below |x/cap| = 1/8 the kernel sums tanh's odd series to y^7 (truncation < 2e-9, a
+// few f32 roundings: ~3e-7).  Above, it forms 1 - 2/(E + 1), E = exp(2|y|): Vulkan's exp is within 3 + 2|2y| ULP,
+// and an error δ of E moves the result by 2E/(E² - 1)·δ relative (4x at the switch, E = e^0.25, falling as 2/E):
+// ~8e-7, plus ~5e-7 from rounding 2/(E + 1) before the cancellation at the switch.  Where E overflows (|y| > 44)
+// the result is exactly ±cap, and tanh is ±1 in double there too.  A wrong formula (a missing cap, tanh
+// without the division) misses by far more.
+TEST_CASE("kernel elementwise_softcap: in place and out of place, saturation, the series switch") {
+  auto& g = gpu();
+  const Tolerance tol = Tolerance::close(
+      4e-6, 0, "x/cap rounded (6e-8); series below |y| = 1/8 (~3e-7); exp's 3 + 2|x| ULP x 4 at the switch (~8e-7)");
+  double worst_rel = 0;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float cap : {30.0f, 5.0f}) {
+    for (uint32_t n : sizes_around(kGroup, {7, 100003})) {
+      const bool in_place = n % 2 == 1;
+      auto x = random_floats(n, 900 + n, -8.0f * cap, 8.0f * cap);
+      // Zeros, tiny values, the series/exp switch at |x| = cap/8 and its neighbours, saturation, overflow of exp.
+      const float sw = cap / 8.0f;
+      const float specials[] = {0.0f, -0.0f, 1e-8f, -1e-8f, sw, -sw, std::nextafter(sw, 0.0f), std::nextafter(sw, inf),
+                                1e4f, -1e4f, 3e38f, -3e38f, inf, -inf};
+      for (size_t i = 0; i < std::size(specials) && i < n; ++i) x[i] = specials[i];
+      const auto st = check_kernel({
+          .op = "elementwise_softcap",
+          .params = str("dtype=f32 n=", n, " cap=", cap, in_place ? " in place" : " out of place",
+                        " (x[0..13] = 0, -0, +-1e-8, +-cap/8, cap/8 -+ 1 ULP, +-1e4, +-3e38, +-inf)"),
+          .seed = 900 + n,
+          .tol = tol,
+          .device =
+              [&] {
+                Buffer bx = g.upload_f32(x);
+                Buffer by = in_place ? Buffer{} : g.zeros(n * 4);
+                const Buffer& out = in_place ? bx : by;
+                g.run([&](CommandList& cmd) { g.kernels->elementwise_softcap(cmd, bx.range(), out.range(), n, cap); });
+                return Values::of(g.download_f32(out, n));
+              },
+          .reference =
+              [&] {
+                std::vector<double> ref(n);
+                for (uint32_t i = 0; i < n; ++i) ref[i] = double(cap) * std::tanh(double(x[i]) / double(cap));
+                return Values::of(ref);
+              },
+      });
+      worst_rel = std::max(worst_rel, st.max_rel);
+    }
+  }
+  MESSAGE("elementwise_softcap: worst relative error over all cases " << worst_rel << " (tolerance " << tol.rel << ")");
+  // A zero, negative or non-finite cap is refused (0 means no capping: the caller skips the kernel).
+  Buffer small = g.zeros(16);
+  CommandList bad(*g.device);
+  bad.begin();
+  for (const float cap : {0.0f, -30.0f, inf, std::numeric_limits<float>::quiet_NaN()})
+    CHECK_THROWS_AS(g.kernels->elementwise_softcap(bad, small.range(), small.range(), 4, cap), Error);
+  CHECK_THROWS_AS(g.kernels->elementwise_softcap(bad, small.range(), small.range(), 5, 30.0f), Error);
+  bad.end();
 }
 
 // Exact, every one of the 65536 bit patterns (NaN payloads kept).

@@ -9,3 +9,4 @@ SPEC_UINT(21, K2MODE, k2_mode, 0)      // K2POS_* (K2Pos)
 SPEC_UINT(22, NORM, norm, 0)           // QKNORM_* (QkNorm)
 SPEC_BOOL(23, ALIBI, alibi, false)
 SPEC_BOOL(24, KROT, krot, false)       // raw cache + pre-rotated keys at binding B_KROT (branch 1)
+SPEC_BOOL(25, SOFTCAP, softcap, false) // soft-capped scores (AttentionSpec::softcap > 0); off: no code at all

@@ -35,7 +35,8 @@ std::string RefScheme::describe() const {
   std::ostringstream o;
   o << names[method] << (inv_freq.empty() ? " nope" : "") << " W=" << window << " k=" << leaky_k << " G=" << group
     << " logn=" << logn_train_len << " norm=" << norm << " cos_n=" << cos_n << " attn_window=" << attn_window
-    << " sinks=" << attn_sinks << " alibi=" << alibi_max_bias << " af=" << attention_factor;
+    << " sinks=" << attn_sinks << " alibi=" << alibi_max_bias << " af=" << attention_factor
+    << " softcap=" << softcap;
   return o.str();
 }
 
@@ -110,7 +111,7 @@ std::vector<double> attention_reference(const std::vector<float>& q, const std::
         S2[a * nk + b] = d2;
       }
     }
-    // Select, bias, mask, softmax, P·V.
+    // Select, soft cap, bias, mask, softmax, P·V.
     for (size_t a = 0; a < nq; ++a) {
       const int64_t i = q_pos[a];
       std::vector<double> row(nk);
@@ -118,6 +119,7 @@ std::vector<double> attention_reference(const std::vector<float>& q, const std::
       for (size_t b = 0; b < nk; ++b) {
         const int64_t m = k_pos[b], r = i - m;
         double sc = (dual && r >= s.window) ? S2[a * nk + b] : S1[a * nk + b];
+        if (s.softcap > 0) sc = s.softcap * std::tanh(sc / s.softcap);
         sc -= slopes[h] * double(r);
         bool vis = r >= 0;
         if (s.attn_window) vis = vis && (r < s.attn_window || m < s.attn_sinks);

@@ -1,6 +1,7 @@
 #pragma once
 // Naive float64 attention for the attention kernel tests, written from the
-// formulas of docs EXTRAPOLATION.md §1.2, §3, §4 (and tools/refmodel/attention.py):
+// formulas of docs EXTRAPOLATION.md §1.2, §3, §4 (and tools/refmodel/attention.py), and
+// Gemma 2's soft cap as transformers applies it (scaled scores, then tanh, then the mask):
 // explicit n_q x n_k score matrices, dual-branch schemes in the two-matrix form
 // S = where(i - m < W, S1, S2).  Independent of the kernels: angles are
 // computed here from inv_freq in double, not read from the f32 tables.
@@ -25,6 +26,7 @@ struct RefScheme {
   int64_t attn_sinks = 0;
   double scale = 0;               // 0: 1/sqrt(d) (no norm) or 1 (norms)
   double alibi_max_bias = 0;      // ggml slopes
+  double softcap = 0;             // > 0: score = softcap·tanh(score/softcap) before bias and mask (Gemma 2)
   std::string describe() const;
 };
 
