@@ -339,3 +339,34 @@ TEST_CASE("families from model.gguf (llama.cpp's converter) match transformers' 
 TEST_CASE("families from hf/ with the transformers 4 config.json match transformers' float64 forward") {
   run_all(Source::hf_v4);
 }
+
+TEST_CASE("a Mistral GGUF has no sliding window; --attn-window W gives back transformers' windowed model") {
+  const fs::path dir = families_root() / "mistral";
+  if (!fs::is_directory(dir)) {
+    MESSAGE("no mistral fixture under " << families_root());
+    return;
+  }
+  const Reference ref = load_reference(dir, "reference.json");   // transformers with its sliding window
+  const auto cfg = parse_json_bounded(read_text(dir / "hf/config.json"), 16);
+  const int64_t window = cfg.at("sliding_window").get<int64_t>();
+  REQUIRE(int64_t(ref.tokens.size()) > window);   // the window bites
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto model = Model::load(*g.device, *g.allocator, dir / "model.gguf", lo);
+  CHECK(!model->config().sliding_window);
+  CHECK(model->config().window_note.find("--attn-window") != std::string::npos);
+  for (bool chunked : {false, true}) {
+    SessionOptions o;
+    o.context = uint32_t(ref.tokens.size() + ref.greedy.size() + 8);
+    o.chunk = chunked ? kChunk : uint32_t(ref.tokens.size());
+    o.overrides.attn_window = window;
+    Session s(*model, o);
+    const Worst w = compare_rows(ref, run_rows(s, ref.tokens, chunked, ref.vocab));
+    const std::string mode = chunked ? ", chunked" : ", one prefill";
+    MESSAGE("mistral GGUF + --attn-window " << window << mode
+                                            << ": worst |d log-prob| " << w.next << " / " << w.full);
+    CHECK(w.next <= kTol);
+    CHECK(w.full <= kTol);
+  }
+}

@@ -1,6 +1,5 @@
 #include "runtime/config/gguf_config.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -352,15 +351,10 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
       if (auto w = f.opt_u64(k.key("attention.sliding_window")); w && *w > 0) {
         c.sliding_window = k.dimension(k.key("attention.sliding_window"), *w);
       } else if (arch == "llama") {
-        // llama.cpp's converter drops Mistral's sliding_window; say so where the file names a Mistral.
-        std::string name;
-        for (const char* key : {"general.name", "general.basename"})
-          if (auto v = f.opt_string(key)) name += std::string(*v) + " ";
-        for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        if (name.find("mistral") != std::string::npos)
-          c.window_note = "this GGUF carries no sliding window (llama.cpp's converter drops Mistral's "
-                          "sliding_window): if the model was trained with one, pass --attn-window W (e.g. 4096 "
-                          "for Mistral 7B v0.1) to restore it";
+        // llama.cpp's converter drops Mistral's sliding_window: the file cannot say whether the model had one.
+        c.window_note = "sliding window: none in this GGUF (llama.cpp's converter drops Mistral's "
+                        "sliding_window); if the model was trained with one, pass --attn-window W (e.g. 4096 for "
+                        "Mistral 7B v0.1)";
       }
       break;
   }

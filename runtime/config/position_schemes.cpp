@@ -129,6 +129,7 @@ std::string layer_desc(const AttentionSpec& s) {
     o << ", full";
   }
   if (s.logn_train_len > 0) o << ", logn " << fmt(s.logn_train_len);
+  if (s.softcap > 0) o << ", cap " << fmt(s.softcap);
   switch (s.norm) {
     case QkNorm::none: o << ", scale " << fmt(s.scale); break;
     case QkNorm::key: o << ", key norm"; break;
@@ -468,6 +469,8 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
   if (cfg.query_scale)
     for (AttentionSpec& s : R.layers)
       if (s.norm == QkNorm::none) s.scale = static_cast<float>(*cfg.query_scale);
+  // Gemma 2 caps every layer's scores, local ones included (applied after the local layers are set below).
+  const float cap = static_cast<float>(cfg.attn_softcap);
   if (cfg.has_local_layers()) {
     if (cfg.local_layers.size() != static_cast<size_t>(cfg.n_layers))
       fail(ErrorCode::internal, "the config marks " + std::to_string(cfg.local_layers.size()) + " local layers of " +
@@ -484,6 +487,8 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
     for (size_t li = 0; li < R.local.size(); ++li)
       if (R.local[li]) R.layers[li] = local;
   }
+  if (cap > 0)
+    for (AttentionSpec& s : R.layers) s = s.with_softcap(cap);
   return R;
 }
 

@@ -20,11 +20,15 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
   const auto& layers = model.layers();
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
-    K.norm_rms(cmd, x, w.attn_norm.range(), h, eps);
-    cmd.barrier();
-    K.linear(cmd, h, w.q, q);
-    K.linear(cmd, h, w.k, k);
-    K.linear(cmd, h, w.v, v);
+    // OLMo 2 has no norm before attention or the MLP: the projections read the residual stream itself.
+    const Act& in_attn = w.attn_norm ? h : x;
+    if (w.attn_norm) {
+      K.norm_rms(cmd, x, w.attn_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    K.linear(cmd, in_attn, w.q, q);
+    K.linear(cmd, in_attn, w.k, k);
+    K.linear(cmd, in_attn, w.v, v);
     cmd.barrier();
     if (w.q_bias) {
       K.elementwise_add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
@@ -32,7 +36,11 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
       K.elementwise_add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
       cmd.barrier();
     }
-    if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3), before the rotation: rows of head_dim, in place
+    if (w.q_norm && c.qk_proj_norm) {   // OLMo 2: RMSNorm over each token's whole q and k, in place
+      K.norm_rms(cmd, q, w.q_norm.range(), q, eps);
+      K.norm_rms(cmd, k, w.k_norm.range(), k, eps);
+      cmd.barrier();
+    } else if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3, Qwen3), before the rotation, in place
       Act qh{b.q, 0, n * uint32_t(c.n_heads), d}, kh{b.k, 0, n * uint32_t(c.n_kv_heads), d};
       K.norm_rms(cmd, qh, w.q_norm.range(), qh, eps);
       K.norm_rms(cmd, kh, w.k_norm.range(), kh, eps);
@@ -55,10 +63,13 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
     }
     K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
-    K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
-    cmd.barrier();
-    K.linear(cmd, h, w.gate, g);
-    K.linear(cmd, h, w.up, u);
+    const Act& in_mlp = w.mlp_norm ? h : x;
+    if (w.mlp_norm) {
+      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    K.linear(cmd, in_mlp, w.gate, g);
+    K.linear(cmd, in_mlp, w.up, u);
     cmd.barrier();
     if (c.activation == Activation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
     else K.elementwise_silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
@@ -78,6 +89,10 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
   K.norm_rms(cmd, xr, model.final_norm().range(), hr, eps);
   cmd.barrier();
   K.linear(cmd, hr, model.lm_head(), lg);
+  if (c.final_softcap > 0) {   // Gemma 2: cap * tanh(logit / cap)
+    cmd.barrier();
+    K.elementwise_softcap(cmd, lg.range(), lg.range(), rows * V, float(c.final_softcap));
+  }
 }
 
 }  // namespace reach

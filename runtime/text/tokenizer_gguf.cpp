@@ -52,7 +52,7 @@ const char* const kLlama3Pattern =
 const char* const kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
     R"(\s+(?!\S)|\s+)";
-const char* const kKnownPre = "smollm, gpt2, default, llama-bpe, llama3, qwen2";
+const char* const kKnownPre = "smollm, gpt2, gpt-2, phi-2, default, llama-bpe, llama3, dbrx, qwen2";
 
 // The pre-tokenizer pipelines of the byte-level models reach knows, as the
 // models' tokenizer.json spell them.  False for an unknown name.
@@ -79,9 +79,10 @@ bool known_pre_tokenizer(std::string_view pre, const std::string& origin, std::v
   if (pre == "smollm") {  // SmolLM / SmolLM2: Digits(individual_digits) + ByteLevel
     split("\\p{N}", SplitBehavior::isolated, "Digits");
     byte_level(true);
-  } else if (pre == "gpt2" || pre == "default") {
+  } else if (pre == "gpt2" || pre == "gpt-2" || pre == "phi-2" || pre == "default") {
+    // llama.cpp names GPT-2's own pre-tokenizer "gpt-2" (and "phi-2" for Phi-2's copy of it).
     byte_level(true);
-  } else if (pre == "llama-bpe" || pre == "llama3") {
+  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "dbrx") {   // dbrx: cl100k's, the same split
     split(kLlama3Pattern, SplitBehavior::isolated, "Split");
     byte_level(false);
     ignore_merges = true;
