@@ -254,7 +254,20 @@ TEST_CASE("fill_rope_table: long positions vs long double, partial pairs, layout
   CHECK(small[(2 * 2 + 1) * 2] == t[(2 * 64 + 1) * 2]);
   CHECK(small[(2 * 2 + 1) * 2 + 1] == t[(2 * 64 + 1) * 2 + 1]);
   CHECK(reach::rope_table(f, 2).size() == 2 * 64 * 2);
-  CHECK_HAS(error_of([&] { reach::fill_rope_table(f, 1, 65, small.data()); }, ErrorCode::invalid_argument), "65");
+  // More pairs than frequencies (kernel_rotary_dim's padding): the extra pairs are the identity (1, 0), without
+  // the attention factor, and the real ones are unchanged.
+  std::vector<float> wide(2 * 68 * 2, -7.0f);
+  reach::fill_rope_table(f, 2, 68, wide.data());
+  for (uint32_t j = 64; j < 68; ++j) {
+    CHECK(wide[(68 + j) * 2] == 1.0f);
+    CHECK(wide[(68 + j) * 2 + 1] == 0.0f);
+  }
+  CHECK(wide[(68 + 63) * 2] == t[(64 + 63) * 2]);
+  CHECK(wide[(68 + 63) * 2 + 1] == t[(64 + 63) * 2 + 1]);
+  CHECK(f.attention_factor != 1.0);   // yarn's: the identity pairs must not carry it
+  CHECK(reach::kernel_rotary_dim(12) == 16);
+  CHECK(reach::kernel_rotary_dim(96) == 96);
+  CHECK(reach::kernel_rotary_dim(6) == 8);
 }
 
 // ---------------------------------------------------------------------------

@@ -418,7 +418,10 @@ void parse_gemma_common(const Reader& r, ModelConfig& c, const char* family) {
   gemma_activation(r, c, family);
   c.norm_weight_offset = 1;   // GemmaRMSNorm: x * (1 + w), w stored
   c.post_norms = true;
-  c.embed_scale = gemma_embed_scale(c.hidden_size, c.torch_dtype);
+  // Gemma 3: sqrt(hidden) as transformers keeps it in the checkpoint's dtype (tools/reference_gemma3.py does the
+  // same); Gemma 2: the f32 value, as transformers' float32/float64 forward and llama.cpp compute it.
+  c.embed_scale = c.model_type == "gemma2" ? static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)))
+                                           : gemma_embed_scale(c.hidden_size, c.torch_dtype);
   const double qpas = r.positive("query_pre_attn_scalar", r.opt_num("query_pre_attn_scalar").value_or(256.0));
   c.query_scale = 1.0 / std::sqrt(qpas);
   c.local_window = r.dimension("sliding_window", r.opt_int("sliding_window").value_or(4096));
