@@ -743,3 +743,38 @@ TEST_CASE("attention: summary of the reference comparisons") {
                  << " (tolerance " << kTol << ") in " << g_worst_case);
   CHECK(g_worst <= kTol);
 }
+
+TEST_CASE("attention: the families' head shapes (Qwen3-0.6B, Phi-4-mini, Gemma-2-2B, Llama-3.2-1B)") {
+  // Real heads of the families reach runs, each once through one-shot prefill + decode and once chunked:
+  // Qwen3-0.6B 16/8 x 128; Phi-4-mini 24/8 x 128 with 96 of 128 dims rotating (LongRoPE's partial rotary);
+  // Gemma-2-2B 8/4 x 256, capped at 50 on a sliding window (its local layers); Llama-3.2-1B 32/8 x 64.
+  struct F {
+    const char* name;
+    uint32_t H, Hkv, d, rotary, window;
+    float cap;
+  };
+  const F fams[] = {{"qwen3-0.6b", 16, 8, 128, 128, 0, 0},
+                    {"phi-4-mini", 24, 8, 128, 96, 0, 0},
+                    {"gemma-2-2b local", 8, 4, 256, 256, 40, 50},
+                    {"llama-3.2-1b", 32, 8, 64, 64, 0, 0}};
+  for_sample("family heads", {std::size(fams), 2}, 1, [&](const SweepPick& p) {
+    const F& f = fams[p[0]];
+    Scheme s = make_scheme(f.window ? Kind::window_sinks : Kind::rope_rotated, f.H, f.Hkv, f.d, 0, f.window, 0);
+    if (f.rotary != f.d) {
+      s.spec = s.spec.with_rotary_dim(f.rotary);
+      s.ref.inv_freq = inv_freqs(f.rotary / 2, f.rotary, s.base);
+    }
+    if (f.cap > 0) {
+      s.spec = s.spec.with_softcap(f.cap);
+      s.ref.softcap = f.cap;
+    }
+    s.name += std::string(" [") + f.name + "]";
+    if (p[1] == 0) {
+      Harness h{s, 70, {70}, 2};
+      expect_ok(h);
+    } else {
+      Harness h{s, 70, {9, 30, 31}, 2};
+      expect_ok(h);
+    }
+  }, {{1, 0}, {2, 1}});
+}
