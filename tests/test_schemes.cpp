@@ -686,3 +686,26 @@ TEST_CASE("flag values: one parser and one error style for the CLI and the schem
   CHECK(error_of([] { reach::missing_flag_value("--ctx"); }, ErrorCode::invalid_argument) ==
         "option --ctx needs a value");
 }
+
+TEST_CASE("apply_overrides: --rope-scaling longrope runs the model's own factors, and only where it has them") {
+  auto plain = cfg_of();
+  const std::string msg =
+      error_of([&] { reach::apply_overrides(plain, flags({"--rope-scaling", "longrope"})); }, ErrorCode::invalid_argument);
+  CHECK_HAS(msg, "--rope-scaling longrope needs the model's own short_factor / long_factor");
+  const json phi = {{"architectures", json::array({"Phi3ForCausalLM"})},
+                    {"original_max_position_embeddings", 64},
+                    {"rope_scaling", json::parse(R"({"type":"longrope","short_factor":[1,1,1,1,1,1,1,1],
+                                                     "long_factor":[1,2,3,4,5,6,7,8]})")}};
+  auto c = cfg_of(phi);
+  reach::apply_overrides(c, flags({"--rope-scaling", "longrope", "--rope-factor", "8", "--original-ctx", "32"}));
+  CHECK(c.rope.type == RopeType::longrope);
+  CHECK(c.rope.factor == 8.0);
+  CHECK(c.rope.original_max_position == 32);
+  CHECK(c.rope.long_factor[7] == 8.0);
+  // s = 8 (the flag, not 256 / 32): the attention factor sqrt(1 + ln 8 / ln 32) = sqrt(1.6); long set past 32.
+  const reach::RopeFreqs f = reach::rope_freqs(c, 100);
+  CHECK(f.attention_factor == doctest::Approx(std::sqrt(1.6)).epsilon(1e-12));
+  CHECK(f.inv_freq[7] == doctest::Approx(std::pow(1e4, -14.0 / 16.0) / 8.0).epsilon(1e-12));
+  // The scheme table lists it with its flags.
+  CHECK_HAS(reach::scheme_flags_help(), "longrope");
+}
