@@ -52,7 +52,12 @@ const char* const kLlama3Pattern =
 const char* const kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
     R"(\s+(?!\S)|\s+)";
-const char* const kKnownPre = "smollm, gpt2, gpt-2, phi-2, default, llama-bpe, llama3, dbrx, qwen2";
+// o200k's split (GPT-4o; Phi-4-mini's tokenizer): words keep their case run and a trailing contraction.
+const char* const kGpt4oPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kKnownPre = "smollm, gpt2, gpt-2, phi-2, default, llama-bpe, llama3, dbrx, qwen2, gpt-4o";
 
 // The pre-tokenizer pipelines of the byte-level models reach knows, as the
 // models' tokenizer.json spell them.  False for an unknown name.
@@ -88,6 +93,9 @@ bool known_pre_tokenizer(std::string_view pre, const std::string& origin, std::v
     ignore_merges = true;
   } else if (pre == "qwen2") {
     split(kQwen2Pattern, SplitBehavior::isolated, "Split");
+    byte_level(false);
+  } else if (pre == "gpt-4o") {
+    split(kGpt4oPattern, SplitBehavior::isolated, "Split");
     byte_level(false);
   } else {
     return false;
