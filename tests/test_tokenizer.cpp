@@ -30,7 +30,7 @@ using reach::test::TempDir;
 
 namespace {
 
-const char* const tokenizer_names[] = {"llama3_bpe", "smollm_bpe", "smollm2", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
+const char* const tokenizer_names[] = {"llama3_bpe", "gpt4o_bpe", "smollm_bpe", "smollm2", "gpt2_bpe", "roberta_bpe", "llama2_sp", "mistral_sp", "edge_bpe", "edge_sp"};
 
 struct Fixture {
   reach::Tokenizer tok;

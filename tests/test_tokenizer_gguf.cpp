@@ -288,7 +288,7 @@ TEST_CASE("tokenizer_gguf: a SentencePiece (llama) GGUF gives the tokenizers ids
 
 TEST_CASE("tokenizer_gguf: tokenizers written by to_gguf read back to the same ids") {
   TempDir dir("tokenizer_gguf_rt");
-  std::vector<std::string> names = {"gpt2_bpe", "smollm_bpe", "llama3_bpe", "llama2_sp"};
+  std::vector<std::string> names = {"gpt2_bpe", "smollm_bpe", "llama3_bpe", "gpt4o_bpe", "llama2_sp"};
   if (fs::exists(tokenizer_data_dir() / "smollm2.json")) names.push_back("smollm2");
   for (const std::string& name : names) {
     CAPTURE(name);

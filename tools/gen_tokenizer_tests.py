@@ -4,7 +4,7 @@
 Regenerate (from the repository root) with:
 
     python3 -m pip install tokenizers
-    python3 tools/gen_tokenizer_tests.py
+    python3 tools/gen_tokenizer_tests.py [NAME ...]      # all, or only the named files
 
 It builds small tokenizers with the Hugging Face `tokenizers` package (the
 oracle), trained on the seed texts in ../shared/seeds (Chinese), the docs,
@@ -171,6 +171,24 @@ def build_llama3(corpus):
     return tok, specials + ["<think>"]
 
 
+# o200k's split (GPT-4o; Phi-4-mini's tokenizer.json), which GGUF calls pre "gpt-4o".
+GPT4O_RE = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+            r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def build_gpt4o(corpus):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(GPT4O_RE), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, byte_level_trainer(3000, []))
+    specials = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>"]
+    tok.add_special_tokens(specials)
+    return tok, specials
+
+
 def build_smollm(corpus):
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE())
@@ -334,6 +352,7 @@ def main():
     pieces, merges = train_sentencepiece_bpe(corpus)
     builds = {
         "llama3_bpe": lambda: build_llama3(corpus),
+        "gpt4o_bpe": lambda: build_gpt4o(corpus),
         "smollm_bpe": lambda: build_smollm(corpus),
         "gpt2_bpe": lambda: build_gpt2(corpus),
         "roberta_bpe": lambda: build_roberta(corpus),
@@ -342,7 +361,11 @@ def main():
         "edge_bpe": lambda: build_edge_bpe(corpus),
         "edge_sp": lambda: build_edge_sp(pieces, merges),
     }
+    # Names on the command line regenerate only those files (the SentencePiece ones change from run to run).
+    only = set(sys.argv[1:])
     for name, build in builds.items():
+        if only and name not in only:
+            continue
         tok, specials = build()
         text = tok.to_str(pretty=False)
         if name == "gpt2_bpe":

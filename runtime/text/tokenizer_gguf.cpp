@@ -439,7 +439,7 @@ class GgufExporter {
     for (const auto& s : t_.pre_tokenizer)
       if (s.kind == PreTokenizerStep::byte_level) prefix_space = s.add_prefix_space;
     const std::string mine = signature(t_.pre_tokenizer);
-    for (const char* name : {"smollm", "gpt2", "llama-bpe", "qwen2"}) {
+    for (const char* name : {"smollm", "gpt2", "llama-bpe", "qwen2", "gpt-4o"}) {
       std::vector<PreTokenizerStep> steps;
       bool ignore_merges = false;
       known_pre_tokenizer(name, t_.origin, steps, ignore_merges);
@@ -451,7 +451,7 @@ class GgufExporter {
                     (t_.bpe.ignore_merges ? "set" : "not set") + ", unlike that model");
       return name;
     }
-    unsupported("the pre-tokenizer is none that GGUF names (reach writes smollm, gpt2, llama-bpe, qwen2)");
+    unsupported("the pre-tokenizer is none that GGUF names (reach writes smollm, gpt2, llama-bpe, qwen2, gpt-4o)");
   }
 
   // Merges in rank order, "a b".
