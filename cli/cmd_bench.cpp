@@ -24,6 +24,7 @@ struct BenchTest {
   uint32_t n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<double> ns;   // per repetition
   std::map<std::string, double> profile_ns;
+  Session::RecordCounts counts;   // per forward step (one decode token, or one prefill chunk)
   double avg_ns() const {
     double s = 0;
     for (double x : ns) s += x;
@@ -71,7 +72,8 @@ void bench_usage() {
       "  --chunk N           prefill chunk length (default %u, as run, eval and serve; --chunk 512 reads\n"
       "                      pp512 in one chunk, as llama-bench's default micro-batch does)\n"
       "  -o md|json|csv      output format (default md)\n"
-      "  --profile           GPU time per kernel (timestamp queries), largest share first\n"
+      "  --profile           GPU time per kernel (timestamp queries), largest share first, and the\n"
+      "                      dispatches and barriers recorded per token (tg) or chunk (pp), and per layer\n"
       "  --parallel N[,N...] decode N sequences together (as reach serve --parallel does): aggregate\n"
       "                      and per-stream tokens/s, ms per token and one request's time for each N;\n"
       "                      each stream prefills -p tokens (default then 16), then generates -n\n"
@@ -215,6 +217,7 @@ int cmd_bench(const Args& args) {
       auto add_profile = [&]() {
         if (!profile) return;
         for (const auto& k : session.last_timings()) prof[k.label] += k.ns;
+        t.counts = session.last_counts();
       };
       auto t0 = std::chrono::steady_clock::now();
       if (t.n_prompt) {
@@ -286,6 +289,11 @@ int cmd_bench(const Args& args) {
       std::vector<std::pair<std::string, double>> rows(t.profile_ns.begin(), t.profile_ns.end());
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::fprintf(stderr, "\nGPU time per kernel, %s (%d repetitions):\n", t.name.c_str(), int(reps));
+      // Per forward step: one token for tg, one chunk for pp.
+      const int64_t L = model.config().n_layers;
+      std::fprintf(stderr, "recorded per %s: %u dispatches, %u barriers; per layer %.1f dispatches, %.1f barriers\n",
+                   t.n_prompt ? "prefill chunk" : "token", t.counts.dispatches, t.counts.barriers,
+                   double(t.counts.layer_dispatches) / double(L), double(t.counts.layer_barriers) / double(L));
       std::fprintf(stderr, "| kernel | ms/rep | share |\n| --- | ---: | ---: |\n");
       for (const auto& [k, v] : rows)
         std::fprintf(stderr, "| %s | %.3f | %.1f%% |\n", k.c_str(), v / 1e6 / double(reps), 100.0 * v / std::max(total, 1.0));

@@ -58,6 +58,7 @@ void CommandList::begin() {
   desc_pool_used_ = 0;
   labels_.clear();
   dispatches_ = 0;
+  barriers_ = 0;
   if (!external_) {
     vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -184,6 +185,7 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
 }
 
 void CommandList::barrier() {
+  ++barriers_;
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |

@@ -68,6 +68,7 @@ class CommandList {
   // submit() does.  VK_NULL_HANDLE over a host command buffer.
   VkFence fence() const { return fence_; }
   uint32_t dispatch_count() const { return dispatches_; }
+  uint32_t barrier_count() const { return barriers_; }   // barrier() calls since begin()
   bool profiling() const { return profile_; }
   // After wait(): GPU time of each dispatch, in recording order.
   std::vector<KernelTiming> timings() const;
@@ -90,6 +91,7 @@ class CommandList {
   uint32_t query_capacity_ = 0;
   std::vector<std::string> labels_;
   uint32_t dispatches_ = 0;
+  uint32_t barriers_ = 0;
 };
 
 }  // namespace reach

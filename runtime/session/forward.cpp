@@ -2,8 +2,8 @@
 
 namespace reach {
 
-void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                    uint32_t n, uint32_t logits_rows, const ForwardAttention& attention) {
+ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention) {
   Kernels K(model.device());
   const uint32_t H = uint32_t(c.hidden_size), d = uint32_t(c.head_dim), qd = uint32_t(c.n_heads) * d,
                  kvd = uint32_t(c.n_kv_heads) * d, I = uint32_t(c.intermediate_size), V = uint32_t(c.vocab_size);
@@ -18,6 +18,7 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
     cmd.barrier();
   }
   const auto& layers = model.layers();
+  const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
     // OLMo 2 has no norm before attention or the MLP: the projections read the residual stream itself.
@@ -83,6 +84,7 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
     K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
   }
+  const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   const uint32_t rows = logits_rows;
   Act xr{b.x, uint64_t(n - rows) * H * 4, rows, H}, hr{b.h, 0, rows, H}, lg{b.logits, 0, rows, V};
@@ -93,6 +95,7 @@ void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, 
     cmd.barrier();
     K.elementwise_softcap(cmd, lg.range(), lg.range(), rows * V, float(c.final_softcap));
   }
+  return counts;
 }
 
 }  // namespace reach

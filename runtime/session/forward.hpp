@@ -49,7 +49,11 @@ struct ForwardAttention {
 // Records embed -> layers -> final norm -> lm_head.  logits_rows: the last
 // rows whose logits are written (1 for a prompt chunk, n for all logits or a
 // batch of sequences).
-void record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                    uint32_t n, uint32_t logits_rows, const ForwardAttention& attention);
+// What the layers recorded, over all of them (the embedding and the head are outside).
+struct ForwardCounts {
+  uint32_t layer_dispatches = 0, layer_barriers = 0;
+};
+ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention);
 
 }  // namespace reach

@@ -263,17 +263,17 @@ Session::Program& Session::program(uint32_t n, bool all_logits) {
   p.n = n;
   p.all_logits = all_logits;
   p.cmd->begin();
-  record(*p.cmd, n, all_logits);
+  p.counts = record(*p.cmd, n, all_logits);
   p.cmd->end();
   return programs_.emplace(key, std::move(p)).first->second;
 }
 
-void Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
+ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
-  record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention);
+  return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention);
 }
 
 LayerCache Session::layer_cache(size_t l) const {
@@ -311,6 +311,7 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   write_step_inputs(ids, n);
   p.cmd->run();
   last_ = p.cmd.get();
+  last_counts_ = p.counts;
   const uint32_t rows = all_logits ? n : 1;
   Transfer T(model_.allocator());
   if (all_logits) {
@@ -366,6 +367,7 @@ void Session::decode_async(int32_t id) {
   write_step_inputs(&id, 1);
   async_ = p.cmd.get();
   last_ = async_;
+  last_counts_ = p.counts;
   async_->submit();
 }
 
@@ -385,6 +387,11 @@ bool Session::wait_decode(uint64_t timeout_ns) {
 
 std::vector<KernelTiming> Session::last_timings() const {
   return last_ ? last_->timings() : std::vector<KernelTiming>{};
+}
+
+Session::RecordCounts Session::last_counts() const {
+  if (!last_) return {};
+  return {last_->dispatch_count(), last_->barrier_count(), last_counts_.layer_dispatches, last_counts_.layer_barriers};
 }
 
 void Session::record_decode(VkCommandBuffer cmd) {

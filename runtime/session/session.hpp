@@ -93,6 +93,12 @@ class Session {
   Model& model() const { return model_; }
   // GPU time per kernel label over the last submitted program (profile on).
   std::vector<KernelTiming> last_timings() const;
+  // Dispatches and barriers the last submitted program recorded (one forward of its chunk).
+  struct RecordCounts {
+    uint32_t dispatches = 0, barriers = 0;              // the whole program
+    uint32_t layer_dispatches = 0, layer_barriers = 0;  // its layers (all of them)
+  };
+  RecordCounts last_counts() const;
 
   // Frame-budget embedding (C API): the one-token decode program recorded into
   // a command buffer the caller owns and submits (recording state; reach never
@@ -128,9 +134,10 @@ class Session {
     std::unique_ptr<CommandList> cmd;
     uint32_t n = 0;
     bool all_logits = false;
+    ForwardCounts counts;
   };
   Program& program(uint32_t n, bool all_logits);
-  void record(CommandList& cmd, uint32_t n, bool all_logits);
+  ForwardCounts record(CommandList& cmd, uint32_t n, bool all_logits);
   void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
   void need_idle(const char* what) const;
   void check_ids(std::span<const int32_t> ids) const;
@@ -159,6 +166,7 @@ class Session {
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, bool>, Program> programs_;
   CommandList* last_ = nullptr;
+  ForwardCounts last_counts_;   // of the program last_ belongs to (not for record_decode's buffers)
   CommandList* async_ = nullptr;   // the decode program, once decode_async submitted it
   std::map<VkCommandBuffer, std::unique_ptr<CommandList>> recordings_;   // record_decode
 };
