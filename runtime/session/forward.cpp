@@ -2,34 +2,36 @@
 
 namespace reach {
 
-ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention) {
-  Kernels K(model.device());
-  const uint32_t H = uint32_t(c.hidden_size), d = uint32_t(c.head_dim), qd = uint32_t(c.n_heads) * d,
-                 kvd = uint32_t(c.n_kv_heads) * d, I = uint32_t(c.intermediate_size), V = uint32_t(c.vocab_size);
-  const float eps = float(c.rms_norm_eps);
-  Act x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd}, v{b.v, 0, n, kvd},
-      o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I};
+namespace {
 
-  K.embed(cmd, model.embed(), b.ids->range(0, uint64_t(n) * 4), n, x);
-  cmd.barrier();
-  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
-    K.elementwise_scale(cmd, x.range(), x.range(), n * H, c.embed_scale);
-    cmd.barrier();
-  }
-  const auto& layers = model.layers();
-  const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const LayerWeights& w = layers[l];
+// One forward's kernels, buffers and sizes; each method records one named step of a layer.
+struct LayerRecorder {
+  CommandList& cmd;
+  Kernels K;
+  const ModelConfig& c;
+  uint32_t n, H, d, qd, kvd, I;
+  float eps;
+  Act x, h, q, k, v, o, g, u;
+
+  LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n)
+      : cmd(cmd), K(model.device()), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
+        qd(uint32_t(c.n_heads) * d), kvd(uint32_t(c.n_kv_heads) * d), I(uint32_t(c.intermediate_size)),
+        eps(float(c.rms_norm_eps)), x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd},
+        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I} {}
+
+  // --- unfused steps: one kernel per operation (prefill, and the reference for the fused ones) ---
+
+  // q, k, v = (norm(x) or x) · W (+ bias).
+  void qkv(const LayerWeights& w) {
     // OLMo 2 has no norm before attention or the MLP: the projections read the residual stream itself.
-    const Act& in_attn = w.attn_norm ? h : x;
+    const Act& in = w.attn_norm ? h : x;
     if (w.attn_norm) {
       K.norm_rms(cmd, x, w.attn_norm.range(), h, eps);
       cmd.barrier();
     }
-    K.linear(cmd, in_attn, w.q, q);
-    K.linear(cmd, in_attn, w.k, k);
-    K.linear(cmd, in_attn, w.v, v);
+    K.linear(cmd, in, w.q, q);
+    K.linear(cmd, in, w.k, k);
+    K.linear(cmd, in, w.v, v);
     cmd.barrier();
     if (w.q_bias) {
       K.elementwise_add(cmd, q.range(), w.q_bias.range(), q.range(), n * qd, qd);
@@ -37,58 +39,96 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
       K.elementwise_add(cmd, v.range(), w.v_bias.range(), v.range(), n * kvd, kvd);
       cmd.barrier();
     }
-    if (w.q_norm && c.qk_proj_norm) {   // OLMo 2: RMSNorm over each token's whole q and k, in place
+  }
+
+  // RMSNorm of q and k before the rotation: per head (Gemma 3, Qwen3) or over the whole projection (OLMo 2).
+  void qk_norms(const LayerWeights& w) {
+    if (!w.q_norm) return;
+    if (c.qk_proj_norm) {
       K.norm_rms(cmd, q, w.q_norm.range(), q, eps);
       K.norm_rms(cmd, k, w.k_norm.range(), k, eps);
-      cmd.barrier();
-    } else if (w.q_norm) {   // per-head RMSNorm of q and k (Gemma 3, Qwen3), before the rotation, in place
-      Act qh{b.q, 0, n * uint32_t(c.n_heads), d}, kh{b.k, 0, n * uint32_t(c.n_kv_heads), d};
+    } else {
+      Act qh{q.buffer, 0, n * uint32_t(c.n_heads), d}, kh{k.buffer, 0, n * uint32_t(c.n_kv_heads), d};
       K.norm_rms(cmd, qh, w.q_norm.range(), qh, eps);
       K.norm_rms(cmd, kh, w.k_norm.range(), kh, eps);
-      cmd.barrier();
     }
-    attention.store(cmd, l, k, v);
     cmd.barrier();
-    attention.attend(cmd, l, q, o);
-    cmd.barrier();
-    Act t{b.h, 0, n, H};
+  }
+
+  // x += (post_norm of) o · W_o (+ bias).
+  void output_residual(const LayerWeights& w) {
+    Act t{h.buffer, 0, n, H};
     K.linear(cmd, o, w.o, t);
     cmd.barrier();
     if (w.o_bias) {
       K.elementwise_add(cmd, t.range(), w.o_bias.range(), t.range(), n * H, H);
       cmd.barrier();
     }
-    if (w.post_attn_norm) {   // Gemma: normalise the attention output before the residual add
-      K.norm_rms(cmd, t, w.post_attn_norm.range(), t, eps);
-      cmd.barrier();
-    }
-    K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
-    cmd.barrier();
-    const Act& in_mlp = w.mlp_norm ? h : x;
+    post_norm_residual(w.post_attn_norm, t);
+  }
+
+  // x += MLP(norm(x)) with the gated activation (post-normed for Gemma).
+  void mlp_residual(const LayerWeights& w) {
+    const Act& in = w.mlp_norm ? h : x;
     if (w.mlp_norm) {
       K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
       cmd.barrier();
     }
-    K.linear(cmd, in_mlp, w.gate, g);
-    K.linear(cmd, in_mlp, w.up, u);
+    K.linear(cmd, in, w.gate, g);
+    K.linear(cmd, in, w.up, u);
     cmd.barrier();
     if (c.activation == Activation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, g.range(), u.range(), g.range(), n * I);
     else K.elementwise_silu_mul(cmd, g.range(), u.range(), g.range(), n * I);
     cmd.barrier();
+    Act t{h.buffer, 0, n, H};
     K.linear(cmd, g, w.down, t);
     cmd.barrier();
-    if (w.post_mlp_norm) {
-      K.norm_rms(cmd, t, w.post_mlp_norm.range(), t, eps);
+    post_norm_residual(w.post_mlp_norm, t);
+  }
+
+  // x += norm(t) (Gemma, OLMo 2: the sub-block's output is normalised before the residual add), else x += t.
+  void post_norm_residual(const Buffer& post_norm, const Act& t) {
+    if (post_norm) {
+      K.norm_rms(cmd, t, post_norm.range(), t, eps);
       cmd.barrier();
     }
     K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
   }
+};
+
+}  // namespace
+
+ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention) {
+  LayerRecorder R(cmd, model, c, b, n);
+  Kernels& K = R.K;
+  const uint32_t H = R.H, V = uint32_t(c.vocab_size);
+
+  K.embed(cmd, model.embed(), b.ids->range(0, uint64_t(n) * 4), n, R.x);
+  cmd.barrier();
+  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
+    K.elementwise_scale(cmd, R.x.range(), R.x.range(), n * H, c.embed_scale);
+    cmd.barrier();
+  }
+  const auto& layers = model.layers();
+  const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerWeights& w = layers[l];
+    R.qkv(w);
+    R.qk_norms(w);
+    attention.store(cmd, l, R.k, R.v);
+    cmd.barrier();
+    attention.attend(cmd, l, R.q, R.o);
+    cmd.barrier();
+    R.output_residual(w);
+    R.mlp_residual(w);
+  }
   const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   const uint32_t rows = logits_rows;
   Act xr{b.x, uint64_t(n - rows) * H * 4, rows, H}, hr{b.h, 0, rows, H}, lg{b.logits, 0, rows, V};
-  K.norm_rms(cmd, xr, model.final_norm().range(), hr, eps);
+  K.norm_rms(cmd, xr, model.final_norm().range(), hr, R.eps);
   cmd.barrier();
   K.linear(cmd, hr, model.lm_head(), lg);
   if (c.final_softcap > 0) {   // Gemma 2: cap * tanh(logit / cap)
