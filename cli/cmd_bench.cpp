@@ -72,6 +72,8 @@ void bench_usage() {
       "  --chunk N           prefill chunk length (default %u, as run, eval and serve; --chunk 512 reads\n"
       "                      pp512 in one chunk, as llama-bench's default micro-batch does)\n"
       "  -o md|json|csv      output format (default md)\n"
+      "  --unfused           decode with one kernel per operation (the reference the fused decode layer is\n"
+      "                      tested against), to compare the two in one sitting\n"
       "  --profile           GPU time per kernel (timestamp queries), largest share first, and the\n"
       "                      dispatches and barriers recorded per token (tg) or chunk (pp), and per layer\n"
       "  --parallel N[,N...] decode N sequences together (as reach serve --parallel does): aggregate\n"
@@ -128,7 +130,7 @@ int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
   int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = kDefaultPrefillChunk;
   std::vector<uint32_t> depths = {0}, parallel;
-  bool profile = false, prompt_given = false, full_kv = false;
+  bool profile = false, prompt_given = false, full_kv = false, unfused = false;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -151,6 +153,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
+    else if (a == "--unfused") unfused = true;
     else if (parse_scheme_flag(args, i, ov)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach bench --help)");
   }
@@ -167,6 +170,7 @@ int cmd_bench(const Args& args) {
     so.overrides = ov;
     so.l_test = so.context;
     so.full_kv = full_kv;
+    so.fused_decode = !unfused;
     bench_parallel(model, so, pb, e.device->caps().device_name);
     return 0;
   }
@@ -187,6 +191,7 @@ int cmd_bench(const Args& args) {
   so.profile = profile;
   so.l_test = so.context;
   so.full_kv = full_kv;
+  so.fused_decode = !unfused;
   Session session(model, so);
 
   std::mt19937 rng(42);

@@ -100,7 +100,8 @@ struct LayerRecorder {
 }  // namespace
 
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention) {
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused) {
+  (void)fused;
   LayerRecorder R(cmd, model, c, b, n);
   Kernels& K = R.K;
   const uint32_t H = R.H, V = uint32_t(c.vocab_size);

@@ -53,7 +53,8 @@ struct ForwardAttention {
 struct ForwardCounts {
   uint32_t layer_dispatches = 0, layer_barriers = 0;
 };
+// fused: rows up to the mat-vec limit (decode, batched decode) run the fused layer steps.
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention);
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused);
 
 }  // namespace reach

@@ -35,6 +35,10 @@ struct SessionOptions {
   // at the price of how far rewind can go back (rewind_floor).  true keeps
   // every position for every layer.
   bool full_kv = false;
+  // Decode steps (and batched decode rows) run the fused layer: norms, biases, residual adds and the gated
+  // activation folded into the mat-vecs (runtime/session/forward.hpp).  false records the unfused kernels, the
+  // reference the fused path is tested against.
+  bool fused_decode = true;
 };
 
 class Session {
