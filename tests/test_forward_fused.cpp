@@ -1,0 +1,218 @@
+// The fused decode layer (SessionOptions::fused_decode: norms, biases, residual adds and the gated activation
+// folded into the mat-vecs) against the unfused one, kernel per operation, which tests/test_families.cpp and
+// the model suites check against transformers and the float64 references.  Every family fixture of
+// tests/data/families, from its HF folder and its GGUF, with the weights as stored (f16), converted to bf16 or
+// quantized at load (q8_0, q4_0), under the position schemes whose kernels differ (ReRoPE, Leaky ReRoPE,
+// YaRN, KeyNorm, windows with rings); single-sequence decode and batched decode; plus the real Gemma 3 270M
+// Q4_K_M GGUF where it is installed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/session/session.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kernel_check.hpp"
+
+using namespace reach;
+using namespace reach::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// |fused - unfused| per logit, relative to the row's largest |logit|.  Both paths accumulate in f32; the
+// fused one normalises inside the mat-vec (x·r·w formed per element instead of stored once), adds the bias
+// and the residual in the mat-vec's epilogue and applies the activation while loading, so the two differ by
+// f32 rounding in a different order: ~1e-6 relative per layer.  2e-4 leaves room for quantized weights, where
+// a one-ulp change of an activation moves a dot product of 4-bit weights more, and still fails any fused
+// step that drops or repeats an operation (a missing bias, norm or residual moves logits by > 1e-1).
+constexpr double kRelTol = 2e-4;
+
+struct Variant {
+  const char* name;
+  std::optional<WType> weight_type, quantize;
+};
+const Variant kVariants[] = {{"as stored", std::nullopt, std::nullopt},
+                             {"bf16", WType::bf16, std::nullopt},
+                             {"q8_0 at load", std::nullopt, WType::q8_0},
+                             {"q4_0 at load", std::nullopt, WType::q4_0}};
+
+struct SchemeCase {
+  const char* name;
+  SchemeOverrides o;
+};
+std::vector<SchemeCase> scheme_cases() {
+  std::vector<SchemeCase> s(6);
+  s[0].name = "config";
+  s[1].name = "rerope 24";
+  s[1].o.rerope_window = 24;
+  s[2].name = "leaky_rerope 24 k 2";
+  s[2].o.rerope_window = 24;
+  s[2].o.leaky_k = 2.0;
+  s[3].name = "yarn 4";
+  s[3].o.rope_scaling = "yarn";
+  s[3].o.rope_factor = 4.0;
+  s[4].name = "key norm";
+  s[4].o.qk_norm = "key";
+  s[5].name = "window 12 + 2 sinks";
+  s[5].o.attn_window = 12;
+  s[5].o.attn_sinks = 2;
+  return s;
+}
+
+std::vector<fs::path> family_sources() {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(source_root() / "tests/data/families", ec))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& d : dirs) {
+    out.push_back(d / "hf");
+    out.push_back(d / "model.gguf");
+  }
+  return out;
+}
+
+std::vector<int32_t> tokens(size_t n, int64_t vocab, uint32_t seed) {
+  std::vector<int32_t> t(n);
+  uint32_t s = seed;
+  for (auto& id : t) {
+    s = s * 1664525u + 1013904223u;
+    id = int32_t((s >> 8) % uint32_t(vocab));
+  }
+  return t;
+}
+
+double rel_diff(std::span<const float> a, std::span<const float> b) {
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, double(std::fabs(b[i])));
+    const double d = std::fabs(double(a[i]) - double(b[i]));
+    if (!(d <= worst)) worst = d;   // NaN counts as worst
+  }
+  return worst / scale;
+}
+
+// Prefill a prompt, then decode token by token with both paths; the worst relative logit difference.
+double fused_vs_unfused(Model& model, const SchemeOverrides& o, size_t prompt, size_t steps, uint32_t seed) {
+  const auto ids = tokens(prompt + steps, model.config().vocab_size, seed);
+  SessionOptions a, b;
+  a.context = b.context = uint32_t(prompt + steps + 1);
+  a.chunk = b.chunk = 5;
+  a.overrides = b.overrides = o;
+  b.fused_decode = false;
+  Session fused(model, a), ref(model, b);
+  fused.prefill(std::span(ids).first(prompt));
+  ref.prefill(std::span(ids).first(prompt));
+  double worst = rel_diff(fused.logits(), ref.logits());
+  for (size_t t = prompt; t < ids.size(); ++t) {
+    fused.decode(ids[t]);
+    ref.decode(ids[t]);
+    worst = std::max(worst, rel_diff(fused.logits(), ref.logits()));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("fused decode equals the unfused layer: every family and source, dtypes and schemes") {
+  // (source, weight variant): a GGUF's blocks are kept as stored, so it runs as stored only.
+  std::vector<std::pair<fs::path, const Variant*>> loads;
+  for (const fs::path& src : family_sources())
+    for (const Variant& v : kVariants)
+      if (src.extension() != ".gguf" || (!v.weight_type && !v.quantize)) loads.emplace_back(src, &v);
+  REQUIRE(!loads.empty());
+  const auto schemes = scheme_cases();
+  Gpu& g = gpu();
+  double overall = 0;
+  // Sampled: every load and every scheme at least once (REACH_TEST_EXHAUSTIVE=1 runs all).
+  for_sample("fused decode", {loads.size(), schemes.size()}, 4, [&](const SweepPick& p) {
+    const fs::path& src = loads[p[0]].first;
+    const Variant& var = *loads[p[0]].second;
+    const SchemeCase& sc = schemes[p[1]];
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    lo.weight_type = var.weight_type;
+    lo.quantize = var.quantize;
+    auto model = Model::load(*g.device, *g.allocator, src, lo);
+    const std::string what = src.parent_path().filename().string() + "/" + src.filename().string() + ", " +
+                             var.name + ", " + sc.name;
+    INFO(what);
+    double w = 0;
+    try {
+      w = fused_vs_unfused(*model, sc.o, 30, 24, uint32_t(p[0] * 31 + p[1]));
+    } catch (const Error& e) {
+      // A scheme a family's config rules out (e.g. yarn over Phi-3's own LongRoPE is fine; a window with
+      // Gemma's local layers acts on the global ones) must not throw for either path.
+      FAIL_CHECK(what << ": throws " << e.what());
+      return;
+    }
+    MESSAGE(what << ": worst relative logit difference " << w);
+    overall = std::max(overall, w);
+    CHECK(w <= kRelTol);
+  });
+  MESSAGE("fused vs unfused, worst over the sample: " << overall);
+}
+
+TEST_CASE("fused batched decode equals the unfused batch and single-sequence decode") {
+  Gpu& g = gpu();
+  for (const std::string fam : {"qwen2", "gemma2", "olmo2", "phi3"}) {
+    const fs::path src = source_root() / "tests/data/families" / fam / "hf";
+    if (!fs::exists(src)) continue;
+    INFO(fam);
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    auto model = Model::load(*g.device, *g.allocator, src, lo);
+    const int64_t V = model->config().vocab_size;
+    for (const bool fused : {true, false}) {
+      SessionOptions so;
+      so.context = 64;
+      so.fused_decode = fused;
+      std::vector<std::unique_ptr<Session>> batch, single;
+      for (int i = 0; i < 3; ++i) {
+        batch.push_back(std::make_unique<Session>(*model, so));
+        SessionOptions ref = so;
+        ref.fused_decode = false;
+        single.push_back(std::make_unique<Session>(*model, ref));
+        const auto p = tokens(size_t(7 + 5 * i), V, uint32_t(40 + i));
+        batch.back()->prefill(p);
+        single.back()->prefill(p);
+      }
+      DecodeBatch db(*model, 3);
+      std::vector<Session*> rows = {batch[0].get(), batch[1].get(), batch[2].get()};
+      const auto next = tokens(3 * 10, V, 99);
+      double worst = 0;
+      for (int step = 0; step < 10; ++step) {
+        const std::vector<int32_t> ids = {next[size_t(3 * step)], next[size_t(3 * step + 1)], next[size_t(3 * step + 2)]};
+        db.step(rows, ids);
+        for (int i = 0; i < 3; ++i) {
+          single[size_t(i)]->decode(ids[size_t(i)]);
+          worst = std::max(worst, rel_diff(batch[size_t(i)]->logits(), single[size_t(i)]->logits()));
+        }
+      }
+      MESSAGE(fam + (fused ? " fused" : " unfused") + " batch of 3 vs unfused single decode: " << worst);
+      CHECK(worst <= kRelTol);
+    }
+  }
+}
+
+TEST_CASE("fused decode equals the unfused layer on Gemma 3 270M Q4_K_M") {
+  const auto path = gemma3_gguf();
+  if (!path) return;
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto model = Model::load(*g.device, *g.allocator, *path, lo);
+  const double w = fused_vs_unfused(*model, {}, 40, 16, 7);
+  MESSAGE("Gemma 3 270M Q4_K_M fused vs unfused: worst relative logit difference " << w);
+  CHECK(w <= kRelTol);
+}
