@@ -199,7 +199,8 @@ TEST_CASE("fused batched decode equals the unfused batch and single-sequence dec
           worst = std::max(worst, rel_diff(batch[size_t(i)]->logits(), single[size_t(i)]->logits()));
         }
       }
-      MESSAGE(fam + (fused ? " fused" : " unfused") + " batch of 3 vs unfused single decode: " << worst);
+      const std::string label = fam + (fused ? " fused" : " unfused");
+      MESSAGE(label << " batch of 3 vs unfused single decode: " << worst);
       CHECK(worst <= kRelTol);
     }
   }
