@@ -10,6 +10,8 @@
 // larger than maxStorageBufferRange is bound as several row ranges, one
 // dispatch each (see split_rows).
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "base/wtype.hpp"
@@ -47,6 +49,20 @@ struct Act {
 inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64_t align) {
   return split_rows(m.rows, wtype_row_bytes(m.type, m.cols), max_range, align);
 }
+
+// The fused mat-vec (Kernels::linear_matvec_fused): its input transform and outputs.
+enum class GateActivation : uint32_t { none, silu, gelu_tanh };   // values: spec::GATE_*
+struct MatvecInput {
+  std::optional<BufferRange> norm;   // f32 [K]: x' = x · rsqrt(mean(x²) + eps) · norm per X row
+  float eps = 0;
+  GateActivation gate = GateActivation::none;   // X rows [gate | up] (2K): x' = act(gate) · up (then norm)
+};
+struct MatvecOutput {
+  Mat w;                      // [N, K]
+  Act y;                      // [M, N]
+  BufferRange bias{};         // f32 [N]; size 0: none
+  bool accumulate = false;    // y = y + ...: the residual add (y may be the residual stream itself)
+};
 
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
@@ -107,6 +123,13 @@ class Kernels {
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
   void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+  // y_i = [y_i +] in(x) · W_iᵀ [+ bias_i] for each output i (1..3) sharing X [M, K]
+  // ([M, 2K] when gated) and the input transform `in` (gate, then RMSNorm); the
+  // outputs of one weight type are one dispatch (split only past the binding
+  // span), those of different types one dispatch per type, back to back
+  // without a barrier.  No y may overlap x or another y.  With no transform,
+  // bias or accumulate, each y is bit for bit linear_matvec's.
+  void linear_matvec_fused(CommandList& cmd, const Act& x, const MatvecInput& in, std::span<const MatvecOutput> outs);
 
   // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
   void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
