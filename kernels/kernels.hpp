@@ -91,6 +91,10 @@ struct KernelConfig {
   // Mode 0 (registers): accumulators per invocation (output rows x X rows)
   // at most this; output rows per invocation shrink as X rows grow (0: no cap).
   uint32_t matvec_max_acc = 0;
+  // linear_matvec_fused, mode 0: the subgroup splits each X row's sum of
+  // squares (RMSNorm) where the device has subgroup arithmetic; false: every
+  // invocation sums the row alone (tests force it to cover that path).
+  bool matvec_norm_subgroup = true;
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   // Linear kernels read W (in Arena::weights) through uniform texel buffers
   // (linear_gemm_tex_* / linear_matvec_tex_*) where the format supports it: CPU devices,

@@ -244,7 +244,10 @@ class FusedRecorder {
     }
     auto at = [&](uint32_t i) -> const PartBinding& { return pb[i < outs ? i : 0]; };
     auto rows_of = [&](uint32_t i) { return i < outs ? set[i].chunk.rows : 0u; };
-    const uint32_t norm = in_.norm ? 1u : 0u, gate = static_cast<uint32_t>(in_.gate);
+    const uint32_t norm = !in_.norm ? spec::NORM_NONE
+                          : cfg_.matvec_norm_subgroup && caps_.has_subgroup_arithmetic() ? spec::NORM_SUBGROUP
+                                                                                          : spec::NORM_LANE;
+    const uint32_t gate = static_cast<uint32_t>(in_.gate);
     const uint32_t gy = groups_for(mc, xrows);
     const uint32_t ldy[3] = {set[0].out->w.rows, outs > 1 ? set[1].out->w.rows : 0u, outs > 2 ? set[2].out->w.rows : 0u};
     if (quant_) {

@@ -2,7 +2,7 @@
 // (FUSED: linear_matvec_fused[_q].comp, spec/linear_matvec_fusion.h):
 //   xin4(j, k) / xin(j, k)  elements k.. of X row j of the workgroup, after
 //                           the fused input transform (gate, then RMSNorm);
-//   row_scales(...)         each row's RMSNorm scale (NORM), once per workgroup;
+//   sumsq_part, rms_scale   each row's RMSNorm scale (NORM; linear_matvec_main.glsl);
 //   store_y(o, m, n, t)     Y[m, n] of output o from its dot t: bias, accumulate.
 // Unfused, these are the plain loads and stores (same values, same order).
 // Needs before inclusion: XROWS, MODE, load_x4(e), load_x(e), the push block p.
@@ -58,11 +58,11 @@ vec4 norm4(uint k) {
 // x · r · w in norm_rms.comp's order.
 vec4 xin4(uint j, uint k) {
   const vec4 v = raw_x4(j, k);
-  return NORM != 0 ? v * g_xs[j] * norm4(k) : v;
+  return NORM != NORM_NONE ? v * g_xs[j] * norm4(k) : v;
 }
 float xin(uint j, uint k) {
   const float v = raw_x(j, k);
-  return NORM != 0 ? v * g_xs[j] * nrm1[p.norm_off + k] : v;
+  return NORM != NORM_NONE ? v * g_xs[j] * nrm1[p.norm_off + k] : v;
 }
 
 // Σ raw² of row j over this lane's share (k = 4 lane, stride 4 lanes; then the tail).

@@ -6,13 +6,15 @@ void main() {
   // Rows past M repeat the last row (loads stay in range) and are not stored.
   for (uint j = 0; j < XROWS; ++j) g_xb[j] = p.x_off + min(m0 + j, p.M - 1) * x_stride();
 #if defined(FUSED)
-  if (NORM != 0) {
+  if (NORM != NORM_NONE) {
     const uint l = gl_LocalInvocationID.x;
     for (uint j = 0; j < XROWS; ++j) {
       float ss;
-      if (MODE == MATVEC_MODE_ROW_PER_LANE) {
-        ss = sumsq_part(j, 0, 1);   // each invocation alone: no barrier on CPU devices
-      } else if (MODE == MATVEC_MODE_SUBGROUP) {
+      if (MODE == MATVEC_MODE_ROW_PER_LANE && NORM != NORM_SUBGROUP) {
+        ss = sumsq_part(j, 0, 1);   // each invocation alone: no barrier, no subgroup ops
+      } else if (MODE != MATVEC_MODE_SHARED) {
+        // Mode 1, and mode 0 with NORM_SUBGROUP: the subgroup's lanes split the
+        // row (on llvmpipe 8x fewer iterations than every lane summing it all).
         const uint lanes = min(gl_SubgroupSize, WG - gl_SubgroupID * gl_SubgroupSize);
         ss = subgroupAdd(sumsq_part(j, gl_SubgroupInvocationID, lanes));
       } else {

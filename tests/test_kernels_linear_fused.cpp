@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -248,26 +249,29 @@ uint32_t per_group(const KernelConfig& cfg) {
 // Sampled: every type, fusion, output count, M and W path at least once; N
 // around the workgroup's rows, K per type (k_for).  The inputs are a function
 // of the tuple (its flat index is the seed).
-void fused_sweep(const std::vector<KernelConfig>& cfgs, const std::string& variant, size_t extra, uint32_t seed0) {
+void fused_sweep(const std::vector<KernelConfig>& cfgs, const std::string& variant, size_t extra, uint32_t seed0,
+                 std::span<const WType> types = kAllTypes, std::span<const uint32_t> fusions = kFusions) {
   const uint32_t ms[] = {1, 3};
   const bool texel[] = {false, true};
-  for_sample("fused " + variant, {std::size(kAllTypes), std::size(kFusions), 3, std::size(ms), 2, cfgs.size()}, extra,
+  for_sample("fused " + variant, {types.size(), fusions.size(), 3, std::size(ms), 2, cfgs.size()}, extra,
              [&](const SweepPick& p) {
                const KernelConfig& base = cfgs[p[5]];
                const uint32_t ns[] = {per_group(base) + 1, 67, 5};
                KernelConfig cfg = base;
                cfg.weights_texel = base.weights_texel && texel[p[4]];
                Kernels k(*gpu().device, cfg);
-               const WType t = kAllTypes[p[0]];
+               const WType t = types[p[0]];
                FCase c;
                c.types.assign(p[2] + 1, t);
                for (size_t i = 0; i <= p[2]; ++i) c.ns.push_back(ns[(p.flat + i) % std::size(ns)]);
                c.M = ms[p[3]];
                c.K = k_for(t, p.flat / 7);
-               c.fuse = kFusions[p[1]];
+               c.fuse = fusions[p[1]];
                c.x_off = p.flat % 3 == 0 ? 4 : 0;
                check_fused(k, c,
-                           variant + " mode" + std::to_string(cfg.matvec_mode) +
+                           variant + " mode" + std::to_string(cfg.matvec_mode) + " wg" + std::to_string(cfg.matvec_wg) +
+                               " rows" + std::to_string(cfg.matvec_rows) +
+                               (cfg.matvec_norm_subgroup ? "" : " norm:lane") +
                                (cfg.weights_texel ? " W:texel" : " W:ssbo"),
                            seed0 + uint32_t(p.flat));
              });
@@ -279,11 +283,17 @@ TEST_CASE("linear_matvec_fused: every type and fusion, 1..3 outputs (default var
   fused_sweep({base_config()}, "default", 2, 1000);
 }
 
-TEST_CASE("linear_matvec_fused: GPU modes (subgroup, shared tree)") {
-  // One sweep over both modes (the mode a dimension of it): the fused parts
+TEST_CASE("linear_matvec_fused: GPU modes (subgroup, shared tree), mode 0 summing squares per lane") {
+  // One sweep over the configurations (a dimension of it): the fused parts
   // (input rows, row scales, stores) do not depend on the weight type.
   const auto& caps = gpu().device->caps();
   std::vector<KernelConfig> cfgs;
+  KernelConfig lane = base_config();
+  lane.matvec_mode = spec::MATVEC_MODE_ROW_PER_LANE;
+  lane.matvec_wg = 16;
+  lane.matvec_rows = 4;
+  lane.matvec_norm_subgroup = false;
+  cfgs.push_back(lane);
   for (uint32_t mode : {spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
     if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
     KernelConfig cfg = base_config();
@@ -295,7 +305,11 @@ TEST_CASE("linear_matvec_fused: GPU modes (subgroup, shared tree)") {
     cfg.activations_texel = false;
     cfgs.push_back(cfg);
   }
-  fused_sweep(cfgs, "wg32 rows4", 0, 20000);
+  // Both kernel bodies, the three float types, blocks of 32 and of 256; the
+  // fusions whose code differs by mode (the row scales) and the others once.
+  const WType types[] = {WType::f32, WType::f16, WType::bf16, WType::q4_1, WType::q5_k, WType::q6_k};
+  const uint32_t fusions[] = {kNorm, kNorm | kGelu | kBias | kAcc, kSilu | kAcc, kBias};
+  fused_sweep(cfgs, "forced", 0, 20000, types, fusions);
 }
 
 TEST_CASE("linear_matvec_fused: outputs of different types (q/k in one type, v in another)") {
