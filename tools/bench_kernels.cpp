@@ -15,7 +15,7 @@
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
-//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --qgemm-tm N --qgemm-tn N
+//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-norm-subgroup 0|1 --qgemm-tm N --qgemm-tn N
 //   --reps N --only gemm|matvec|quant|qgemm|batch|fused --quick --size N
 #include <algorithm>
 #include <chrono>
@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
       else if (k == "mv-mode") cfg.matvec_mode = u;
       else if (k == "mv-xrows") cfg.matvec_xrows = u;
       else if (k == "mv-max-acc") cfg.matvec_max_acc = u;
+      else if (k == "mv-norm-subgroup") cfg.matvec_norm_subgroup = u != 0;
       else {
         std::fprintf(stderr, "unknown option --%s\n", k.c_str());
         return 2;
