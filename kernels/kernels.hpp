@@ -10,6 +10,8 @@
 // larger than maxStorageBufferRange is bound as several row ranges, one
 // dispatch each (see split_rows).
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "base/wtype.hpp"
@@ -48,6 +50,20 @@ inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64
   return split_rows(m.rows, wtype_row_bytes(m.type, m.cols), max_range, align);
 }
 
+// The fused mat-vec (Kernels::linear_matvec_fused): its input transform and outputs.
+enum class GateActivation : uint32_t { none, silu, gelu_tanh };   // values: spec::GATE_*
+struct MatvecInput {
+  std::optional<BufferRange> norm;   // f32 [K]: x' = x · rsqrt(mean(x²) + eps) · norm per X row
+  float eps = 0;
+  GateActivation gate = GateActivation::none;   // X rows [gate | up] (2K): x' = act(gate) · up (then norm)
+};
+struct MatvecOutput {
+  Mat w;                      // [N, K]
+  Act y;                      // [M, N]
+  BufferRange bias{};         // f32 [N]; size 0: none
+  bool accumulate = false;    // y = y + ...: the residual add (y may be the residual stream itself)
+};
+
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
   uint32_t subgroup = 8;          // subgroup size the kernels assume
@@ -75,6 +91,10 @@ struct KernelConfig {
   // Mode 0 (registers): accumulators per invocation (output rows x X rows)
   // at most this; output rows per invocation shrink as X rows grow (0: no cap).
   uint32_t matvec_max_acc = 0;
+  // linear_matvec_fused, mode 0: the subgroup splits each X row's sum of
+  // squares (RMSNorm) where the device has subgroup arithmetic; false: every
+  // invocation sums the row alone (tests force it to cover that path).
+  bool matvec_norm_subgroup = true;
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   // Linear kernels read W (in Arena::weights) through uniform texel buffers
   // (linear_gemm_tex_* / linear_matvec_tex_*) where the format supports it: CPU devices,
@@ -107,6 +127,13 @@ class Kernels {
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
   void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+  // y_i = [y_i +] in(x) · W_iᵀ [+ bias_i] for each output i (1..3) sharing X [M, K]
+  // ([M, 2K] when gated) and the input transform `in` (gate, then RMSNorm); the
+  // outputs of one weight type are one dispatch (split only past the binding
+  // span), those of different types one dispatch per type, back to back
+  // without a barrier.  No y may overlap x or another y.  With no transform,
+  // bias or accumulate, each y is bit for bit linear_matvec's.
+  void linear_matvec_fused(CommandList& cmd, const Act& x, const MatvecInput& in, std::span<const MatvecOutput> outs);
 
   // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
   void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);

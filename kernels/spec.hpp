@@ -63,6 +63,18 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_PUSH_FILE "shaders/spec/linear_push.h"
 #include "kernels/push_struct.inc"
 
+#define REACH_SPEC_NAME MatvecFusedSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_matvec_fused.h"
+#include "kernels/spec_struct.inc"
+#define REACH_PUSH_NAME LinearFusedPush
+#define REACH_PUSH_FILE "shaders/spec/linear_matvec_fused_push.h"
+#include "kernels/push_struct.inc"
+#define REACH_SPEC_NAME MatvecFusedQSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_matvec_fused_q.h"
+#include "kernels/spec_struct.inc"
+#define REACH_PUSH_NAME LinearFusedQPush
+#define REACH_PUSH_FILE "shaders/spec/linear_matvec_fused_q_push.h"
+#include "kernels/push_struct.inc"
 #define REACH_SPEC_NAME EmbedQSpec
 #define REACH_SPEC_FILE "shaders/spec/embed_q.h"
 #include "kernels/spec_struct.inc"
@@ -152,6 +164,12 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_BIND_FILE "shaders/spec/linear_matvec.h"
 #include "kernels/binding_struct.inc"
 
+#define REACH_BIND_NAME LinearMatvecFusedBindings
+#define REACH_BIND_FILE "shaders/spec/linear_matvec_fused.h"
+#include "kernels/binding_struct.inc"
+#define REACH_BIND_NAME LinearMatvecFusedQBindings
+#define REACH_BIND_FILE "shaders/spec/linear_matvec_fused_q.h"
+#include "kernels/binding_struct.inc"
 #define REACH_BIND_NAME LinearGemmQBindings
 #define REACH_BIND_FILE "shaders/spec/linear_gemm_q.h"
 #include "kernels/binding_struct.inc"
@@ -184,6 +202,8 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_CONST_FILE "shaders/spec/linear_matvec_mode.h"
 #include "kernels/const_list.inc"
 
+#define REACH_CONST_FILE "shaders/spec/linear_matvec_fusion.h"
+#include "kernels/const_list.inc"
 #define REACH_CONST_FILE "shaders/spec/attention_modes.h"
 #include "kernels/const_list.inc"
 

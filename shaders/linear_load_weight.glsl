@@ -11,6 +11,8 @@
 // With W_TEX, binding 1 is a texel buffer instead (below).
 #extension GL_EXT_shader_16bit_storage : require
 
+// W_DECL(S, BND) declares the weight binding BND and its loads load_w_S /
+// load_w4_S; linear_matvec_fused.comp declares one per output (FUSED).
 #if defined(W_TEX)
 // Texel-buffer variants (W_TEX): binding 1 is a uniform texel buffer of 4
 // weights per texel -- R32G32B32A32_SFLOAT (f32), R16G16B16A16_SFLOAT (f16,
@@ -18,22 +20,24 @@
 // texelFetch is a vectorised gather while a per-lane SSBO load is a scalar
 // loop, so this is ~3x faster there (see ops_linear.cpp).
 #if defined(W_BF16)
-layout(binding = B_W) uniform usamplerBuffer wt;
-vec4 fetch_w(uint t) { return uintBitsToFloat(texelFetch(wt, int(t)) << 16); }
+#define W_DECL(S, BND) \
+  layout(binding = BND) uniform usamplerBuffer wt_##S; \
+  vec4 fetch_w_##S(uint t) { return uintBitsToFloat(texelFetch(wt_##S, int(t)) << 16); } \
+  W_TEX_LOADS(S)
 #else
-layout(binding = B_W) uniform samplerBuffer wt;
-vec4 fetch_w(uint t) { return texelFetch(wt, int(t)); }
+#define W_DECL(S, BND) \
+  layout(binding = BND) uniform samplerBuffer wt_##S; \
+  vec4 fetch_w_##S(uint t) { return texelFetch(wt_##S, int(t)); } \
+  W_TEX_LOADS(S)
 #endif
-float load_w(uint e) { return fetch_w(e >> 2)[e & 3u]; }
-vec4 load_w4(uint e) {
-  if (ALIGNED != 0) return fetch_w(e >> 2);
-  return vec4(load_w(e), load_w(e + 1), load_w(e + 2), load_w(e + 3));
-}
+#define W_TEX_LOADS(S) \
+  float load_w_##S(uint e) { return fetch_w_##S(e >> 2)[e & 3u]; } \
+  vec4 load_w4_##S(uint e) { \
+    if (ALIGNED != 0) return fetch_w_##S(e >> 2); \
+    return vec4(load_w_##S(e), load_w_##S(e + 1), load_w_##S(e + 2), load_w_##S(e + 3)); \
+  }
 
 #elif defined(W_F16) || defined(W_BF16)
-layout(binding = B_W) readonly buffer W16 { uint16_t w16[]; };
-layout(binding = B_W) readonly buffer W2 { uvec2 w2[]; };   // same binding, 4 halves per element
-
 #if defined(W_F16)
 float decode_w(uint bits) { return unpackHalf2x16(bits).x; }
 vec2 decode_w2(uint word) { return unpackHalf2x16(word); }
@@ -42,25 +46,53 @@ vec2 decode_w2(uint word) { return unpackHalf2x16(word); }
 float decode_w(uint bits) { return uintBitsToFloat(bits << 16); }
 vec2 decode_w2(uint word) { return vec2(uintBitsToFloat(word << 16), uintBitsToFloat(word & 0xffff0000u)); }
 #endif
-
-float load_w(uint e) { return decode_w(uint(w16[e])); }
-vec4 load_w4(uint e) {
-  if (ALIGNED != 0) {
-    const uvec2 v = w2[e >> 2];
-    return vec4(decode_w2(v.x), decode_w2(v.y));
+// Two views of one binding: halves, and 4 halves per uvec2.
+#define W_DECL(S, BND) \
+  layout(binding = BND) readonly buffer W16_##S { uint16_t w16_##S[]; }; \
+  layout(binding = BND) readonly buffer W2_##S { uvec2 w2_##S[]; }; \
+  float load_w_##S(uint e) { return decode_w(uint(w16_##S[e])); } \
+  vec4 load_w4_##S(uint e) { \
+    if (ALIGNED != 0) { \
+      const uvec2 v = w2_##S[e >> 2]; \
+      return vec4(decode_w2(v.x), decode_w2(v.y)); \
+    } \
+    return vec4(load_w_##S(e), load_w_##S(e + 1), load_w_##S(e + 2), load_w_##S(e + 3)); \
   }
-  return vec4(load_w(e), load_w(e + 1), load_w(e + 2), load_w(e + 3));
-}
 
-#else  // f32 weights
-layout(binding = B_W) readonly buffer W1 { float w1[]; };
-layout(binding = B_W) readonly buffer W4 { vec4 w4[]; };   // same binding, vec4 view
-float load_w(uint e) { return w1[e]; }
-vec4 load_w4(uint e) {
-  if (ALIGNED != 0) return w4[e >> 2];
-  return vec4(w1[e], w1[e + 1], w1[e + 2], w1[e + 3]);
-}
+#else  // f32 weights: a float and a vec4 view of one binding
+#define W_DECL(S, BND) \
+  layout(binding = BND) readonly buffer W1_##S { float w1_##S[]; }; \
+  layout(binding = BND) readonly buffer W4_##S { vec4 w4_##S[]; }; \
+  float load_w_##S(uint e) { return w1_##S[e]; } \
+  vec4 load_w4_##S(uint e) { \
+    if (ALIGNED != 0) return w4_##S[e >> 2]; \
+    return vec4(w1_##S[e], w1_##S[e + 1], w1_##S[e + 2], w1_##S[e + 3]); \
+  }
 #endif
+
+W_DECL(0, B_W)
+float load_w(uint e) { return load_w_0(e); }
+vec4 load_w4(uint e) { return load_w4_0(e); }
+#if defined(FUSED)
+W_DECL(1, B_W1)
+W_DECL(2, B_W2)
+#endif
+// W of output o (FUSED: 0..2): o is a constant at every call after inlining,
+// so the choice folds away.
+float load_wo(uint o, uint e) {
+#if defined(FUSED)
+  if (o == 1) return load_w_1(e);
+  if (o == 2) return load_w_2(e);
+#endif
+  return load_w_0(e);
+}
+vec4 load_wo4(uint o, uint e) {
+#if defined(FUSED)
+  if (o == 1) return load_w4_1(e);
+  if (o == 2) return load_w4_2(e);
+#endif
+  return load_w4_0(e);
+}
 
 // f32 activations X at binding 0, with the same two views; with X_TEX a
 // uniform texel buffer of 4 floats per texel (CPU devices, aligned shapes
@@ -82,6 +114,7 @@ vec4 load_x4(uint e) {
 }
 #endif
 
+#if !defined(FUSED)   // linear_matvec_io.glsl declares the fused kernel's Y and push constants
 // Y (f32) at binding 2.
 layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 
@@ -90,3 +123,4 @@ layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 layout(push_constant) uniform LinearPush {
 #include "spec/linear_push.h"
 } p;
+#endif

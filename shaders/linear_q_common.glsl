@@ -16,11 +16,14 @@ vec4 load_x4(uint e) {
   return vec4(x1[e], x1[e + 1], x1[e + 2], x1[e + 3]);
 }
 #endif
+float load_x(uint e) { return x1_at(e); }
+#if !defined(FUSED)   // linear_matvec_io.glsl declares the fused kernel's Y and push constants
 layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 
 layout(push_constant) uniform LinearQPush {
 #include "spec/linear_q_push.h"
 } p;
+#endif
 
 // The 32 activations of sub-block c of X row base e, and their two half sums
 // (needed for the offsets b of decode_sub).
@@ -28,9 +31,7 @@ struct XSub {
   vec4 v[8];
   vec2 s;
 };
-XSub load_xsub(uint e) {
-  XSub x;
-  for (uint w = 0; w < 8; ++w) x.v[w] = load_x4(e + 4 * w);
+XSub xsub_sums(XSub x) {
   if (QHAS_B) {
     const vec4 lo = (x.v[0] + x.v[1]) + (x.v[2] + x.v[3]);
     const vec4 hi = (x.v[4] + x.v[5]) + (x.v[6] + x.v[7]);
@@ -39,6 +40,11 @@ XSub load_xsub(uint e) {
     x.s = vec2(0.0);
   }
   return x;
+}
+XSub load_xsub(uint e) {
+  XSub x;
+  for (uint w = 0; w < 8; ++w) x.v[w] = load_x4(e + 4 * w);
+  return xsub_sums(x);
 }
 
 // Register paths (matvec MODE 0, register GEMM), q4_0 / q4_1: nibbles are masked
@@ -49,8 +55,7 @@ XSub load_xsub(uint e) {
 const bool QNIB = QTYPE == QT_Q4_0 || QTYPE == QT_Q4_1;
 const vec4 NIB_LO = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
 const vec4 NIB_HI = vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 1048576.0, 1.0);
-XSub load_xsub_reg(uint e) {
-  XSub x = load_xsub(e);
+XSub xsub_reg(XSub x) {
   if (QNIB)
     for (uint w = 0; w < 4; ++w) {
       x.v[w] *= NIB_LO;
@@ -58,19 +63,20 @@ XSub load_xsub_reg(uint e) {
     }
   return x;
 }
-void decode_sub_reg(uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
+XSub load_xsub_reg(uint e) { return xsub_reg(load_xsub(e)); }
+void decode_sub_reg(QO_P uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
   if (QNIB) {
-    const uvec4 u = qload(qb);
+    const uvec4 u = qload(QO_A qb);
     for (uint w = 0; w < 4; ++w) {
       const uint v = u[w];
       q[w] = vec4(uvec4(v & 0xFu, v & 0xF00u, v & 0xF0000u, (v >> 24) & 0xFu));
       q[w + 4] = vec4(uvec4(v & 0xF0u, v & 0xF000u, v & 0xF00000u, v >> 28));
     }
-    const float d = qf16(mload(mb));
-    const float b = QTYPE == QT_Q4_1 ? qf16(mload(mb + 1)) : -QOFF * d;
+    const float d = qf16(mload(QO_A mb));
+    const float b = QTYPE == QT_Q4_1 ? qf16(mload(QO_A mb + 1)) : -QOFF * d;
     ab = vec4(d, b, d, b);
   } else {
-    decode_sub(qb, mb, s, q, ab);
+    decode_sub(QO_A qb, mb, s, q, ab);
   }
 }
 
@@ -84,9 +90,16 @@ float sub_dot(vec4 q[8], vec4 ab, XSub x) {
 }
 
 // Plane units of sub-block c (0 .. K/32) of W row n (relative to the bound rows).
-void sub_units(uint n, uint c, uint K, out uint qb, out uint mb, out uint s) {
+#if defined(FUSED)
+#define Q_BASE (o == 0 ? p.q_off0 : o == 1 ? p.q_off1 : p.q_off2)
+#define M_BASE (o == 0 ? p.m_off0 : o == 1 ? p.m_off1 : p.m_off2)
+#else
+#define Q_BASE p.q_off
+#define M_BASE p.m_off
+#endif
+void sub_units(QO_P uint n, uint c, uint K, out uint qb, out uint mb, out uint s) {
   const uint blk = n * (K / (32 * QSUBS)) + c / QSUBS;
-  qb = p.q_off + blk * QU;
-  mb = p.m_off + blk * MU;
+  qb = Q_BASE + blk * QU;
+  mb = M_BASE + blk * MU;
   s = c % QSUBS;
 }

@@ -102,9 +102,32 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::LinearMatvecBindings>("linear_matvec");
   check_bindings<spec::LinearGemmQBindings>("linear_gemm_q");
   check_bindings<spec::LinearMatvecQBindings>("linear_matvec_q");
+  check_bindings<spec::LinearMatvecFusedBindings>("linear_matvec_fused");
+  check_bindings<spec::LinearMatvecFusedQBindings>("linear_matvec_fused_q");
   check_bindings<spec::AttentionKvStoreBindings>("attention_kv_store");
   check_bindings<spec::AttentionPrefillBindings>("attention_prefill");
   check_bindings<spec::AttentionDecodeBindings>("attention_decode");
   check_bindings<spec::AttentionDecodeLanesBindings>("attention_decode_lanes");
   check_bindings<spec::AttentionCombineBindings>("attention_combine");
+}
+
+TEST_CASE("the fused mat-vecs declare every binding of their lists (the host binds them all)") {
+  // Unused outputs, bias and norm are bound to stand-in ranges, and the
+  // pipeline layout lists every binding: a kernel that stopped declaring one
+  // would leave a descriptor the shader does not match.
+  auto all = [](std::string_view stem, uint32_t count) {
+    size_t seen = 0;
+    for (const EmbeddedShader& s : embedded_shaders()) {
+      const std::string_view name = s.name;
+      if (name.substr(0, stem.size()) != stem || !is_variant(name.substr(stem.size()))) continue;
+      ++seen;
+      INFO(name);
+      CHECK(spirv_bindings(s).size() == count);
+    }
+    CHECK(seen > 0);
+  };
+  all("linear_matvec_fused", spec::LinearMatvecFusedBindings::count);
+  all("linear_matvec_fused_q", spec::LinearMatvecFusedQBindings::count);
+  // Push blocks within Vulkan's guaranteed 128 bytes.
+  static_assert(sizeof(spec::LinearFusedPush) <= 128 && sizeof(spec::LinearFusedQPush) <= 128);
 }

@@ -7,18 +7,23 @@
 //                    --only quant (--only qgemm: the GEMM rows only)
 //   batch  GB/s    = weight bytes / time of one matvec over M = 1, 2, 4, 8 X
 //                    rows (batched decode) at SmolLM2-135M shapes, --only batch
+//   fused  ms of one decode layer's projections at SmolLM2-135M shapes as the
+//                    unfused chain (norm, mat-vecs, silu_mul, residual adds;
+//                    barriers where the forward has them) and as
+//                    linear_matvec_fused, --only fused
 // Each case is warmed up, then timed `--reps` times (wall clock around
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
-//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --qgemm-tm N --qgemm-tn N
-//   --reps N --only gemm|matvec|quant|qgemm|batch --quick --size N
+//   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-norm-subgroup 0|1 --qgemm-tm N --qgemm-tn N
+//   --reps N --only gemm|matvec|quant|qgemm|batch|fused --quick --size N
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
     else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
     else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch] [--quick] [--size N]\n"
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch|fused] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
                 "  [--mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-max-acc N] [--qgemm-tm N --qgemm-tn N]\n"
                 "  --only batch: matvec over M = 1, 2, 4, 8 X rows (batched decode) at SmolLM2-135M shapes;\n"
@@ -138,6 +143,7 @@ int main(int argc, char** argv) {
       else if (k == "mv-mode") cfg.matvec_mode = u;
       else if (k == "mv-xrows") cfg.matvec_xrows = u;
       else if (k == "mv-max-acc") cfg.matvec_max_acc = u;
+      else if (k == "mv-norm-subgroup") cfg.matvec_norm_subgroup = u != 0;
       else {
         std::fprintf(stderr, "unknown option --%s\n", k.c_str());
         return 2;
@@ -236,6 +242,132 @@ int main(int argc, char** argv) {
                          nk[1], tm.wall * 1e3, tm.wall / t1, tm.cpu * 1e3);
           }
         }
+    }
+    if (only == "fused") {
+      // One decode layer of SmolLM2-135M (hidden 576, 3 KV heads of 64, MLP
+      // 1536): attention input (norm, q, k, v), o + residual, MLP input
+      // (norm, gate, up), down (silu_mul, down, residual).
+      const uint32_t H = 576, KV = 192, F = 1536;
+      for (WType t : {WType::f16, WType::q8_0, WType::q4_0}) {
+        auto weight = [&](uint32_t n, uint32_t k, uint32_t seed) {
+          Buffer b = alloc.allocate(Arena::weights, Mat{nullptr, 0, t, n, k}.bytes(), "w");
+          auto ws = wtype_is_quant(t) ? random_quant(t, n, k, seed) : random_bytes(size_t(n) * k, seed, t);
+          transfer.upload(b, 0, ws.data(), ws.size());
+          return b;
+        };
+        auto act = [&](uint32_t n, uint32_t seed) {
+          Buffer b = alloc.allocate(Arena::scratch, uint64_t(n) * 4, "a");
+          auto v = random_bytes(n, seed, WType::f32);
+          transfer.upload(b, 0, v.data(), v.size());
+          return b;
+        };
+        Buffer wq = weight(H, H, 1), wk = weight(KV, H, 2), wv = weight(KV, H, 3), wo = weight(H, H, 4);
+        Buffer wg = weight(F, H, 5), wu = weight(F, H, 6), wd = weight(H, F, 7);
+        Buffer x = act(H, 8), xn = act(H, 9), nw = act(H, 10), q = act(H, 11), k = act(KV, 12), v = act(KV, 13);
+        Buffer attn = act(H, 14), tmp = act(H, 15), gu = act(2 * F, 16), h = act(F, 17);
+        const Mat mq{&wq, 0, t, H, H}, mk{&wk, 0, t, KV, H}, mv{&wv, 0, t, KV, H}, mo{&wo, 0, t, H, H};
+        const Mat mg{&wg, 0, t, F, H}, mu{&wu, 0, t, F, H}, md{&wd, 0, t, H, F};
+        const Act ax{&x, 0, 1, H}, axn{&xn, 0, 1, H}, aq{&q, 0, 1, H}, ak{&k, 0, 1, KV}, av{&v, 0, 1, KV};
+        const Act aattn{&attn, 0, 1, H}, atmp{&tmp, 0, 1, H}, ag{&gu, 0, 1, F}, au{&gu, uint64_t(F) * 4, 1, F};
+        const Act agu{&gu, 0, 1, 2 * F}, ah{&h, 0, 1, F};
+        auto time_rec = [&](const std::function<void(CommandList&)>& rec) {
+          CommandList cmd(*device);
+          cmd.begin();
+          for (int i = 0; i < 10; ++i) rec(cmd);   // 10 layers' worth per submission
+          cmd.end();
+          cmd.run();
+          cmd.run();
+          std::vector<double> times, cpu;
+          for (int r = 0; r < reps; ++r) {
+            const double c0 = process_cpu_seconds();
+            const auto t0 = std::chrono::steady_clock::now();
+            cmd.run();
+            times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10);
+            cpu.push_back((process_cpu_seconds() - c0) / 10);
+          }
+          return Timing{median(times), median(cpu)};
+        };
+        const float eps = 1e-5f;
+        const BufferRange norm = nw.range(0, uint64_t(H) * 4);
+        struct Part {
+          const char* name;
+          std::function<void(CommandList&)> unfused, fused;
+        };
+        const Part parts[] = {
+            {"norm+q,k,v",
+             [&](CommandList& c) {
+               kernels.norm_rms(c, ax, norm, axn, eps);
+               c.barrier();
+               kernels.linear_matvec(c, axn, mq, aq);
+               kernels.linear_matvec(c, axn, mk, ak);
+               kernels.linear_matvec(c, axn, mv, av);
+               c.barrier();
+             },
+             [&](CommandList& c) {
+               const MatvecOutput o[] = {{mq, aq}, {mk, ak}, {mv, av}};
+               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps}, o);
+               c.barrier();
+             }},
+            {"o+residual",
+             [&](CommandList& c) {
+               kernels.linear_matvec(c, aattn, mo, atmp);
+               c.barrier();
+               kernels.elementwise_add(c, x.range(0, uint64_t(H) * 4), tmp.range(0, uint64_t(H) * 4),
+                                       x.range(0, uint64_t(H) * 4), H, H);
+               c.barrier();
+             },
+             [&](CommandList& c) {
+               const MatvecOutput o[] = {{mo, ax, {}, true}};
+               kernels.linear_matvec_fused(c, aattn, MatvecInput{}, o);
+               c.barrier();
+             }},
+            {"norm+gate,up",
+             [&](CommandList& c) {
+               kernels.norm_rms(c, ax, norm, axn, eps);
+               c.barrier();
+               kernels.linear_matvec(c, axn, mg, ag);
+               kernels.linear_matvec(c, axn, mu, au);
+               c.barrier();
+             },
+             [&](CommandList& c) {
+               const MatvecOutput o[] = {{mg, ag}, {mu, au}};
+               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps}, o);
+               c.barrier();
+             }},
+            {"silu_mul+down+residual",
+             [&](CommandList& c) {
+               kernels.elementwise_silu_mul(c, gu.range(0, uint64_t(F) * 4), gu.range(uint64_t(F) * 4, uint64_t(F) * 4),
+                                            h.range(0, uint64_t(F) * 4), F);
+               c.barrier();
+               kernels.linear_matvec(c, ah, md, atmp);
+               c.barrier();
+               kernels.elementwise_add(c, x.range(0, uint64_t(H) * 4), tmp.range(0, uint64_t(H) * 4),
+                                       x.range(0, uint64_t(H) * 4), H, H);
+               c.barrier();
+             },
+             [&](CommandList& c) {
+               const MatvecOutput o[] = {{md, ax, {}, true}};
+               kernels.linear_matvec_fused(c, agu, MatvecInput{std::nullopt, 0, GateActivation::silu}, o);
+               c.barrier();
+             }},
+        };
+        double sum_u = 0, sum_f = 0, cpu_u = 0, cpu_f = 0;
+        for (const Part& part : parts) {
+          const Timing tu = time_rec(part.unfused), tf = time_rec(part.fused);
+          sum_u += tu.wall;
+          sum_f += tf.wall;
+          cpu_u += tu.cpu;
+          cpu_f += tf.cpu;
+          rows.push_back({std::string("unfused ") + part.name, wtype_name(t), "1", "x", tu.wall * 1e3, 1.0,
+                          tu.cpu * 1e3, 1.0});
+          rows.push_back({std::string("fused ") + part.name, wtype_name(t), "1", "x", tf.wall * 1e3, tu.wall / tf.wall,
+                          tf.cpu * 1e3, tu.cpu / tf.cpu});
+          std::fprintf(stderr, "%s %s: unfused %.3f ms (cpu %.3f), fused %.3f ms (cpu %.3f)\n", wtype_name(t), part.name,
+                       tu.wall * 1e3, tu.cpu * 1e3, tf.wall * 1e3, tf.cpu * 1e3);
+        }
+        rows.push_back({"layer total, fused", wtype_name(t), "1", "x", sum_f * 1e3, sum_u / sum_f, cpu_f * 1e3,
+                        cpu_u / cpu_f});
+      }
     }
     if (only == "quant" || only == "qgemm") {
       // Prefill: M = 128 rows of X at the SmolLM2-135M MLP shapes.

@@ -1,0 +1,103 @@
+// The X rows and Y stores of linear_matvec[_q] and their fused twins
+// (FUSED: linear_matvec_fused[_q].comp, spec/linear_matvec_fusion.h):
+//   xin4(j, k) / xin(j, k)  elements k.. of X row j of the workgroup, after
+//                           the fused input transform (gate, then RMSNorm);
+//   sumsq_part, rms_scale   each row's RMSNorm scale (NORM; linear_matvec_main.glsl);
+//   store_y(o, m, n, t)     Y[m, n] of output o from its dot t: bias, accumulate.
+// Unfused, these are the plain loads and stores (same values, same order).
+// Needs before inclusion: XROWS, MODE, load_x4(e), load_x(e), the push block p.
+uint g_xb[XROWS];   // first element of each X row of the workgroup
+
+#if defined(FUSED)
+layout(binding = B_Y) buffer Yo0 { float y_0[]; };   // read too: accumulate
+layout(binding = B_Y1) buffer Yo1 { float y_1[]; };
+layout(binding = B_Y2) buffer Yo2 { float y_2[]; };
+layout(binding = B_BIAS) readonly buffer Bo0 { float bias_0[]; };
+layout(binding = B_BIAS1) readonly buffer Bo1 { float bias_1[]; };
+layout(binding = B_BIAS2) readonly buffer Bo2 { float bias_2[]; };
+layout(binding = B_NORM) readonly buffer Nrm1 { float nrm1[]; };
+layout(binding = B_NORM) readonly buffer Nrm4 { vec4 nrm4[]; };
+
+// Per-output push constants; o is a constant at each call after inlining.
+uint out_n(uint o) { return o == 0 ? p.N0 : o == 1 ? p.N1 : p.N2; }
+uint out_yoff(uint o) { return o == 0 ? p.y_off0 : o == 1 ? p.y_off1 : p.y_off2; }
+uint out_ldy(uint o) { return o == 0 ? p.ldy0 : o == 1 ? p.ldy1 : p.ldy2; }
+
+// The formulas of elementwise_silu_mul.comp / elementwise_gelu_tanh_mul.comp,
+// so that fused and unfused agree to rounding.
+vec4 act4(vec4 a) {
+  if (GATE == GATE_SILU) return a / (1.0 + exp(-a));
+  const vec4 z2 = 1.5957691216057308 * (a + 0.044715 * a * a * a);   // 2 sqrt(2/pi) (a + 0.044715 a^3)
+  return a / (1.0 + exp(-z2));
+}
+float act1(float a) {
+  if (GATE == GATE_SILU) return a / (1.0 + exp(-a));
+  const float z2 = 1.5957691216057308 * (a + 0.044715 * a * a * a);
+  return a / (1.0 + exp(-z2));
+}
+
+// X row j before the norm: gated rows are [gate | up], K each.
+vec4 raw_x4(uint j, uint k) {
+  if (GATE != GATE_NONE) return act4(load_x4(g_xb[j] + k)) * load_x4(g_xb[j] + p.K + k);
+  return load_x4(g_xb[j] + k);
+}
+float raw_x(uint j, uint k) {
+  if (GATE != GATE_NONE) return act1(load_x(g_xb[j] + k)) * load_x(g_xb[j] + p.K + k);
+  return load_x(g_xb[j] + k);
+}
+
+// Elements per X row: [gate | up] rows are 2K wide.
+uint x_stride() { return GATE != GATE_NONE ? 2 * p.K : p.K; }
+
+float g_xs[XROWS];   // RMSNorm scale of each row (NORM)
+vec4 norm4(uint k) {
+  const uint e = p.norm_off + k;
+  if (ALIGNED != 0) return nrm4[e >> 2];   // the host sets ALIGNED only if norm_off % 4 == 0
+  return vec4(nrm1[e], nrm1[e + 1], nrm1[e + 2], nrm1[e + 3]);
+}
+// x · r · w in norm_rms.comp's order.
+vec4 xin4(uint j, uint k) {
+  const vec4 v = raw_x4(j, k);
+  return NORM != NORM_NONE ? v * g_xs[j] * norm4(k) : v;
+}
+float xin(uint j, uint k) {
+  const float v = raw_x(j, k);
+  return NORM != NORM_NONE ? v * g_xs[j] * nrm1[p.norm_off + k] : v;
+}
+
+// Σ raw² of row j over this lane's share (k = 4 lane, stride 4 lanes; then the tail).
+float sumsq_part(uint j, uint lane, uint lanes) {
+  float s = 0.0;
+  const uint K4 = p.K & ~3u;
+  for (uint k = lane * 4; k < K4; k += lanes * 4) {
+    const vec4 v = raw_x4(j, k);
+    s += dot(v, v);
+  }
+  for (uint k = K4 + lane; k < p.K; k += lanes) {
+    const float v = raw_x(j, k);
+    s += v * v;
+  }
+  return s;
+}
+float rms_scale(float ss) { return inversesqrt(ss / float(p.K) + p.eps); }
+
+// y = [y_old +] (t [+ bias[n]]): the unfused chain's order (mat-vec, bias add, residual add).
+void store_y(uint o, uint m, uint n, float t) {
+  if (((BIAS_MASK >> o) & 1u) != 0) {
+    const uint b = (o == 0 ? p.b_off0 : o == 1 ? p.b_off1 : p.b_off2) + n;
+    t += o == 0 ? bias_0[b] : o == 1 ? bias_1[b] : bias_2[b];
+  }
+  const uint i = out_yoff(o) + m * out_ldy(o) + n;
+  const bool acc = ((ACC_MASK >> o) & 1u) != 0;
+  if (o == 0) y_0[i] = acc ? y_0[i] + t : t;
+  else if (o == 1) y_1[i] = acc ? y_1[i] + t : t;
+  else y_2[i] = acc ? y_2[i] + t : t;
+}
+
+#else
+uint x_stride() { return p.K; }
+uint out_n(uint o) { return p.N; }
+vec4 xin4(uint j, uint k) { return load_x4(g_xb[j] + k); }
+float xin(uint j, uint k) { return load_x(g_xb[j] + k); }
+void store_y(uint o, uint m, uint n, float t) { y1[p.y_off + m * p.ldy + n] = t; }
+#endif
