@@ -86,6 +86,65 @@ struct LayerRecorder {
     post_norm_residual(w.post_mlp_norm, t);
   }
 
+  // --- fused steps: decode rows (n <= the mat-vec limit), the same arithmetic in fewer dispatches ---
+
+  // q, k, v in one mat-vec dispatch per weight type: the attention norm folded into its input, the biases
+  // into its epilogue.
+  void qkv_fused(const LayerWeights& w) {
+    const MatvecOutput outs[] = {{w.q, q, bias(w.q_bias), false}, {w.k, k, bias(w.k_bias), false},
+                                 {w.v, v, bias(w.v_bias), false}};
+    K.linear_matvec_fused(cmd, x, pre_norm(w.attn_norm), outs);
+    cmd.barrier();
+  }
+
+  // x += o · W_o (+ bias) in the mat-vec's epilogue; a post-norm needs the whole row first (unfused).
+  void output_residual_fused(const LayerWeights& w) {
+    if (w.post_attn_norm) return output_residual(w);
+    const MatvecOutput out[] = {{w.o, x, bias(w.o_bias), true}};
+    K.linear_matvec_fused(cmd, o, MatvecInput{}, out);
+    cmd.barrier();
+  }
+
+  // gate and up in one dispatch (norm folded), then x += act(gate)·up · W_down with the activation applied
+  // as the down projection loads its input.  One row: [gate | up] side by side in g (ForwardScratch keeps
+  // room); several rows (batched decode) keep gate and up apart, so their product is a kernel of its own.
+  void mlp_residual_fused(const LayerWeights& w) {
+    const MatvecInput in = pre_norm(w.mlp_norm);
+    const bool one_row = n == 1;
+    const Act gate = g, up = one_row ? Act{g.buffer, uint64_t(I) * 4, 1, I} : u;
+    const MatvecOutput gu[] = {{w.gate, gate, {}, false}, {w.up, up, {}, false}};
+    K.linear_matvec_fused(cmd, x, in, gu);
+    cmd.barrier();
+    const GateActivation act =
+        c.activation == Activation::gelu_tanh ? GateActivation::gelu_tanh : GateActivation::silu;
+    if (w.post_mlp_norm || !one_row) {
+      if (act == GateActivation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, gate.range(), up.range(), gate.range(), n * I);
+      else K.elementwise_silu_mul(cmd, gate.range(), up.range(), gate.range(), n * I);
+      cmd.barrier();
+    }
+    if (w.post_mlp_norm) {   // Gemma, OLMo 2: the MLP output is normalised before the residual add
+      Act t{h.buffer, 0, n, H};
+      K.linear(cmd, g, w.down, t);
+      cmd.barrier();
+      return post_norm_residual(w.post_mlp_norm, t);
+    }
+    const MatvecOutput down[] = {{w.down, x, {}, true}};
+    MatvecInput gated;
+    if (one_row) gated.gate = act;
+    K.linear_matvec_fused(cmd, one_row ? Act{g.buffer, 0, 1, 2 * I} : g, gated, down);
+    cmd.barrier();
+  }
+
+  MatvecInput pre_norm(const Buffer& norm) const {
+    MatvecInput in;
+    if (norm) {
+      in.norm = norm.range();
+      in.eps = eps;
+    }
+    return in;
+  }
+  static BufferRange bias(const Buffer& b) { return b ? b.range() : BufferRange{}; }
+
   // x += norm(t) (Gemma, OLMo 2: the sub-block's output is normalised before the residual add), else x += t.
   void post_norm_residual(const Buffer& post_norm, const Act& t) {
     if (post_norm) {
@@ -101,7 +160,6 @@ struct LayerRecorder {
 
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
                              uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused) {
-  (void)fused;
   LayerRecorder R(cmd, model, c, b, n);
   Kernels& K = R.K;
   const uint32_t H = R.H, V = uint32_t(c.vocab_size);
@@ -114,16 +172,24 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
   }
   const auto& layers = model.layers();
   const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
+  // Decode rows take the fused steps: one mat-vec dispatch where the unfused layer records several.
+  const bool fuse = fused && n <= K.config().linear_matvec_max_m;
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
-    R.qkv(w);
+    if (fuse) R.qkv_fused(w);
+    else R.qkv(w);
     R.qk_norms(w);
     attention.store(cmd, l, R.k, R.v);
     cmd.barrier();
     attention.attend(cmd, l, R.q, R.o);
     cmd.barrier();
-    R.output_residual(w);
-    R.mlp_residual(w);
+    if (fuse) {
+      R.output_residual_fused(w);
+      R.mlp_residual_fused(w);
+    } else {
+      R.output_residual(w);
+      R.mlp_residual(w);
+    }
   }
   const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
   // Only the rows whose logits are wanted go through the final norm and lm_head.

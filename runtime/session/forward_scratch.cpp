@@ -21,8 +21,10 @@ Dims dims(const ModelConfig& c) {
 
 uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
   const Dims m = dims(c);
-  // x, h (max(hidden, q dims) wide), q, o, k, v, mlp gate, mlp up.
-  return saturating_mul({rows, 4, m.H + std::max(m.H, m.qd) + 2 * (m.qd + m.kvd + m.I)});
+  // x, h (max(hidden, q dims) wide), q, o, k, v, mlp gate (one row more: a fused decode step keeps a
+  // row's [gate | up] there), mlp up.
+  return saturating_add(saturating_mul({rows, 4, m.H + std::max(m.H, m.qd) + 2 * (m.qd + m.kvd + m.I)}),
+                        saturating_mul({m.I, 4}));
 }
 
 uint64_t ForwardScratch::logits_bytes(const ModelConfig& c, uint64_t rows) {
@@ -39,7 +41,7 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
   s.k = A.allocate(Arena::scratch, n * m.kvd * 4, prefix + "k");
   s.v = A.allocate(Arena::scratch, n * m.kvd * 4, prefix + "v");
   s.o = A.allocate(Arena::scratch, n * m.qd * 4, prefix + "attention out");
-  s.g = A.allocate(Arena::scratch, n * m.I * 4, prefix + "mlp gate");
+  s.g = A.allocate(Arena::scratch, (n + 1) * m.I * 4, prefix + "mlp gate");
   s.u = A.allocate(Arena::scratch, n * m.I * 4, prefix + "mlp up");
   s.logits = A.allocate(Arena::readback, n * m.V * 4, prefix + "logits");
   return s;
