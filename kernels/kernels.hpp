@@ -135,8 +135,9 @@ class Kernels {
   // bias or accumulate, each y is bit for bit linear_matvec's.
   void linear_matvec_fused(CommandList& cmd, const Act& x, const MatvecInput& in, std::span<const MatvecOutput> outs);
 
-  // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].
-  void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps);
+  // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].  add_to_y: y += that instead (y must not
+  // overlap x): a post-norm and its residual add in one pass, the same bits as norm_rms then elementwise_add.
+  void norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps, bool add_to_y = false);
   // In place, per row: softmax(x * scale).
   void norm_softmax(CommandList& cmd, const Act& x, float scale);
   // y = silu(g) * u, n elements.

@@ -62,7 +62,7 @@ void check_act(const Act& a, const char* op, const char* what) {
 
 }  // namespace
 
-void Kernels::norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps) {
+void Kernels::norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, const Act& y, float eps, bool add_to_y) {
   check_act(x, "norm_rms", "x");
   check_act(y, "norm_rms", "y");
   if (x.rows != y.rows || x.cols != y.cols)
@@ -72,11 +72,14 @@ void Kernels::norm_rms(CommandList& cmd, const Act& x, const BufferRange& w, con
   if (w.size < uint64_t(x.cols) * 4)
     throw Error(ErrorCode::internal, "rmsnorm: weight of " + std::to_string(w.size) + " bytes is smaller than cols=" +
                                          std::to_string(x.cols) + " floats");
+  if (add_to_y && x.buffer == y.buffer && x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes())
+    throw Error(ErrorCode::internal, "rmsnorm: add_to_y with y overlapping x");
   if (x.rows == 0 || x.cols == 0) return;
   struct { uint32_t rows, cols; float eps; } push{x.rows, x.cols, eps};
   using B = spec::NormRmsBindings;
-  const auto& p = device_.pipelines().get(
-      {ShaderId::norm_rms, B::count, sizeof push, reduce_spec(device_, config_, x.cols, 2, "norm_rms").constants()});
+  spec::NormSpec sc = reduce_spec(device_, config_, x.cols, 2, "norm_rms");
+  sc.add_to_y = add_to_y ? 1 : 0;
+  const auto& p = device_.pipelines().get({ShaderId::norm_rms, B::count, sizeof push, sc.constants()});
   const RowGrid g = row_grid(device_.caps(), x.rows, "norm_rms");
   cmd.dispatch(p, spec::bound<B>({{B::B_X, x.range()}, {B::B_W, w}, {B::B_Y, y.range()}}), &push, sizeof push, g.x, g.y,
                1, "norm_rms");

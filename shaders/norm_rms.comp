@@ -1,5 +1,6 @@
 #version 450
 // y[r, :] = x[r, :] * inversesqrt(mean(x[r, :]²) + eps) * w[:]   (y may alias x)
+// ADD_TO_Y (spec constant 2): y[r, :] += the same (Gemma's post-norm and its residual add; y != x).
 //
 // One workgroup per row; rows are laid over a 2D grid (row = y * num_x + x)
 // so any row count fits maxComputeWorkGroupCount.  Each invocation sums its
@@ -24,7 +25,7 @@
 #include "spec/norm_rms.h"
 layout(binding = B_X) readonly buffer X { float x[]; };
 layout(binding = B_W) readonly buffer W { float w[]; };
-layout(binding = B_Y) writeonly buffer Y { float y[]; };
+layout(binding = B_Y) buffer Y { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float eps; } p;
 
 shared float partial[MAX_SUBGROUPS];
@@ -62,14 +63,27 @@ void main() {
   }
   const float s = workgroup_sum((s0 + s1) + (s2 + s3));
   const float r = inversesqrt(s / float(n) + p.eps);
-  // Each invocation rewrites only the elements it read, so y == x is safe.
+  // Each invocation rewrites only the elements it read, so y == x is safe.  The sum y + (x·r·w) is the
+  // same float operation the separate add kernel does after a plain norm: the same bits.
   i = lid;
   for (; i + 3u * wg < n; i += 4u * wg) {
     const float a = x[base + i], b = x[base + i + wg], c = x[base + i + 2u * wg], d = x[base + i + 3u * wg];
-    y[base + i] = a * r * w[i];
-    y[base + i + wg] = b * r * w[i + wg];
-    y[base + i + 2u * wg] = c * r * w[i + 2u * wg];
-    y[base + i + 3u * wg] = d * r * w[i + 3u * wg];
+    const float ya = a * r * w[i], yb = b * r * w[i + wg], yc = c * r * w[i + 2u * wg], yd = d * r * w[i + 3u * wg];
+    if (ADD_TO_Y != 0) {
+      y[base + i] += ya;
+      y[base + i + wg] += yb;
+      y[base + i + 2u * wg] += yc;
+      y[base + i + 3u * wg] += yd;
+    } else {
+      y[base + i] = ya;
+      y[base + i + wg] = yb;
+      y[base + i + 2u * wg] = yc;
+      y[base + i + 3u * wg] = yd;
+    }
   }
-  for (; i < n; i += wg) y[base + i] = x[base + i] * r * w[i];
+  for (; i < n; i += wg) {
+    const float v = x[base + i] * r * w[i];
+    if (ADD_TO_Y != 0) y[base + i] += v;
+    else y[base + i] = v;
+  }
 }

@@ -212,3 +212,42 @@ TEST_CASE("kernel norm_rms/norm_softmax: rows past llvmpipe's loop-trip budget")
     });
   }
 }
+
+TEST_CASE("kernel norm_rms add_to_y: y += norm(x) equals norm_rms then elementwise_add bit for bit") {
+  auto& g = gpu();
+  for (uint32_t wg : reduce_workgroup_sizes()) {
+    Kernels k = kernels_with(wg);
+    for (uint32_t cols : sizes_around(wg, {13, 640, 2304})) {
+      const uint32_t rows = 3, seed = 700 + cols;
+      const auto x = random_floats(size_t(rows) * cols, seed, -2.0f, 2.0f);
+      const auto w = random_floats(cols, seed + 1, -1.5f, 1.5f);
+      const auto y0 = random_floats(size_t(rows) * cols, seed + 2, -3.0f, 3.0f);
+      INFO("wg " << wg << " cols " << cols);
+      Buffer bx = g.upload_f32(x), bw = g.upload_f32(w), fused = g.upload_f32(y0), plain = g.upload_f32(y0),
+             t = g.zeros(x.size() * 4);
+      const Act ax{&bx, 0, rows, cols}, af{&fused, 0, rows, cols}, ap{&plain, 0, rows, cols}, at{&t, 0, rows, cols};
+      g.run([&](CommandList& cmd) {
+        k.norm_rms(cmd, ax, bw.range(), af, 1e-6f, true);
+        k.norm_rms(cmd, ax, bw.range(), at, 1e-6f);
+        cmd.barrier();
+        k.elementwise_add(cmd, ap.range(), at.range(), ap.range(), rows * cols, rows * cols);
+      });
+      const auto f = g.download_f32(fused, x.size()), p = g.download_f32(plain, x.size());
+      // And against the float64 reference: y0 + norm(x), within the plain norm's tolerance.
+      const auto ref = rmsnorm_ref(x, w, rows, cols, 1e-6f);
+      size_t same = 0;
+      double worst = 0;
+      for (size_t i = 0; i < f.size(); ++i) {
+        same += f[i] == p[i];
+        worst = std::max(worst, std::fabs(double(f[i]) - (double(y0[i]) + ref[i])) / (1.0 + std::fabs(ref[i])));
+      }
+      CHECK(same == f.size());
+      CHECK(worst <= 2e-5);
+    }
+  }
+  Buffer b = g.zeros(64 * 4), w = g.zeros(64 * 4);
+  CommandList cmd(*g.device);
+  cmd.begin();
+  CHECK_THROWS_AS(g.kernels->norm_rms(cmd, {&b, 0, 1, 64}, w.range(), {&b, 0, 1, 64}, 1e-6f, true), Error);
+  cmd.end();
+}

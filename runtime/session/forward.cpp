@@ -147,11 +147,8 @@ struct LayerRecorder {
 
   // x += norm(t) (Gemma, OLMo 2: the sub-block's output is normalised before the residual add), else x += t.
   void post_norm_residual(const Buffer& post_norm, const Act& t) {
-    if (post_norm) {
-      K.norm_rms(cmd, t, post_norm.range(), t, eps);
-      cmd.barrier();
-    }
-    K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
+    if (post_norm) K.norm_rms(cmd, t, post_norm.range(), x, eps, /*add_to_y=*/true);   // x += norm(t)
+    else K.elementwise_add(cmd, x.range(), t.range(), x.range(), n * H, n * H);
     cmd.barrier();
   }
 };
