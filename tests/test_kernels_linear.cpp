@@ -32,19 +32,7 @@ struct Weights {
 };
 Weights make_weights(WType t, uint64_t n, uint32_t seed) {
   Weights w;
-  w.deq.resize(n);
-  w.bytes.resize(n * wtype_size(t));
-  for (uint64_t i = 0; i < n; ++i) {
-    const float v = hash_value(i, seed);
-    if (t == WType::f32) {
-      w.deq[i] = v;
-      std::memcpy(&w.bytes[i * 4], &v, 4);
-    } else {
-      const uint16_t b = t == WType::f16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
-      w.deq[i] = t == WType::f16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
-      std::memcpy(&w.bytes[i * 2], &b, 2);
-    }
-  }
+  float_weights(t, n, seed, w.bytes, w.deq);
   return w;
 }
 

@@ -45,19 +45,7 @@ Weights make_weights(WType t, uint32_t N, uint32_t K, uint32_t seed) {
     w.deq = quant_dequantize(t, file.data(), nb, &w.mag);
     return w;
   }
-  w.deq.resize(n);
-  w.bytes.resize(n * wtype_size(t));
-  for (size_t i = 0; i < n; ++i) {
-    const float v = hash_value(i, seed);
-    if (t == WType::f32) {
-      w.deq[i] = v;
-      std::memcpy(&w.bytes[i * 4], &v, 4);
-    } else {
-      const uint16_t b = t == WType::f16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
-      w.deq[i] = t == WType::f16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
-      std::memcpy(&w.bytes[i * 2], &b, 2);
-    }
-  }
+  float_weights(t, n, seed, w.bytes, w.deq);
   w.mag.resize(n);
   for (size_t i = 0; i < n; ++i) w.mag[i] = std::fabs(w.deq[i]);
   return w;

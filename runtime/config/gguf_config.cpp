@@ -179,56 +179,48 @@ void phi3_keys(const Keys& k, ModelConfig& c) {
     c.sliding_window = k.dimension(k.key("attention.sliding_window"), *w);
 }
 
-// Gemma 2 as llama.cpp runs it: the converter stored the norms as 1 + w; the even layers slide; one rotary
-// base; the query scale is 1/sqrt(head size), except for the 46-layer (27B) model, whose
-// query_pre_attn_scalar is hidden / heads (the file has no key for it).
-void gemma2_keys(const Keys& k, ModelConfig& c) {
+// What llama.cpp's Gemma 2 and 3 share: the converter stored the norms as 1 + w (offset 0 here), norms
+// after attention and the MLP, GELU(tanh), embeddings x sqrtf(n_embd) in f32, and attention.sliding_window
+// for the local layers.  The files carry no query_pre_attn_scalar: the query scale is 1/sqrt(head size),
+// except for the largest model (`large_layers` layers: Gemma 2 27B's 46, Gemma 3 27B's 62), whose scalar is
+// hidden / heads.
+void gemma_keys(const Keys& k, ModelConfig& c, int64_t large_layers) {
   c.activation = Activation::gelu_tanh;
   c.norm_weight_offset = 0;
   c.post_norms = true;
   c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  const double qpas = c.n_layers == large_layers ? static_cast<double>(c.hidden_size / c.n_heads)
+                                                 : static_cast<double>(c.head_dim);
+  c.query_scale = 1.0 / std::sqrt(qpas);
+  const std::string sw_key = k.key("attention.sliding_window");
+  if (!k.f.has(sw_key))
+    k.f.fail("missing key '" + sw_key + "' - every " + k.arch + " GGUF has it; is the file complete?");
+  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+}
+
+// Gemma 2: attention and final logit caps; the even layers slide, with the one rotary base.
+void gemma2_keys(const Keys& k, ModelConfig& c) {
+  gemma_keys(k, c, 46);
   for (auto [name, dst] : {std::pair{"attn_logit_softcapping", &c.attn_softcap},
                            std::pair{"final_logit_softcapping", &c.final_softcap}}) {
     const std::string full = k.key(name);
     if (auto v = k.opt_num(full); v && *v != 0) *dst = k.positive(full, *v);
   }
-  const double qpas = c.n_layers == 46 ? static_cast<double>(c.hidden_size / c.n_heads)
-                                        : static_cast<double>(c.head_dim);
-  c.query_scale = 1.0 / std::sqrt(qpas);
-  const std::string sw_key = k.key("attention.sliding_window");
-  if (!k.f.has(sw_key)) k.f.fail("missing key '" + sw_key + "' - every gemma2 GGUF has it; is the file complete?");
-  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
   c.rope_local_theta = c.rope_theta;
-  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
   for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = i % 2 == 0;
 }
 
-// Gemma 3 as llama.cpp runs it: the converter stored the norms as 1 + w; every sixth layer is global
-// (llama.cpp's fixed pattern), the others attend through attention.sliding_window with rotary base
-// rope.freq_base_swa (10000 when absent, llama.cpp's value); the query scale is 1/sqrt(head size), except
-// for the 62-layer (27B) model, whose query_pre_attn_scalar is hidden / heads.
+// Gemma 3: per-head q/k norms; every sixth layer is global (llama.cpp's fixed pattern), the others rotate
+// with rope.freq_base_swa (10000 when absent, llama.cpp's value).
 void gemma3_keys(const Keys& k, ModelConfig& c) {
-  c.architecture = "Gemma3ForCausalLM";
-  c.model_type = "gemma3_text";
-  c.arch = ModelArch::gemma3;
-  c.activation = Activation::gelu_tanh;
-  c.norm_weight_offset = 0;
-  c.post_norms = true;
+  gemma_keys(k, c, 62);
   c.qk_head_norm = true;
-  // llama.cpp scales in f32: sqrtf(n_embd).
-  c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
   for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
     if (k.f.has(k.key(cap)))
       k.unsupported("key '" + k.key(cap) + "' is set; logit soft-capping (Gemma 2) is not supported");
-  const double qpas = c.n_layers == 62 ? static_cast<double>(c.hidden_size / c.n_heads)
-                                        : static_cast<double>(c.head_dim);
-  c.query_scale = 1.0 / std::sqrt(qpas);
-  const std::string sw_key = k.key("attention.sliding_window");
-  if (!k.f.has(sw_key)) k.f.fail("missing key '" + sw_key + "' - every gemma3 GGUF has it; is the file complete?");
-  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
   const std::string swa_base = k.key("rope.freq_base_swa");
   c.rope_local_theta = k.positive(swa_base, k.opt_num(swa_base).value_or(10000.0));
-  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
   for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % 6 != 0;
 }
 

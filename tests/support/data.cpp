@@ -74,4 +74,20 @@ float bf16_bits_to_f32(uint16_t b) {
   return f;
 }
 
+void float_weights(WType t, uint64_t n, uint32_t seed, std::vector<uint8_t>& bytes, std::vector<float>& values) {
+  values.resize(n);
+  bytes.resize(n * wtype_size(t));
+  for (uint64_t i = 0; i < n; ++i) {
+    const float v = hash_value(i, seed);
+    if (t == WType::f32) {
+      values[i] = v;
+      std::memcpy(&bytes[i * 4], &v, 4);
+    } else {
+      const uint16_t b = t == WType::f16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+      values[i] = t == WType::f16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
+      std::memcpy(&bytes[i * 2], &b, 2);
+    }
+  }
+}
+
 }  // namespace reach::test

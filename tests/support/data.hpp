@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/wtype.hpp"
+
 namespace reach::test {
 
 // Uniform in [lo, hi) from std::mt19937(seed).
@@ -22,6 +24,9 @@ inline float hash_value(uint64_t i, uint32_t seed) {
   z ^= z >> 31;
   return float(int32_t(z >> 40) - (1 << 23)) / float(1 << 23);
 }
+
+// n weights hash_value(i, seed) stored as t (f32, f16 or bf16): the stored bytes, and the values they hold.
+void float_weights(WType t, uint64_t n, uint32_t seed, std::vector<uint8_t>& bytes, std::vector<float>& values);
 
 uint16_t f32_to_f16_bits(float f);   // round to nearest even
 float f16_bits_to_f32(uint16_t h);
