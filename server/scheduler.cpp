@@ -62,7 +62,11 @@ bool Scheduler::submit(const std::shared_ptr<Job>& job) {
 
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mu_);
-  return {slots_.size(), busy_, queue_.size()};
+  SchedulerStats s = totals_;
+  s.slots = slots_.size();
+  s.busy = busy_;
+  s.queued = queue_.size();
+  return s;
 }
 
 void Scheduler::loop() {

@@ -58,6 +58,11 @@ struct Job {
 
 struct SchedulerStats {
   size_t slots = 0, busy = 0, queued = 0;
+  // Totals since the server started (GET /metrics): tokens through prefill and decode, the device time
+  // each took, and the prompts that reused a prefix a slot already held (and how many tokens that skipped).
+  uint64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  uint64_t prefix_hits = 0, prefix_tokens_reused = 0;
 };
 
 class Scheduler {
@@ -103,6 +108,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   size_t busy_ = 0;      // slots with a job, under mu_ (for submit's limit and stats)
+  SchedulerStats totals_;   // the running totals, under mu_ (slots, busy and queued are filled in by stats())
   bool stopping_ = false;
   std::thread thread_;
 };
