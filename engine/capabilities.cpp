@@ -82,6 +82,9 @@ std::string Capabilities::to_json() const {
     << ",\"max_memory_allocation_size\":" << max_memory_allocation_size
     << ",\"max_buffer_size\":" << max_buffer_size
     << ",\"max_shared_memory\":" << max_shared_memory
+    << ",\"max_stage_storage_buffers\":" << max_stage_storage_buffers
+    << ",\"max_stage_sampled\":" << max_stage_sampled
+    << ",\"max_stage_resources\":" << max_stage_resources
     << ",\"max_workgroup_invocations\":" << max_workgroup_invocations
     << ",\"device_local_bytes\":" << device_local_bytes
     << ",\"timestamps\":" << (timestamps ? "true" : "false")
@@ -129,6 +132,9 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
     c.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   }
   c.max_push_constants = p.limits.maxPushConstantsSize;
+  c.max_stage_storage_buffers = p.limits.maxPerStageDescriptorStorageBuffers;
+  c.max_stage_sampled = p.limits.maxPerStageDescriptorSampledImages;
+  c.max_stage_resources = p.limits.maxPerStageResources;
   c.min_texel_buffer_offset_alignment = std::max<uint64_t>(p.limits.minTexelBufferOffsetAlignment, 1);
   c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   for (size_t i = 0; i < std::size(Capabilities::kTexelFormats); ++i) {

@@ -42,6 +42,11 @@ struct Capabilities {
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};
   uint32_t max_push_constants = 0;
+  // Descriptors one compute pipeline may bind: storage buffers, uniform texel buffers (counted as sampled
+  // images) and both together.  The spec's minimums (4, 16, 128) are far below what the fused mat-vec binds.
+  uint32_t max_stage_storage_buffers = 0;
+  uint32_t max_stage_sampled = 0;
+  uint32_t max_stage_resources = 0;
   uint64_t min_texel_buffer_offset_alignment = 1;
   uint64_t max_texel_buffer_elements = 0;
   // Formats the kernels' texel variants read, and whether each can back a

@@ -1,5 +1,6 @@
 #include "engine/pipeline.hpp"
 
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,14 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
     throw Error(ErrorCode::internal, name + ": push constants of " + std::to_string(desc.push_bytes) +
                                          " bytes exceed the device limit");
 
+  const uint32_t texels = uint32_t(std::popcount(uint64_t(desc.texel_buffers) & ((uint64_t(1) << desc.buffers) - 1)));
+  const Capabilities& caps = device_.caps();
+  if (desc.buffers - texels > caps.max_stage_storage_buffers || texels > caps.max_stage_sampled ||
+      desc.buffers > caps.max_stage_resources)
+    throw Error(ErrorCode::unsupported,
+                name + " binds " + std::to_string(desc.buffers - texels) + " storage and " + std::to_string(texels) +
+                    " texel buffers; this device allows " + std::to_string(caps.max_stage_storage_buffers) + " and " +
+                    std::to_string(caps.max_stage_sampled) + " per shader stage");
   std::vector<VkDescriptorSetLayoutBinding> bindings(desc.buffers);
   for (uint32_t i = 0; i < desc.buffers; ++i)
     bindings[i] = {i,

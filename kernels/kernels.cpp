@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "engine/device.hpp"
+#include "kernels/spec.hpp"
 
 namespace reach {
 
@@ -25,6 +26,12 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   // CPU: one subgroup per row, so the reduction needs no shared memory or barrier.
   c.reduce_wg = std::min<uint32_t>(c.cpu_device ? std::max(c.subgroup, 1u) : 256u,
                                    std::max(caps.max_workgroup_invocations, 1u));
+  // The fused mat-vec binds every output's planes, Y and bias at once: a device with fewer descriptors per
+  // stage (the spec allows as few as 4 storage buffers) decodes with the unfused kernels instead.
+  const uint32_t fused_bindings = std::max<uint32_t>(spec::LinearMatvecFusedQBindings::count,
+                                                     spec::LinearMatvecFusedBindings::count);
+  c.matvec_fused = caps.max_stage_storage_buffers >= fused_bindings && caps.max_stage_resources >= fused_bindings &&
+                   (!c.weights_texel || caps.max_stage_sampled >= fused_bindings);
   return c;
 }
 

@@ -103,6 +103,7 @@ struct KernelConfig {
   // With weights_texel: X too, where shapes are 4-aligned (R32G32B32A32 texels).
   bool activations_texel = false;
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
+  bool matvec_fused = true;       // linear_matvec_fused fits the device's per-stage descriptor limits
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   static KernelConfig from(const Capabilities& caps);
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/pipeline.hpp"
+#include "kernels/kernels.hpp"
 #include "engine/vk_check.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/errors.hpp"
@@ -26,6 +27,10 @@ TEST_CASE("device: capabilities are filled") {
   CHECK(c.max_shared_memory >= 16384);
   CHECK(c.min_storage_buffer_offset_alignment >= 1);
   CHECK(c.max_buffer_size >= c.max_storage_buffer_range);
+  // The minimums every Vulkan device must meet.
+  CHECK(c.max_stage_storage_buffers >= 4);
+  CHECK(c.max_stage_sampled >= 16);
+  CHECK(c.max_stage_resources >= 128);
   CHECK(c.to_json().front() == '{');
 }
 
@@ -281,4 +286,18 @@ TEST_CASE("errors: Vulkan failures name the call and the result") {
                                                 ErrorCode::out_of_memory);
   CHECK_HAS(msg, "vkAllocateMemory");
   CHECK_HAS(msg, "VK_ERROR_OUT_OF_DEVICE_MEMORY");
+}
+
+TEST_CASE("kernel config: the fused mat-vec only where the per-stage descriptor limits hold its bindings") {
+  Capabilities c = gpu().device->caps();
+  c.max_stage_storage_buffers = 1u << 20;
+  c.max_stage_sampled = 1u << 20;
+  c.max_stage_resources = 1u << 20;
+  CHECK(KernelConfig::from(c).matvec_fused);
+  Capabilities few = c;
+  few.max_stage_storage_buffers = 4;   // the spec's minimum (some mobile drivers are near it)
+  CHECK_FALSE(KernelConfig::from(few).matvec_fused);
+  few = c;
+  few.max_stage_resources = 12;
+  CHECK_FALSE(KernelConfig::from(few).matvec_fused);
 }

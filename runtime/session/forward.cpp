@@ -170,7 +170,7 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
   const auto& layers = model.layers();
   const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
   // Decode rows take the fused steps: one mat-vec dispatch where the unfused layer records several.
-  const bool fuse = fused && n <= K.config().linear_matvec_max_m;
+  const bool fuse = fused && K.config().matvec_fused && n <= K.config().linear_matvec_max_m;
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
     if (fuse) R.qkv_fused(w);
