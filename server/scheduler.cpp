@@ -146,7 +146,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   slot.sampled = 0;
   slot.next.reset();
   slot.logprobs.clear();
-  slot.text_bytes = 0;
+  slot.text_chars = 0;
   try {
     // Position `keep`, a new sampler and decoder.
     slot.gen->restart(slot.job->sampling, slot.job->stop_ids, keep);
@@ -198,8 +198,9 @@ void Scheduler::sample_and_emit(Slot& slot) {
       return;
     }
     if (tok.logprob) {
-      tok.logprob->text_offset = slot.text_bytes;
-      slot.text_bytes += tok.logprob->token.size();
+      tok.logprob->text_offset = slot.text_chars;
+      // Characters, not bytes: offsets index the reply as clients hold it (a string of code points).
+      for (unsigned char c : tok.logprob->token) slot.text_chars += (c & 0xC0) != 0x80;
       slot.logprobs.push_back(std::move(*tok.logprob));
     }
     const std::string text = slot.stop->push(tok.text);

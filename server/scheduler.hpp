@@ -106,7 +106,7 @@ class Scheduler {
     // when a failed step leaves the cache in doubt.  Outlives the job: the next prompt may share a prefix.
     std::vector<int32_t> cached;
     std::vector<TokenLogprob> logprobs;   // sampled, not yet handed to the job in an event
-    size_t text_bytes = 0;                // bytes of the reply's token texts so far (text_offset)
+    size_t text_chars = 0;                // characters of the reply's token texts so far (text_offset)
   };
 
   void loop();

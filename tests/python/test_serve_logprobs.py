@@ -66,7 +66,7 @@ def test_completions(srv, model, tmp):
     lp = ch.logprobs
     check(ch.finish_reason == "length" and len(lp.tokens) == n, f"{n} tokens with logprobs")
     check("".join(lp.tokens) == ch.text, "the tokens spell the text")
-    offsets = [sum(len(t.encode()) for t in lp.tokens[:i]) for i in range(n)]
+    offsets = [sum(len(t) for t in lp.tokens[:i]) for i in range(n)]
     check(lp.text_offset == offsets, "text_offset: where each token starts in the reply")
     check(all(len(t) == 5 for t in lp.top_logprobs), "5 alternatives per token")
     check(all(lp.tokens[i] in lp.top_logprobs[i] for i in range(n)), "the chosen token is among its alternatives")
