@@ -7,6 +7,15 @@
 
 namespace reach::server {
 
+namespace {
+// Code points in UTF-8 text: the bytes that do not continue a character.
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
 void Job::push(JobEvent e) {
   {
     std::lock_guard lock(mu_);
@@ -147,6 +156,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   slot.next.reset();
   slot.logprobs.clear();
   slot.text_chars = 0;
+  slot.emitted_chars = 0;
   try {
     // Position `keep`, a new sampler and decoder.
     slot.gen->restart(slot.job->sampling, slot.job->stop_ids, keep);
@@ -198,25 +208,34 @@ void Scheduler::sample_and_emit(Slot& slot) {
       return;
     }
     if (tok.logprob) {
+      // Where the token's text starts in the reply: the characters decoded before it (a token that ends
+      // no character yet starts at the one it helps complete).
       tok.logprob->text_offset = slot.text_chars;
-      // Characters, not bytes: offsets index the reply as clients hold it (a string of code points).
-      for (unsigned char c : tok.logprob->token) slot.text_chars += (c & 0xC0) != 0x80;
       slot.logprobs.push_back(std::move(*tok.logprob));
     }
+    slot.text_chars += utf8_chars(tok.text);
     const std::string text = slot.stop->push(tok.text);
-    if (!text.empty() || !slot.logprobs.empty()) {
-      JobEvent e;
-      e.text = text;
-      e.logprobs = std::move(slot.logprobs);
-      slot.logprobs.clear();
-      job.push(std::move(e));
-    }
+    slot.emitted_chars += utf8_chars(text);
+    JobEvent e;
+    e.text = text;
+    e.logprobs = take_logprobs(slot, false);
+    if (!e.text.empty() || !e.logprobs.empty()) job.push(std::move(e));
     if (slot.stop->stopped()) { finish(slot, FinishReason::stop, ""); return; }
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
     slot.next = tok.id;
   } catch (const std::exception& e) {
     fail(slot, std::string("sampling failed: ") + e.what());
   }
+}
+
+std::vector<TokenLogprob> Scheduler::take_logprobs(Slot& slot, bool all) {
+  std::vector<TokenLogprob> out;
+  size_t n = 0;
+  while (n < slot.logprobs.size() && (all || slot.logprobs[n].text_offset < slot.emitted_chars)) ++n;
+  out.assign(std::make_move_iterator(slot.logprobs.begin()), std::make_move_iterator(slot.logprobs.begin() + ptrdiff_t(n)));
+  slot.logprobs.erase(slot.logprobs.begin(), slot.logprobs.begin() + ptrdiff_t(n));
+  if (all) slot.logprobs.clear();
+  return out;
 }
 
 void Scheduler::advance(std::vector<Slot*>& active) {
@@ -247,8 +266,9 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail)
   else e.text += slot.stop->flush();
   e.done = true;
   e.finish = reason;
-  e.logprobs = std::move(slot.logprobs);
-  slot.logprobs.clear();
+  slot.emitted_chars += utf8_chars(e.text);
+  // A stop string cut the reply: the tokens past the cut are left out, as their text is.
+  e.logprobs = take_logprobs(slot, !slot.stop->stopped());
   // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
   e.usage = {int64_t(job.ids.size()), slot.sampled};
   release(slot, std::move(e));

@@ -105,8 +105,11 @@ class Scheduler {
     // The ids the session's KV cache holds, position by position (size == session position); cleared
     // when a failed step leaves the cache in doubt.  Outlives the job: the next prompt may share a prefix.
     std::vector<int32_t> cached;
-    std::vector<TokenLogprob> logprobs;   // sampled, not yet handed to the job in an event
-    size_t text_chars = 0;                // characters of the reply's token texts so far (text_offset)
+    // Logprob entries sampled and not yet handed to the job: an entry goes out once the reply text
+    // sent reaches its token (text held back for a possible stop string holds its entries back too).
+    std::vector<TokenLogprob> logprobs;
+    size_t text_chars = 0;      // characters of the reply decoded so far (the next text_offset)
+    size_t emitted_chars = 0;   // characters of reply text sent to the job so far
   };
 
   void loop();
@@ -118,6 +121,8 @@ class Scheduler {
   void sample_and_emit(Slot& slot);
   void advance(std::vector<Slot*>& active);
   void finish(Slot& slot, FinishReason reason, const std::string& tail);
+  // The entries whose token starts within the text sent so far (all: every entry); the rest stay.
+  std::vector<TokenLogprob> take_logprobs(Slot& slot, bool all);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot, JobEvent last);
 

@@ -20,7 +20,7 @@ struct TokenLogprob {
   std::string token;
   float logprob = 0;
   std::vector<TopLogprob> top;   // the `top` most likely tokens, most likely first (ties: lower id first)
-  size_t text_offset = 0;        // characters of the reply's token texts before this one (set by the caller)
+  size_t text_offset = 0;        // characters of the reply before this token's text (set by the caller)
 };
 
 // Largest `top` the API allows (chat's top_logprobs 0..20; completions' logprobs 0..5).

@@ -94,6 +94,21 @@ def test_completions(srv, model, tmp):
     check(toks == lp.tokens and offs == offsets, "streamed: the same tokens and offsets")
     check(max(abs(a - b) for a, b in zip(lps, lp.token_logprobs)) < TOL, "streamed: the same logprobs")
 
+    # A stop string cuts the reply: the entries are those of the tokens whose text starts before the cut,
+    # whole and streamed (entries wait with the text held back for a possible stop string).
+    stop = ch.text[6:9]
+    cut = ch.text.find(stop)
+    keep = sum(1 for o in offsets if o < cut)
+    rs = c.completions.create(model="tiny", prompt=prompt, max_tokens=n, temperature=0, logprobs=1, stop=stop)
+    check(rs.choices[0].text == ch.text[:cut] and rs.choices[0].logprobs.tokens == lp.tokens[:keep],
+          f"stop {stop!r}: {keep} tokens with logprobs, those of the text kept")
+    streamed_toks = []
+    for chunk in c.completions.create(model="tiny", prompt=prompt, max_tokens=n, temperature=0, logprobs=1,
+                                      stop=stop, stream=True):
+        if chunk.choices and chunk.choices[0].logprobs:
+            streamed_toks += chunk.choices[0].logprobs.tokens
+    check(streamed_toks == lp.tokens[:keep], f"streamed stop {stop!r}: the same {keep} tokens")
+
     r0 = c.completions.create(model="tiny", prompt=prompt, max_tokens=4, temperature=0, logprobs=0)
     check(all(t == {} for t in r0.choices[0].logprobs.top_logprobs) and len(r0.choices[0].logprobs.tokens) == 4,
           "logprobs 0: the chosen tokens only")
