@@ -36,6 +36,8 @@ void serve_usage() {
       "  --max-body BYTES    largest request body (default 1048576); larger: 413\n"
       "  --threads N         connections served at once (default 4 x parallel + 8)\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
+      "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
+      "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
@@ -56,6 +58,7 @@ int cmd_serve(const Args& args) {
   server::HttpOptions ho;
   SessionOptions so;
   std::optional<WType> quantize;
+  bool prefix_cache = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { serve_usage(); return 0; }
@@ -73,6 +76,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
+    else if (a == "--no-prefix-cache") prefix_cache = false;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
   }
@@ -94,7 +98,7 @@ int cmd_serve(const Args& args) {
   so.chunk = uint32_t(chunk);
   // so.l_test stays 0: dynamic position scaling takes each slot's whole context as its test length, since
   // the server cannot know a request's length when the slot is made.
-  server::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue));
+  server::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache);
   server::HttpServer http(*e.model, scheduler, ho);
   const int port = http.bind();
   std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ho.model_id.c_str(),

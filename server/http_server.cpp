@@ -150,6 +150,8 @@ struct HttpServer::Impl {
     job->max_tokens = std::min(r.max_tokens.value_or(ctx - n), ctx - n);
     job->stop = r.stop;
     job->sampling = r.sampling;
+    job->logprobs = r.logprobs;
+    job->cache_prompt = r.cache_prompt;
     if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     return job;
   }
@@ -177,15 +179,19 @@ struct HttpServer::Impl {
     const std::string id = new_id(ep);
     const int64_t created = std::time(nullptr);
     const std::string model_id = options.model_id;
+    const bool want_logprobs = r.logprobs >= 0;
     if (!r.stream) {
       std::string text;
+      std::vector<TokenLogprob> logprobs;
       for (;;) {
         std::optional<JobEvent> e = job->pop(1000);
         if (!e) continue;
         text += e->text;
+        logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
         if (!e->done) continue;
         if (!e->error.empty()) return send_error(res, {500, e->error, "server_error", "", ""});
-        return send_json(res, completion_json(ep, id, created, model_id, text, e->finish, e->usage));
+        return send_json(res, completion_json(ep, id, created, model_id, text, e->finish, e->usage,
+                                              want_logprobs ? &logprobs : nullptr));
       }
     }
     res.set_header("Cache-Control", "no-cache");
@@ -193,7 +199,7 @@ struct HttpServer::Impl {
     auto first = std::make_shared<bool>(true);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job, ep, id, created, model_id, include_usage, first](size_t, httplib::DataSink& sink) {
+        [job, ep, id, created, model_id, include_usage, first, want_logprobs](size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
           if (*first && ep == Endpoint::chat) {
             *first = false;
@@ -208,8 +214,10 @@ struct HttpServer::Impl {
             sink.done();
             return true;
           }
-          if (!e->done) return write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false)));
-          if (!e->text.empty() && !write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false))))
+          const std::vector<TokenLogprob>* lp = want_logprobs ? &e->logprobs : nullptr;
+          if (!e->done) return write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp)));
+          if ((!e->text.empty() || !e->logprobs.empty()) &&
+              !write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp))))
             return false;
           if (!write(sse(chunk_json(ep, id, created, model_id, "", e->finish, false)))) return false;
           if (include_usage && !write(sse(usage_chunk_json(ep, id, created, model_id, e->usage)))) return false;

@@ -1,5 +1,6 @@
 #include "server/openai_api.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/formats/json_parse.hpp"
@@ -116,6 +117,31 @@ void parse_messages(const json& body, GenerationRequest& r) {
   }
 }
 
+// completions: "logprobs": N alternatives (0..5; false = none).  chat: "logprobs": true, with
+// "top_logprobs": 0..20 alternatives (which needs logprobs true).
+void parse_logprobs(const json& body, GenerationRequest& r) {
+  constexpr int64_t kMaxLegacy = 5;
+  if (r.endpoint == Endpoint::completions) {
+    if (!present(body, "logprobs")) return;
+    if (body["logprobs"].is_boolean() && !body["logprobs"].get<bool>()) return;
+    if (body["logprobs"].is_boolean())
+      bad("logprobs", "'logprobs' on /v1/completions is the number of alternatives per token, 0 to 5");
+    const int64_t n = integer_of(body, "logprobs");
+    if (n < 0 || n > kMaxLegacy) bad("logprobs", "'logprobs' must be in [0, 5] on /v1/completions");
+    r.logprobs = int(n);
+    return;
+  }
+  const bool on = present(body, "logprobs") && bool_of(body, "logprobs");
+  if (present(body, "top_logprobs")) {
+    const int64_t n = integer_of(body, "top_logprobs");
+    if (n < 0 || n > kMaxTopLogprobs) bad("top_logprobs", "'top_logprobs' must be in [0, 20]");
+    if (!on) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r.logprobs = int(n);
+  } else if (on) {
+    r.logprobs = 0;
+  }
+}
+
 }  // namespace
 
 GenerationRequest parse_generation_request(const std::string& text, Endpoint endpoint) {
@@ -187,8 +213,8 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
   if (present(body, "n") && integer_of(body, "n") != 1) bad("n", "only n = 1 is supported");
   if (present(body, "best_of") && integer_of(body, "best_of") != 1) bad("best_of", "only best_of = 1 is supported");
   if (present(body, "echo") && bool_of(body, "echo")) bad("echo", "echo is not supported");
-  if (present(body, "logprobs") && !(body["logprobs"].is_boolean() && !body["logprobs"].get<bool>()))
-    bad("logprobs", "logprobs are not supported");
+  parse_logprobs(body, r);
+  if (present(body, "cache_prompt")) r.cache_prompt = bool_of(body, "cache_prompt");
   for (const char* key : {"presence_penalty", "frequency_penalty"})
     if (present(body, key)) number_of(body, key);   // accepted for compatibility, type-checked, not applied
   return r;
@@ -217,9 +243,11 @@ json envelope(Endpoint endpoint, const std::string& id, int64_t created, const s
 }  // namespace
 
 json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
-                     const std::string& text, FinishReason finish, const Usage& usage) {
+                     const std::string& text, FinishReason finish, const Usage& usage,
+                     const std::vector<TokenLogprob>* logprobs) {
   json j = envelope(endpoint, id, created, model, false);
   json choice = {{"index", 0}, {"finish_reason", finish_reason_name(finish)}, {"logprobs", nullptr}};
+  if (logprobs) choice["logprobs"] = logprobs_json(endpoint, *logprobs);
   if (endpoint == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
   else choice["text"] = text;
   j["choices"] = json::array({choice});
@@ -228,9 +256,11 @@ json completion_json(Endpoint endpoint, const std::string& id, int64_t created, 
 }
 
 json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
-                const std::string& text, std::optional<FinishReason> finish, bool first) {
+                const std::string& text, std::optional<FinishReason> finish, bool first,
+                const std::vector<TokenLogprob>* logprobs) {
   json j = envelope(endpoint, id, created, model, true);
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (logprobs && !logprobs->empty()) choice["logprobs"] = logprobs_json(endpoint, *logprobs);
   if (finish) choice["finish_reason"] = finish_reason_name(*finish);
   if (endpoint == Endpoint::chat) {
     json delta = json::object();
@@ -242,6 +272,44 @@ json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const
   }
   j["choices"] = json::array({choice});
   return j;
+}
+
+namespace {
+// OpenAI's floor for a probability that underflows (a logit of -inf): JSON has no -Infinity.
+constexpr double kLogprobFloor = -9999.0;
+double reported(float lp) { return std::isfinite(lp) ? std::max(double(lp), kLogprobFloor) : kLogprobFloor; }
+
+json utf8_bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+}  // namespace
+
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens) {
+  if (endpoint == Endpoint::chat) {
+    json content = json::array();
+    for (const TokenLogprob& t : tokens) {
+      json top = json::array();
+      for (const TopLogprob& a : t.top)
+        top.push_back({{"token", a.token}, {"logprob", reported(a.logprob)}, {"bytes", utf8_bytes(a.token)}});
+      content.push_back({{"token", t.token}, {"logprob", reported(t.logprob)}, {"bytes", utf8_bytes(t.token)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : tokens) {
+    toks.push_back(t.token);
+    lps.push_back(reported(t.logprob));
+    json top = json::object();
+    // Two alternatives with the same text keep the more likely one (the first).
+    for (const TopLogprob& a : t.top)
+      if (!top.contains(a.token)) top[a.token] = reported(a.logprob);
+    tops.push_back(top);
+    offsets.push_back(t.text_offset);
+  }
+  return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
 json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,

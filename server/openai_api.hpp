@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/session/sampler.hpp"
+#include "runtime/session/token_logprobs.hpp"
 #include "runtime/text/chat_template.hpp"
 
 namespace reach::server {
@@ -38,11 +39,15 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
+  // Log-probabilities per reply token with this many alternatives (completions: logprobs 0..5; chat:
+  // logprobs true with top_logprobs 0..20); -1: none asked.
+  int logprobs = -1;
+  bool cache_prompt = true;                // false: prefill the whole prompt, reusing no cached prefix
 };
 
 // Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong
 // type, or a value out of range, naming the field.  Fields the server does not use are ignored, except
-// those whose non-default value would change the answer (n > 1, echo, best_of, logprobs): 400.
+// those whose non-default value would change the answer (n > 1, echo, best_of): 400.
 GenerationRequest parse_generation_request(const std::string& body, Endpoint endpoint);
 
 enum class FinishReason { stop, length };
@@ -55,12 +60,18 @@ struct Usage {
 nlohmann::json error_json(const ApiError& e);
 nlohmann::json usage_json(const Usage& u);
 // A whole (non-streamed) answer.
+// logprobs: the reply's tokens when the request asked for them (null: "logprobs": null).
 nlohmann::json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
-                               const std::string& text, FinishReason finish, const Usage& usage);
+                               const std::string& text, FinishReason finish, const Usage& usage,
+                               const std::vector<TokenLogprob>* logprobs = nullptr);
 // One streamed chunk: text (may be empty), and a finish reason on the last one.  Chat streams open
-// with a chunk whose delta carries the role (first = true).
+// with a chunk whose delta carries the role (first = true).  logprobs: the chunk's tokens, when asked.
 nlohmann::json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
-                          const std::string& text, std::optional<FinishReason> finish, bool first);
+                          const std::string& text, std::optional<FinishReason> finish, bool first,
+                          const std::vector<TokenLogprob>* logprobs = nullptr);
+// choices[].logprobs in the endpoint's format: chat {"content": [{token, logprob, bytes, top_logprobs}]},
+// completions {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
+nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens);
 // The usage-only chunk that stream_options.include_usage asks for (empty choices).
 nlohmann::json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                 const Usage& usage);

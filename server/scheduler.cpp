@@ -7,6 +7,15 @@
 
 namespace reach::server {
 
+namespace {
+// Code points in UTF-8 text: the bytes that do not continue a character.
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
 void Job::push(JobEvent e) {
   {
     std::lock_guard lock(mu_);
@@ -24,8 +33,9 @@ std::optional<JobEvent> Job::pop(int timeout_ms) {
   return e;
 }
 
-Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue)
-    : model_(model), max_queue_(max_queue) {
+Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue,
+                     bool prefix_cache)
+    : model_(model), max_queue_(max_queue), prefix_cache_(prefix_cache) {
   slots_.resize(std::max<size_t>(parallel, 1));
   GenerationOptions go;
   go.session = options;
@@ -73,11 +83,11 @@ void Scheduler::loop() {
   std::vector<Slot*> active;
   for (;;) {
     // Admit queued jobs into free slots.  A job whose client left while queued is dropped.
-    for (Slot& slot : slots_) {
-      if (slot.job) continue;
+    for (;;) {
       std::shared_ptr<Job> job;
       {
         std::unique_lock lock(mu_);
+        if (busy_ == slots_.size()) break;
         while (!queue_.empty() && !job) {
           job = std::move(queue_.front());
           queue_.pop_front();
@@ -86,7 +96,7 @@ void Scheduler::loop() {
         if (!job) break;
         ++busy_;
       }
-      admit(slot, std::move(job));
+      admit(std::move(job));
     }
     for (Slot& slot : slots_)
       if (slot.job && slot.job->cancelled) finish(slot, FinishReason::stop, "");
@@ -110,17 +120,60 @@ void Scheduler::loop() {
   queue_.clear();
 }
 
-void Scheduler::admit(Slot& slot, std::shared_ptr<Job> job) {
+uint32_t Scheduler::reusable_prefix(const Slot& slot, const Job& job) const {
+  if (!prefix_cache_ || !job.cache_prompt || job.ids.empty()) return 0;
+  const auto& a = slot.cached;
+  const auto& b = job.ids;
+  size_t k = std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+  // At least one prompt token is prefilled again: its logits are the first sample's.
+  k = std::min(k, b.size() - 1);
+  // Below the floor a ring cache has overwritten keys those positions still need; 0 is always allowed.
+  if (k < slot.gen->session().rewind_floor()) k = 0;
+  return uint32_t(k);
+}
+
+Scheduler::Slot* Scheduler::pick_slot(const Job& job, uint32_t& keep) {
+  Slot* best = nullptr;
+  keep = 0;
+  for (Slot& slot : slots_) {
+    if (slot.job) continue;
+    const uint32_t k = reusable_prefix(slot, job);
+    // Ties go to the slot holding less, so that longer cached prompts stay for the jobs that share them.
+    if (!best || k > keep || (k == keep && slot.cached.size() < best->cached.size())) {
+      best = &slot;
+      keep = k;
+    }
+  }
+  return best;
+}
+
+void Scheduler::admit(std::shared_ptr<Job> job) {
+  uint32_t keep = 0;
+  Slot* picked = pick_slot(*job, keep);   // there is one: busy_ counted this job within the slots
+  Slot& slot = *picked;
   slot.job = std::move(job);
   slot.sampled = 0;
   slot.next.reset();
+  slot.logprobs.clear();
+  slot.text_chars = 0;
+  slot.emitted_chars = 0;
   try {
-    slot.gen->restart(slot.job->sampling, slot.job->stop_ids);   // position 0, a new sampler and decoder
+    // Position `keep`, a new sampler and decoder.
+    slot.gen->restart(slot.job->sampling, slot.job->stop_ids, keep);
+    slot.cached.resize(keep);
+    slot.prefilled = keep;
+    slot.gen->set_logprobs(slot.job->logprobs);
     slot.stop = std::make_unique<StopText>(slot.job->stop);
-    slot.prefilled = 0;
-    slot.gen->session().check_prefill(slot.job->ids);   // the whole prompt fits, every id is valid
+    // The rest of the prompt fits, every id is valid.
+    slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));
   } catch (const std::exception& e) {
     fail(slot, std::string("prefill failed: ") + e.what());
+    return;
+  }
+  if (keep > 0) {
+    std::lock_guard lock(mu_);
+    ++totals_.prefix_hits;
+    totals_.prefix_tokens_reused += keep;
   }
 }
 
@@ -135,6 +188,8 @@ void Scheduler::prefill_chunk() {
     const size_t n = std::min<size_t>(session.chunk(), ids.size() - slot.prefilled);
     try {
       session.prefill(std::span<const int32_t>(ids.data() + slot.prefilled, n));
+      slot.cached.insert(slot.cached.end(), ids.begin() + ptrdiff_t(slot.prefilled),
+                         ids.begin() + ptrdiff_t(slot.prefilled + n));
       slot.prefilled += n;
     } catch (const std::exception& e) {
       fail(slot, std::string("prefill failed: ") + e.what());
@@ -146,20 +201,41 @@ void Scheduler::prefill_chunk() {
 void Scheduler::sample_and_emit(Slot& slot) {
   Job& job = *slot.job;
   try {
-    const GeneratedToken tok = slot.gen->next();
+    GeneratedToken tok = slot.gen->next();
     ++slot.sampled;
-    if (tok.stop) {
+    if (tok.stop) {   // an end token is not part of the reply: no logprob entry either
       finish(slot, FinishReason::stop, slot.gen->flush());
       return;
     }
+    if (tok.logprob) {
+      // Where the token's text starts in the reply: the characters decoded before it (a token that ends
+      // no character yet starts at the one it helps complete).
+      tok.logprob->text_offset = slot.text_chars;
+      slot.logprobs.push_back(std::move(*tok.logprob));
+    }
+    slot.text_chars += utf8_chars(tok.text);
     const std::string text = slot.stop->push(tok.text);
-    if (!text.empty()) job.push({text});
+    slot.emitted_chars += utf8_chars(text);
+    JobEvent e;
+    e.text = text;
+    e.logprobs = take_logprobs(slot, false);
+    if (!e.text.empty() || !e.logprobs.empty()) job.push(std::move(e));
     if (slot.stop->stopped()) { finish(slot, FinishReason::stop, ""); return; }
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
     slot.next = tok.id;
   } catch (const std::exception& e) {
     fail(slot, std::string("sampling failed: ") + e.what());
   }
+}
+
+std::vector<TokenLogprob> Scheduler::take_logprobs(Slot& slot, bool all) {
+  std::vector<TokenLogprob> out;
+  size_t n = 0;
+  while (n < slot.logprobs.size() && (all || slot.logprobs[n].text_offset < slot.emitted_chars)) ++n;
+  out.assign(std::make_move_iterator(slot.logprobs.begin()), std::make_move_iterator(slot.logprobs.begin() + ptrdiff_t(n)));
+  slot.logprobs.erase(slot.logprobs.begin(), slot.logprobs.begin() + ptrdiff_t(n));
+  if (all) slot.logprobs.clear();
+  return out;
 }
 
 void Scheduler::advance(std::vector<Slot*>& active) {
@@ -175,6 +251,7 @@ void Scheduler::advance(std::vector<Slot*>& active) {
     // One sequence: its own decode program (the one-row matvec), exactly what `reach run` computes.
     if (sessions.size() == 1) sessions[0]->decode(ids[0]);
     else batch_->step(sessions, ids);
+    for (size_t i = 0; i < active.size(); ++i) active[i]->cached.push_back(ids[i]);
   } catch (const std::exception& e) {
     // A step that failed may have left any row half-written: every job in it ends.
     for (Slot* slot : active) fail(*slot, std::string("decode failed: ") + e.what());
@@ -189,12 +266,17 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail)
   else e.text += slot.stop->flush();
   e.done = true;
   e.finish = reason;
+  slot.emitted_chars += utf8_chars(e.text);
+  // A stop string cut the reply: the tokens past the cut are left out, as their text is.
+  e.logprobs = take_logprobs(slot, !slot.stop->stopped());
   // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
   e.usage = {int64_t(job.ids.size()), slot.sampled};
   release(slot, std::move(e));
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
+  slot.cached.clear();   // the cache may hold a half-written step: the next job starts at 0
+  slot.logprobs.clear();
   release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
 }
 

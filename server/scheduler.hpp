@@ -9,6 +9,15 @@
 //   4. advances every decoding slot by that token in one DecodeBatch step (the linear layers run once
 //      over all active rows, attention per sequence over its own KV cache).
 // A finished, failed or cancelled job frees its slot at once; the next iteration can admit into it.
+//
+// Prefix reuse: a slot remembers the ids its KV cache holds (the last prompt and the reply tokens
+// decoded after it).  A job goes to the free slot whose cache shares the longest prefix with its prompt;
+// the session rewinds to that length and only the rest is prefilled.  Sound for every position scheme:
+// a cached key or value at position p depends on the tokens up to p, p itself and the session's resolved
+// schemes, which are fixed when the slot is made (l_test = the slot's context, so dynamic NTK's and
+// LongRoPE's tables do not follow the prompt length; log n, CosA and Self-Extend's grouping depend on the
+// query's position, applied at attention time, not stored).  Sliding-window ring caches limit how far
+// back a session can rewind (Session::rewind_floor): a shorter match than that reuses nothing.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -34,6 +43,9 @@ struct JobEvent {
   FinishReason finish = FinishReason::stop;
   Usage usage;
   std::string error;   // non-empty: generation failed (done is true)
+  // The tokens sampled since the previous event, when the job asked for logprobs.  An event may carry
+  // tokens whose text is still held back (an incomplete character, a possible stop string).
+  std::vector<TokenLogprob> logprobs;
 };
 
 struct Job {
@@ -42,6 +54,8 @@ struct Job {
   std::vector<std::string> stop;     // stop strings
   SamplerParams sampling;
   int64_t max_tokens = 1;            // sampled tokens at most, the end token included
+  int logprobs = -1;                 // alternatives per token in JobEvent::logprobs; -1: no logprobs
+  bool cache_prompt = true;          // false: prefill the whole prompt even if a slot holds a prefix of it
 
   // Set by the handler when its client went away: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};
@@ -69,7 +83,9 @@ class Scheduler {
  public:
   // `parallel` sessions of `options`, created now (a model or context too large fails here, not on a
   // request).  max_queue: jobs that may wait for a slot; submit() refuses beyond it.
-  Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue);
+  // prefix_cache false: every prompt is prefilled from position 0 (for comparison).
+  Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue,
+            bool prefix_cache = true);
   ~Scheduler();   // stop() and join
 
   // false when every slot is busy and max_queue jobs are already waiting.
@@ -86,14 +102,27 @@ class Scheduler {
     int64_t sampled = 0;
     size_t prefilled = 0;          // prompt tokens in the cache; < ids.size(): still prefilling
     std::optional<int32_t> next;   // the token advance() feeds, set by sample_and_emit
+    // The ids the session's KV cache holds, position by position (size == session position); cleared
+    // when a failed step leaves the cache in doubt.  Outlives the job: the next prompt may share a prefix.
+    std::vector<int32_t> cached;
+    // Logprob entries sampled and not yet handed to the job: an entry goes out once the reply text
+    // sent reaches its token (text held back for a possible stop string holds its entries back too).
+    std::vector<TokenLogprob> logprobs;
+    size_t text_chars = 0;      // characters of the reply decoded so far (the next text_offset)
+    size_t emitted_chars = 0;   // characters of reply text sent to the job so far
   };
 
   void loop();
-  void admit(Slot& slot, std::shared_ptr<Job> job);
+  void admit(std::shared_ptr<Job> job);   // into the slot pick_slot chooses
+  // The free slot to admit `ids` into (the longest reusable prefix), and the positions it can keep.
+  Slot* pick_slot(const Job& job, uint32_t& keep);
+  uint32_t reusable_prefix(const Slot& slot, const Job& job) const;
   void prefill_chunk();
   void sample_and_emit(Slot& slot);
   void advance(std::vector<Slot*>& active);
   void finish(Slot& slot, FinishReason reason, const std::string& tail);
+  // The entries whose token starts within the text sent so far (all: every entry); the rest stay.
+  std::vector<TokenLogprob> take_logprobs(Slot& slot, bool all);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot, JobEvent last);
 
@@ -103,6 +132,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   std::unique_ptr<DecodeBatch> batch_;
   size_t prefill_turn_ = 0;   // round-robin over prefilling slots
+  bool prefix_cache_ = true;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -157,3 +157,37 @@ TEST_CASE("generation: bad sampling parameters are refused before the session is
   CHECK_HAS(error_of([&] { gen.set_sampling(bad); }, ErrorCode::invalid_argument), "temperature");
   CHECK(gen.sample() == argmax(gen.session().logits()));   // still the greedy sampler
 }
+
+TEST_CASE("generation: restart keeping a prefix continues from the cached positions; logprobs on request") {
+  auto model = load_model(tiny_model(kF32));
+  // The reference: the whole sequence prefilled from position 0 on a fresh session.
+  const std::vector<int32_t> second{298, 104, 101, 119, 111, 114, 108, 100};   // shares kPrompt's first 3 ids
+  Generation fresh(*model, options(greedy()));
+  fresh.session().prefill(second);
+  const std::vector<float> want(fresh.session().logits().begin(), fresh.session().logits().end());
+
+  Generation gen(*model, options(greedy()));
+  gen.session().prefill(kPrompt);
+  gen.session().decode(gen.next().id);
+  gen.set_logprobs(3);
+  CHECK(gen.next().logprob.has_value());
+  // Past the held positions: refused, nothing changes (logprobs stay on).
+  CHECK_HAS(error_of([&] { gen.restart(greedy(), {}, uint32_t(kPrompt.size()) + 2); }, ErrorCode::invalid_argument),
+            "rewind");
+  CHECK(gen.session().position() == kPrompt.size() + 1);
+  CHECK(gen.next().logprob.has_value());
+
+  gen.restart(greedy(), {}, 3);
+  CHECK(gen.session().position() == 3);
+  CHECK(!gen.next().logprob.has_value());   // restart turns logprobs off
+  gen.session().prefill(std::span<const int32_t>(second).subspan(3));
+  const std::span<const float> got = gen.session().logits();
+  REQUIRE(got.size() == want.size());
+  float err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  CHECK(err <= 1e-4f * scale);   // chunks cut at another place: the same products, summed in another order
+  CHECK_HAS(error_of([&] { gen.set_logprobs(21); }, ErrorCode::invalid_argument), "logprobs");
+}

@@ -19,12 +19,25 @@ void Generation::set_stop_ids(std::span<const int32_t> extra) {
     if (!is_stop(id)) stop_ids_.push_back(id);
 }
 
-void Generation::restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids) {
+void Generation::restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids, uint32_t keep) {
   auto sampler = std::make_unique<Sampler>(sampling);
-  session_->reset();
+  session_->rewind(keep);
   sampler_ = std::move(sampler);
   if (decoder_) decoder_->reset();
   set_stop_ids(stop_ids);
+  logprobs_top_ = -1;
+}
+
+void Generation::set_logprobs(int top) {
+  if (top > kMaxTopLogprobs)
+    throw Error(ErrorCode::invalid_argument, "logprobs: at most " + std::to_string(kMaxTopLogprobs) +
+                                                 " top tokens per position, got " + std::to_string(top));
+  logprobs_top_ = std::max(top, -1);
+}
+
+std::string Generation::token_text(int32_t id) const {
+  const Tokenizer* tk = model_.tokenizer();
+  return tk ? tk->decode(std::span<const int32_t>(&id, 1), false) : std::string();
 }
 
 void Generation::set_sampling(const SamplerParams& sampling) { sampler_ = std::make_unique<Sampler>(sampling); }
@@ -41,6 +54,11 @@ GeneratedToken Generation::next() {
   GeneratedToken t;
   t.id = sample();
   t.stop = is_stop(t.id);
+  if (logprobs_top_ >= 0) {
+    t.logprob = token_logprobs(session_->logits(), t.id, logprobs_top_);
+    t.logprob->token = token_text(t.id);
+    for (TopLogprob& alt : t.logprob->top) alt.token = token_text(alt.id);
+  }
   if (!t.stop) t.text = decoder_->push(t.id);
   return t;
 }

@@ -18,6 +18,7 @@
 //   print(gen.flush());
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/session.hpp"
+#include "runtime/session/token_logprobs.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 namespace reach {
@@ -39,6 +41,7 @@ struct GeneratedToken {
   int32_t id = 0;
   bool stop = false;   // one of stop_ids(): the reply ends here
   std::string text;    // the text that became final with this token (empty for a stop token)
+  std::optional<TokenLogprob> logprob;   // set while logprobs are on (set_logprobs)
 };
 
 class Generation {
@@ -54,12 +57,19 @@ class Generation {
   const Session& session() const { return *session_; }
   Model& model() const { return model_; }
 
-  // Another reply on the same session: the session back to position 0, a new
-  // sampler, the text decoder emptied, the stop ids the model's EOS ids and
-  // these.  Checks the sampling parameters first (a rejected call changes nothing).
-  void restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids);
+  // Another reply on the same session: the session back to position `keep`
+  // (the first `keep` cached positions stay, for a prompt that starts with the
+  // same tokens), a new sampler, the text decoder emptied, logprobs off, the
+  // stop ids the model's EOS ids and these.  Checks the sampling parameters
+  // and that the session can rewind to `keep` (Session::rewind) first: a
+  // rejected call changes nothing.
+  void restart(const SamplerParams& sampling, std::span<const int32_t> stop_ids, uint32_t keep = 0);
   // A new sampler (its random state starts again from params.seed).
   void set_sampling(const SamplerParams& sampling);
+
+  // next() reports each token's logprob and the `top` most likely tokens
+  // (0..kMaxTopLogprobs); -1 turns it off (the default: no cost per token).
+  void set_logprobs(int top);
 
   // The model's EOS ids, then the extra ones not among them.
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
@@ -74,12 +84,14 @@ class Generation {
 
  private:
   void set_stop_ids(std::span<const int32_t> extra);
+  std::string token_text(int32_t id) const;   // the token decoded alone, special tokens shown
 
   Model& model_;
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<Tokenizer::StreamDecoder> decoder_;   // null without a tokenizer
   std::vector<int32_t> stop_ids_;
+  int logprobs_top_ = -1;   // -1: no logprobs
 };
 
 }  // namespace reach
