@@ -16,7 +16,7 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
           doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
           python3-venv         # the venv tools/venv.sh makes for the PyPI packages (gguf, tokenizers, ...)
-          libcpp-httplib-dev   # the HTTP server of `reach serve`
+          zlib1g-dev           # gzip / deflate request bodies in `reach serve`
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ "${1:-}" = --test ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2)
