@@ -300,9 +300,14 @@ struct HttpServer::Impl {
     }
     if (total) process_input(c);
     if (!find(id)) return false;
-    // The end of the input with no request being answered: the client is gone.  (With one being
-    // answered, the hang-up counts as leaving too: see on_event.)
-    if (eof && c.phase == Conn::Phase::reading) { destroy(id); return false; }
+    // The end of the input with no request being answered: the client is done sending; answers
+    // already queued are still written.  (With a request being answered, the hang-up counts as
+    // leaving: see on_event.)
+    if (eof && c.phase == Conn::Phase::reading) {
+      if (c.out.empty()) { destroy(id); return false; }
+      c.phase = Conn::Phase::closing;
+      return flush(c);
+    }
     return true;
   }
 
