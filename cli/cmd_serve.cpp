@@ -1,6 +1,7 @@
 // `reach serve`: an OpenAI-compatible HTTP server (server/).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cfloat>
 #include <cstdio>
@@ -90,6 +91,13 @@ int cmd_serve(const Args& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Each connection is a descriptor; the usual soft limit of 1024 would refuse connections before the
+  // server's own cap does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   Engine e = open_engine(model_dir, device, true, quantize);
   so.context = uint32_t(ctx);
