@@ -42,9 +42,12 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kListenerTag = ~uint64_t(0), kWakeTag = ~uint64_t(0) - 1;
 constexpr int kBacklog = 1024;                 // the kernel caps it at net.core.somaxconn
 constexpr size_t kReadPerEvent = 64 * 1024;    // per connection and wake-up, so one fast sender cannot starve the rest
-constexpr size_t kDrainBytes = 256 * 1024;     // read and dropped after an error answer, see Conn::Phase::draining
+// After an answer that ends a connection early (413 while the client still sends its body), the rest is
+// read and dropped for a while (Conn::Phase::draining): clients that send their whole body before they
+// read (most do) would otherwise get a reset instead of the answer.  Dropping costs no memory.
+constexpr size_t kDrainBytes = 64 << 20;
+constexpr auto kDrainTime = std::chrono::seconds(2);
 constexpr size_t kMaxQueuedOutput = 256 * 1024;
-constexpr auto kDrainTime = std::chrono::seconds(1);
 constexpr auto kTick = std::chrono::milliseconds(100);   // how often deadlines are checked
 
 struct Conn {
