@@ -9,14 +9,14 @@ void Exchange::reply(const HttpResponse& r) {
 
 void Exchange::start_stream(int status, const std::string& content_type, const HeaderList& headers) {
   metrics_.count_request(request_.path, status);
-  post_(stream_head(status, content_type, headers, request_.keep_alive), false);
+  post_(stream_head(status, content_type, headers, request_.keep_alive, chunked()), false);
 }
 
 void Exchange::send_chunk(std::string_view data) {
-  if (!data.empty()) post_(chunk(data), false);
+  if (!data.empty()) post_(chunked() ? chunk(data) : std::string(data), false);
 }
 
-void Exchange::end_stream() { post_(std::string(last_chunk), true); }
+void Exchange::end_stream() { post_(chunked() ? std::string(last_chunk) : std::string(), true); }
 
 void Exchange::watch(std::shared_ptr<Job> job) {
   std::lock_guard lock(mu_);

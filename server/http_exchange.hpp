@@ -40,6 +40,8 @@ class Exchange {
   void client_left();
 
  private:
+  // HTTP/1.0 has no chunked coding: its streams end when the connection closes.
+  bool chunked() const { return request_.minor_version >= 1; }
   HttpRequest request_;
   Post post_;
   Metrics& metrics_;

@@ -138,7 +138,9 @@ RequestReader::State RequestReader::parse_head(std::string_view head) {
   }
 
   const std::string* connection = req_.header("connection");
-  req_.keep_alive = req_.minor_version == 1 ? !has_token(connection, "close") : has_token(connection, "keep-alive");
+  // HTTP/1.0 connections close after one answer (its keep-alive extension is not served: a streamed
+  // answer to 1.0 ends by closing).
+  req_.keep_alive = req_.minor_version == 1 && !has_token(connection, "close");
 
   // Content-Encoding: the body as sent is decoded before the limit applies.
   if (const std::string* ce = req_.header("content-encoding")) {

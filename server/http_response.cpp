@@ -54,7 +54,9 @@ std::string serialize(const HttpResponse& r, bool keep_alive) {
   return s;
 }
 
-std::string stream_head(int status, const std::string& content_type, const HeaderList& headers, bool keep_alive) {
+std::string stream_head(int status, const std::string& content_type, const HeaderList& headers, bool keep_alive,
+                        bool chunked) {
+  if (!chunked) return head(status, content_type, headers, false) + "\r\n";
   return head(status, content_type, headers, keep_alive) + "Transfer-Encoding: chunked\r\n\r\n";
 }
 

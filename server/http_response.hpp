@@ -29,8 +29,10 @@ HttpResponse error_response(const ApiError& e);
 const char* reason_phrase(int status);
 // A whole response; keep_alive false adds "Connection: close".
 std::string serialize(const HttpResponse& r, bool keep_alive);
-// The head of a streamed response whose body follows in chunk()s and ends with last_chunk().
-std::string stream_head(int status, const std::string& content_type, const HeaderList& headers, bool keep_alive);
+// The head of a streamed response whose body follows in chunk()s and ends with last_chunk(); for an
+// HTTP/1.0 client (chunked = false), one whose body is plain bytes ended by closing the connection.
+std::string stream_head(int status, const std::string& content_type, const HeaderList& headers, bool keep_alive,
+                        bool chunked = true);
 std::string chunk(std::string_view data);
 inline constexpr std::string_view last_chunk = "0\r\n\r\n";
 

@@ -284,6 +284,25 @@ def test_small(port, model_dir):
     s.close()
     check(st2 == 200, f"a second request on a kept-alive connection: {st2}")
 
+    # HTTP/1.0 has no chunked coding: a stream is plain bytes ended by closing the connection.
+    s = connect(port)
+    body10 = json.dumps({"prompt": "The quick", "max_tokens": 8, "temperature": 0, "stream": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.0\r\nAuthorization: Bearer " + KEY.encode() + b"\r\nContent-Length: "
+              + str(len(body10)).encode() + b"\r\n\r\n" + body10)
+    data = b""
+    while True:
+        more = s.recv(65536)
+        if not more:
+            break
+        data += more
+    s.close()
+    head10, _, events = data.partition(b"\r\n\r\n")
+    text10 = "".join(json.loads(line[6:])["choices"][0]["text"] for line in events.decode().split("\n")
+                     if line.startswith("data: {"))
+    check(head10.startswith(b"HTTP/1.1 200") and b"chunked" not in head10.lower()
+          and events.endswith(b"data: [DONE]\n\n") and text10 == ref["choices"][0]["text"],
+          "an HTTP/1.0 stream: plain events to the close, the same text as the whole answer")
+
     s = connect(port)
     s.sendall(b"GET /health HTTP/1.1\r\nX-Pad: " + b"a" * (20 * 1024) + b"\r\n\r\n")
     st = read_response(s)[0]
