@@ -65,7 +65,6 @@ struct Conn {
   RequestReader reader;
   std::shared_ptr<Exchange> exchange;   // in busy
   bool keep_alive = true;               // of the request being answered
-  bool response_done = false;           // the worker posted the last bytes
   uint32_t events = 0;                  // registered with epoll
   Clock::time_point idle_since, request_start, write_stalled_since, drain_until;
   bool request_started = false;
@@ -365,7 +364,6 @@ struct HttpServer::Impl {
       return;
     }
     c.exchange = std::move(ex);
-    c.response_done = false;
     c.phase = Conn::Phase::busy;
   }
 
