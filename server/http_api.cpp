@@ -28,7 +28,7 @@ std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 struct Route {
   const char* path;
   const char* method;
-  bool open;   // served without the API key (probes and scrapers)
+  bool open;  // served without the API key (probes and scrapers)
 };
 constexpr Route kRoutes[] = {{"/health", "GET", true},
                              {"/metrics", "GET", true},
@@ -39,8 +39,13 @@ constexpr Route kRoutes[] = {{"/health", "GET", true},
 }  // namespace
 
 ApiRoutes::ApiRoutes(Model& model, Scheduler& scheduler, const HttpOptions& options, Metrics& metrics)
-    : model_(model), scheduler_(scheduler), options_(options), metrics_(metrics), tokenizer_(*model.tokenizer()),
-      started_(std::time(nullptr)), id_salt_(std::random_device{}()) {
+    : model_(model),
+      scheduler_(scheduler),
+      options_(options),
+      metrics_(metrics),
+      tokenizer_(*model.tokenizer()),
+      started_(std::time(nullptr)),
+      id_salt_(std::random_device{}()) {
   try {
     chat_template_ = ChatTemplate::for_tokenizer(tokenizer_, model.dir().string());
   } catch (const Error& e) {
@@ -72,12 +77,12 @@ std::optional<HttpResponse> ApiRoutes::quick(const HttpRequest& req) {
   for (const Route& r : kRoutes)
     if (req.path == r.path) route = &r;
   if (!options_.api_key.empty() && !(route && route->open) && !authorized(req))
-    return error_response({401, req.header("authorization") ? "the API key is not valid"
-                                                            : "no API key: send 'Authorization: Bearer KEY'",
-                           "authentication_error", "", "invalid_api_key"});
+    return error_response(
+        {401, req.header("authorization") ? "the API key is not valid" : "no API key: send 'Authorization: Bearer KEY'",
+         "authentication_error", "", "invalid_api_key"});
   if (!route)
-    return error_response({404, "no route " + req.method + " " + req.path.substr(0, 256), "invalid_request_error", "",
-                           "not_found"});
+    return error_response(
+        {404, "no route " + req.method + " " + req.path.substr(0, 256), "invalid_request_error", "", "not_found"});
   if (req.method != route->method) {
     HttpResponse r = error_response({405, std::string("use ") + route->method + " for " + route->path,
                                      "invalid_request_error", "", "method_not_allowed"});
@@ -116,8 +121,9 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
     const int64_t vocab = model_.config().vocab_size;
     for (int32_t id : r.prompt_ids)
       if (id >= vocab)
-        throw ApiError{400, "token id " + std::to_string(id) + " is not below the vocabulary size " +
-                                std::to_string(vocab), "invalid_request_error", "prompt", ""};
+        throw ApiError{400,
+                       "token id " + std::to_string(id) + " is not below the vocabulary size " + std::to_string(vocab),
+                       "invalid_request_error", "prompt", ""};
     job->ids = r.prompt_ids;
   } else {
     job->ids = tokenizer_.encode(r.prompt, true);
@@ -125,8 +131,9 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
   if (job->ids.empty()) throw ApiError{400, "the prompt encodes to no tokens", "invalid_request_error", "prompt", ""};
   const int64_t ctx = scheduler_.context(), n = int64_t(job->ids.size());
   if (n >= ctx)
-    throw ApiError{400, "the prompt is " + std::to_string(n) + " tokens; the context holds " + std::to_string(ctx) +
-                            " (start the server with a larger --ctx, or shorten the prompt)",
+    throw ApiError{400,
+                   "the prompt is " + std::to_string(n) + " tokens; the context holds " + std::to_string(ctx) +
+                       " (start the server with a larger --ctx, or shorten the prompt)",
                    "invalid_request_error", r.endpoint == Endpoint::chat ? "messages" : "prompt",
                    "context_length_exceeded"};
   // Capped by the context: the reply ends with finish_reason "length" there.
@@ -154,8 +161,10 @@ void ApiRoutes::generate(Exchange& ex) {
     return ex.reply(error_response({400, e.what(), "invalid_request_error", "", ""}));
   }
   if (!scheduler_.submit(job))
-    return ex.reply(error_response({503, "all slots are busy and the queue is full: retry later (or start the server "
-                                         "with a larger --parallel or --queue)", "server_busy", "", "server_busy"}));
+    return ex.reply(error_response({503,
+                                    "all slots are busy and the queue is full: retry later (or start the server "
+                                    "with a larger --parallel or --queue)",
+                                    "server_busy", "", "server_busy"}));
   ex.watch(job);
   const std::string id = new_id(ep);
   const int64_t created = std::time(nullptr);
@@ -177,7 +186,7 @@ void ApiRoutes::generate(Exchange& ex) {
   if (ep == Endpoint::chat) ex.send_chunk(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, true)));
   while (!ex.gone()) {
     std::optional<JobEvent> e = job->pop(kPollMs);
-    if (!e) continue;   // queued, or a long prefill
+    if (!e) continue;  // queued, or a long prefill
     if (!e->error.empty()) {
       ex.send_chunk(sse(error_json({500, e->error, "server_error", "", ""})) + "data: [DONE]\n\n");
       return ex.end_stream();

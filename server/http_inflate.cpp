@@ -20,7 +20,7 @@ Inflater::~Inflater() {
 
 Inflater::Result Inflater::feed(std::string_view in, std::string& out) {
   if (!z_) return Result::corrupt;
-  if (ended_) return in.empty() ? Result::ok : Result::corrupt;   // bytes after the end of the stream
+  if (ended_) return in.empty() ? Result::ok : Result::corrupt;  // bytes after the end of the stream
   z_stream& s = z_->s;
   s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   s.avail_in = uInt(in.size());
@@ -34,7 +34,10 @@ Inflater::Result Inflater::feed(std::string_view in, std::string& out) {
     const size_t produced = sizeof buf - s.avail_out;
     if (out.size() + produced > max_out_) return Result::too_large;
     out.append(buf, produced);
-    if (rc == Z_STREAM_END) { ended_ = true; break; }
+    if (rc == Z_STREAM_END) {
+      ended_ = true;
+      break;
+    }
     if (produced == 0 || (s.avail_in == 0 && s.avail_out > 0)) break;
   }
   if (ended_ && s.avail_in > 0) return Result::corrupt;

@@ -45,9 +45,12 @@ std::string Metrics::render(const SchedulerStats& s) const {
   sample(out, "reach_generated_tokens_total", double(s.generated_tokens));
   // Rates over the device time spent in each phase since the start (not over wall time, which
   // includes idle stretches).
-  family(out, "reach_prefill_tokens_per_second", "gauge", "Prefill tokens per second of prefill time, since the start.");
-  sample(out, "reach_prefill_tokens_per_second", s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0);
-  family(out, "reach_decode_tokens_per_second", "gauge", "Generated tokens per second of decode time, since the start.");
+  family(out, "reach_prefill_tokens_per_second", "gauge",
+         "Prefill tokens per second of prefill time, since the start.");
+  sample(out, "reach_prefill_tokens_per_second",
+         s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0);
+  family(out, "reach_decode_tokens_per_second", "gauge",
+         "Generated tokens per second of decode time, since the start.");
   sample(out, "reach_decode_tokens_per_second",
          s.decode_seconds > 0 ? double(s.generated_tokens) / s.decode_seconds : 0);
   family(out, "reach_queue_depth", "gauge", "Requests waiting for a slot.");

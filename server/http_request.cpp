@@ -9,7 +9,7 @@ namespace reach::server {
 namespace {
 
 constexpr size_t kMaxHeaders = 100;
-constexpr size_t kMaxChunkLine = 1024;   // hex size plus extensions
+constexpr size_t kMaxChunkLine = 1024;  // hex size plus extensions
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -100,7 +100,7 @@ RequestReader::State RequestReader::feed(std::string& in) {
     const std::string head = in.substr(0, end + 2);
     in.erase(0, end + 4);
     if (parse_head(head) == State::failed) return state_;
-    if (state_ == State::body && expect_continue_ && !in.empty()) expect_continue_ = false;   // sent anyway
+    if (state_ == State::body && expect_continue_ && !in.empty()) expect_continue_ = false;  // sent anyway
   }
   if (state_ == State::body) feed_body(in);
   return state_;
@@ -117,10 +117,13 @@ RequestReader::State RequestReader::parse_head(std::string_view head) {
   const std::string_view version = line.substr(sp2 + 1);
   if (!is_token(req_.method) || req_.target.empty() || req_.target.find(' ') != std::string::npos)
     return fail(400, "the request line is not 'METHOD TARGET HTTP/1.1'", "bad_request_line");
-  if (version == "HTTP/1.1") req_.minor_version = 1;
-  else if (version == "HTTP/1.0") req_.minor_version = 0;
-  else return fail(505, "only HTTP/1.0 and HTTP/1.1 are served, not '" + std::string(version.substr(0, 16)) + "'",
-                   "http_version_not_supported");
+  if (version == "HTTP/1.1")
+    req_.minor_version = 1;
+  else if (version == "HTTP/1.0")
+    req_.minor_version = 0;
+  else
+    return fail(505, "only HTTP/1.0 and HTTP/1.1 are served, not '" + std::string(version.substr(0, 16)) + "'",
+                "http_version_not_supported");
   req_.path = req_.target.substr(0, req_.target.find('?'));
 
   std::string_view rest = head.substr(eol + 2);
@@ -150,8 +153,9 @@ RequestReader::State RequestReader::parse_head(std::string_view head) {
     else if (iequals(enc, "deflate"))
       inflater_ = std::make_unique<Inflater>(BodyEncoding::deflate, limits_.max_body);
     else if (!enc.empty() && !iequals(enc, "identity"))
-      return fail(415, "Content-Encoding '" + std::string(enc.substr(0, 64)) +
-                           "' is not supported: send the body as identity, gzip or deflate",
+      return fail(415,
+                  "Content-Encoding '" + std::string(enc.substr(0, 64)) +
+                      "' is not supported: send the body as identity, gzip or deflate",
                   "unsupported_content_encoding");
   }
 
@@ -159,28 +163,31 @@ RequestReader::State RequestReader::parse_head(std::string_view head) {
   const std::string* cl = req_.header("content-length");
   if (te) {
     if (!iequals(trim(*te), "chunked"))
-      return fail(501, "Transfer-Encoding '" + std::string(trim(*te).substr(0, 64)) +
-                           "' is not supported: send Content-Length or 'Transfer-Encoding: chunked'",
+      return fail(501,
+                  "Transfer-Encoding '" + std::string(trim(*te).substr(0, 64)) +
+                      "' is not supported: send Content-Length or 'Transfer-Encoding: chunked'",
                   "unsupported_transfer_encoding");
     // Both framings at once is how requests are smuggled past proxies: refuse rather than pick one.
     if (cl) return fail(400, "a request must not carry both Content-Length and Transfer-Encoding", "bad_framing");
     framing_ = Framing::chunk_size;
   } else if (cl) {
     for (const auto& [k, v] : req_.headers)
-      if (k == "content-length" && v != *cl) return fail(400, "Content-Length is given twice, differently", "bad_framing");
+      if (k == "content-length" && v != *cl)
+        return fail(400, "Content-Length is given twice, differently", "bad_framing");
     uint64_t n = 0;
     const auto [p, ec] = std::from_chars(cl->data(), cl->data() + cl->size(), n);
     if (cl->empty() || ec != std::errc() || p != cl->data() + cl->size())
       return fail(400, "Content-Length '" + cl->substr(0, 32) + "' is not a byte count", "bad_framing");
     if (n > limits_.max_body)
-      return fail(413, "the request body is " + std::to_string(n) + " bytes; this server takes at most " +
-                           std::to_string(limits_.max_body) + " (see reach serve --max-body)",
+      return fail(413,
+                  "the request body is " + std::to_string(n) + " bytes; this server takes at most " +
+                      std::to_string(limits_.max_body) + " (see reach serve --max-body)",
                   "payload_too_large");
     framing_ = Framing::length;
     remaining_ = n;
-    if (n == 0) return state_ = inflater_ ? fail(400, "an empty body cannot be " + *req_.header("content-encoding"),
-                                                  "bad_body")
-                                          : State::done;
+    if (n == 0)
+      return state_ = inflater_ ? fail(400, "an empty body cannot be " + *req_.header("content-encoding"), "bad_body")
+                                : State::done;
   } else {
     // No body (GET, or a POST without one: the route says what is missing).
     return state_ = State::done;
@@ -243,8 +250,9 @@ RequestReader::State RequestReader::feed_body(std::string& in) {
         if (line.empty() || ec != std::errc() || p != line.data() + line.size())
           return fail(400, "a chunk size is not a hexadecimal number", "bad_chunk");
         if (n > limits_.max_body)
-          return fail(413, "a body chunk of " + std::to_string(n) + " bytes passes the limit of " +
-                               std::to_string(limits_.max_body) + " (see reach serve --max-body)",
+          return fail(413,
+                      "a body chunk of " + std::to_string(n) + " bytes passes the limit of " +
+                          std::to_string(limits_.max_body) + " (see reach serve --max-body)",
                       "payload_too_large");
         pos = e + 2;
         remaining_ = n;
@@ -256,12 +264,18 @@ RequestReader::State RequestReader::feed_body(std::string& in) {
         if (n && !append_body(std::string_view(in).substr(pos, n))) break;
         pos += n;
         remaining_ -= n;
-        if (remaining_ > 0) { in.erase(0, pos); return state_; }
+        if (remaining_ > 0) {
+          in.erase(0, pos);
+          return state_;
+        }
         framing_ = Framing::chunk_crlf;
         break;
       }
       case Framing::chunk_crlf: {
-        if (in.size() - pos < 2) { in.erase(0, pos); return state_; }
+        if (in.size() - pos < 2) {
+          in.erase(0, pos);
+          return state_;
+        }
         if (in.compare(pos, 2, "\r\n") != 0) return fail(400, "a chunk does not end with CRLF", "bad_chunk");
         pos += 2;
         framing_ = Framing::chunk_size;
@@ -276,7 +290,8 @@ RequestReader::State RequestReader::feed_body(std::string& in) {
           return state_;
         }
         trailer_bytes_ += e + 2 - pos;
-        if (trailer_bytes_ > limits_.max_head) return fail(431, "the chunked trailers are too long", "headers_too_large");
+        if (trailer_bytes_ > limits_.max_head)
+          return fail(431, "the chunked trailers are too long", "headers_too_large");
         const bool last = e == pos;
         pos = e + 2;
         if (last) return finish();

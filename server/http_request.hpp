@@ -17,10 +17,10 @@
 namespace reach::server {
 
 struct HttpRequest {
-  std::string method, target, path;   // path: the target without its query
-  int minor_version = 1;              // HTTP/1.x
-  std::vector<std::pair<std::string, std::string>> headers;   // names in lower case
-  std::string body;                   // decoded
+  std::string method, target, path;                          // path: the target without its query
+  int minor_version = 1;                                     // HTTP/1.x
+  std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
+  std::string body;                                          // decoded
   bool keep_alive = true;
 
   // The first header of that (lower-case) name, or null.
@@ -28,8 +28,8 @@ struct HttpRequest {
 };
 
 struct RequestLimits {
-  size_t max_head = 16 * 1024;   // request line + headers (and chunked trailers); beyond: 431
-  size_t max_body = 1 << 20;     // decoded body, and the bytes on the wire that carry it; beyond: 413
+  size_t max_head = 16 * 1024;  // request line + headers (and chunked trailers); beyond: 431
+  size_t max_body = 1 << 20;    // decoded body, and the bytes on the wire that carry it; beyond: 413
 };
 
 class RequestReader {
@@ -53,7 +53,7 @@ class RequestReader {
   State fail(int status, std::string message, std::string code = "");
   State parse_head(std::string_view head);
   State feed_body(std::string& in);
-  bool append_body(std::string_view data);   // false: failed (too large or corrupt)
+  bool append_body(std::string_view data);  // false: failed (too large or corrupt)
 
   enum class Framing { length, chunk_size, chunk_data, chunk_crlf, trailers };
   RequestLimits limits_;
@@ -61,8 +61,8 @@ class RequestReader {
   HttpRequest req_;
   ApiError failure_;
   Framing framing_ = Framing::length;
-  uint64_t remaining_ = 0;   // of the body (length) or of the current chunk
-  size_t raw_bytes_ = 0;     // body bytes as sent (before decoding)
+  uint64_t remaining_ = 0;  // of the body (length) or of the current chunk
+  size_t raw_bytes_ = 0;    // body bytes as sent (before decoding)
   size_t trailer_bytes_ = 0;
   bool expect_continue_ = false;
   std::unique_ptr<Inflater> inflater_;

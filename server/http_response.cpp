@@ -61,7 +61,7 @@ std::string stream_head(int status, const std::string& content_type, const Heade
 }
 
 std::string chunk(std::string_view data) {
-  if (data.empty()) return {};   // an empty chunk would end the body
+  if (data.empty()) return {};  // an empty chunk would end the body
   char size[32];
   std::snprintf(size, sizeof size, "%zx\r\n", data.size());
   std::string s = size;

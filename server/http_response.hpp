@@ -19,7 +19,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  HeaderList headers;   // besides Content-Type, Content-Length and Connection
+  HeaderList headers;  // besides Content-Type, Content-Length and Connection
 };
 
 HttpResponse json_response(const nlohmann::json& j, int status = 200);

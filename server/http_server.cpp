@@ -40,32 +40,32 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kListenerTag = ~uint64_t(0), kWakeTag = ~uint64_t(0) - 1;
-constexpr int kBacklog = 1024;                 // the kernel caps it at net.core.somaxconn
-constexpr size_t kReadPerEvent = 64 * 1024;    // per connection and wake-up, so one fast sender cannot starve the rest
+constexpr int kBacklog = 1024;               // the kernel caps it at net.core.somaxconn
+constexpr size_t kReadPerEvent = 64 * 1024;  // per connection and wake-up, so one fast sender cannot starve the rest
 // After an answer that ends a connection early (413 while the client still sends its body), the rest is
 // read and dropped for a while (Conn::Phase::draining): clients that send their whole body before they
 // read (most do) would otherwise get a reset instead of the answer.  Dropping costs no memory.
 constexpr size_t kDrainBytes = 64 << 20;
 constexpr auto kDrainTime = std::chrono::seconds(2);
 constexpr size_t kMaxQueuedOutput = 256 * 1024;
-constexpr auto kTick = std::chrono::milliseconds(100);   // how often deadlines are checked
+constexpr auto kTick = std::chrono::milliseconds(100);  // how often deadlines are checked
 
 struct Conn {
   enum class Phase {
-    reading,    // a request arriving (or none yet: idle keep-alive)
-    busy,       // a worker answers; only a hang-up is watched for (pipelined bytes wait in the socket)
-    closing,    // the last response is being written, then the write side is shut
-    draining,   // write side shut: the client's unread bytes are read and dropped for a moment, so
-                // that closing does not reset the connection before the client has read our answer
+    reading,   // a request arriving (or none yet: idle keep-alive)
+    busy,      // a worker answers; only a hang-up is watched for (pipelined bytes wait in the socket)
+    closing,   // the last response is being written, then the write side is shut
+    draining,  // write side shut: the client's unread bytes are read and dropped for a moment, so
+               // that closing does not reset the connection before the client has read our answer
   };
   uint64_t id = 0;
   int fd = -1;
   Phase phase = Phase::reading;
   std::string in, out;
   RequestReader reader;
-  std::shared_ptr<Exchange> exchange;   // in busy
-  bool keep_alive = true;               // of the request being answered
-  uint32_t events = 0;                  // registered with epoll
+  std::shared_ptr<Exchange> exchange;  // in busy
+  bool keep_alive = true;              // of the request being answered
+  uint32_t events = 0;                 // registered with epoll
   Clock::time_point idle_since, request_start, write_stalled_since, drain_until;
   bool request_started = false;
   size_t drained = 0;
@@ -151,8 +151,9 @@ struct HttpServer::Impl {
     }
     freeaddrinfo(res);
     if (fd < 0)
-      throw Error(ErrorCode::io, "cannot listen on " + where + ": the port is taken or the host is not an address of "
-                                 "this machine (choose another --port or --host)");
+      throw Error(ErrorCode::io, "cannot listen on " + where +
+                                     ": the port is taken or the host is not an address of "
+                                     "this machine (choose another --port or --host)");
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -174,11 +175,13 @@ struct HttpServer::Impl {
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) {
         const uint64_t tag = events[i].data.u64;
-        if (tag == kListenerTag) accept_all();
+        if (tag == kListenerTag)
+          accept_all();
         else if (tag == kWakeTag) {
           uint64_t v;
           [[maybe_unused]] ssize_t r = ::read(wake_fd, &v, sizeof v);
-        } else on_event(tag, events[i].events);
+        } else
+          on_event(tag, events[i].events);
       }
       deliver_posted();
       const Clock::time_point now = Clock::now();
@@ -213,7 +216,7 @@ struct HttpServer::Impl {
         continue;
       }
       const int yes = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);   // streamed tokens go out at once
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // streamed tokens go out at once
       auto c = std::make_unique<Conn>(RequestLimits{16 * 1024, options.max_body});
       c->id = next_conn++;
       c->fd = fd;
@@ -239,7 +242,7 @@ struct HttpServer::Impl {
     auto it = conns.find(id);
     if (it == conns.end()) return;
     Conn& c = *it->second;
-    if (c.exchange) c.exchange->client_left();   // cancels the Job: the slot comes free at the next step
+    if (c.exchange) c.exchange->client_left();  // cancels the Job: the slot comes free at the next step
     epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     conns.erase(it);
@@ -265,7 +268,7 @@ struct HttpServer::Impl {
     Conn* c = find(id);
     if (!c) return;
     if (ev & EPOLLERR) return destroy(id);
-    if ((ev & EPOLLOUT) && !flush(*c)) return;   // flush destroys on error
+    if ((ev & EPOLLOUT) && !flush(*c)) return;  // flush destroys on error
     if (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) {
       if (c->phase == Conn::Phase::busy || c->phase == Conn::Phase::closing) {
         // Not reading now: a hang-up means the client left (a non-streamed request's too).
@@ -287,17 +290,27 @@ struct HttpServer::Impl {
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
         total += size_t(n);
-        if (c.phase == Conn::Phase::draining) c.drained += size_t(n);
-        else c.in.append(buf, size_t(n));
+        if (c.phase == Conn::Phase::draining)
+          c.drained += size_t(n);
+        else
+          c.in.append(buf, size_t(n));
         continue;
       }
-      if (n == 0) eof = true;
-      else if (errno == EINTR) continue;
-      else if (errno != EAGAIN && errno != EWOULDBLOCK) { destroy(c.id); return false; }
+      if (n == 0)
+        eof = true;
+      else if (errno == EINTR)
+        continue;
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        destroy(c.id);
+        return false;
+      }
       break;
     }
     if (c.phase == Conn::Phase::draining) {
-      if (eof || c.drained > kDrainBytes) { destroy(c.id); return false; }
+      if (eof || c.drained > kDrainBytes) {
+        destroy(c.id);
+        return false;
+      }
       return true;
     }
     if (total) process_input(c);
@@ -306,7 +319,10 @@ struct HttpServer::Impl {
     // already queued are still written.  (With a request being answered, the hang-up counts as
     // leaving: see on_event.)
     if (eof && c.phase == Conn::Phase::reading) {
-      if (c.out.empty()) { destroy(id); return false; }
+      if (c.out.empty()) {
+        destroy(id);
+        return false;
+      }
       c.phase = Conn::Phase::closing;
       return flush(c);
     }
@@ -355,8 +371,9 @@ struct HttpServer::Impl {
     auto ex = std::make_shared<Exchange>(
         std::move(req), [this, id](std::string bytes, bool last) { post(id, std::move(bytes), last); }, metrics);
     if (!workers.try_submit([this, ex] { api.generate(*ex); })) {
-      const HttpResponse busy = error_response({503, "every request thread is busy and their queue is full: retry "
-                                                     "later (or start the server with a larger --threads)",
+      const HttpResponse busy = error_response({503,
+                                                "every request thread is busy and their queue is full: retry "
+                                                "later (or start the server with a larger --threads)",
                                                 "server_busy", "", "server_busy"});
       metrics.count_request(ex->request().path, busy.status);
       c.out += serialize(busy, c.keep_alive);
@@ -375,7 +392,7 @@ struct HttpServer::Impl {
     }
     for (Posted& p : batch) {
       Conn* c = find(p.conn);
-      if (!c || c->phase != Conn::Phase::busy) continue;   // the client left meanwhile
+      if (!c || c->phase != Conn::Phase::busy) continue;  // the client left meanwhile
       c->out += p.bytes;
       if (p.last) {
         c->exchange.reset();
@@ -429,18 +446,22 @@ struct HttpServer::Impl {
     std::vector<Conn*> late;
     for (auto& [id, cp] : conns) {
       Conn& c = *cp;
-      if (!c.out.empty() && now - c.write_stalled_since > write_limit) drop.push_back(id);
-      else if (c.phase == Conn::Phase::draining && now > c.drain_until) drop.push_back(id);
+      if (!c.out.empty() && now - c.write_stalled_since > write_limit)
+        drop.push_back(id);
+      else if (c.phase == Conn::Phase::draining && now > c.drain_until)
+        drop.push_back(id);
       else if (c.phase == Conn::Phase::reading && c.request_started && now - c.request_start > request_limit)
         late.push_back(&c);
-      else if (c.phase == Conn::Phase::reading && !c.request_started && c.out.empty() && now - c.idle_since > idle_limit)
+      else if (c.phase == Conn::Phase::reading && !c.request_started && c.out.empty() &&
+               now - c.idle_since > idle_limit)
         drop.push_back(id);
     }
     for (uint64_t id : drop) destroy(id);
     for (Conn* c : late) {
       metrics.count_request(c->reader.request().path, 408);
-      respond_and_close(*c, error_response({408, "the request did not arrive within " +
-                                                     std::to_string(options.request_timeout_s) + " s",
+      respond_and_close(*c, error_response({408,
+                                            "the request did not arrive within " +
+                                                std::to_string(options.request_timeout_s) + " s",
                                             "invalid_request_error", "", "request_timeout"}));
     }
   }

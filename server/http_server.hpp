@@ -13,16 +13,16 @@ namespace reach::server {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;             // 0: any free port (printed)
-  std::string api_key;         // non-empty: every route but /health and /metrics needs "Authorization: Bearer KEY"
-  std::string model_id;        // the name /v1/models lists and requests must use (or omit)
-  size_t max_body = 1 << 20;   // bytes, after Content-Encoding is undone; larger bodies get 413
-  size_t threads = 16;         // generation requests served at once; up to worker_backlog more wait, beyond: 503
+  int port = 8080;            // 0: any free port (printed)
+  std::string api_key;        // non-empty: every route but /health and /metrics needs "Authorization: Bearer KEY"
+  std::string model_id;       // the name /v1/models lists and requests must use (or omit)
+  size_t max_body = 1 << 20;  // bytes, after Content-Encoding is undone; larger bodies get 413
+  size_t threads = 16;        // generation requests served at once; up to worker_backlog more wait, beyond: 503
   size_t worker_backlog = 64;
-  size_t max_connections = 1024;   // open connections; beyond, new ones are closed at once
-  int request_timeout_s = 10;      // for a whole request (head and body) to arrive from its first byte: 408
-  int idle_timeout_s = 5;          // a keep-alive connection with no request in it is closed
-  int write_timeout_s = 30;        // a client that takes none of its response for this long is dropped
+  size_t max_connections = 1024;  // open connections; beyond, new ones are closed at once
+  int request_timeout_s = 10;     // for a whole request (head and body) to arrive from its first byte: 408
+  int idle_timeout_s = 5;         // a keep-alive connection with no request in it is closed
+  int write_timeout_s = 30;       // a client that takes none of its response for this long is dropped
 };
 
 class HttpServer {
@@ -31,7 +31,7 @@ class HttpServer {
   ~HttpServer();
   // Binds and listens; returns the port (useful with port 0).  Throws Error(io) when the address is taken.
   int bind();
-  void listen();   // serves until stop()
+  void listen();  // serves until stop()
   // Any thread (a signal handler's thread): listen() closes every connection and returns within about
   // 0.1 s plus the time a worker takes to notice (bounded waits, well under a second).
   void stop();

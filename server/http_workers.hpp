@@ -15,7 +15,7 @@ namespace reach::server {
 class WorkerPool {
  public:
   WorkerPool(size_t threads, size_t max_backlog);
-  ~WorkerPool();   // stop()
+  ~WorkerPool();  // stop()
   // false: every thread is busy and max_backlog tasks already wait.
   bool try_submit(std::function<void()> task);
   // Drops the tasks not started and joins the threads (the running tasks must end on their own).

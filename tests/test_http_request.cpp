@@ -29,7 +29,7 @@ State feed_in_pieces(RequestReader& r, const std::string& wire, const std::vecto
     pos += n;
     st = r.feed(in);
   }
-  in.append(wire, pos, std::string::npos);   // what the reader was not given: a pipelined rest
+  in.append(wire, pos, std::string::npos);  // what the reader was not given: a pipelined rest
   return st;
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("a request parses to what was sent, whatever the pieces it arrives in"
       CHECK(req.target == "/v1/completions?x=1");
       CHECK(req.keep_alive);
       CHECK(req.body == body);
-      CHECK(in == "GET /health HTTP/1.1\r\n\r\n");   // the pipelined next request is left alone
+      CHECK(in == "GET /health HTTP/1.1\r\n\r\n");  // the pipelined next request is left alone
       r.reset();
       REQUIRE(r.feed(in) == State::done);
       CHECK(r.request().path == "/health");
@@ -127,8 +127,10 @@ TEST_CASE("the body limit: exactly max_body passes, one byte more is 413, decode
       std::string in;
       const State st = feed_in_pieces(r, wire, {333}, in);
       CHECK(r.request().body.size() <= limits.max_body);
-      if (want == 0) CHECK(st == State::done);
-      else CHECK((st == State::failed && r.failure().status == 413));
+      if (want == 0)
+        CHECK(st == State::done);
+      else
+        CHECK((st == State::failed && r.failure().status == 413));
     }
   }
 }
@@ -192,7 +194,7 @@ TEST_CASE("keep-alive by version and Connection; Expect: 100-continue once, and 
   CHECK(parse("GET / HTTP/1.1\r\n\r\n"));
   CHECK_FALSE(parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"));
   CHECK_FALSE(parse("GET / HTTP/1.0\r\n\r\n"));
-  CHECK_FALSE(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));   // 1.0 keep-alive is not served
+  CHECK_FALSE(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));  // 1.0 keep-alive is not served
   CHECK_FALSE(parse("GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n"));
 
   RequestReader r(RequestLimits{});

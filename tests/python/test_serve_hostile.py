@@ -345,8 +345,8 @@ def test_metrics(port):
     prompt_moved = d[("reach_prompt_tokens_total", ())] + d.get(("reach_prefix_cache_reused_tokens_total", ()), 0)
     check(prompt_moved == u["prompt_tokens"],
           f"metrics: prompt tokens prefilled + reused +{prompt_moved} (usage says {u['prompt_tokens']})")
-    check(get(after, "reach_slots") == 1 and get(after, "reach_slots_busy") == 0 and get(after, "reach_queue_depth") == 0,
-          "metrics: 1 slot, none busy, nothing queued at rest")
+    at_rest = get(after, "reach_slots_busy") == 0 and get(after, "reach_queue_depth") == 0
+    check(get(after, "reach_slots") == 1 and at_rest, "metrics: 1 slot, none busy, nothing queued at rest")
     check(get(after, "reach_decode_tokens_per_second") > 0 and get(after, "reach_prefill_tokens_per_second") > 0,
           "metrics: prefill and decode rates are positive after work")
 
