@@ -1,6 +1,7 @@
 // `reach serve`: an OpenAI-compatible HTTP server (server/).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cfloat>
 #include <cstdio>
@@ -22,7 +23,8 @@ void serve_usage() {
   std::printf(
       "usage: reach serve -m MODEL [options]\n"
       "OpenAI-compatible API: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions\n"
-      "(streamed with \"stream\": true).  Requests are served by --parallel slots, each with its own context.\n"
+      "(streamed with \"stream\": true), and GET /metrics (Prometheus text).  Requests are served by --parallel\n"
+      "slots, each with its own context.  Request bodies may be gzip or deflate encoded.\n"
       "  -m, --model DIR     model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a\n"
       "                      folder holding one .gguf\n"
       "  --host ADDR         address to listen on (default 127.0.0.1: this machine only)\n"
@@ -31,10 +33,11 @@ void serve_usage() {
       "  --queue N           requests that may wait for a slot; beyond, 503 (default 16)\n"
       "  --ctx N             context per slot, prompt + reply (default min(model's, 4096))\n"
       "  --chunk N           prefill chunk length (default %u)\n"
-      "  --api-key KEY       require 'Authorization: Bearer KEY' on /v1 routes\n"
+      "  --api-key KEY       require 'Authorization: Bearer KEY' on every route but /health and /metrics\n"
       "  --alias NAME        model name in /v1/models and requests (default the file or folder name)\n"
-      "  --max-body BYTES    largest request body (default 1048576); larger: 413\n"
-      "  --threads N         connections served at once (default 4 x parallel + 8)\n"
+      "  --max-body BYTES    largest request body, after decoding (default 1048576); larger: 413\n"
+      "  --threads N         generation requests handled at once (default 4 x parallel + 8); 64 more may\n"
+      "                      wait for a thread, beyond: 503.  Connections cost no thread while they send.\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
@@ -84,7 +87,7 @@ int cmd_serve(const Args& args) {
   ho.model_id = alias.empty() ? default_model_id(model_dir) : alias;
   ho.threads = size_t(threads ? threads : 4 * parallel + 8);
 
-  // Signals go to one thread that stops the server; every other thread (httplib's pool, the scheduler)
+  // Signals go to one thread that stops the server; every other thread (the HTTP threads, the scheduler)
   // inherits the blocked mask.  A client gone mid-write must be an error return, not SIGPIPE.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -92,6 +95,13 @@ int cmd_serve(const Args& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Each connection is a descriptor; the usual soft limit of 1024 would refuse connections before the
+  // server's own cap does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   Engine e = open_engine(model_dir, device, true, quantize);
   so.context = uint32_t(ctx);
@@ -110,8 +120,8 @@ int cmd_serve(const Args& args) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "reach serve: stopping\n");
-    // The scheduler first: requests in flight end at once with an error rather than holding the
-    // HTTP pool (which stop() waits for) until their replies are complete.
+    // The scheduler first: requests in flight end at once with an error; then the HTTP server drops
+    // every connection, whatever its client is doing, and listen() returns.
     scheduler.stop();
     http.stop();
   });

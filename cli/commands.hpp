@@ -13,6 +13,6 @@ int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_eval(const Args& args);
 int cmd_quantize(const Args& args);
-int cmd_serve(const Args& args);   // built with cpp-httplib only
+int cmd_serve(const Args& args);
 
 }  // namespace reach::cli

@@ -1,232 +1,469 @@
+// Our own small HTTP/1.1 server rather than a library.  cpp-httplib (0.11, what Debian ships) has no
+// cap on a chunked or gzip body's decoded size, a listen backlog of 5, a thread per connection while a
+// request is still arriving (a few slow clients hold every thread), no notice to a non-streamed handler
+// that its client left, and a stop() that waits for trickling clients.  Boost.Beast would have been the
+// alternative: a large header-only dependency, slow to compile on small machines, and it would still
+// need our own inflate limit and disconnect plumbing.  Here every limit is enforced where the bytes
+// arrive: one epoll thread reads all connections (a slow client costs its buffers, never a thread),
+// RequestReader caps the head and the decoded body, and a closed connection cancels its Job.
 #include "server/http_server.hpp"
 
-#include <httplib.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <ctime>
-#include <random>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "base/error.hpp"
-#include "runtime/text/tokenizer.hpp"
+#include "server/http_api.hpp"
+#include "server/http_exchange.hpp"
+#include "server/http_metrics.hpp"
+#include "server/http_request.hpp"
+#include "server/http_workers.hpp"
 
 namespace reach::server {
 
 namespace {
 
-using nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(dump_json(error_json(e)), "application/json");
-}
+constexpr uint64_t kListenerTag = ~uint64_t(0), kWakeTag = ~uint64_t(0) - 1;
+constexpr int kBacklog = 1024;               // the kernel caps it at net.core.somaxconn
+constexpr size_t kReadPerEvent = 64 * 1024;  // per connection and wake-up, so one fast sender cannot starve the rest
+// After an answer that ends a connection early (413 while the client still sends its body), the rest is
+// read and dropped for a while (Conn::Phase::draining): clients that send their whole body before they
+// read (most do) would otherwise get a reset instead of the answer.  Dropping costs no memory.
+constexpr size_t kDrainBytes = 64 << 20;
+constexpr auto kDrainTime = std::chrono::seconds(2);
+constexpr size_t kMaxQueuedOutput = 256 * 1024;
+constexpr auto kTick = std::chrono::milliseconds(100);  // how often deadlines are checked
 
-void send_json(httplib::Response& res, const json& j) { res.set_content(dump_json(j), "application/json"); }
+struct Conn {
+  enum class Phase {
+    reading,   // a request arriving (or none yet: idle keep-alive)
+    busy,      // a worker answers; only a hang-up is watched for (pipelined bytes wait in the socket)
+    closing,   // the last response is being written, then the write side is shut
+    draining,  // write side shut: the client's unread bytes are read and dropped for a moment, so
+               // that closing does not reset the connection before the client has read our answer
+  };
+  uint64_t id = 0;
+  int fd = -1;
+  Phase phase = Phase::reading;
+  std::string in, out;
+  RequestReader reader;
+  std::shared_ptr<Exchange> exchange;  // in busy
+  bool keep_alive = true;              // of the request being answered
+  uint32_t events = 0;                 // registered with epoll
+  Clock::time_point idle_since, request_start, write_stalled_since, drain_until;
+  bool request_started = false;
+  size_t drained = 0;
 
-// Compares without an early exit, so the time taken says nothing about how much of the key matched.
-bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(b.empty() ? 0 : b[i % b.size()]);
-  return diff == 0;
-}
+  explicit Conn(RequestLimits limits) : reader(limits) {}
+};
 
-std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+struct Posted {
+  uint64_t conn;
+  std::string bytes;
+  bool last;
+};
 
 }  // namespace
 
 struct HttpServer::Impl {
-  Model& model;
   Scheduler& scheduler;
   HttpOptions options;
-  Tokenizer tokenizer;
-  std::optional<ChatTemplate> chat_template;
-  std::string chat_template_error;
-  httplib::Server http;
-  int64_t started = std::time(nullptr);
-  std::atomic<uint64_t> next_id{1};
-  uint64_t id_salt = std::random_device{}();
+  Metrics metrics;
+  ApiRoutes api;
+  WorkerPool workers;
+  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_conn = 1;
+  bool listener_paused = false;
+  Clock::time_point listener_resume;
 
-  Impl(Model& m, Scheduler& s, const HttpOptions& o) : model(m), scheduler(s), options(o), tokenizer(*m.tokenizer()) {
-    try {
-      chat_template = ChatTemplate::for_tokenizer(tokenizer, model.dir().string());
-    } catch (const Error& e) {
-      chat_template_error = e.what();   // completions still work; chat answers 400 with this
-    }
-    routes();
+  std::mutex posted_mu;
+  std::vector<Posted> posted;
+
+  Impl(Model& m, Scheduler& s, const HttpOptions& o)
+      : scheduler(s), options(o), api(m, s, o, metrics), workers(std::max<size_t>(o.threads, 1), o.worker_backlog) {
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd < 0 || wake_fd < 0) throw Error(ErrorCode::io, std::string("epoll/eventfd: ") + std::strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
   }
 
-  std::string new_id(Endpoint ep) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s-%08llx%06llx", ep == Endpoint::chat ? "chatcmpl" : "cmpl",
-                  (unsigned long long)(id_salt & 0xffffffffu), (unsigned long long)next_id++);
-    return buf;
+  ~Impl() {
+    workers.stop();
+    for (auto& [id, c] : conns) ::close(c->fd);
+    if (listen_fd >= 0) ::close(listen_fd);
+    ::close(wake_fd);
+    ::close(epoll_fd);
   }
 
-  void routes() {
-    const size_t threads = options.threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(options.max_body);
-    // Idle keep-alive connections hold a pool thread: let them go soon.
-    http.set_keep_alive_timeout(2);
-    // A connection that sends nothing holds a pool thread, and stop() waits for it: a request (headers
-    // and body) must arrive within 5 s; loopback and LAN clients send theirs at once.
-    http.set_read_timeout(5);
-    http.set_write_timeout(30);
-
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-      const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
-                      same_secret(auth.substr(prefix.size()), options.api_key);
-      if (ok) return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, {401, auth.empty() ? "no API key: send 'Authorization: Bearer KEY'"
-                                         : "the API key is not valid",
-                       "authentication_error", "", "invalid_api_key"});
-      return httplib::Server::HandlerResponse::Handled;
-    });
-    // Answers httplib made itself (unknown route, body too large, bad request line) get a JSON body.
-    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
-                                                                   httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      ApiError e{res.status, "", "invalid_request_error", "", ""};
-      if (res.status == 404) { e.message = "no route " + req.method + " " + req.path; e.code = "not_found"; }
-      else if (res.status == 413) { e.message = "the request body is too large"; e.code = "payload_too_large"; }
-      else e.message = "bad request (HTTP " + std::to_string(res.status) + ")";
-      send_error(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-      send_error(res, {500, "internal error", "server_error", "", ""});
-    });
-
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      const SchedulerStats s = scheduler.stats();
-      send_json(res, {{"status", "ok"}, {"slots", s.slots}, {"slots_busy", s.busy}, {"queued", s.queued}});
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      send_json(res, models_json(options.model_id, started));
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, Endpoint::completions);
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, Endpoint::chat);
-    });
+  void wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
   }
 
-  // The prompt's token ids and end tokens, as `reach run` builds them (encode_chat).
-  std::shared_ptr<Job> make_job(const GenerationRequest& r) {
-    auto job = std::make_shared<Job>();
-    if (r.endpoint == Endpoint::chat) {
-      if (!chat_template) throw ApiError{400, "this model has no chat template: " + chat_template_error +
-                                                  " (use /v1/completions)", "invalid_request_error", "messages", ""};
-      try {
-        ChatPrompt c = encode_chat(tokenizer, *chat_template, r.messages);
-        job->ids = std::move(c.ids);
-        job->stop_ids = std::move(c.stop_ids);
-      } catch (const Error& e) {
-        throw ApiError{400, e.what(), "invalid_request_error", "messages", ""};
-      }
-    } else if (r.prompt_is_ids) {
-      const int64_t vocab = model.config().vocab_size;
-      for (int32_t id : r.prompt_ids)
-        if (id >= vocab)
-          throw ApiError{400, "token id " + std::to_string(id) + " is not below the vocabulary size " +
-                                  std::to_string(vocab), "invalid_request_error", "prompt", ""};
-      job->ids = r.prompt_ids;
-    } else {
-      job->ids = tokenizer.encode(r.prompt, true);
+  // Any thread: bytes for a connection, written by the I/O thread.
+  void post(uint64_t conn, std::string bytes, bool last) {
+    {
+      std::lock_guard lock(posted_mu);
+      posted.push_back({conn, std::move(bytes), last});
     }
-    if (job->ids.empty()) throw ApiError{400, "the prompt encodes to no tokens", "invalid_request_error", "prompt", ""};
-    const int64_t ctx = scheduler.context(), n = int64_t(job->ids.size());
-    if (n >= ctx)
-      throw ApiError{400, "the prompt is " + std::to_string(n) + " tokens; the context holds " + std::to_string(ctx) +
-                              " (start the server with a larger --ctx, or shorten the prompt)",
-                     "invalid_request_error", r.endpoint == Endpoint::chat ? "messages" : "prompt",
-                     "context_length_exceeded"};
-    // Capped by the context: the reply ends with finish_reason "length" there.
-    job->max_tokens = std::min(r.max_tokens.value_or(ctx - n), ctx - n);
-    job->stop = r.stop;
-    job->sampling = r.sampling;
-    job->logprobs = r.logprobs;
-    job->cache_prompt = r.cache_prompt;
-    if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-    return job;
+    wake();
   }
 
-  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
-    std::shared_ptr<Job> job;
-    GenerationRequest r;
-    try {
-      r = parse_generation_request(req.body, ep);
-      if (!r.model.empty() && r.model != options.model_id)
-        throw ApiError{404, "the model '" + r.model + "' does not exist: this server has '" + options.model_id + "'",
-                       "invalid_request_error", "model", "model_not_found"};
-      validate_sampler_params(r.sampling);
-      job = make_job(r);
-    } catch (const ApiError& e) {
-      return send_error(res, e);
-    } catch (const Error& e) {
-      return send_error(res, {400, e.what(), "invalid_request_error", "", ""});
-    }
-    if (!scheduler.submit(job)) {
-      res.set_header("Retry-After", "1");
-      return send_error(res, {503, "all slots are busy and the queue is full: retry later (or start the server "
-                                   "with a larger --parallel or --queue)", "server_busy", "", "server_busy"});
-    }
-    const std::string id = new_id(ep);
-    const int64_t created = std::time(nullptr);
-    const std::string model_id = options.model_id;
-    const bool want_logprobs = r.logprobs >= 0;
-    if (!r.stream) {
-      std::string text;
-      std::vector<TokenLogprob> logprobs;
-      for (;;) {
-        std::optional<JobEvent> e = job->pop(1000);
-        if (!e) continue;
-        text += e->text;
-        logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
-        if (!e->done) continue;
-        if (!e->error.empty()) return send_error(res, {500, e->error, "server_error", "", ""});
-        return send_json(res, completion_json(ep, id, created, model_id, text, e->finish, e->usage,
-                                              want_logprobs ? &logprobs : nullptr));
+  int bind_listener() {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    const std::string where = options.host + ":" + std::to_string(options.port);
+    if (getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &res) != 0 || !res)
+      throw Error(ErrorCode::io, "cannot listen on " + where + ": the host is not an address (check --host)");
+    int fd = -1;
+    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      const int yes = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kBacklog) != 0) {
+        ::close(fd);
+        fd = -1;
       }
     }
-    res.set_header("Cache-Control", "no-cache");
-    const bool include_usage = r.include_usage;
-    auto first = std::make_shared<bool>(true);
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [job, ep, id, created, model_id, include_usage, first, want_logprobs](size_t, httplib::DataSink& sink) {
-          auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-          if (*first && ep == Endpoint::chat) {
-            *first = false;
-            if (!write(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, true)))) return false;
-          }
-          std::optional<JobEvent> e = job->pop(200);
-          // Nothing yet (queued, or a long prefill): go on while the client is there.
-          if (!e) return sink.is_writable();
-          if (!e->error.empty()) {
-            write(sse(error_json({500, e->error, "server_error", "", ""})));
-            write("data: [DONE]\n\n");
-            sink.done();
-            return true;
-          }
-          const std::vector<TokenLogprob>* lp = want_logprobs ? &e->logprobs : nullptr;
-          if (!e->done) return write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp)));
-          if ((!e->text.empty() || !e->logprobs.empty()) &&
-              !write(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp))))
-            return false;
-          if (!write(sse(chunk_json(ep, id, created, model_id, "", e->finish, false)))) return false;
-          if (include_usage && !write(sse(usage_chunk_json(ep, id, created, model_id, e->usage)))) return false;
-          if (!write("data: [DONE]\n\n")) return false;
-          sink.done();
-          return true;
-        },
-        // Runs when the response is over, sent or not: a client gone mid-stream frees its slot.
-        [job](bool) { job->cancelled = true; });
+    freeaddrinfo(res);
+    if (fd < 0)
+      throw Error(ErrorCode::io, "cannot listen on " + where +
+                                     ": the port is taken or the host is not an address of "
+                                     "this machine (choose another --port or --host)");
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    const int port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                                : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    listen_fd = fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenerTag;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+    return port;
+  }
+
+  void run() {
+    std::vector<epoll_event> events(256);
+    Clock::time_point next_tick = Clock::now() + kTick;
+    while (!stopping) {
+      const int n = epoll_wait(epoll_fd, events.data(), int(events.size()), int(kTick.count()));
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < n; ++i) {
+        const uint64_t tag = events[i].data.u64;
+        if (tag == kListenerTag)
+          accept_all();
+        else if (tag == kWakeTag) {
+          uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(wake_fd, &v, sizeof v);
+        } else
+          on_event(tag, events[i].events);
+      }
+      deliver_posted();
+      const Clock::time_point now = Clock::now();
+      if (now >= next_tick) {
+        check_deadlines(now);
+        next_tick = now + kTick;
+      }
+    }
+    // Stopping: every connection goes at once; workers see their exchanges gone and return.
+    std::vector<uint64_t> ids;
+    for (auto& [id, c] : conns) ids.push_back(id);
+    for (uint64_t id : ids) destroy(id);
+    ::close(listen_fd);
+    listen_fd = -1;
+    workers.stop();
+  }
+
+  void accept_all() {
+    for (;;) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: stop watching the listener for a moment rather than spin on it.
+          epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          listener_paused = true;
+          listener_resume = Clock::now() + std::chrono::milliseconds(200);
+        }
+        return;
+      }
+      if (conns.size() >= options.max_connections) {
+        ::close(fd);
+        continue;
+      }
+      const int yes = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // streamed tokens go out at once
+      auto c = std::make_unique<Conn>(RequestLimits{16 * 1024, options.max_body});
+      c->id = next_conn++;
+      c->fd = fd;
+      c->idle_since = Clock::now();
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.u64 = c->id;
+      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ::close(fd);
+        continue;
+      }
+      c->events = ev.events;
+      conns.emplace(c->id, std::move(c));
+    }
+  }
+
+  Conn* find(uint64_t id) {
+    auto it = conns.find(id);
+    return it == conns.end() ? nullptr : it->second.get();
+  }
+
+  void destroy(uint64_t id) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    Conn& c = *it->second;
+    if (c.exchange) c.exchange->client_left();  // cancels the Job: the slot comes free at the next step
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+    conns.erase(it);
+  }
+
+  void update_events(Conn& c) {
+    // Busy: only a hang-up is watched for.  Reading: input while the answers already queued are not
+    // too many (a client that pipelines requests but reads no answers stops being read).
+    uint32_t want = 0;
+    if (c.phase == Conn::Phase::busy) want |= EPOLLRDHUP;
+    if ((c.phase == Conn::Phase::reading && c.out.size() < kMaxQueuedOutput) || c.phase == Conn::Phase::draining)
+      want |= EPOLLIN;
+    if (!c.out.empty()) want |= EPOLLOUT;
+    if (want == c.events) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = c.id;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = want;
+  }
+
+  void on_event(uint64_t id, uint32_t ev) {
+    Conn* c = find(id);
+    if (!c) return;
+    if (ev & EPOLLERR) return destroy(id);
+    if ((ev & EPOLLOUT) && !flush(*c)) return;  // flush destroys on error
+    if (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) {
+      if (c->phase == Conn::Phase::busy || c->phase == Conn::Phase::closing) {
+        // Not reading now: a hang-up means the client left (a non-streamed request's too).
+        if (ev & (EPOLLHUP | EPOLLRDHUP)) return destroy(id);
+        return update_events(*c);
+      }
+      if (!read_input(*c)) return;
+    }
+    if ((c = find(id))) update_events(*c);
+  }
+
+  // false: the connection was destroyed.
+  bool read_input(Conn& c) {
+    const uint64_t id = c.id;
+    char buf[16384];
+    size_t total = 0;
+    bool eof = false;
+    while (total < kReadPerEvent) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        total += size_t(n);
+        if (c.phase == Conn::Phase::draining)
+          c.drained += size_t(n);
+        else
+          c.in.append(buf, size_t(n));
+        continue;
+      }
+      if (n == 0)
+        eof = true;
+      else if (errno == EINTR)
+        continue;
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        destroy(c.id);
+        return false;
+      }
+      break;
+    }
+    if (c.phase == Conn::Phase::draining) {
+      if (eof || c.drained > kDrainBytes) {
+        destroy(c.id);
+        return false;
+      }
+      return true;
+    }
+    if (total) process_input(c);
+    if (!find(id)) return false;
+    // The end of the input with no request being answered: the client is done sending; answers
+    // already queued are still written.  (With a request being answered, the hang-up counts as
+    // leaving: see on_event.)
+    if (eof && c.phase == Conn::Phase::reading) {
+      if (c.out.empty()) {
+        destroy(id);
+        return false;
+      }
+      c.phase = Conn::Phase::closing;
+      return flush(c);
+    }
+    return true;
+  }
+
+  void process_input(Conn& c) {
+    while (c.phase == Conn::Phase::reading && !c.in.empty() && c.out.size() < kMaxQueuedOutput) {
+      if (!c.request_started) {
+        c.request_started = true;
+        c.request_start = Clock::now();
+      }
+      const RequestReader::State st = c.reader.feed(c.in);
+      if (c.reader.take_continue()) c.out += "HTTP/1.1 100 Continue\r\n\r\n";
+      if (st == RequestReader::State::failed) {
+        const HttpRequest& req = c.reader.request();
+        metrics.count_request(req.path, c.reader.failure().status);
+        respond_and_close(c, error_response(c.reader.failure()));
+        return;
+      }
+      if (st != RequestReader::State::done) break;
+      HttpRequest req = std::move(c.reader.request());
+      c.reader.reset();
+      c.request_started = false;
+      dispatch(c, std::move(req));
+    }
+    if (!flush(c)) return;
+  }
+
+  void respond_and_close(Conn& c, const HttpResponse& r) {
+    c.out += serialize(r, false);
+    c.phase = Conn::Phase::closing;
+    flush(c);
+  }
+
+  void dispatch(Conn& c, HttpRequest req) {
+    c.keep_alive = req.keep_alive && !stopping;
+    if (std::optional<HttpResponse> r = api.quick(req)) {
+      metrics.count_request(req.path, r->status);
+      c.out += serialize(*r, c.keep_alive);
+      if (!c.keep_alive) c.phase = Conn::Phase::closing;
+      c.idle_since = Clock::now();
+      return;
+    }
+    const uint64_t id = c.id;
+    auto ex = std::make_shared<Exchange>(
+        std::move(req), [this, id](std::string bytes, bool last) { post(id, std::move(bytes), last); }, metrics);
+    if (!workers.try_submit([this, ex] { api.generate(*ex); })) {
+      const HttpResponse busy = error_response({503,
+                                                "every request thread is busy and their queue is full: retry "
+                                                "later (or start the server with a larger --threads)",
+                                                "server_busy", "", "server_busy"});
+      metrics.count_request(ex->request().path, busy.status);
+      c.out += serialize(busy, c.keep_alive);
+      if (!c.keep_alive) c.phase = Conn::Phase::closing;
+      return;
+    }
+    c.exchange = std::move(ex);
+    c.phase = Conn::Phase::busy;
+  }
+
+  void deliver_posted() {
+    std::vector<Posted> batch;
+    {
+      std::lock_guard lock(posted_mu);
+      batch.swap(posted);
+    }
+    for (Posted& p : batch) {
+      Conn* c = find(p.conn);
+      if (!c || c->phase != Conn::Phase::busy) continue;  // the client left meanwhile
+      c->out += p.bytes;
+      if (p.last) {
+        c->exchange.reset();
+        c->idle_since = Clock::now();
+        c->phase = c->keep_alive ? Conn::Phase::reading : Conn::Phase::closing;
+      }
+      if (!flush(*c)) continue;
+      // A pipelined request that arrived while this one was answered.
+      if (c->phase == Conn::Phase::reading && !c->in.empty()) process_input(*c);
+      if ((c = find(p.conn))) update_events(*c);
+    }
+  }
+
+  // Writes what the socket takes.  false: the connection was destroyed.
+  bool flush(Conn& c) {
+    // Not waiting for the socket yet: a stall, if any, starts now.
+    if (!c.out.empty() && !(c.events & EPOLLOUT)) c.write_stalled_since = Clock::now();
+    while (!c.out.empty()) {
+      const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out.erase(0, size_t(n));
+        c.write_stalled_since = Clock::now();
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      destroy(c.id);
+      return false;
+    }
+    if (c.out.empty() && c.phase == Conn::Phase::closing) {
+      ::shutdown(c.fd, SHUT_WR);
+      c.phase = Conn::Phase::draining;
+      c.drain_until = Clock::now() + kDrainTime;
+    }
+    update_events(c);
+    return true;
+  }
+
+  void check_deadlines(Clock::time_point now) {
+    if (listener_paused && now >= listener_resume) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerTag;
+      epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      listener_paused = false;
+    }
+    const auto request_limit = std::chrono::seconds(options.request_timeout_s);
+    const auto idle_limit = std::chrono::seconds(options.idle_timeout_s);
+    const auto write_limit = std::chrono::seconds(options.write_timeout_s);
+    std::vector<uint64_t> drop;
+    std::vector<Conn*> late;
+    for (auto& [id, cp] : conns) {
+      Conn& c = *cp;
+      if (!c.out.empty() && now - c.write_stalled_since > write_limit)
+        drop.push_back(id);
+      else if (c.phase == Conn::Phase::draining && now > c.drain_until)
+        drop.push_back(id);
+      else if (c.phase == Conn::Phase::reading && c.request_started && now - c.request_start > request_limit)
+        late.push_back(&c);
+      else if (c.phase == Conn::Phase::reading && !c.request_started && c.out.empty() &&
+               now - c.idle_since > idle_limit)
+        drop.push_back(id);
+    }
+    for (uint64_t id : drop) destroy(id);
+    for (Conn* c : late) {
+      metrics.count_request(c->reader.request().path, 408);
+      respond_and_close(*c, error_response({408,
+                                            "the request did not arrive within " +
+                                                std::to_string(options.request_timeout_s) + " s",
+                                            "invalid_request_error", "", "request_timeout"}));
+    }
   }
 };
 
@@ -235,20 +472,13 @@ HttpServer::HttpServer(Model& model, Scheduler& scheduler, const HttpOptions& op
 
 HttpServer::~HttpServer() = default;
 
-int HttpServer::bind() {
-  const std::string where = impl_->options.host + ":" + std::to_string(impl_->options.port);
-  if (impl_->options.port == 0) {
-    const int port = impl_->http.bind_to_any_port(impl_->options.host);
-    if (port <= 0) throw Error(ErrorCode::io, "cannot listen on " + where + ": check --host");
-    return port;
-  }
-  if (!impl_->http.bind_to_port(impl_->options.host, impl_->options.port))
-    throw Error(ErrorCode::io, "cannot listen on " + where + ": the port is taken or the host is not an address of "
-                               "this machine (choose another --port or --host)");
-  return impl_->options.port;
-}
+int HttpServer::bind() { return impl_->bind_listener(); }
 
-void HttpServer::listen() { impl_->http.listen_after_bind(); }
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::listen() { impl_->run(); }
+
+void HttpServer::stop() {
+  impl_->stopping = true;
+  impl_->wake();
+}
 
 }  // namespace reach::server

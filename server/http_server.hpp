@@ -1,35 +1,39 @@
 #pragma once
-// The HTTP side of `reach serve`: routes, authentication, limits, and the translation between OpenAI
-// requests and scheduler Jobs.  Handler threads (cpp-httplib's pool) never touch the device: they
-// encode prompts (the tokenizer is thread-safe), submit Jobs and relay their events.
-#include <cstdint>
+// The HTTP side of `reach serve`: one I/O thread owns every connection (epoll, non-blocking sockets)
+// and enforces the limits where the bytes arrive; worker threads answer generation requests (see
+// http_api.hpp) and hand their response bytes back to the I/O thread.
+#include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "runtime/model/model.hpp"
-#include "runtime/text/chat_template.hpp"
 #include "server/scheduler.hpp"
 
 namespace reach::server {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;             // 0: any free port (printed)
-  std::string api_key;         // non-empty: every /v1 route needs "Authorization: Bearer KEY"
-  std::string model_id;        // the name /v1/models lists and requests must use (or omit)
-  size_t max_body = 1 << 20;   // bytes; larger bodies get 413
-  size_t threads = 16;         // connections served at once; more wait for a thread
+  int port = 8080;            // 0: any free port (printed)
+  std::string api_key;        // non-empty: every route but /health and /metrics needs "Authorization: Bearer KEY"
+  std::string model_id;       // the name /v1/models lists and requests must use (or omit)
+  size_t max_body = 1 << 20;  // bytes, after Content-Encoding is undone; larger bodies get 413
+  size_t threads = 16;        // generation requests served at once; up to worker_backlog more wait, beyond: 503
+  size_t worker_backlog = 64;
+  size_t max_connections = 1024;  // open connections; beyond, new ones are closed at once
+  int request_timeout_s = 10;     // for a whole request (head and body) to arrive from its first byte: 408
+  int idle_timeout_s = 5;         // a keep-alive connection with no request in it is closed
+  int write_timeout_s = 30;       // a client that takes none of its response for this long is dropped
 };
 
 class HttpServer {
  public:
   HttpServer(Model& model, Scheduler& scheduler, const HttpOptions& options);
   ~HttpServer();
-  // Binds; returns the port (useful with port 0).  Throws Error(io) when the address is taken.
+  // Binds and listens; returns the port (useful with port 0).  Throws Error(io) when the address is taken.
   int bind();
-  void listen();   // blocks until stop()
+  void listen();  // serves until stop()
+  // Any thread (a signal handler's thread): listen() closes every connection and returns within about
+  // 0.1 s plus the time a worker takes to notice (bounded waits, well under a second).
   void stop();
 
  private:

@@ -184,7 +184,8 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
   }
   if (present(body, "top_k")) {
     const int64_t k = integer_of(body, "top_k");
-    if (k < 0 || k > INT32_MAX) bad("top_k", "'top_k' must be >= 0 (0 = no cut)");
+    if (k < 0) bad("top_k", "'top_k' must be >= 0 (0 = no cut)");
+    if (k > INT32_MAX) bad("top_k", "'top_k' is out of range: at most " + std::to_string(INT32_MAX));
     r.sampling.top_k = int32_t(k);
   }
   if (present(body, "seed")) {

@@ -187,10 +187,15 @@ void Scheduler::prefill_chunk() {
     Session& session = slot.gen->session();
     const size_t n = std::min<size_t>(session.chunk(), ids.size() - slot.prefilled);
     try {
+      const auto t0 = std::chrono::steady_clock::now();
       session.prefill(std::span<const int32_t>(ids.data() + slot.prefilled, n));
       slot.cached.insert(slot.cached.end(), ids.begin() + ptrdiff_t(slot.prefilled),
                          ids.begin() + ptrdiff_t(slot.prefilled + n));
       slot.prefilled += n;
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      std::lock_guard lock(mu_);
+      totals_.prompt_tokens += n;
+      totals_.prefill_seconds += took.count();
     } catch (const std::exception& e) {
       fail(slot, std::string("prefill failed: ") + e.what());
     }
@@ -248,10 +253,14 @@ void Scheduler::advance(std::vector<Slot*>& active) {
     slot->next.reset();
   }
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     // One sequence: its own decode program (the one-row matvec), exactly what `reach run` computes.
     if (sessions.size() == 1) sessions[0]->decode(ids[0]);
     else batch_->step(sessions, ids);
     for (size_t i = 0; i < active.size(); ++i) active[i]->cached.push_back(ids[i]);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+    std::lock_guard lock(mu_);
+    totals_.decode_seconds += took.count();
   } catch (const std::exception& e) {
     // A step that failed may have left any row half-written: every job in it ends.
     for (Slot* slot : active) fail(*slot, std::string("decode failed: ") + e.what());
@@ -287,6 +296,7 @@ void Scheduler::release(Slot& slot, JobEvent last) {
   {
     std::lock_guard lock(mu_);
     --busy_;
+    totals_.generated_tokens += uint64_t(slot.sampled);   // the usage each reply reports
   }
   job->push(std::move(last));
 }

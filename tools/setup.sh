@@ -6,7 +6,8 @@
 #           libFuzzer / sanitizer runtimes for the fuzz targets (tests/fuzz;
 #           about 45 MB to download, 270 MB installed, so not for a plain build), and
 #           jinja2 (tests/python/chat_template_ref.py renders the reference chat templates with it)
-#           and openai (tests/python/test_serve.py drives `reach serve` with the OpenAI client)
+#           openai (tests/python/test_serve.py drives `reach serve` with the OpenAI client) and
+#           prometheus_client (tests/python/test_serve_hostile.py parses GET /metrics with it)
 #           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
 #           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
 set -euo pipefail
@@ -16,7 +17,7 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
           doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
           python3-venv         # the venv tools/venv.sh makes for the PyPI packages (gguf, tokenizers, ...)
-          libcpp-httplib-dev   # the HTTP server of `reach serve`
+          zlib1g-dev           # gzip / deflate request bodies in `reach serve`
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ "${1:-}" = --test ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2)
@@ -39,11 +40,11 @@ fi
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
 if [ "${1:-}" = --test ]; then
-  echo "reach setup: jinja2 and openai for the test suites, from PyPI into the Python venv (tools/venv.sh;" \
-       "under a minute, once)" >&2
-  bash tools/venv.sh jinja2 openai >/dev/null \
-    || echo "reach setup: could not install jinja2 / openai; the chat_template comparisons and the serve" \
-            "suite will SKIP" >&2
+  echo "reach setup: jinja2, openai and prometheus_client for the test suites, from PyPI into the Python" \
+       "venv (tools/venv.sh; under a minute, once)" >&2
+  bash tools/venv.sh jinja2 openai prometheus_client >/dev/null \
+    || echo "reach setup: could not install jinja2 / openai / prometheus_client; the chat_template" \
+            "comparisons and the serve suites will SKIP" >&2
 fi
 
 if [ ! -f build/build.ninja ]; then

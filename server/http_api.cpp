@@ -1,0 +1,203 @@
+#include "server/http_api.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "base/error.hpp"
+
+namespace reach::server {
+
+namespace {
+
+using nlohmann::json;
+
+// How long a worker waits for a Job event before it looks again whether its client is still there.
+constexpr int kPollMs = 100;
+
+// Compares without an early exit, so the time taken says nothing about how much of the key matched.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(b.empty() ? 0 : b[i % b.size()]);
+  return diff == 0;
+}
+
+std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+struct Route {
+  const char* path;
+  const char* method;
+  bool open;  // served without the API key (probes and scrapers)
+};
+constexpr Route kRoutes[] = {{"/health", "GET", true},
+                             {"/metrics", "GET", true},
+                             {"/v1/models", "GET", false},
+                             {"/v1/completions", "POST", false},
+                             {"/v1/chat/completions", "POST", false}};
+
+}  // namespace
+
+ApiRoutes::ApiRoutes(Model& model, Scheduler& scheduler, const HttpOptions& options, Metrics& metrics)
+    : model_(model),
+      scheduler_(scheduler),
+      options_(options),
+      metrics_(metrics),
+      tokenizer_(*model.tokenizer()),
+      started_(std::time(nullptr)),
+      id_salt_(std::random_device{}()) {
+  try {
+    chat_template_ = ChatTemplate::for_tokenizer(tokenizer_, model.dir().string());
+  } catch (const Error& e) {
+    // Completions still work; chat requests answer 400.  Why there is none is for the operator (the
+    // message may name files), not for clients.
+    std::fprintf(stderr, "reach serve: no chat template, /v1/chat/completions answers 400: %s\n", e.what());
+  }
+}
+
+std::string ApiRoutes::new_id(Endpoint ep) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%08llx%06llx", ep == Endpoint::chat ? "chatcmpl" : "cmpl",
+                (unsigned long long)(id_salt_ & 0xffffffffu), (unsigned long long)next_id_++);
+  return buf;
+}
+
+bool ApiRoutes::authorized(const HttpRequest& req) const {
+  const std::string* auth = req.header("authorization");
+  if (!auth) return false;
+  // "Bearer KEY": the scheme is case-insensitive (RFC 9110 11.1).
+  std::string_view v = trim(*auth);
+  const size_t sp = v.find_first_of(" \t");
+  if (sp == std::string_view::npos || !iequals(v.substr(0, sp), "bearer")) return false;
+  return same_secret(std::string(trim(v.substr(sp))), options_.api_key);
+}
+
+std::optional<HttpResponse> ApiRoutes::quick(const HttpRequest& req) {
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes)
+    if (req.path == r.path) route = &r;
+  if (!options_.api_key.empty() && !(route && route->open) && !authorized(req))
+    return error_response(
+        {401, req.header("authorization") ? "the API key is not valid" : "no API key: send 'Authorization: Bearer KEY'",
+         "authentication_error", "", "invalid_api_key"});
+  if (!route)
+    return error_response(
+        {404, "no route " + req.method + " " + req.path.substr(0, 256), "invalid_request_error", "", "not_found"});
+  if (req.method != route->method) {
+    HttpResponse r = error_response({405, std::string("use ") + route->method + " for " + route->path,
+                                     "invalid_request_error", "", "method_not_allowed"});
+    r.headers.emplace_back("Allow", route->method);
+    return r;
+  }
+  if (req.path == "/health") {
+    const SchedulerStats s = scheduler_.stats();
+    return json_response({{"status", "ok"}, {"slots", s.slots}, {"slots_busy", s.busy}, {"queued", s.queued}});
+  }
+  if (req.path == "/metrics") {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics_.render(scheduler_.stats());
+    return r;
+  }
+  if (req.path == "/v1/models") return json_response(models_json(options_.model_id, started_));
+  return std::nullopt;
+}
+
+// The prompt's token ids and end tokens, as `reach run` builds them (encode_chat).
+std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
+  auto job = std::make_shared<Job>();
+  if (r.endpoint == Endpoint::chat) {
+    if (!chat_template_)
+      throw ApiError{400, "this model has no chat template (use /v1/completions)", "invalid_request_error", "messages",
+                     ""};
+    try {
+      ChatPrompt c = encode_chat(tokenizer_, *chat_template_, r.messages);
+      job->ids = std::move(c.ids);
+      job->stop_ids = std::move(c.stop_ids);
+    } catch (const Error& e) {
+      throw ApiError{400, e.what(), "invalid_request_error", "messages", ""};
+    }
+  } else if (r.prompt_is_ids) {
+    const int64_t vocab = model_.config().vocab_size;
+    for (int32_t id : r.prompt_ids)
+      if (id >= vocab)
+        throw ApiError{400,
+                       "token id " + std::to_string(id) + " is not below the vocabulary size " + std::to_string(vocab),
+                       "invalid_request_error", "prompt", ""};
+    job->ids = r.prompt_ids;
+  } else {
+    job->ids = tokenizer_.encode(r.prompt, true);
+  }
+  if (job->ids.empty()) throw ApiError{400, "the prompt encodes to no tokens", "invalid_request_error", "prompt", ""};
+  const int64_t ctx = scheduler_.context(), n = int64_t(job->ids.size());
+  if (n >= ctx)
+    throw ApiError{400,
+                   "the prompt is " + std::to_string(n) + " tokens; the context holds " + std::to_string(ctx) +
+                       " (start the server with a larger --ctx, or shorten the prompt)",
+                   "invalid_request_error", r.endpoint == Endpoint::chat ? "messages" : "prompt",
+                   "context_length_exceeded"};
+  // Capped by the context: the reply ends with finish_reason "length" there.
+  job->max_tokens = std::min(r.max_tokens.value_or(ctx - n), ctx - n);
+  job->stop = r.stop;
+  job->sampling = r.sampling;
+  if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
+  return job;
+}
+
+void ApiRoutes::generate(Exchange& ex) {
+  const Endpoint ep = ex.request().path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completions;
+  std::shared_ptr<Job> job;
+  GenerationRequest r;
+  try {
+    r = parse_generation_request(ex.request().body, ep);
+    if (!r.model.empty() && r.model != options_.model_id)
+      throw ApiError{404, "the model '" + r.model + "' does not exist: this server has '" + options_.model_id + "'",
+                     "invalid_request_error", "model", "model_not_found"};
+    validate_sampler_params(r.sampling);
+    job = make_job(r);
+  } catch (const ApiError& e) {
+    return ex.reply(error_response(e));
+  } catch (const Error& e) {
+    return ex.reply(error_response({400, e.what(), "invalid_request_error", "", ""}));
+  }
+  if (!scheduler_.submit(job))
+    return ex.reply(error_response({503,
+                                    "all slots are busy and the queue is full: retry later (or start the server "
+                                    "with a larger --parallel or --queue)",
+                                    "server_busy", "", "server_busy"}));
+  ex.watch(job);
+  const std::string id = new_id(ep);
+  const int64_t created = std::time(nullptr);
+  const std::string& model_id = options_.model_id;
+
+  if (!r.stream) {
+    std::string text;
+    while (!ex.gone()) {
+      std::optional<JobEvent> e = job->pop(kPollMs);
+      if (!e) continue;
+      text += e->text;
+      if (!e->done) continue;
+      if (!e->error.empty()) return ex.reply(error_response({500, e->error, "server_error", "", ""}));
+      return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage)));
+    }
+    return;
+  }
+  ex.start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+  if (ep == Endpoint::chat) ex.send_chunk(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, true)));
+  while (!ex.gone()) {
+    std::optional<JobEvent> e = job->pop(kPollMs);
+    if (!e) continue;  // queued, or a long prefill
+    if (!e->error.empty()) {
+      ex.send_chunk(sse(error_json({500, e->error, "server_error", "", ""})) + "data: [DONE]\n\n");
+      return ex.end_stream();
+    }
+    if (!e->text.empty()) ex.send_chunk(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false)));
+    if (!e->done) continue;
+    std::string tail = sse(chunk_json(ep, id, created, model_id, "", e->finish, false));
+    if (r.include_usage) tail += sse(usage_chunk_json(ep, id, created, model_id, e->usage));
+    ex.send_chunk(tail + "data: [DONE]\n\n");
+    return ex.end_stream();
+  }
+}
+
+}  // namespace reach::server

@@ -1,0 +1,53 @@
+#pragma once
+// One request and its response, shared between the I/O thread (which owns the connection) and the
+// worker that produces the answer.  The worker hands response bytes over through `post` (the I/O
+// thread writes them); the I/O thread reports a client that left, which cancels the request's Job so
+// that its slot comes free at the scheduler's next step, and which the worker sees as gone().
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "server/http_metrics.hpp"
+#include "server/http_request.hpp"
+#include "server/http_response.hpp"
+#include "server/scheduler.hpp"
+
+namespace reach::server {
+
+class Exchange {
+ public:
+  // Hands bytes to the I/O thread; last: the response is complete.  Never blocks.
+  using Post = std::function<void(std::string bytes, bool last)>;
+
+  Exchange(HttpRequest request, Post post, Metrics& metrics)
+      : request_(std::move(request)), post_(std::move(post)), metrics_(metrics) {}
+
+  const HttpRequest& request() const { return request_; }
+
+  void reply(const HttpResponse& r);
+  void start_stream(int status, const std::string& content_type, const HeaderList& headers);
+  void send_chunk(std::string_view data);
+  void end_stream();
+
+  // The client closed its connection, or the server is stopping: nothing more will be sent.
+  bool gone() const { return gone_; }
+  // Cancels `job` when the client leaves (at once if it already has).
+  void watch(std::shared_ptr<Job> job);
+  // The I/O thread: the connection is closed.
+  void client_left();
+
+ private:
+  // HTTP/1.0 has no chunked coding: its streams end when the connection closes.
+  bool chunked() const { return request_.minor_version >= 1; }
+  HttpRequest request_;
+  Post post_;
+  Metrics& metrics_;
+  std::atomic<bool> gone_{false};
+  std::mutex mu_;
+  std::shared_ptr<Job> job_;
+};
+
+}  // namespace reach::server
