@@ -22,9 +22,7 @@ void usage(FILE* out) {
                "  eval -m MODEL -f TEXT           long-context evaluation: loss / perplexity / passkey per\n"
                "                                  scheme x context\n"
                "  quantize IN OUT.gguf --type T   write a model folder as a GGUF (q8_0, q4_0, q4_k, f16, f32)\n"
-#ifdef REACH_HAVE_SERVE
                "  serve -m MODEL                  OpenAI-compatible HTTP server (completions, chat, streaming)\n"
-#endif
                "\n"
                "MODEL is a model folder (config.json, *.safetensors, tokenizer.json), a .gguf file, or a folder\n"
                "holding one .gguf.  Run `reach COMMAND --help` for a command's options.\n"
@@ -73,15 +71,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return reach::cli::cmd_run(args);
     if (cmd == "bench") return reach::cli::cmd_bench(args);
     if (cmd == "quantize") return reach::cli::cmd_quantize(args);
-#ifdef REACH_HAVE_SERVE
     if (cmd == "serve") return reach::cli::cmd_serve(args);
-#else
-    if (cmd == "serve") {
-      std::fprintf(stderr, "reach serve: error: this build has no HTTP server: install libcpp-httplib-dev "
-                           "(tools/setup.sh does) and reconfigure (meson setup --reconfigure build)\n");
-      return 2;
-    }
-#endif
     std::fprintf(stderr, "reach: error: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -140,6 +140,8 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
   job->max_tokens = std::min(r.max_tokens.value_or(ctx - n), ctx - n);
   job->stop = r.stop;
   job->sampling = r.sampling;
+  job->logprobs = r.logprobs;
+  job->cache_prompt = r.cache_prompt;
   if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   return job;
 }
@@ -169,16 +171,20 @@ void ApiRoutes::generate(Exchange& ex) {
   const std::string id = new_id(ep);
   const int64_t created = std::time(nullptr);
   const std::string& model_id = options_.model_id;
+  const bool want_logprobs = r.logprobs >= 0;
 
   if (!r.stream) {
     std::string text;
+    std::vector<TokenLogprob> logprobs;
     while (!ex.gone()) {
       std::optional<JobEvent> e = job->pop(kPollMs);
       if (!e) continue;
       text += e->text;
+      logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
       if (!e->done) continue;
       if (!e->error.empty()) return ex.reply(error_response({500, e->error, "server_error", "", ""}));
-      return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage)));
+      return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage,
+                                                    want_logprobs ? &logprobs : nullptr)));
     }
     return;
   }
@@ -191,7 +197,9 @@ void ApiRoutes::generate(Exchange& ex) {
       ex.send_chunk(sse(error_json({500, e->error, "server_error", "", ""})) + "data: [DONE]\n\n");
       return ex.end_stream();
     }
-    if (!e->text.empty()) ex.send_chunk(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false)));
+    const std::vector<TokenLogprob>* lp = want_logprobs ? &e->logprobs : nullptr;
+    if (!e->text.empty() || !e->logprobs.empty())
+      ex.send_chunk(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp)));
     if (!e->done) continue;
     std::string tail = sse(chunk_json(ep, id, created, model_id, "", e->finish, false));
     if (r.include_usage) tail += sse(usage_chunk_json(ep, id, created, model_id, e->usage));
