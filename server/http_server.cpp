@@ -150,6 +150,7 @@ struct HttpServer::Impl {
     job->max_tokens = std::min(r.max_tokens.value_or(ctx - n), ctx - n);
     job->stop = r.stop;
     job->sampling = r.sampling;
+    if (r.json) job->json = std::make_shared<JsonConstraint>(r.json, TokenTrie::for_tokenizer(tokenizer));
     if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     return job;
   }

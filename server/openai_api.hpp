@@ -3,12 +3,14 @@
 // checked into a GenerationRequest, and the response bodies (whole and streamed chunks, errors).
 // No I/O and no device here: the parts a test can check on their own.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/constrain/json_grammar.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/text/chat_template.hpp"
 
@@ -38,6 +40,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
+  std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema; null: free text
 };
 
 // Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong

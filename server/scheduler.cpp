@@ -116,6 +116,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Job> job) {
   slot.next.reset();
   try {
     slot.gen->restart(slot.job->sampling, slot.job->stop_ids);   // position 0, a new sampler and decoder
+    slot.gen->set_constraint(slot.job->json);
     slot.stop = std::make_unique<StopText>(slot.job->stop);
     slot.prefilled = 0;
     slot.gen->session().check_prefill(slot.job->ids);   // the whole prompt fits, every id is valid

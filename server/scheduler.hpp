@@ -42,6 +42,7 @@ struct Job {
   std::vector<std::string> stop;     // stop strings
   SamplerParams sampling;
   int64_t max_tokens = 1;            // sampled tokens at most, the end token included
+  std::shared_ptr<const JsonConstraint> json;   // response_format: the reply is a JSON document; null: free text
 
   // Set by the handler when its client went away: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};

@@ -39,11 +39,11 @@ fi
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
 if [ "${1:-}" = --test ]; then
-  echo "reach setup: jinja2 and openai for the test suites, from PyPI into the Python venv (tools/venv.sh;" \
+  echo "reach setup: jinja2, openai and jsonschema for the test suites, from PyPI into the Python venv (tools/venv.sh;" \
        "under a minute, once)" >&2
-  bash tools/venv.sh jinja2 openai >/dev/null \
-    || echo "reach setup: could not install jinja2 / openai; the chat_template comparisons and the serve" \
-            "suite will SKIP" >&2
+  bash tools/venv.sh jinja2 openai jsonschema >/dev/null \
+    || echo "reach setup: could not install jinja2 / openai / jsonschema; the chat_template comparisons and the" \
+            "serve and json suites will SKIP" >&2
 fi
 
 if [ ! -f build/build.ninja ]; then
