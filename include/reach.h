@@ -413,8 +413,8 @@ REACH_API reach_status reach_session_reset(reach_session* session);
 
 /* Structured output: from the next reach_session_sample / reach_session_step
  * on, the sampled tokens always spell a JSON document that `schema_json`
- * accepts, and is_eos comes only once the document is whole (then it is the
- * only choice).  "{\"type\": \"object\"}" asks for any JSON object.  NULL or
+ * accepts, and is_eos comes only once the document is whole (and is then
+ * the only choice, unless a top-level number could still go on).  "{\"type\": \"object\"}" asks for any JSON object.  NULL or
  * "" removes the constraint.  Setting it, and any rewind or reset, starts a
  * new document.  The schema subset: type (object, array, string, number,
  * integer, boolean, null, or a list), properties (written in the schema's
