@@ -273,6 +273,21 @@ reach_status reach_session_rewind(reach_session* session, uint32_t position) {
     need_idle(s.get());
     s->session().rewind(position);
     s->logits_valid = false;
+    s->gen->restart_constraint();   // the next sample starts a new document
+  });
+}
+
+reach_status reach_session_set_json_schema(reach_session* session, const char* schema_json) {
+  return guard(__func__, [&] {
+    auto s = live(session, Kind::session, "session");
+    std::shared_ptr<const JsonConstraint> c;
+    if (schema_json && *schema_json) {
+      const Tokenizer* tk = s->model->model->tokenizer();
+      need(tk, REACH_ERROR_INVALID_STATE, "the model was loaded without a tokenizer: it has no token bytes to constrain");
+      c = std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(schema_json), TokenTrie::for_tokenizer(*tk));
+    }
+    auto l = lock(s.get());
+    s->gen->set_constraint(std::move(c));
   });
 }
 

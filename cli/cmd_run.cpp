@@ -9,6 +9,7 @@
 #include "cli/options.hpp"
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
+#include "runtime/formats/file_read.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/chat_template.hpp"
 
@@ -32,6 +33,10 @@ void run_usage() {
       "  --top-k K           0 = no cut (default 40)   --top-p P in (0, 1] (default 0.95)   --seed S (default 0)\n"
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
       "  --chunk N           prefill chunk length (default %u)\n"
+      "  --json              the reply is a JSON object (constrained sampling; ends once the object is whole)\n"
+      "  --json-schema FILE  the reply is a JSON document valid under the JSON schema in FILE (the keywords\n"
+      "                      supported are listed in runtime/constrain/json_grammar.hpp); the mask's cost per\n"
+      "                      token is printed with the decode speed\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
       "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
@@ -62,6 +67,8 @@ int cmd_run(const Args& args) {
   SamplerParams sp;
   SessionOptions so;
   std::optional<WType> quantize;
+  std::string json_schema_file;
+  bool json_object = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { run_usage(); return 0; }
@@ -78,12 +85,27 @@ int cmd_run(const Args& args) {
     else if (a == "--ctx") ctx = int_of(args, i, 1, 1 << 24);
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
     else if (a == "--ids") print_ids = true;
+    else if (a == "--json") json_object = true;
+    else if (a == "--json-schema") json_schema_file = value_of(args, i);
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach run --help)");
+  }
+  if (json_object && !json_schema_file.empty())
+    throw Error(ErrorCode::invalid_argument, "--json and --json-schema both given: pass one (--json is any object)");
+  // Read and checked before the model loads: a bad schema fails at once.
+  std::shared_ptr<const JsonGrammar> json;
+  if (json_object) json = JsonGrammar::any_object();
+  if (!json_schema_file.empty()) {
+    const FileKind kind{"JSON schema file", file_kinds::MiB, "a few kB"};
+    try {
+      json = JsonGrammar::from_schema_text(read_file(json_schema_file, kind));
+    } catch (const Error& e) {
+      throw Error(e.code(), "--json-schema " + json_schema_file + ": " + e.what());
+    }
   }
   if (have_prompt && have_chat)
     throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");
@@ -129,6 +151,11 @@ int cmd_run(const Args& args) {
   go.sampling = sp;
   Generation gen(model, go);
   Session& session = gen.session();
+  if (json) {
+    const auto t_trie = std::chrono::steady_clock::now();
+    gen.set_constraint(std::make_shared<JsonConstraint>(json, TokenTrie::for_tokenizer(tk)));
+    std::fprintf(stderr, "json: token trie of %d ids in %.3f s\n", tk.vocab_size(), seconds_since(t_trie));
+  }
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
     std::fprintf(stderr, "model: %s (%llu params, %s weights)\n%s\n", model.dir().string().c_str(),
@@ -166,6 +193,11 @@ int cmd_run(const Args& args) {
                ids.size() / std::max(t_prefill, 1e-9));
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.1f tok/s)\n", n_dec, t_decode,
                n_dec ? n_dec / std::max(t_decode, 1e-9) : 0.0);
+  if (const ConstrainedReply* c = gen.constraint())
+    std::fprintf(stderr, "json mask: %llu tokens, %.3f ms per token (%.1f%% of decode)%s\n",
+                 (unsigned long long)c->masks(), 1e3 * c->mask_seconds() / double(std::max<uint64_t>(c->masks(), 1)),
+                 100.0 * c->mask_seconds() / std::max(t_decode, 1e-9),
+                 c->ended() ? "" : "; the document is not complete (raise -n)");
   if (verbose) {
     // Cold start: pipelines are created on first use (only the variants this model
     // and scheme dispatch), so their cost lands in the first prefill and decode.

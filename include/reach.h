@@ -411,6 +411,35 @@ REACH_API reach_status reach_session_rewind(reach_session* session, uint32_t pos
 /* rewind(0): an empty sequence, same KV cache and programs. */
 REACH_API reach_status reach_session_reset(reach_session* session);
 
+/* Structured output: from the next reach_session_sample / reach_session_step
+ * on, the sampled tokens always spell a JSON document that `schema_json`
+ * accepts, and is_eos comes only once the document is whole (and is then
+ * the only choice, unless a top-level number could still go on).  "{\"type\": \"object\"}" asks for any JSON object.  NULL or
+ * "" removes the constraint.  Setting it, and any rewind or reset, starts a
+ * new document.  The schema subset: type (object, array, string, number,
+ * integer, boolean, null, or a list), properties (written in the schema's
+ * order; those not in required may be left out), required,
+ * additionalProperties (true/false), items, minItems, maxItems, enum, const,
+ * anyOf (alternatives that start with different characters), $ref to
+ * #/$defs/NAME; annotations (description, title, default, ...) are ignored.
+ * Any other keyword is INVALID_ARGUMENT naming it and where it is, e.g.
+ * "JSON schema: the keyword 'pattern' at #/properties/line: ...", and the
+ * session keeps its previous constraint.
+ *
+ * A game asks an NPC what to do and always gets something it can parse:
+ *
+ *   reach_session_set_json_schema(npc,
+ *     "{\"type\": \"object\", \"properties\": {"
+ *     "  \"action\": {\"enum\": [\"greet\", \"trade\", \"attack\", \"flee\"]},"
+ *     "  \"line\": {\"type\": \"string\"}},"
+ *     " \"required\": [\"action\", \"line\"], \"additionalProperties\": false}");
+ *   reach_session_reset(npc);
+ *   reach_session_prefill(npc, prompt, n_prompt);
+ *   for (reach_session_sample(npc, &tok, &eos); !eos; reach_session_step(npc, tok, &tok, &eos))
+ *     reach_stream_push(text, tok, ...);   // {"action":"trade","line":"Fine wares, traveller!"}
+ */
+REACH_API reach_status reach_session_set_json_schema(reach_session* session, const char* schema_json);
+
 /* ----------------------------------------- frame budget: one step per frame
  *
  * (a) reach submits, the host polls.  Once per frame:

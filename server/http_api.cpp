@@ -142,6 +142,7 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
   job->sampling = r.sampling;
   job->logprobs = r.logprobs;
   job->cache_prompt = r.cache_prompt;
+  if (r.json) job->json = std::make_shared<JsonConstraint>(r.json, TokenTrie::for_tokenizer(tokenizer_));
   if (!r.seeded) job->sampling.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   return job;
 }

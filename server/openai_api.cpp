@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/formats/json_parse.hpp"
+#include "server/response_format.hpp"
 
 namespace reach::server {
 
@@ -211,6 +212,7 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
     if (!so.is_object()) wrong_type("stream_options", so, "an object");
     if (present(so, "include_usage")) r.include_usage = bool_of(so, "include_usage");
   }
+  if (present(body, "response_format")) r.json = parse_response_format(body["response_format"], text);
   if (present(body, "n") && integer_of(body, "n") != 1) bad("n", "only n = 1 is supported");
   if (present(body, "best_of") && integer_of(body, "best_of") != 1) bad("best_of", "only best_of = 1 is supported");
   if (present(body, "echo") && bool_of(body, "echo")) bad("echo", "echo is not supported");

@@ -3,12 +3,14 @@
 // checked into a GenerationRequest, and the response bodies (whole and streamed chunks, errors).
 // No I/O and no device here: the parts a test can check on their own.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/constrain/json_grammar.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/token_logprobs.hpp"
 #include "runtime/text/chat_template.hpp"
@@ -43,6 +45,7 @@ struct GenerationRequest {
   // logprobs true with top_logprobs 0..20); -1: none asked.
   int logprobs = -1;
   bool cache_prompt = true;                // false: prefill the whole prompt, reusing no cached prefix
+  std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema; null: free text
 };
 
 // Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong

@@ -163,6 +163,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     slot.cached.resize(keep);
     slot.prefilled = keep;
     slot.gen->set_logprobs(slot.job->logprobs);
+    slot.gen->set_constraint(slot.job->json);
     slot.stop = std::make_unique<StopText>(slot.job->stop);
     // The rest of the prompt fits, every id is valid.
     slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));

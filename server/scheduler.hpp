@@ -56,6 +56,7 @@ struct Job {
   int64_t max_tokens = 1;            // sampled tokens at most, the end token included
   int logprobs = -1;                 // alternatives per token in JobEvent::logprobs; -1: no logprobs
   bool cache_prompt = true;          // false: prefill the whole prompt even if a slot holds a prefix of it
+  std::shared_ptr<const JsonConstraint> json;   // response_format: the reply is a JSON document; null: free text
 
   // Set by the handler when its client went away: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};

@@ -292,6 +292,71 @@ int main(int argc, char** argv) {
   EXPECT_STATUS(reach_session_prefill(small, ids, 1), REACH_ERROR_INVALID_ARGUMENT); /* freed */
   EXPECT(strstr(reach_last_error(), "not a live handle") != NULL);
 
+  /* Structured output: an NPC's answer is always one of the documents the schema allows (every
+   * property required, enums only: the whole set is known), even from random weights at temperature 1. */
+  {
+    static const char* const schema =
+        "{\"type\": \"object\", \"properties\": {"
+        "\"action\": {\"enum\": [\"greet\", \"trade\", \"attack\", \"flee\"]},"
+        "\"target\": {\"enum\": [\"player\", \"guard\"]}, \"loud\": {\"type\": \"boolean\"}},"
+        "\"required\": [\"action\", \"target\", \"loud\"], \"additionalProperties\": false}";
+    static const char* const actions[] = {"greet", "trade", "attack", "flee"};
+    static const char* const targets[] = {"player", "guard"};
+    reach_session* npc = NULL;
+    sp = reach_session_default_params();
+    sp.sampling.temperature = 1.0f;
+    sp.sampling.top_k = 0;
+    sp.sampling.top_p = 1.0f;
+    EXPECT_STATUS(reach_session_create(model, &sp, &npc), REACH_OK);
+    EXPECT_STATUS(reach_session_set_json_schema(NULL, schema), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_session_set_json_schema(npc, "{\"type\": \"string\", \"pattern\": \"^a\"}"),
+                  REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(reach_last_error(), "'pattern'") != NULL && strstr(reach_last_error(), " at #") != NULL);
+    EXPECT_STATUS(reach_session_set_json_schema(npc, "{\"type\": "), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(reach_last_error(), "not valid JSON") != NULL);
+    EXPECT_STATUS(reach_session_set_json_schema(npc, schema), REACH_OK);
+    for (int round = 0; round < 3; ++round) {
+      sp.sampling.seed = (uint64_t)round + 1;
+      EXPECT_STATUS(reach_session_set_sampling(npc, &sp.sampling), REACH_OK);
+      EXPECT_STATUS(reach_session_reset(npc), REACH_OK);   /* a new document */
+      EXPECT_STATUS(reach_session_prefill(npc, ids, 4), REACH_OK);
+      int32_t out[400];
+      size_t n = 0;
+      int end = 0;
+      EXPECT_STATUS(reach_session_sample(npc, &tok, &end), REACH_OK);
+      while (!end && n < 400) {
+        out[n++] = tok;
+        if (reach_session_step(npc, tok, &tok, &end) != REACH_OK) break;
+      }
+      EXPECT(end);
+      char doc[2048];
+      size_t dlen = 0;
+      EXPECT_STATUS(reach_detokenize(model, out, n, 1, doc, sizeof doc - 1, &dlen), REACH_OK);
+      doc[dlen < sizeof doc ? dlen : sizeof doc - 1] = '\0';
+      char compact[2048];
+      size_t c = 0;
+      for (size_t i = 0; doc[i]; ++i)
+        if (!strchr(" \n\t\r", doc[i])) compact[c++] = doc[i];
+      compact[c] = '\0';
+      int matches = 0;
+      for (int a = 0; a < 4; ++a)
+        for (int t = 0; t < 2; ++t)
+          for (int l = 0; l < 2; ++l) {
+            char want[128];
+            snprintf(want, sizeof want, "{\"action\":\"%s\",\"target\":\"%s\",\"loud\":%s}", actions[a], targets[t],
+                     l ? "true" : "false");
+            matches += strcmp(compact, want) == 0;
+          }
+      EXPECT(matches == 1);
+      if (matches != 1) fprintf(stderr, "  the NPC wrote: %s\n", doc);
+      /* The document is whole: no more tokens until a reset or a new schema. */
+      EXPECT_STATUS(reach_session_sample(npc, &tok, &end), REACH_ERROR_INVALID_ARGUMENT);
+    }
+    EXPECT_STATUS(reach_session_set_json_schema(npc, NULL), REACH_OK);   /* free text again */
+    EXPECT_STATUS(reach_session_sample(npc, &tok, NULL), REACH_OK);
+    EXPECT_STATUS(reach_session_free(npc), REACH_OK);
+  }
+
   /* Free in order; freeing NULL is fine. */
   EXPECT_STATUS(reach_session_free(s), REACH_OK);
   EXPECT_STATUS(reach_model_free(model), REACH_OK);

@@ -14,11 +14,12 @@ BASE = ['base/']
 FORMATS = BASE + ['runtime/formats/']
 TEXT = FORMATS + ['runtime/text/']
 CONFIG = FORMATS + ['runtime/config/']
+CONSTRAIN = TEXT + ['runtime/constrain/']
 QUANT = TEXT + CONFIG + ['runtime/quant/']
 ENGINE = BASE + ['engine/', 'shaders/embedded_shaders.hpp']
 KERNELS = ENGINE + ['kernels/']
 MODEL = KERNELS + QUANT + ['runtime/model/']
-SESSION = MODEL + ['runtime/session/']
+SESSION = MODEL + CONSTRAIN + ['runtime/session/']
 RUNTIME_ALL = BASE + ['runtime/']
 
 # folder -> (allowed include prefixes, Vulkan headers allowed)
@@ -27,6 +28,7 @@ RULES = {
     'runtime/formats/': (FORMATS, False),
     'runtime/text/': (TEXT, False),
     'runtime/config/': (CONFIG, False),
+    'runtime/constrain/': (CONSTRAIN, False),
     'runtime/quant/': (QUANT, False),
     'runtime/model/': (MODEL, True),
     'runtime/session/': (SESSION, True),

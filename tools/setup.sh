@@ -40,11 +40,11 @@ fi
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
 if [ "${1:-}" = --test ]; then
-  echo "reach setup: jinja2, openai and prometheus_client for the test suites, from PyPI into the Python" \
-       "venv (tools/venv.sh; under a minute, once)" >&2
-  bash tools/venv.sh jinja2 openai prometheus_client >/dev/null \
-    || echo "reach setup: could not install jinja2 / openai / prometheus_client; the chat_template" \
-            "comparisons and the serve suites will SKIP" >&2
+  echo "reach setup: jinja2, openai, jsonschema and prometheus_client for the test suites, from PyPI into the" \
+       "Python venv (tools/venv.sh; under a minute, once)" >&2
+  bash tools/venv.sh jinja2 openai jsonschema prometheus_client >/dev/null \
+    || echo "reach setup: could not install jinja2 / openai / jsonschema / prometheus_client; the chat_template" \
+            "comparisons and the serve and json suites will SKIP" >&2
 fi
 
 if [ ! -f build/build.ninja ]; then

@@ -26,6 +26,7 @@ void Generation::restart(const SamplerParams& sampling, std::span<const int32_t>
   if (decoder_) decoder_->reset();
   set_stop_ids(stop_ids);
   logprobs_top_ = -1;
+  if (constraint_) constraint_->restart();
 }
 
 void Generation::set_logprobs(int top) {
@@ -40,13 +41,23 @@ std::string Generation::token_text(int32_t id) const {
   return tk ? tk->decode(std::span<const int32_t>(&id, 1), false) : std::string();
 }
 
+void Generation::set_constraint(std::shared_ptr<const JsonConstraint> constraint) {
+  constraint_ = constraint ? std::make_unique<ConstrainedReply>(std::move(constraint)) : nullptr;
+}
+
 void Generation::set_sampling(const SamplerParams& sampling) { sampler_ = std::make_unique<Sampler>(sampling); }
 
 bool Generation::is_stop(int32_t id) const {
   return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
 }
 
-int32_t Generation::sample() { return sampler_->sample(session_->logits()); }
+int32_t Generation::sample() {
+  if (!constraint_) return sampler_->sample(session_->logits());
+  constraint_->mask(session_->logits(), stop_ids_, masked_);
+  const int32_t id = sampler_->sample(masked_);
+  constraint_->advance(id, is_stop(id));
+  return id;
+}
 
 GeneratedToken Generation::next() {
   if (!decoder_)

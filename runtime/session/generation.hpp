@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/constrain/json_constraint.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/session.hpp"
@@ -75,7 +76,14 @@ class Generation {
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   bool is_stop(int32_t id) const;
 
-  // The next token from the session's logits (the sampler's choice).
+  // Constrained output: from the next sample on, each token keeps the reply a prefix of a document the
+  // constraint accepts, and the reply ends (a stop id) only once the document is whole.  Null: none.
+  // restart() keeps it and starts a new document.
+  void set_constraint(std::shared_ptr<const JsonConstraint> constraint);
+  const ConstrainedReply* constraint() const { return constraint_.get(); }
+  void restart_constraint() { if (constraint_) constraint_->restart(); }   // a new document, nothing else
+
+  // The next token from the session's logits (the sampler's choice, within the constraint).
   int32_t sample();
   // sample(), and the text of the token when it is not a stop token.
   GeneratedToken next();
@@ -92,6 +100,8 @@ class Generation {
   std::unique_ptr<Tokenizer::StreamDecoder> decoder_;   // null without a tokenizer
   std::vector<int32_t> stop_ids_;
   int logprobs_top_ = -1;   // -1: no logprobs
+  std::unique_ptr<ConstrainedReply> constraint_;   // null: unconstrained
+  std::vector<float> masked_;                      // the logits with the constraint applied
 };
 
 }  // namespace reach

@@ -49,6 +49,13 @@ class Tokenizer {
   std::optional<int32_t> find(std::string_view token) const;
   int32_t vocab_size() const;  // max id + 1 over the vocab and the added tokens
   bool is_special(int32_t id) const;
+  // The bytes each id appends to the text in the middle of a reply, as the decoder chain writes them
+  // (ByteLevel characters back to bytes, U+2581 to a space, <0xNN> to its byte; a Strip after Fuse
+  // only touches the start of the whole text, so not here).  Special tokens, and ids without a
+  // vocab entry, get no bytes (runtime/text/token_bytes.cpp).
+  std::vector<std::string> token_bytes() const;
+  // Expires when the last copy of this tokenizer is gone: caches of tables derived from it key on it.
+  std::weak_ptr<const void> lifetime() const { return impl_; }
 
   // Best guesses (post-processor, then well-known names of added tokens);
   // callers may override them from config.json / generation_config.json.

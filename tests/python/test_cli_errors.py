@@ -16,6 +16,13 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def schema_file(tmp, text):
+    path = os.path.join(tmp, f"schema{abs(hash(text))}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
 def cases(tmp):
     missing = os.path.join(tmp, "no-such-model")
     return [
@@ -25,6 +32,10 @@ def cases(tmp):
         (["run", "-m", missing], "run", "no prompt"),
         (["run", "-p", "hi"], "run", "no model"),
         (["run", "-m", missing, "-p", "hi"], "run", "no-such-model"),
+        (["run", "-p", "hi", "--json-schema", os.path.join(tmp, "none.json")], "run", "none.json"),
+        (["run", "-p", "hi", "--json-schema", schema_file(tmp, '{"type": "string", "format": "date"}')], "run",
+         "'format' at #"),
+        (["run", "-p", "hi", "--json", "--json-schema", schema_file(tmp, "{}")], "run", "--json"),
         (["bench", "--bogus"], "bench", "unknown option"),
         (["bench", "-o", "xml"], "bench", "-o"),
         (["eval", "--bogus"], "eval", "unknown option"),
