@@ -36,9 +36,13 @@ void Generation::set_logprobs(int top) {
   logprobs_top_ = std::max(top, -1);
 }
 
-std::string Generation::token_text(int32_t id) const {
+std::string Generation::token_text(int32_t id) {
   const Tokenizer* tk = model_.tokenizer();
-  return tk ? tk->decode(std::span<const int32_t>(&id, 1), false) : std::string();
+  if (!tk) return {};
+  if (!token_bytes_) token_bytes_ = TokenTrie::for_tokenizer(*tk);   // shared, built once per tokenizer
+  if (id >= 0 && size_t(id) < token_bytes_->vocab() && !token_bytes_->bytes(id).empty())
+    return token_bytes_->bytes(id);
+  return tk->decode(std::span<const int32_t>(&id, 1), false);
 }
 
 void Generation::set_constraint(std::shared_ptr<const JsonConstraint> constraint) {

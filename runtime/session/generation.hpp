@@ -92,7 +92,9 @@ class Generation {
 
  private:
   void set_stop_ids(std::span<const int32_t> extra);
-  std::string token_text(int32_t id) const;   // the token decoded alone, special tokens shown
+  // The bytes the token adds mid-reply (a piece of a UTF-8 character stays that byte; a SentencePiece
+  // word start keeps its space); special tokens, which add none, as their text.
+  std::string token_text(int32_t id);
 
   Model& model_;
   std::unique_ptr<Sampler> sampler_;
@@ -101,6 +103,7 @@ class Generation {
   std::vector<int32_t> stop_ids_;
   int logprobs_top_ = -1;   // -1: no logprobs
   std::unique_ptr<ConstrainedReply> constraint_;   // null: unconstrained
+  std::shared_ptr<const TokenTrie> token_bytes_;   // token_text's table, fetched on the first logprobs
   std::vector<float> masked_;                      // the logits with the constraint applied
 };
 

@@ -129,7 +129,8 @@ def test_chat(srv):
     content = ch.logprobs.content
     check(len(content) == r.usage.completion_tokens == 12, "chat: one entry per reply token")
     check("".join(e.token for e in content) == ch.message.content, "chat: the tokens spell the reply")
-    check(all(e.bytes == list(e.token.encode()) for e in content), "chat: bytes are the token's UTF-8")
+    check(b"".join(bytes(e.bytes) for e in content) == ch.message.content.encode(),
+          "chat: the tokens' bytes joined are the reply's UTF-8")
     check(all(len(e.top_logprobs) == 3 for e in content), "chat: 3 alternatives per token")
     check_top([[a.logprob for a in e.top_logprobs] for e in content], [e.logprob for e in content], "chat")
     check(all(e.top_logprobs[0].token == e.token for e in content), "chat: greedy token first among alternatives")
