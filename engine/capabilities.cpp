@@ -75,6 +75,7 @@ std::string Capabilities::to_json() const {
     << ",\"fp16_arithmetic\":" << (fp16_arithmetic ? "true" : "false")
     << ",\"storage_16bit\":" << (storage_16bit ? "true" : "false")
     << ",\"storage_8bit\":" << (storage_8bit ? "true" : "false")
+    << ",\"integer_dot\":" << (integer_dot ? "true" : "false")
     << ",\"subgroup_size\":" << subgroup_size << ",\"subgroup_min\":" << subgroup_min
     << ",\"subgroup_max\":" << subgroup_max
     << ",\"subgroup_arithmetic\":" << (has_subgroup_arithmetic() ? "true" : "false")
@@ -147,7 +148,10 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
   c.max_buffer_size = v13 ? m4.maxBufferSize : m3.maxMemoryAllocationSize;
   c.max_memory_allocation_size = m3.maxMemoryAllocationSize;
 
-  VkPhysicalDeviceSubgroupSizeControlFeatures sg_feat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures idot_feat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures sg_feat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+                                                      &idot_feat};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, v13 ? &sg_feat : nullptr};
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
@@ -158,6 +162,7 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
   c.storage_8bit = f12.storageBuffer8BitAccess;
   c.int64 = feats.features.shaderInt64;
   c.subgroup_size_control = v13 && sg_feat.subgroupSizeControl && sg_feat.computeFullSubgroups;
+  c.integer_dot = v13 && idot_feat.shaderIntegerDotProduct;
 
   uint32_t qf_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &qf_count, nullptr);

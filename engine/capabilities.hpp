@@ -25,6 +25,7 @@ struct Capabilities {
   bool storage_8bit = false;      // storageBuffer8BitAccess
   bool int8_arithmetic = false;   // shaderInt8
   bool int64 = false;             // shaderInt64
+  bool integer_dot = false;       // shaderIntegerDotProduct (Vulkan 1.3): OpSDot on packed int8x4
 
   uint32_t subgroup_size = 1;
   uint32_t subgroup_min = 1;

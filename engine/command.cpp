@@ -50,11 +50,17 @@ CommandList::~CommandList() {
   if (pool_) vkDestroyCommandPool(d, pool_, nullptr);
 }
 
+const Buffer& CommandList::keep(Buffer b) {
+  kept_.push_back(std::make_unique<Buffer>(std::move(b)));
+  return *kept_.back();
+}
+
 void CommandList::begin() {
   if (pending_) wait();
   for (auto p : desc_pools_) vkResetDescriptorPool(device_.handle(), p, 0);
   for (auto v : views_) vkDestroyBufferView(device_.handle(), v, nullptr);
   views_.clear();
+  kept_.clear();
   desc_pool_used_ = 0;
   labels_.clear();
   dispatches_ = 0;

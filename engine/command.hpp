@@ -3,6 +3,7 @@
 // same recorded command buffer every token; only buffer contents change.
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,8 @@ class CommandList {
   void copy(const BufferRange& src, const BufferRange& dst);
   void fill(const BufferRange& dst, uint32_t word);
   void end();
+  // Keeps b (scratch a recorded dispatch uses) alive until the next begin() or the list's end.
+  const Buffer& keep(Buffer b);
 
   // Submitting, polling and waiting (Kompute's eval / evalAsync / evalAwait).
   // A failed wait or poll (device lost ...) throws and ends the submission.
@@ -86,6 +89,7 @@ class CommandList {
   VkFence fence_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> desc_pools_;
   std::vector<VkBufferView> views_;   // texel-buffer views of what is recorded
+  std::vector<std::unique_ptr<Buffer>> kept_;   // keep(): scratch of what is recorded
   size_t desc_pool_used_ = 0;     // index of the pool in use
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   uint32_t query_capacity_ = 0;

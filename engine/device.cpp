@@ -273,9 +273,11 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   f13.subgroupSizeControl = c.subgroup_size_control;
   f13.computeFullSubgroups = c.subgroup_size_control;
+  f13.shaderIntegerDotProduct = c.integer_dot;   // the int8-activation linear kernels (linear_q8.cpp)
   // Enable only what a shader uses: 16-bit storage (f16/bf16 weights, f16
   // caches) and pinned subgroup sizes.  fp16 arithmetic, int8 and int64 are
-  // reported in Capabilities but no kernel needs them yet.
+  // reported in Capabilities but no kernel needs them yet.  Integer dot products
+  // (packed int8x4) where the device has them.
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, v13 ? &f13 : nullptr};
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   f11.storageBuffer16BitAccess = c.storage_16bit;

@@ -50,6 +50,22 @@ inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64
   return split_rows(m.rows, wtype_row_bytes(m.type, m.cols), max_range, align);
 }
 
+// Activations quantized to Q8 blocks for the integer-dot linear kernels
+// (kernels/linear_q8.cpp): [rows, cols] (cols a multiple of 32) as a quant
+// plane of 32 int8 per block, then a meta plane of vec2(d, Σq) per block,
+// both row-major; x ≈ d · q.  offset a multiple of 16.
+struct Q8Act {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  VkDeviceSize quant_bytes() const { return VkDeviceSize(rows) * cols; }
+  VkDeviceSize meta_bytes() const { return VkDeviceSize(rows) * (cols / 32) * 8; }
+  VkDeviceSize bytes() const { return quant_bytes() + meta_bytes(); }
+};
+// Weight types linear_q8 multiplies (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k).
+bool linear_q8_supports(WType t);
+
 // The fused mat-vec (Kernels::linear_matvec_fused): its input transform and outputs.
 enum class GateActivation : uint32_t { none, silu, gelu_tanh };   // values: spec::GATE_*
 struct MatvecInput {
@@ -104,6 +120,12 @@ struct KernelConfig {
   bool activations_texel = false;
   bool cpu_device = false;        // llvmpipe-style: prefer barrier-free variants
   bool matvec_fused = true;       // linear_matvec_fused fits the device's per-stage descriptor limits
+  // Quantized W: linear / linear_gemm / linear_matvec quantize X to 8 bits and
+  // multiply with integer dot products (linear_q8) where the device has them and
+  // the Kernels have scratch memory (use_scratch).  Faster where int8 dot
+  // products are, at llama.cpp's precision (X rounded per 32 values); false
+  // keeps the exact f32 product (--exact-activations).
+  bool quant_int_dot = false;
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   static KernelConfig from(const Capabilities& caps);
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
@@ -118,6 +140,9 @@ class Kernels {
   Kernels(Device& device, const KernelConfig& config);
   Device& device() const { return device_; }
   const KernelConfig& config() const { return config_; }
+  // Where per-call scratch comes from (the Q8 activations of quant_int_dot);
+  // it lives as long as the CommandList it is recorded into (CommandList::keep).
+  void use_scratch(Allocator& allocator) { scratch_ = &allocator; }
 
   // y = a + b, n elements; b is read at index i % b_period (b_period = n: plain
   // add; = cols: a bias broadcast over rows).  y may alias a.
@@ -135,6 +160,10 @@ class Kernels {
   // without a barrier.  No y may overlap x or another y.  With no transform,
   // bias or accumulate, each y is bit for bit linear_matvec's.
   void linear_matvec_fused(CommandList& cmd, const Act& x, const MatvecInput& in, std::span<const MatvecOutput> outs);
+  // q = X in Q8 blocks (round half away from zero), for linear_q8.
+  void linear_quantize_q8(CommandList& cmd, const Act& x, const Q8Act& q);
+  // Y = X · Wᵀ with X in Q8 blocks, W quantized (linear_q8_supports): integer dot products per block.
+  void linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Act& y);
 
   // y = x * rsqrt(mean(x²) + eps) * w, per row; w is f32 [cols].  add_to_y: y += that instead (y must not
   // overlap x): a post-norm and its residual add in one pass, the same bits as norm_rms then elementwise_add.
@@ -159,8 +188,11 @@ class Kernels {
 
  private:
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
+  // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.
+  bool linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   Device& device_;
   KernelConfig config_;
+  Allocator* scratch_ = nullptr;
 };
 
 }  // namespace reach

@@ -299,14 +299,17 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
 }
 
 void Kernels::linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  if (linear_int8(cmd, x, w, y)) return;
   record_linear(device_, config_, cmd, x, w, y, false);
 }
 
 void Kernels::linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  if (linear_int8(cmd, x, w, y)) return;
   record_linear(device_, config_, cmd, x, w, y, true);
 }
 
 void Kernels::linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
+  if (linear_int8(cmd, x, w, y)) return;
   record_linear(device_, config_, cmd, x, w, y, x.rows <= config_.linear_matvec_max_m);
 }
 

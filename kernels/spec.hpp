@@ -91,6 +91,22 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_PUSH_FILE "shaders/spec/linear_q_push.h"
 #include "kernels/push_struct.inc"
 
+#define REACH_SPEC_NAME QuantizeQ8Spec
+#define REACH_SPEC_FILE "shaders/spec/linear_quantize_q8.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_PUSH_NAME QuantizeQ8Push
+#define REACH_PUSH_FILE "shaders/spec/linear_quantize_q8_push.h"
+#include "kernels/push_struct.inc"
+
+#define REACH_SPEC_NAME LinearQ8Spec
+#define REACH_SPEC_FILE "shaders/spec/linear_q8.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_PUSH_NAME LinearQ8Push
+#define REACH_PUSH_FILE "shaders/spec/linear_q8_push.h"
+#include "kernels/push_struct.inc"
+
 #define REACH_SPEC_NAME AttentionPrefillSpec
 #define REACH_SPEC_FILE "shaders/spec/attention_prefill.h"
 #include "kernels/spec_struct.inc"
@@ -176,6 +192,14 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 
 #define REACH_BIND_NAME LinearMatvecQBindings
 #define REACH_BIND_FILE "shaders/spec/linear_matvec_q.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME LinearQuantizeQ8Bindings
+#define REACH_BIND_FILE "shaders/spec/linear_quantize_q8.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME LinearQ8Bindings
+#define REACH_BIND_FILE "shaders/spec/linear_q8.h"
 #include "kernels/binding_struct.inc"
 
 #define REACH_BIND_NAME AttentionKvStoreBindings
