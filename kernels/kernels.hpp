@@ -53,14 +53,15 @@ inline std::vector<RowChunk> split_rows(const Mat& m, uint64_t max_range, uint64
 // Activations quantized to Q8 blocks for the integer-dot linear kernels
 // (kernels/linear_q8.cpp): [rows, cols] (cols a multiple of 32) as a quant
 // plane of 32 int8 per block, then a meta plane of vec2(d, Σq) per block,
-// both row-major; x ≈ d · q.  offset a multiple of 16.
+// both row-major; x ≈ d · q.  offset a multiple of 16; the meta plane is
+// padded to a multiple of 16 bytes (whole R32G32B32A32 texels).
 struct Q8Act {
   const Buffer* buffer = nullptr;
   VkDeviceSize offset = 0;
   uint32_t rows = 0;
   uint32_t cols = 0;
   VkDeviceSize quant_bytes() const { return VkDeviceSize(rows) * cols; }
-  VkDeviceSize meta_bytes() const { return VkDeviceSize(rows) * (cols / 32) * 8; }
+  VkDeviceSize meta_bytes() const { return (VkDeviceSize(rows) * (cols / 32) * 8 + 15) / 16 * 16; }
   VkDeviceSize bytes() const { return quant_bytes() + meta_bytes(); }
 };
 // Weight types linear_q8 multiplies (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k).
@@ -79,6 +80,11 @@ struct MatvecOutput {
   BufferRange bias{};         // f32 [N]; size 0: none
   bool accumulate = false;    // y = y + ...: the residual add (y may be the residual stream itself)
 };
+
+// How the linear kernels treat activations against quantized W: as the device's
+// configuration chooses (KernelConfig::from), exact f32, or rounded to Q8 blocks
+// for integer dot products (KernelConfig::quant_int_dot).
+enum class QuantActivations : uint8_t { device, exact, int8 };
 
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
@@ -132,6 +138,8 @@ struct KernelConfig {
   // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
   void matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const;
   void choose_linear(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
+  // quant_int_dot as `a` asks; int8 on a device without integer dot products throws unsupported.
+  void set_activations(QuantActivations a, const Capabilities& caps);
 };
 
 class Kernels {

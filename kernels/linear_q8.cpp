@@ -6,7 +6,8 @@
 // (KernelConfig::quant_int_dot chooses it; the exact path is linear_quant.cpp).
 //
 // W bindings follow linear_quant.cpp: a quant plane and a meta plane, row
-// chunks past the binding span, texel buffers on CPU devices.
+// chunks past the binding span, texel buffers on CPU devices (there X's two
+// planes too, as R32G32B32A32_UINT texels, when all its rows fit one view).
 #include <algorithm>
 #include <string>
 
@@ -113,16 +114,28 @@ void Kernels::linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Ac
   sp.tn = mv ? std::max(config_.matvec_rows, 1u) : std::max(config_.qgemm_tn ? config_.qgemm_tn : config_.gemm_tn, 1u);
   sp.qtype = static_cast<uint32_t>(w.type);
   if (sp.wg == 0) throw Error(ErrorCode::internal, std::string(op) + ": workgroup of 0 invocations");
+  // X through texel buffers with W (CPU devices) when each plane is one view: all M rows at once.
+  const bool xtex = tex && config_.activations_texel && arena_texel_readable(x.buffer->arena()) && m_step == M &&
+                    x.quant_bytes() / 16 <= caps.max_texel_buffer_elements &&
+                    x.meta_bytes() / 16 <= caps.max_texel_buffer_elements;
   using B = spec::LinearQ8Bindings;
-  PipelineDesc desc{tex ? ShaderId::linear_q8_tex : ShaderId::linear_q8, B::count, sizeof(spec::LinearQ8Push),
-                    sp.constants()};
+  PipelineDesc desc{xtex ? ShaderId::linear_q8_xtex : tex ? ShaderId::linear_q8_tex : ShaderId::linear_q8, B::count,
+                    sizeof(spec::LinearQ8Push), sp.constants()};
   if (tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, meta_format);
+  if (xtex) desc.texel(B::B_XQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_XMETA, VK_FORMAT_R32G32B32A32_UINT);
   const auto& pipe = device_.pipelines().get(desc);
   const uint64_t subs = K / 32;
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
-    const Bound xqb = bind_aligned(*x.buffer, x.offset + m0 * subs * 32, mc * subs * 32, 16, align);
-    const Bound xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes() + m0 * subs * 8, mc * subs * 8, 8, align);
+    const Bound xqb = bind_aligned(*x.buffer, x.offset + m0 * subs * 32, mc * subs * 32, 16, walign);
+    // Texel meta: the whole (padded) plane in 16-byte units; the push offset stays in 8-byte blocks.
+    Bound xmb;
+    if (xtex) {
+      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes(), x.meta_bytes(), 16, walign);
+      xmb.elem_off *= 2;
+    } else {
+      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes() + m0 * subs * 8, mc * subs * 8, 8, align);
+    }
     const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     for (const RowChunk& c : chunks) {
       const uint64_t blocks0 = uint64_t(c.first_row) * blocks_per_row, nblocks = uint64_t(c.rows) * blocks_per_row;
@@ -139,6 +152,16 @@ void Kernels::linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Ac
                    &push, sizeof push, groups_for(c.rows, uint64_t(sp.wg) * sp.tn), groups_for(mc, sp.tm), 1, op);
     }
   }
+}
+
+void KernelConfig::set_activations(QuantActivations a, const Capabilities& caps) {
+  if (a == QuantActivations::exact) quant_int_dot = false;
+  if (a != QuantActivations::int8) return;
+  if (!caps.integer_dot)
+    throw Error(ErrorCode::unsupported, "int8 activations (--int8-activations): " + caps.device_name +
+                                            " has no integer dot product (shaderIntegerDotProduct); use the exact "
+                                            "path (the default here)");
+  quant_int_dot = true;
 }
 
 bool Kernels::linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {

@@ -20,8 +20,23 @@
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot4x8(uint a, uint b, spirv_literal int packed_format);
 
+// With X_TEX (CPU devices, with Q_TEX) both X planes are R32G32B32A32_UINT texel
+// buffers, the meta plane two blocks per texel: llvmpipe runs storage-buffer
+// loads inside loops lane by lane but a texel fetch as one gather.
+#if defined(X_TEX)
+layout(binding = B_XQUANT) uniform usamplerBuffer xqt;
+layout(binding = B_XMETA) uniform usamplerBuffer xmt;
+uvec4 xq_load(uint i) { return texelFetch(xqt, int(i)); }
+vec2 xm_load(uint i) {
+  const uvec4 t = texelFetch(xmt, int(i >> 1));
+  return uintBitsToFloat((i & 1u) != 0 ? t.zw : t.xy);
+}
+#else
 layout(binding = B_XQUANT) readonly buffer XQ { uvec4 xq[]; };
 layout(binding = B_XMETA) readonly buffer XM { vec2 xm[]; };
+uvec4 xq_load(uint i) { return xq[i]; }
+vec2 xm_load(uint i) { return xm[i]; }
+#endif
 layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 layout(push_constant) uniform P {
 #include "spec/linear_q8_push.h"
@@ -126,10 +141,10 @@ void main() {
     vec2 xd[TM];
     for (uint i = 0; i < TM; ++i) {
       const uint blk = min(m0 + i, M - 1) * subs + c;
-      const uvec4 u0 = xq[p.xq_off + 2 * blk], u1 = xq[p.xq_off + 2 * blk + 1];
+      const uvec4 u0 = xq_load(p.xq_off + 2 * blk), u1 = xq_load(p.xq_off + 2 * blk + 1);
       xw[8 * i + 0] = u0.x; xw[8 * i + 1] = u0.y; xw[8 * i + 2] = u0.z; xw[8 * i + 3] = u0.w;
       xw[8 * i + 4] = u1.x; xw[8 * i + 5] = u1.y; xw[8 * i + 6] = u1.z; xw[8 * i + 7] = u1.w;
-      xd[i] = xm[p.xm_off + blk];
+      xd[i] = xm_load(p.xm_off + blk);
     }
     for (uint j = 0; j < TN; ++j) {
       const uint n = min(n0 + j * WG, N - 1);

@@ -200,10 +200,12 @@ void check_q8(Kernels& k, WType t, uint32_t M, uint32_t N, uint32_t K, bool thro
   });
 }
 
-KernelConfig int_dot_config(bool texel, uint64_t max_binding = 0) {
+// texel: W (and, with x_texel, X) through texel buffers where the device's config does so.
+KernelConfig int_dot_config(bool texel, bool x_texel = true, uint64_t max_binding = 0) {
   KernelConfig cfg = base_config();
   cfg.quant_int_dot = true;
   cfg.weights_texel = cfg.weights_texel && texel;
+  cfg.activations_texel = cfg.activations_texel && x_texel;
   if (max_binding) cfg.max_binding = max_binding;
   return cfg;
 }
@@ -224,9 +226,11 @@ void sweep(const KernelConfig& cfg, const std::string& variant, bool through_lin
 
 }  // namespace
 
-TEST_CASE("linear_q8: every weight type, M = 1 and M > 1, W as texels and as storage buffers") {
+TEST_CASE("linear_q8: every weight type, M = 1 and M > 1, W and X as texels and as storage buffers") {
   if (!have_integer_dot()) return;
-  for (bool texel : {true, false}) sweep(int_dot_config(texel), texel ? "W:texel" : "W:ssbo", false);
+  sweep(int_dot_config(true, true), "W,X:texel", false);
+  sweep(int_dot_config(true, false), "W:texel X:ssbo", false);
+  sweep(int_dot_config(false), "W,X:ssbo", false);
 }
 
 TEST_CASE("linear with quant_int_dot: quantizes X, then linear_q8 (matvec and GEMM tiles)") {
@@ -236,7 +240,7 @@ TEST_CASE("linear with quant_int_dot: quantizes X, then linear_q8 (matvec and GE
 
 TEST_CASE("linear_q8: W in row chunks of a small binding span") {
   if (!have_integer_dot()) return;
-  Kernels k(*gpu().device, int_dot_config(false, 4096));
+  Kernels k(*gpu().device, int_dot_config(false, false, 4096));
   k.use_scratch(*gpu().allocator);
   check_q8(k, WType::q4_1, 3, 200, 96, true, "max_binding=4096", 11);
   check_q8(k, WType::q6_k, 1, 40, 256, true, "max_binding=4096", 12);
