@@ -81,7 +81,7 @@ void bench_usage() {
       "                      each stream prefills -p tokens (default then 16), then generates -n\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string json_str(const std::string& s) {
@@ -131,6 +131,7 @@ int cmd_bench(const Args& args) {
   int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = kDefaultPrefillChunk;
   std::vector<uint32_t> depths = {0}, parallel;
   bool profile = false, prompt_given = false, full_kv = false, unfused = false;
+  QuantActivations activations = QuantActivations::device;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -153,6 +154,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
+    else if (parse_activations_flag(args, i, activations)) continue;
     else if (a == "--unfused") unfused = true;
     else if (parse_scheme_flag(args, i, ov)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach bench --help)");
@@ -171,6 +173,7 @@ int cmd_bench(const Args& args) {
     so.l_test = so.context;
     so.full_kv = full_kv;
     so.fused_decode = !unfused;
+    so.activations = activations;
     bench_parallel(model, so, pb, e.device->caps().device_name);
     return 0;
   }
@@ -192,6 +195,7 @@ int cmd_bench(const Args& args) {
   so.l_test = so.context;
   so.full_kv = full_kv;
   so.fused_decode = !unfused;
+  so.activations = activations;
   Session session(model, so);
 
   std::mt19937 rng(42);

@@ -27,6 +27,7 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
   so.l_test = L;
   so.overrides = run.overrides;
   so.full_kv = o.full_kv;
+  so.activations = o.activations;
   std::unique_ptr<Session> s;
   try {
     s = std::make_unique<Session>(model, so);

@@ -53,6 +53,24 @@ std::string full_kv_flag_help(size_t column) {
                      column);
 }
 
+std::string activations_flag_help(size_t column) {
+  return option_help("--exact-activations",
+                     "quantized weights multiply f32 activations exactly (the default on CPU devices)",
+                     column) +
+         option_help("--int8-activations",
+                     "quantized weights multiply activations rounded to 8 bits per 32 values with integer\n"
+                     "dot products, as llama.cpp does (faster where int8 dot products are; the default on\n"
+                     "other devices that have them)",
+                     column);
+}
+
+bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out) {
+  if (args[i] == "--exact-activations") out = QuantActivations::exact;
+  else if (args[i] == "--int8-activations") out = QuantActivations::int8;
+  else return false;
+  return true;
+}
+
 WType quantize_of(const Args& args, size_t& i) {
   const std::string& flag = args[i];
   const std::string& v = value_of(args, i);

@@ -38,6 +38,10 @@ std::string option_help(const std::string& flag, const std::string& text, size_t
 // --quantize and --full-kv (SessionOptions::full_kv), shared by run / bench / eval / serve.
 std::string quantize_flag_help(size_t column);
 std::string full_kv_flag_help(size_t column);
+// --exact-activations / --int8-activations (SessionOptions::activations), shared by run / bench / eval:
+// true (i stays) when args[i] is one of them.
+std::string activations_flag_help(size_t column);
+bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out);
 
 // --device N|NAME overrides REACH_DEVICE.  `quantize` sets LoadOptions::quantize.
 Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true,

@@ -89,7 +89,8 @@ CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
                                  Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, 1);
   };
   p.cmd->begin();
-  record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode);
+  record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode,
+                 sessions[0]->options().activations);
   p.cmd->end();
   programs_.push_front(std::move(p));
   return *programs_.front().cmd;

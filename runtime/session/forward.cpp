@@ -1,5 +1,7 @@
 #include "runtime/session/forward.hpp"
 
+#include "engine/device.hpp"
+
 namespace reach {
 
 namespace {
@@ -13,11 +15,19 @@ struct LayerRecorder {
   float eps;
   Act x, h, q, k, v, o, g, u;
 
-  LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n)
-      : cmd(cmd), K(model.device()), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
+  LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n,
+                QuantActivations activations)
+      : cmd(cmd), K(model.device(), kernel_config(model.device(), activations)), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
         qd(uint32_t(c.n_heads) * d), kvd(uint32_t(c.n_kv_heads) * d), I(uint32_t(c.intermediate_size)),
         eps(float(c.rms_norm_eps)), x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd},
-        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I} {}
+        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I} {
+    K.use_scratch(model.allocator());   // the int8 path's Q8 activations
+  }
+  static KernelConfig kernel_config(Device& device, QuantActivations activations) {
+    KernelConfig kc = KernelConfig::from(device.caps());
+    kc.set_activations(activations, device.caps());
+    return kc;
+  }
 
   // --- unfused steps: one kernel per operation (prefill, and the reference for the fused ones) ---
 
@@ -156,8 +166,9 @@ struct LayerRecorder {
 }  // namespace
 
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused) {
-  LayerRecorder R(cmd, model, c, b, n);
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
+                             QuantActivations activations) {
+  LayerRecorder R(cmd, model, c, b, n, activations);
   Kernels& K = R.K;
   const uint32_t H = R.H, V = uint32_t(c.vocab_size);
 
@@ -170,7 +181,7 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
   const auto& layers = model.layers();
   const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
   // Decode rows take the fused steps: one mat-vec dispatch where the unfused layer records several.
-  const bool fuse = fused && K.config().matvec_fused && n <= K.config().linear_matvec_max_m;
+  const bool fuse = fused && K.config().matvec_fused && !K.config().quant_int_dot && n <= K.config().linear_matvec_max_m;
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerWeights& w = layers[l];
     if (fuse) R.qkv_fused(w);

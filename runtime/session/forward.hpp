@@ -54,7 +54,9 @@ struct ForwardCounts {
   uint32_t layer_dispatches = 0, layer_barriers = 0;
 };
 // fused: rows up to the mat-vec limit (decode, batched decode) run the fused layer steps.
+// activations: KernelConfig::set_activations (int8 records the unfused layer: the fused mat-vecs are f32 only).
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
-                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused);
+                             uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
+                             QuantActivations activations = QuantActivations::device);
 
 }  // namespace reach

@@ -273,7 +273,8 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
-  return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode);
+  return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode,
+                        options_.activations);
 }
 
 LayerCache Session::layer_cache(size_t l) const {

@@ -39,6 +39,9 @@ struct SessionOptions {
   // activation folded into the mat-vecs (runtime/session/forward.hpp).  false records the unfused kernels, the
   // reference the fused path is tested against.
   bool fused_decode = true;
+  // Activations against quantized W: the device's default (KernelConfig::from), exact f32, or int8
+  // (rounded to Q8 blocks, integer dot products: kernels/linear_q8.cpp).
+  QuantActivations activations = QuantActivations::device;
 };
 
 class Session {
