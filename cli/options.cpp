@@ -55,12 +55,11 @@ std::string full_kv_flag_help(size_t column) {
 
 std::string activations_flag_help(size_t column) {
   return option_help("--exact-activations",
-                     "quantized weights multiply f32 activations exactly (the default on CPU devices)",
+                     "quantized weights multiply f32 activations exactly (the default)",
                      column) +
          option_help("--int8-activations",
                      "quantized weights multiply activations rounded to 8 bits per 32 values with integer\n"
-                     "dot products, as llama.cpp does (faster where int8 dot products are; the default on\n"
-                     "other devices that have them)",
+                     "dot products, as llama.cpp does (needs shaderIntegerDotProduct)",
                      column);
 }
 

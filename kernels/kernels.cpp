@@ -23,10 +23,12 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
     c.qgemm_tm = 4;
     c.qgemm_tn = 4;
   }
-  // Integer-dot products for quantized W where the device has them, but on CPU
-  // devices: lavapipe runs OpSDot unaccelerated, and the int8 path measured slower
-  // there (docs/DESIGN.md, "Integer-dot activations").
-  c.quant_int_dot = caps.integer_dot && !c.cpu_device;
+  // The int8 path (quant_int_dot) is off by default: on lavapipe, which runs
+  // OpSDot unaccelerated, it measured slower on q4_1 and faster only on the
+  // K-quants (docs/DESIGN.md, "Integer-dot activations"); its kernel has one
+  // register-tile shape and no GPU measurement yet, so GPUs keep the tuned f32
+  // kernels until one shows it faster.
+  c.quant_int_dot = false;
   // CPU: one subgroup per row, so the reduction needs no shared memory or barrier.
   c.reduce_wg = std::min<uint32_t>(c.cpu_device ? std::max(c.subgroup, 1u) : 256u,
                                    std::max(caps.max_workgroup_invocations, 1u));

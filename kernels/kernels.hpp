@@ -128,9 +128,9 @@ struct KernelConfig {
   bool matvec_fused = true;       // linear_matvec_fused fits the device's per-stage descriptor limits
   // Quantized W: linear / linear_gemm / linear_matvec quantize X to 8 bits and
   // multiply with integer dot products (linear_q8) where the device has them and
-  // the Kernels have scratch memory (use_scratch).  Faster where int8 dot
-  // products are, at llama.cpp's precision (X rounded per 32 values); false
-  // keeps the exact f32 product (--exact-activations).
+  // the Kernels have scratch memory (use_scratch), at llama.cpp's precision (X
+  // rounded per 32 values); false (the default: kernels.cpp says why) keeps the
+  // exact f32 product (--exact-activations).
   bool quant_int_dot = false;
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   static KernelConfig from(const Capabilities& caps);
