@@ -43,6 +43,7 @@ std::string Capabilities::summary() const {
     << ", Vulkan " << api_version_string() << "]"
     << " fp16=" << (fp16_arithmetic ? "yes" : "no")
     << " storage16=" << (storage_16bit ? "yes" : "no")
+    << " int_dot=" << (integer_dot ? "yes" : "no")
     << " subgroup=" << subgroup_size;
   if (subgroup_min != subgroup_max) s << " (" << subgroup_min << "-" << subgroup_max << ")";
   s << (has_subgroup_arithmetic() ? " +arith" : "")
