@@ -157,6 +157,16 @@ class Kernels {
   // n f32 -> f16 (round to nearest even), for f16 caches.
   void elementwise_f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
 
+  // Mixture of experts (kernels/moe.cpp).  Per token of `logits` [T, E] (the router's): the top k experts
+  // (larger logit first, the lower index on ties) to ids (int32 [T, k]), their softmax probabilities
+  // (renormalised over the k when norm_topk) to weights (f32 [T, k]) and to dense (f32 [T, E], 0 where not
+  // chosen).  1 <= k <= min(E, 32).
+  void moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool norm_topk, const BufferRange& ids,
+                 const BufferRange& weights, const BufferRange& dense);
+  // y += dense[:, e] * x per row (x, y [T, H]; dense [T, E]): expert e's share of the MoE output.
+  void moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t e, const Act& x,
+                      const Act& y);
+
  private:
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   Device& device_;

@@ -112,6 +112,14 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #include "kernels/push_struct.inc"
 
 // Binding numbers, one struct per kernel (shaders/spec/<stem>.h).
+#define REACH_BIND_NAME MoeRouteBindings
+#define REACH_BIND_FILE "shaders/spec/moe_route.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeAccumulateBindings
+#define REACH_BIND_FILE "shaders/spec/moe_accumulate.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME ElementwiseAddBindings
 #define REACH_BIND_FILE "shaders/spec/elementwise_add.h"
 #include "kernels/binding_struct.inc"

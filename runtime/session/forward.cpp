@@ -12,12 +12,13 @@ struct LayerRecorder {
   uint32_t n, H, d, qd, kvd, I;
   float eps;
   Act x, h, q, k, v, o, g, u;
+  const ForwardBuffers& b;
 
   LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n)
       : cmd(cmd), K(model.device()), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
         qd(uint32_t(c.n_heads) * d), kvd(uint32_t(c.n_kv_heads) * d), I(uint32_t(c.intermediate_size)),
         eps(float(c.rms_norm_eps)), x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd},
-        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I} {}
+        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I}, b(b) {}
 
   // --- unfused steps: one kernel per operation (prefill, and the reference for the fused ones) ---
 
@@ -84,6 +85,39 @@ struct LayerRecorder {
     K.linear(cmd, g, w.down, t);
     cmd.barrier();
     post_norm_residual(w.post_mlp_norm, t);
+  }
+
+  // x += Σ_e weight[t, e] · down_e(silu(gate_e(h)) · up_e(h)) over the experts the router chose, h = norm(x).
+  // The router's choice stays on the device (moe_route writes ids and a [n, E] weight table); every expert
+  // runs over all n rows and moe_accumulate adds its rows with their weights, 0 where it was not chosen: E
+  // experts' work where k would do, the price of no host round trip until an expert-indexed kernel reads ids.
+  void moe_residual(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+    const Act& in = w.mlp_norm ? h : x;
+    if (w.mlp_norm) {
+      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    const Act logits{b.moe_logits, 0, n, E};
+    K.linear(cmd, in, w.router, logits);
+    cmd.barrier();
+    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
+    K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
+                b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
+    cmd.barrier();
+    const Act ge{g.buffer, 0, n, F}, ue{u.buffer, 0, n, F}, out{b.moe_out, 0, n, H};
+    for (uint32_t e = 0; e < E; ++e) {
+      K.linear(cmd, in, w.expert_gate[e], ge);
+      K.linear(cmd, in, w.expert_up[e], ue);
+      cmd.barrier();
+      K.elementwise_silu_mul(cmd, ge.range(), ue.range(), ge.range(), n * F);
+      cmd.barrier();
+      K.linear(cmd, ge, w.expert_down[e], out);
+      cmd.barrier();
+      K.moe_accumulate(cmd, dense, E, e, out, x);
+      cmd.barrier();
+    }
   }
 
   // --- fused steps: decode rows (n <= the mat-vec limit), the same arithmetic in fewer dispatches ---
@@ -180,7 +214,11 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     cmd.barrier();
     attention.attend(cmd, l, R.q, R.o);
     cmd.barrier();
-    if (fuse) {
+    if (w.moe()) {   // the experts' steps serve prefill and decode alike
+      if (fuse) R.output_residual_fused(w);
+      else R.output_residual(w);
+      R.moe_residual(w, l);
+    } else if (fuse) {
       R.output_residual_fused(w);
       R.mlp_residual_fused(w);
     } else {

@@ -19,6 +19,11 @@ namespace reach {
 // Activation buffers of at least n rows each (h holds max(hidden, q dims)).
 struct ForwardBuffers {
   const Buffer *ids, *x, *h, *q, *k, *v, *o, *g, *u, *logits;
+  // Mixture of experts (null for a dense model): router logits and routing weights [n, E] (dense), the
+  // top-k weights [n, k], one expert's output [n, H], and the chosen expert ids of every layer
+  // ([layer][moe_ids_stride] int32, readable after a step for checks).
+  const Buffer *moe_logits = nullptr, *moe_dense = nullptr, *moe_weights = nullptr, *moe_out = nullptr,
+               *moe_ids = nullptr;
 };
 
 // The buffers behind ForwardBuffers for up to `rows` rows, sized by one rule for
@@ -26,6 +31,10 @@ struct ForwardBuffers {
 // token ids (staging), activations (scratch), logits (readback).
 struct ForwardScratch {
   Buffer ids, x, h, q, k, v, o, g, u, logits;
+  Buffer moe_logits, moe_dense, moe_weights, moe_out, moe_ids;   // allocated for a mixture of experts only
+
+  // int32 entries between two layers' expert ids in moe_ids: rows x top-k, rounded up to 64 (aligned ranges).
+  static uint64_t moe_ids_stride(const ModelConfig& c, uint64_t rows);
 
   // Arena::scratch bytes of the activations x, h, q, k, v, o, g, u for `rows` rows.
   static uint64_t activation_bytes(const ModelConfig& c, uint64_t rows);
@@ -36,7 +45,12 @@ struct ForwardScratch {
   static ForwardScratch allocate(Allocator& allocator, const ModelConfig& c, uint64_t rows,
                                  const std::string& label_prefix);
 
-  ForwardBuffers buffers() const { return {&ids, &x, &h, &q, &k, &v, &o, &g, &u, &logits}; }
+  ForwardBuffers buffers() const {
+    ForwardBuffers b{&ids, &x, &h, &q, &k, &v, &o, &g, &u, &logits};
+    if (moe_ids) b.moe_logits = &moe_logits, b.moe_dense = &moe_dense, b.moe_weights = &moe_weights,
+                 b.moe_out = &moe_out, b.moe_ids = &moe_ids;
+    return b;
+  }
 };
 
 struct ForwardAttention {

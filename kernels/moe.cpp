@@ -1,0 +1,53 @@
+// Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, and the weighted sum
+// of the experts' outputs.  The experts themselves are ordinary linear kernels.
+#include <string>
+
+#include "base/error.hpp"
+#include "engine/device.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/spec.hpp"
+
+namespace reach {
+
+namespace {
+constexpr uint32_t kGroup = 64;
+
+const Pipeline& pipeline(Device& device, ShaderId kernel, uint32_t buffers, uint32_t push_bytes) {
+  spec::ElementwiseSpec s;
+  s.wg = kGroup;
+  return device.pipelines().get({kernel, buffers, push_bytes, s.constants()});
+}
+}  // namespace
+
+void Kernels::moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool norm_topk, const BufferRange& ids,
+                        const BufferRange& weights, const BufferRange& dense) {
+  const uint32_t T = logits.rows, E = logits.cols;
+  if (k == 0 || k > E || k > 32)
+    throw Error(ErrorCode::internal, "moe_route: k=" + std::to_string(k) + " with " + std::to_string(E) +
+                                         " experts (1 <= k <= min(experts, 32))");
+  if (ids.size < uint64_t(T) * k * 4 || weights.size < uint64_t(T) * k * 4 || dense.size < uint64_t(T) * E * 4)
+    throw Error(ErrorCode::internal, "moe_route: output buffers smaller than " + std::to_string(T) + " tokens");
+  if (T == 0) return;
+  struct { uint32_t tokens, experts, k, norm_topk; } push{T, E, k, norm_topk ? 1u : 0u};
+  using B = spec::MoeRouteBindings;
+  const auto& p = pipeline(device_, ShaderId::moe_route, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_LOGITS, logits.range()}, {B::B_IDS, ids}, {B::B_WEIGHTS, weights},
+                                  {B::B_DENSE, dense}}),
+               &push, sizeof push, stride_groups(T, kGroup), 1, 1, "moe_route");
+}
+
+void Kernels::moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t e,
+                             const Act& x, const Act& y) {
+  if (x.rows != y.rows || x.cols != y.cols || e >= n_experts || dense.size < uint64_t(x.rows) * n_experts * 4)
+    throw Error(ErrorCode::internal, "moe_accumulate: shapes disagree (expert " + std::to_string(e) + " of " +
+                                         std::to_string(n_experts) + ")");
+  const uint32_t n = x.rows * x.cols;
+  if (n == 0) return;
+  struct { uint32_t n, cols, experts, e; } push{n, x.cols, n_experts, e};
+  using B = spec::MoeAccumulateBindings;
+  const auto& p = pipeline(device_, ShaderId::moe_accumulate, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_X, x.range()}, {B::B_Y, y.range()}}), &push,
+               sizeof push, stride_groups(n, kGroup), 1, 1, "moe_accumulate");
+}
+
+}  // namespace reach
