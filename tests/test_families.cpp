@@ -1,4 +1,4 @@
-// Eight model families end to end against transformers' own float64 forward: the tiny random checkpoints of
+// Eleven model families (three of them mixtures of experts) end to end against transformers' own float64 forward: the tiny random checkpoints of
 // tests/data/families (tools/family_fixtures.py; README.md there), each loaded from its HF folder, its GGUF and its
 // HF folder with the transformers-4 config.json, run as one prefill of every token and as chunked prefill then
 // token-by-token decode; per-token log-probs, whole log-prob rows and a greedy continuation compared with
@@ -57,6 +57,9 @@ struct Reference {
   std::vector<ChatMessage> chat_messages;
   std::vector<int32_t> chat_ids;
   std::string chat_date;   // set where the template writes today's date (the reference's fixed day)
+  // Mixture of experts ("moe"): the experts transformers' router chose, [layer][token][top-k]; a dense
+  // layer's list is empty.
+  std::vector<std::vector<std::vector<int32_t>>> experts;
 };
 
 fs::path families_root() {
@@ -91,6 +94,10 @@ Reference load_reference(const fs::path& dir, const std::string& file) {
     r.chat_ids = j.at("chat").at("ids").get<std::vector<int32_t>>();
     r.chat_date = j.at("chat").value("date", "");
   }
+  if (j.contains("moe"))
+    for (const auto& layer : j.at("moe").at("experts"))
+      r.experts.push_back(layer.is_null() ? std::vector<std::vector<int32_t>>{}
+                                          : layer.get<std::vector<std::vector<int32_t>>>());
   REQUIRE(r.logprobs_next.size() + 1 == r.tokens.size());
   REQUIRE(r.full_positions.size() == r.full_logprobs.size());
   REQUIRE(r.greedy.size() == r.greedy_margins.size());
@@ -265,6 +272,47 @@ void check_chat(const fs::path& path, bool gguf, Model* model, const Reference& 
                << " tokens: " << text);
 }
 
+// Mixture of experts: the experts reach's router chose (read back from the device) are transformers' for every
+// token of every sparse layer, in the same top-k order: once over one prefill of every token, once token by
+// token in decode steps after a chunked prefill of the first half.
+void check_routing(Model& model, const Reference& ref, const std::string& what) {
+  const size_t L = ref.tokens.size(), k = ref.experts.empty() ? 0 : ref.experts[0].empty() ? 0 : ref.experts[0][0].size();
+  size_t compared = 0, differ = 0;
+  std::string first;
+  auto compare = [&](const std::vector<int32_t>& got, size_t rows, size_t row, size_t token) {
+    for (size_t l = 0; l < ref.experts.size(); ++l) {
+      if (ref.experts[l].empty()) continue;
+      const std::vector<int32_t>& want = ref.experts[l][token];
+      const std::vector<int32_t> have(got.begin() + std::ptrdiff_t((l * rows + row) * want.size()),
+                                      got.begin() + std::ptrdiff_t((l * rows + row + 1) * want.size()));
+      ++compared;
+      if (have != want && differ++ == 0)
+        first = "layer " + std::to_string(l) + " token " + std::to_string(token) + ": reach " +
+                std::to_string(have[0]) + ",... transformers " + std::to_string(want[0]) + ",...";
+    }
+  };
+  SessionOptions o;
+  o.context = uint32_t(L + 8);
+  o.chunk = uint32_t(L);
+  {
+    Session s(model, o);
+    s.prefill(ref.tokens);
+    const auto got = s.last_expert_ids(uint32_t(L));
+    REQUIRE(got.size() == ref.experts.size() * L * k);
+    for (size_t t = 0; t < L; ++t) compare(got, L, t, t);
+  }
+  o.chunk = kChunk;
+  Session s(model, o);
+  s.prefill(std::span(ref.tokens).first(L / 2));
+  for (size_t t = L / 2; t < L; ++t) {
+    s.decode(ref.tokens[t]);
+    compare(s.last_expert_ids(1), 1, 0, t);
+  }
+  MESSAGE(what << ": routing compared for " << compared << " (layer, token) pairs, " << differ << " differ");
+  CHECK_MESSAGE(differ == 0, what << ": the router's choice differs from transformers' at " << first);
+  CHECK(compared > 0);
+}
+
 void run_family(const fs::path& dir, Source source) {
   // A GGUF that the converter made lossy (mistral: no sliding window; gemma2: no query_pre_attn_scalar) has its
   // own reference: the model as llama.cpp reads the file.
@@ -295,6 +343,14 @@ void run_family(const fs::path& dir, Source source) {
   if (model->config().vocab_size != int64_t(ref.vocab)) {
     FAIL_CHECK(what << ": vocab_size " << model->config().vocab_size << ", reference " << ref.vocab);
     return;
+  }
+  if (!ref.experts.empty()) {
+    CHECK_MESSAGE(model->config().is_moe(), what << ": reference.json has routing, the model is not a MoE");
+    try {
+      check_routing(*model, ref, what);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(what << ": routing check throws: " << std::string(e.what()));
+    }
   }
   // Above phi3's original context (32): transformers takes longrope's long factors for the whole 80-token forward,
   // as llama.cpp does for a context above the original.

@@ -538,6 +538,20 @@ std::string ModelConfig::family() const {
   return model_type;
 }
 
+uint64_t ModelConfig::matrix_params(bool active) const {
+  const uint64_t H = uint64_t(hidden_size), qd = uint64_t(n_heads * head_dim), kvd = uint64_t(n_kv_heads * head_dim);
+  uint64_t n = uint64_t(vocab_size) * H * (tie_word_embeddings ? 1 : 2);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    n += 2 * H * qd + 2 * H * kvd;
+    if (moe_layer(l))
+      n += uint64_t(n_experts) * H +
+           uint64_t(active ? experts_per_token : n_experts) * 3 * H * uint64_t(expert_intermediate_size);
+    else
+      n += 3 * H * uint64_t(intermediate_size);
+  }
+  return n;
+}
+
 bool ModelConfig::has_local_layers() const {
   return std::find(local_layers.begin(), local_layers.end(), true) != local_layers.end();
 }
@@ -825,6 +839,7 @@ std::string ModelConfig::describe() const {
       << (norm_topk_prob ? "weights renormalised" : "softmax weights as they are") << "), expert ffn "
       << expert_intermediate_size;
     if (n_dense > 0) o << ", " << n_dense << " dense layer" << (n_dense == 1 ? "" : "s");
+    o << "\n  matrix parameters: " << matrix_params() << " total, " << matrix_params(true) << " active per token";
   }
   if (attn.logn_train_len || attn.qk_norm != QkNorm::none || attn.window || attn.sinks || !attn.layers.empty() ||
       attn.alibi_max_bias) {

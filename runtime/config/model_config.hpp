@@ -119,6 +119,10 @@ struct ModelConfig {
   std::vector<bool> dense_layers;   // dense_layers[l]: layer l has the dense MLP (Qwen3-MoE's mlp_only_layers)
   bool is_moe() const { return n_experts > 0; }
   bool moe_layer(int64_t l) const { return is_moe() && !(size_t(l) < dense_layers.size() && dense_layers[size_t(l)]); }
+  // Elements of the weight matrices (embedding, head, attention, MLPs, routers, experts) as the config sizes
+  // them; active: those one token reads (experts_per_token of each sparse layer's experts).  Norms and biases
+  // are left out.
+  uint64_t matrix_params(bool active = false) const;
   std::vector<int32_t> bos_ids, eos_ids;
   std::string torch_dtype;                 // informational ("bfloat16"), may be empty
   RopeScaling rope;

@@ -1,0 +1,139 @@
+// moe_route and moe_accumulate (kernels/moe.cpp) on the Vulkan device vs plain C++ references: the top-k
+// choice in torch.topk's order (larger first, the lower index on equal logits) with many ties, the softmax
+// weights with and without renormalising over the chosen, k = 1 and k = E; the weighted sum with an expert no
+// token chose and one that every token chose.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "base/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+struct Routed {
+  std::vector<int32_t> ids;   // [T, k]
+  std::vector<double> weights;
+};
+
+// The reference: a stable sort by logit, descending (equal logits keep index order), the softmax over all E in
+// double, renormalised over the k when asked.
+Routed route_reference(const std::vector<float>& logits, uint32_t T, uint32_t E, uint32_t k, bool norm) {
+  Routed r;
+  for (uint32_t t = 0; t < T; ++t) {
+    const float* row = &logits[size_t(t) * E];
+    std::vector<int32_t> order(E);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    const double mx = row[order[0]];
+    double all = 0, chosen = 0;
+    for (uint32_t e = 0; e < E; ++e) all += std::exp(double(row[e]) - mx);
+    for (uint32_t s = 0; s < k; ++s) chosen += std::exp(double(row[order[s]]) - mx);
+    for (uint32_t s = 0; s < k; ++s) {
+      r.ids.push_back(order[s]);
+      r.weights.push_back(std::exp(double(row[order[s]]) - mx) / (norm ? chosen : all));
+    }
+  }
+  return r;
+}
+
+std::vector<int32_t> as_ints(const std::vector<float>& v) {
+  std::vector<int32_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * 4);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel moe_route: top-k order, ties to the lower index, softmax weights (renormalised or not)") {
+  auto& g = gpu();
+  std::mt19937 rng(7);
+  for (uint32_t E : {4u, 8u, 64u})
+    for (uint32_t k : {1u, 2u, 8u})
+      for (uint32_t T : {1u, 7u, 70u})
+        for (bool norm : {false, true})
+          for (bool ties : {false, true}) {
+            if (k > E) continue;
+            CAPTURE(E);
+            CAPTURE(k);
+            CAPTURE(T);
+            CAPTURE(norm);
+            CAPTURE(ties);
+            std::normal_distribution<float> nd(0, 2);
+            std::vector<float> logits(size_t(T) * E);
+            // Ties: logits on a grid of 0.5 over a few values, so most rows have equal logits in the top k.
+            for (float& v : logits) v = ties ? std::round(nd(rng) * 0.5f) * 0.5f : nd(rng);
+            const Routed want = route_reference(logits, T, E, k, norm);
+            Buffer bl = g.upload_f32(logits), ids = g.zeros(size_t(T) * k * 4), w = g.zeros(size_t(T) * k * 4),
+                   dense = g.upload_f32(std::vector<float>(size_t(T) * E, 5.0f));   // stale values are overwritten
+            g.run([&](CommandList& cmd) {
+              g.kernels->moe_route(cmd, Act{&bl, 0, T, E}, k, norm, ids.range(), w.range(), dense.range());
+            });
+            const auto got_ids = as_ints(g.download_f32(ids, size_t(T) * k));
+            const auto got_w = g.download_f32(w, size_t(T) * k);
+            const auto got_dense = g.download_f32(dense, size_t(T) * E);
+            CHECK(got_ids == want.ids);
+            double worst = 0;
+            for (size_t i = 0; i < got_w.size(); ++i)
+              worst = std::max(worst, std::fabs(got_w[i] - want.weights[i]) / want.weights[i]);
+            CHECK(worst < 1e-5);   // f32 exp and sums of at most 64 terms
+            for (uint32_t t = 0; t < T; ++t)
+              for (uint32_t e = 0; e < E; ++e) {
+                float expect = 0;
+                for (uint32_t s = 0; s < k; ++s)
+                  if (got_ids[t * k + s] == int32_t(e)) expect = got_w[t * k + s];
+                CHECK(got_dense[size_t(t) * E + e] == expect);
+              }
+          }
+}
+
+TEST_CASE("kernel moe_accumulate: y += weight of expert e per row; unchosen rows and experts unchanged") {
+  auto& g = gpu();
+  const uint32_t T = 9, H = 67, E = 4;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(size_t(T) * H), y0(size_t(T) * H), dense(size_t(T) * E, 0.0f);
+  for (float& v : x) v = nd(rng);
+  for (float& v : y0) v = nd(rng);
+  for (uint32_t t = 0; t < T; ++t) {
+    dense[t * E + 0] = 0.25f + 0.05f * float(t);     // expert 0: every token
+    if (t % 3 == 0) dense[t * E + 2] = 0.5f;         // expert 2: every third token
+  }                                                  // expert 1: none; expert 3: none
+  for (uint32_t e = 0; e < E; ++e) {
+    CAPTURE(e);
+    Buffer bd = g.upload_f32(dense), bx = g.upload_f32(x), by = g.upload_f32(y0);
+    g.run([&](CommandList& cmd) { g.kernels->moe_accumulate(cmd, bd.range(), E, e, Act{&bx, 0, T, H}, Act{&by, 0, T, H}); });
+    const auto y = g.download_f32(by, size_t(T) * H);
+    size_t changed = 0;
+    for (uint32_t t = 0; t < T; ++t)
+      for (uint32_t j = 0; j < H; ++j) {
+        const size_t i = size_t(t) * H + j;
+        const float w = dense[t * E + e];
+        if (w == 0) {
+          CHECK(y[i] == y0[i]);   // bit for bit: a row the expert did not take
+        } else {
+          CHECK(std::fabs(double(y[i]) - (double(y0[i]) + double(w) * double(x[i]))) <= 1e-6 * (1 + std::fabs(y0[i])));
+          ++changed;
+        }
+      }
+    CHECK(changed == (e == 0 ? size_t(T) * H : e == 2 ? size_t(3) * H : 0));
+  }
+}
+
+TEST_CASE("kernel moe_route refuses k = 0 and k > experts") {
+  auto& g = gpu();
+  Buffer bl = g.zeros(4 * 4), o = g.zeros(64 * 4);
+  for (uint32_t k : {0u, 5u})
+    CHECK_THROWS_AS(g.run([&](CommandList& cmd) {
+                      g.kernels->moe_route(cmd, Act{&bl, 0, 1, 4}, k, true, o.range(), o.range(), o.range());
+                    }),
+                    Error);
+}
