@@ -120,6 +120,10 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_BIND_FILE "shaders/spec/moe_accumulate.h"
 #include "kernels/binding_struct.inc"
 
+#define REACH_BIND_NAME MoeDispatchBindings
+#define REACH_BIND_FILE "shaders/spec/moe_dispatch.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME ElementwiseAddBindings
 #define REACH_BIND_FILE "shaders/spec/elementwise_add.h"
 #include "kernels/binding_struct.inc"

@@ -110,7 +110,7 @@ TEST_CASE("kernel moe_accumulate: y += weight of expert e per row; unchosen rows
   for (uint32_t e = 0; e < E; ++e) {
     CAPTURE(e);
     Buffer bd = g.upload_f32(dense), bx = g.upload_f32(x), by = g.upload_f32(y0);
-    g.run([&](CommandList& cmd) { g.kernels->moe_accumulate(cmd, bd.range(), E, e, Act{&bx, 0, T, H}, Act{&by, 0, T, H}); });
+    g.run([&](CommandList& cmd) { g.kernels->moe_accumulate(cmd, bd.range(), E, e, 1, Act{&bx, 0, T, H}, 0, Act{&by, 0, T, H}); });
     const auto y = g.download_f32(by, size_t(T) * H);
     size_t changed = 0;
     for (uint32_t t = 0; t < T; ++t)

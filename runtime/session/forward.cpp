@@ -1,5 +1,10 @@
 #include "runtime/session/forward.hpp"
 
+#include <array>
+#include <cstring>
+
+#include "base/error.hpp"
+
 namespace reach {
 
 namespace {
@@ -115,9 +120,70 @@ struct LayerRecorder {
       cmd.barrier();
       K.linear(cmd, ge, w.expert_down[e], out);
       cmd.barrier();
-      K.moe_accumulate(cmd, dense, E, e, out, x);
+      K.moe_accumulate(cmd, dense, E, e, 1, out, 0, x);
       cmd.barrier();
     }
+  }
+
+  // Decode rows: only the experts some row chose run.  moe_dispatch turns the router's weights into indirect
+  // group counts (0 for the others); every expert writes its own slice of the expert scratch, so the experts
+  // need no barriers between them: gate and up of all, one activation, down of all, one weighted sum.
+  void moe_residual_chosen(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+    const Act& in = w.mlp_norm ? h : x;
+    if (w.mlp_norm) {
+      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    const Act logits{b.moe_logits, 0, n, E};
+    K.linear(cmd, in, w.router, logits);
+    cmd.barrier();
+    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
+    K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
+                b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
+    cmd.barrier();
+    const BufferRange grids = b.moe_grids->range(uint64_t(n - 1) * 256, 36);   // 256: binding alignment
+    K.moe_dispatch(cmd, dense, n, E, grids, 3, b.moe_args->range(0, uint64_t(E) * 36));
+    cmd.barrier();
+    const uint64_t sf = ForwardScratch::moe_expert_stride(n, F), sh = ForwardScratch::moe_expert_stride(n, H);
+    std::array<std::array<uint32_t, 3>, 3> recorded{};
+    auto indirect = [&](uint32_t e, uint32_t call, uint32_t calls) {
+      cmd.set_indirect(b.moe_args->range(uint64_t(e * 3 + call) * 12, uint64_t(calls) * 12));
+    };
+    // The group counts each call was recorded with; every expert's must be expert 0's (one grid per call).
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) {
+      const auto& g = cmd.indirect_grids();
+      if (g.size() != calls)
+        throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
+                                             " dispatches where one was planned");
+      for (uint32_t i = 0; i < calls; ++i) {
+        if (e == 0) recorded[call + i] = g[i];
+        else if (g[i] != recorded[call + i])
+          throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
+      }
+      cmd.clear_indirect();
+    };
+    for (uint32_t e = 0; e < E; ++e) {
+      indirect(e, 0, 2);
+      K.linear(cmd, in, w.expert_gate[e], Act{b.moe_eg, e * sf, n, F});
+      K.linear(cmd, in, w.expert_up[e], Act{b.moe_eu, e * sf, n, F});
+      keep(e, 0, 2);
+    }
+    cmd.barrier();
+    // Across the experts' slices at once; an unchosen expert's slice holds stale values, never read below.
+    K.elementwise_silu_mul(cmd, b.moe_eg->range(0, E * sf), b.moe_eu->range(0, E * sf), b.moe_eg->range(0, E * sf),
+                           uint32_t(E * sf / 4));
+    cmd.barrier();
+    for (uint32_t e = 0; e < E; ++e) {
+      indirect(e, 2, 1);
+      K.linear(cmd, Act{b.moe_eg, e * sf, n, F}, w.expert_down[e], Act{b.moe_eout, e * sh, n, H});
+      keep(e, 2, 1);
+    }
+    cmd.barrier();
+    K.moe_accumulate(cmd, dense, E, 0, E, Act{b.moe_eout, 0, n, H}, uint32_t(sh / 4), x);
+    cmd.barrier();
+    std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
   }
 
   // --- fused steps: decode rows (n <= the mat-vec limit), the same arithmetic in fewer dispatches ---
@@ -217,7 +283,8 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     if (w.moe()) {   // the experts' steps serve prefill and decode alike
       if (fuse) R.output_residual_fused(w);
       else R.output_residual(w);
-      R.moe_residual(w, l);
+      if (b.moe_args && n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
+      else R.moe_residual(w, l);
     } else if (fuse) {
       R.output_residual_fused(w);
       R.mlp_residual_fused(w);

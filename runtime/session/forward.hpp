@@ -24,6 +24,11 @@ struct ForwardBuffers {
   // ([layer][moe_ids_stride] int32, readable after a step for checks).
   const Buffer *moe_logits = nullptr, *moe_dense = nullptr, *moe_weights = nullptr, *moe_out = nullptr,
                *moe_ids = nullptr;
+  // Decode rows (n <= ForwardScratch::kMoeDecodeRows): every expert's gate / up [E][stride] and output
+  // [E][stride], the indirect group counts per expert and call, and the counts the calls were recorded with
+  // (host-written, per row count n).
+  const Buffer *moe_eg = nullptr, *moe_eu = nullptr, *moe_eout = nullptr, *moe_args = nullptr,
+               *moe_grids = nullptr;
 };
 
 // The buffers behind ForwardBuffers for up to `rows` rows, sized by one rule for
@@ -32,6 +37,14 @@ struct ForwardBuffers {
 struct ForwardScratch {
   Buffer ids, x, h, q, k, v, o, g, u, logits;
   Buffer moe_logits, moe_dense, moe_weights, moe_out, moe_ids;   // allocated for a mixture of experts only
+  Buffer moe_eg, moe_eu, moe_eout, moe_args, moe_grids;          // and these with decode rows (see below)
+
+  // Up to this many rows, a MoE layer runs only the chosen experts (indirect dispatches, every expert's
+  // intermediates kept apart); above it (prefill chunks) every expert runs over all rows.
+  static constexpr uint32_t kMoeDecodeRows = 8;
+  // Bytes between two experts' rows in moe_eg / moe_eu (cols = expert ffn) or moe_eout (cols = hidden) for n
+  // rows: aligned for binding offsets.
+  static uint64_t moe_expert_stride(uint64_t rows, uint64_t cols) { return (rows * cols * 4 + 255) / 256 * 256; }
 
   // int32 entries between two layers' expert ids in moe_ids: rows x top-k, rounded up to 64 (aligned ranges).
   static uint64_t moe_ids_stride(const ModelConfig& c, uint64_t rows);
@@ -49,6 +62,8 @@ struct ForwardScratch {
     ForwardBuffers b{&ids, &x, &h, &q, &k, &v, &o, &g, &u, &logits};
     if (moe_ids) b.moe_logits = &moe_logits, b.moe_dense = &moe_dense, b.moe_weights = &moe_weights,
                  b.moe_out = &moe_out, b.moe_ids = &moe_ids;
+    if (moe_args) b.moe_eg = &moe_eg, b.moe_eu = &moe_eu, b.moe_eout = &moe_eout, b.moe_args = &moe_args,
+                  b.moe_grids = &moe_grids;
     return b;
   }
 };

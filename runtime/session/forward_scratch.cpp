@@ -33,9 +33,13 @@ uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
   if (!c.is_moe()) return dense;
   // Router logits, routing weights (dense and top-k), one expert's output, every layer's ids.
   const uint64_t E = uint64_t(c.n_experts), k = uint64_t(c.experts_per_token);
-  return saturating_add(dense, saturating_mul({4, saturating_add(saturating_mul({rows, 2 * E + k + m.H}),
-                                                                 saturating_mul({uint64_t(c.n_layers),
-                                                                                 moe_ids_stride(c, rows)}))}));
+  const uint64_t r = std::min<uint64_t>(rows, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
+  const uint64_t per_expert = saturating_add(2 * moe_expert_stride(r, F), moe_expert_stride(r, m.H));
+  return saturating_add(
+      saturating_add(dense, saturating_mul({4, saturating_add(saturating_mul({rows, 2 * E + k + m.H}),
+                                                              saturating_mul({uint64_t(c.n_layers),
+                                                                              moe_ids_stride(c, rows)}))})),
+      saturating_mul({E, per_expert}));
 }
 
 uint64_t ForwardScratch::logits_bytes(const ModelConfig& c, uint64_t rows) {
@@ -62,6 +66,12 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
     s.moe_weights = A.allocate(Arena::scratch, n * k * 4, prefix + "top-k weights");
     s.moe_out = A.allocate(Arena::scratch, n * m.H * 4, prefix + "expert out");
     s.moe_ids = A.allocate(Arena::scratch, uint64_t(c.n_layers) * moe_ids_stride(c, n) * 4, prefix + "expert ids");
+    const uint64_t r = std::min<uint64_t>(n, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
+    s.moe_eg = A.allocate(Arena::scratch, E * moe_expert_stride(r, F), prefix + "experts' gate");
+    s.moe_eu = A.allocate(Arena::scratch, E * moe_expert_stride(r, F), prefix + "experts' up");
+    s.moe_eout = A.allocate(Arena::scratch, E * moe_expert_stride(r, m.H), prefix + "experts' out");
+    s.moe_args = A.allocate(Arena::scratch, E * 3 * 12, prefix + "experts' group counts");
+    s.moe_grids = A.allocate(Arena::staging, kMoeDecodeRows * 256, prefix + "experts' recorded group counts");
   }
   return s;
 }
