@@ -137,3 +137,21 @@ TEST_CASE("kernel moe_route refuses k = 0 and k > experts") {
                     }),
                     Error);
 }
+
+TEST_CASE("kernel moe_dispatch: chosen experts get the recorded group counts, the others 0") {
+  auto& g = gpu();
+  const uint32_t T = 3, E = 5, C = 3;
+  // Expert 0: tokens 0 and 2; expert 3: token 1; experts 1, 2, 4: none.
+  std::vector<float> dense(size_t(T) * E, 0.0f);
+  dense[0 * E + 0] = 0.7f, dense[2 * E + 0] = 0.1f, dense[1 * E + 3] = 1.0f;
+  const std::vector<uint32_t> grids = {4, 1, 1, 4, 1, 1, 9, 2, 1};
+  Buffer bd = g.upload_f32(dense), bg = g.upload_bytes(grids.data(), grids.size() * 4),
+         args = g.upload_f32(std::vector<float>(size_t(E) * C * 3, 1.0f));   // stale values are overwritten
+  g.run([&](CommandList& cmd) { g.kernels->moe_dispatch(cmd, bd.range(), T, E, bg.range(), C, args.range()); });
+  const auto got = as_ints(g.download_f32(args, size_t(E) * C * 3));
+  for (uint32_t e = 0; e < E; ++e) {
+    CAPTURE(e);
+    const bool chosen = e == 0 || e == 3;
+    for (uint32_t i = 0; i < C * 3; ++i) CHECK(got[e * C * 3 + i] == (chosen ? int32_t(grids[i]) : 0));
+  }
+}
