@@ -26,6 +26,7 @@
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -469,4 +470,67 @@ TEST_CASE("MoE families: batched decode rows (each its own experts) equal each s
     ++ran;
   }
   CHECK(ran >= 3);   // qwen3_moe, mixtral, olmoe
+}
+
+// transformers 5 may save a layer's experts as two 3-D tensors, experts.gate_up_proj [E, 2F, H] (each expert's
+// gate rows, then its up rows) and experts.down_proj [E, H, F], where transformers 4 wrote a tensor per expert.
+TEST_CASE("MoE: experts saved as transformers 5's fused 3-D tensors give the per-expert checkpoint's logits") {
+  const fs::path dir = families_root() / "qwen3_moe";
+  if (!fs::is_directory(dir)) {
+    MESSAGE("no qwen3_moe fixture under " << families_root());
+    return;
+  }
+  const Reference ref = load_reference(dir, "reference.json");
+  const auto cfg = parse_json_bounded(read_text(dir / "hf/config.json"), 16);
+  // transformers 5 saves num_experts as num_local_experts
+  const int64_t E = cfg.contains("num_experts") ? cfg.at("num_experts").get<int64_t>()
+                                                : cfg.at("num_local_experts").get<int64_t>();
+  const int64_t L = cfg.at("num_hidden_layers").get<int64_t>();
+  TempDir tmp("moe_fused");
+  {
+    const ModelWeights w = ModelWeights::open_dir(dir / "hf");
+    std::vector<TensorToWrite> out;
+    auto bytes = [](const TensorInfo& t) {
+      return std::vector<std::byte>(t.data, t.data + t.nbytes);
+    };
+    for (const std::string& name : w.names())
+      if (name.find(".experts.") == std::string::npos) {
+        const TensorInfo& t = w.get(name);
+        out.emplace_back(name, t.dtype, t.shape, bytes(t));
+      }
+    for (int64_t l = 0; l < L; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+      std::vector<std::byte> gu, down;
+      std::vector<int64_t> gshape, dshape;
+      for (int64_t e = 0; e < E; ++e) {
+        const std::string q = p + std::to_string(e) + ".";
+        const TensorInfo &g = w.get(q + "gate_proj.weight"), &u = w.get(q + "up_proj.weight"),
+                         &d = w.get(q + "down_proj.weight");
+        for (const TensorInfo* t : {&g, &u}) gu.insert(gu.end(), t->data, t->data + t->nbytes);
+        down.insert(down.end(), d.data, d.data + d.nbytes);
+        gshape = {E, 2 * g.shape[0], g.shape[1]};
+        dshape = {E, d.shape[0], d.shape[1]};
+      }
+      out.emplace_back(p + "gate_up_proj", DType::F16, gshape, std::move(gu));
+      out.emplace_back(p + "down_proj", DType::F16, dshape, std::move(down));
+    }
+    write_safetensors(tmp.path / "model.safetensors", out);
+    fs::copy_file(dir / "hf/config.json", tmp.path / "config.json");
+  }
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto per_expert = Model::load(*g.device, *g.allocator, dir / "hf", lo);
+  auto fused = Model::load(*g.device, *g.allocator, tmp.path, lo);
+  SessionOptions o;
+  o.context = uint32_t(ref.tokens.size() + 8);
+  o.chunk = kChunk;
+  std::vector<float> a, b;
+  Session sa(*per_expert, o), sb(*fused, o);
+  sa.prefill(ref.tokens, &a);
+  sb.prefill(ref.tokens, &b);
+  REQUIRE(a.size() == b.size());
+  CHECK(a == b);   // the same f16 weights in the same order: the same bits
+  const Worst w = compare_rows(ref, b);
+  CHECK(w.next <= kTol);
 }
