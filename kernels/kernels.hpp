@@ -172,6 +172,19 @@ class Kernels {
   // dense [T, E]), 0 groups for the others; grids: `calls` x 3 uint32 (CommandList::indirect_grids()).
   void moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
                     const BufferRange& grids, uint32_t calls, const BufferRange& args);
+  // Prefill rows grouped by expert, over rows [first, first + rows) (rows <= cap) of ids (int32 [T, k]):
+  // moe_group lists each expert's rows (rows_of [E, cap], in row order), each row's slot in its experts'
+  // lists (slots [cap, E]; slots past an expert's count name no row: index ~0) and the experts' indirect group counts (args [E][calls], from grids recorded for
+  // cap rows, the row groups cut to the expert's count; 0 for an expert no row chose).
+  void moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,
+                 uint32_t n_experts, uint32_t cap, const BufferRange& grids, uint32_t calls,
+                 const BufferRange& rows_of, const BufferRange& slots, const BufferRange& args);
+  // y[e][i] = x[first + rows_of[e][i]] (y [E, cap, cols]) for the slots that name a row (< rows).
+  void moe_gather(CommandList& cmd, const BufferRange& rows_of, uint32_t first, uint32_t rows, uint32_t n_experts,
+                  uint32_t cap, const Act& x, const BufferRange& y);
+  // y[first + t] += Σ_e dense[first + t][e] * x[e][slots[t][e]], experts in index order, zero weights skipped.
+  void moe_scatter(CommandList& cmd, const BufferRange& dense, const BufferRange& slots, uint32_t first,
+                   uint32_t rows, uint32_t n_experts, uint32_t cap, const BufferRange& x, const Act& y);
 
  private:
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;

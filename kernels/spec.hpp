@@ -124,6 +124,18 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_BIND_FILE "shaders/spec/moe_dispatch.h"
 #include "kernels/binding_struct.inc"
 
+#define REACH_BIND_NAME MoeGroupBindings
+#define REACH_BIND_FILE "shaders/spec/moe_group.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeGatherBindings
+#define REACH_BIND_FILE "shaders/spec/moe_gather.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeScatterBindings
+#define REACH_BIND_FILE "shaders/spec/moe_scatter.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME ElementwiseAddBindings
 #define REACH_BIND_FILE "shaders/spec/elementwise_add.h"
 #include "kernels/binding_struct.inc"

@@ -97,6 +97,9 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::MoeRouteBindings>("moe_route");
   check_bindings<spec::MoeAccumulateBindings>("moe_accumulate");
   check_bindings<spec::MoeDispatchBindings>("moe_dispatch");
+  check_bindings<spec::MoeGroupBindings>("moe_group");
+  check_bindings<spec::MoeGatherBindings>("moe_gather");
+  check_bindings<spec::MoeScatterBindings>("moe_scatter");
   check_bindings<spec::EmbedBindings>("embed");
   check_bindings<spec::EmbedQBindings>("embed_q");
   check_bindings<spec::NormRmsBindings>("norm_rms");

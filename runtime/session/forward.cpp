@@ -1,5 +1,6 @@
 #include "runtime/session/forward.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -186,6 +187,73 @@ struct LayerRecorder {
     std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
   }
 
+  // Prefill rows: kMoeGroupRows rows at a time, each expert's products over only the rows that chose it.
+  // moe_group lists every expert's rows and cuts its indirect row groups to their count (0 for an expert no
+  // row chose), moe_gather copies them into the expert's block, the experts run side by side (no barriers
+  // between them) and moe_scatter adds each row's chosen outputs back with their weights.
+  void moe_residual_grouped(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+    const uint32_t G = ForwardScratch::kMoeGroupRows;
+    const Act& in = w.mlp_norm ? h : x;
+    if (w.mlp_norm) {
+      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    const Act logits{b.moe_logits, 0, n, E};
+    K.linear(cmd, in, w.router, logits);
+    cmd.barrier();
+    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
+    const BufferRange ids = b.moe_ids->range(layer * stride, uint64_t(n) * k * 4);
+    K.moe_route(cmd, logits, k, c.norm_topk_prob, ids, b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
+    cmd.barrier();
+    const BufferRange grids = b.moe_grids->range(uint64_t(ForwardScratch::kMoeDecodeRows) * 256, 36);
+    const BufferRange args = b.moe_args->range(0, uint64_t(E) * 36), rows_of = b.moe_rows->range(0, uint64_t(E) * G * 4),
+                      slots = b.moe_slots->range(0, uint64_t(G) * E * 4);
+    const uint64_t sf = uint64_t(G) * F * 4, sh = uint64_t(G) * H * 4;
+    std::array<std::array<uint32_t, 3>, 3> recorded{};
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) {
+      const auto& g = cmd.indirect_grids();
+      if (g.size() != calls)
+        throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
+                                             " dispatches where one was planned");
+      for (uint32_t i = 0; i < calls; ++i) {
+        if (e == 0) recorded[call + i] = g[i];
+        else if (g[i] != recorded[call + i])
+          throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
+      }
+      cmd.clear_indirect();
+    };
+    for (uint32_t first = 0; first < n; first += G) {
+      const uint32_t rows = std::min(G, n - first);
+      K.moe_group(cmd, ids, first, rows, k, E, G, grids, 3, rows_of, slots, args);
+      cmd.barrier();
+      K.moe_gather(cmd, rows_of, first, rows, E, G, in, b.moe_xg->range(0, uint64_t(E) * sh));
+      cmd.barrier();
+      for (uint32_t e = 0; e < E; ++e) {
+        cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36, 24));
+        const Act xe{b.moe_xg, e * sh, G, H};
+        K.linear(cmd, xe, w.expert_gate[e], Act{b.moe_gg, e * sf, G, F});
+        K.linear(cmd, xe, w.expert_up[e], Act{b.moe_gu, e * sf, G, F});
+        keep(e, 0, 2);
+      }
+      cmd.barrier();
+      // Across every expert's block at once; slots no row filled hold stale values, never read below.
+      K.elementwise_silu_mul(cmd, b.moe_gg->range(0, E * sf), b.moe_gu->range(0, E * sf),
+                             b.moe_gg->range(0, E * sf), uint32_t(E * sf / 4));
+      cmd.barrier();
+      for (uint32_t e = 0; e < E; ++e) {
+        cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36 + 24, 12));
+        K.linear(cmd, Act{b.moe_gg, e * sf, G, F}, w.expert_down[e], Act{b.moe_gout, e * sh, G, H});
+        keep(e, 2, 1);
+      }
+      cmd.barrier();
+      K.moe_scatter(cmd, dense, slots, first, rows, E, G, b.moe_gout->range(0, uint64_t(E) * sh), x);
+      cmd.barrier();
+    }
+    std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
+  }
+
   // --- fused steps: decode rows (n <= the mat-vec limit), the same arithmetic in fewer dispatches ---
 
   // q, k, v in one mat-vec dispatch per weight type: the attention norm folded into its input, the biases
@@ -284,6 +352,7 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
       if (fuse) R.output_residual_fused(w);
       else R.output_residual(w);
       if (b.moe_args && n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
+      else if (b.moe_rows) R.moe_residual_grouped(w, l);
       else R.moe_residual(w, l);
     } else if (fuse) {
       R.output_residual_fused(w);

@@ -39,7 +39,8 @@ uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
       saturating_add(dense, saturating_mul({4, saturating_add(saturating_mul({rows, 2 * E + k + m.H}),
                                                               saturating_mul({uint64_t(c.n_layers),
                                                                               moe_ids_stride(c, rows)}))})),
-      saturating_mul({E, per_expert}));
+      saturating_add(saturating_mul({E, per_expert}),
+                     rows > kMoeDecodeRows ? saturating_mul({E, kMoeGroupRows, 4, 2 * (m.H + F) + 2}) : 0));
 }
 
 uint64_t ForwardScratch::logits_bytes(const ModelConfig& c, uint64_t rows) {
@@ -71,7 +72,16 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
     s.moe_eu = A.allocate(Arena::scratch, E * moe_expert_stride(r, F), prefix + "experts' up");
     s.moe_eout = A.allocate(Arena::scratch, E * moe_expert_stride(r, m.H), prefix + "experts' out");
     s.moe_args = A.allocate(Arena::scratch, E * 3 * 12, prefix + "experts' group counts");
-    s.moe_grids = A.allocate(Arena::staging, kMoeDecodeRows * 256, prefix + "experts' recorded group counts");
+    s.moe_grids = A.allocate(Arena::staging, (kMoeDecodeRows + 1) * 256, prefix + "experts' recorded group counts");
+    if (n > kMoeDecodeRows) {
+      const uint64_t G = kMoeGroupRows;
+      s.moe_xg = A.allocate(Arena::scratch, E * G * m.H * 4, prefix + "experts' gathered rows");
+      s.moe_gg = A.allocate(Arena::scratch, E * G * F * 4, prefix + "experts' gathered gate");
+      s.moe_gu = A.allocate(Arena::scratch, E * G * F * 4, prefix + "experts' gathered up");
+      s.moe_gout = A.allocate(Arena::scratch, E * G * m.H * 4, prefix + "experts' gathered out");
+      s.moe_rows = A.allocate(Arena::scratch, E * G * 4, prefix + "experts' rows");
+      s.moe_slots = A.allocate(Arena::scratch, G * E * 4, prefix + "rows' expert slots");
+    }
   }
   return s;
 }
