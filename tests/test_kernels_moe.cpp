@@ -155,3 +155,70 @@ TEST_CASE("kernel moe_dispatch: chosen experts get the recorded group counts, th
     for (uint32_t i = 0; i < C * 3; ++i) CHECK(got[e * C * 3 + i] == (chosen ? int32_t(grids[i]) : 0));
   }
 }
+
+TEST_CASE("kernel moe_group, moe_gather, moe_scatter: rows grouped by expert and added back with their weights") {
+  auto& g = gpu();
+  const uint32_t T = 40, first = 5, rows = 20, cap = 32, E = 6, k = 2, H = 10, C = 3;
+  std::mt19937 rng(11);
+  // Expert 0 takes every row (slot 0), expert 5 none; the second choice is one of 1..4.
+  std::vector<int32_t> ids(size_t(T) * k);
+  for (uint32_t t = 0; t < T; ++t) ids[t * k] = 0, ids[t * k + 1] = int32_t(1 + rng() % 4);
+  std::vector<float> dense(size_t(T) * E, 0.0f);
+  for (uint32_t t = 0; t < T; ++t) dense[t * E + 0] = 0.6f, dense[t * E + size_t(ids[t * k + 1])] = 0.4f;
+  const std::vector<uint32_t> grids = {7, 4, 1, 7, 4, 1, 3, 4, 1};   // recorded for cap rows: 8 rows a group
+  std::vector<float> x(size_t(T) * H), out(size_t(E) * cap * H), y0(size_t(T) * H);
+  std::normal_distribution<float> nd(0, 1);
+  for (float& v : x) v = nd(rng);
+  for (float& v : out) v = nd(rng);
+  for (float& v : y0) v = nd(rng);
+  Buffer bi = g.upload_bytes(ids.data(), ids.size() * 4), bg = g.upload_bytes(grids.data(), grids.size() * 4),
+         brows = g.zeros(size_t(E) * cap * 4), bslots = g.zeros(size_t(cap) * E * 4), bargs = g.zeros(size_t(E) * C * 12),
+         bx = g.upload_f32(x), bxg = g.zeros(size_t(E) * cap * H * 4), bd = g.upload_f32(dense), bo = g.upload_f32(out),
+         by = g.upload_f32(y0);
+  g.run([&](CommandList& cmd) {
+    g.kernels->moe_group(cmd, bi.range(), first, rows, k, E, cap, bg.range(), C, brows.range(), bslots.range(),
+                         bargs.range());
+    cmd.barrier();
+    g.kernels->moe_gather(cmd, brows.range(), first, rows, E, cap, Act{&bx, 0, T, H}, bxg.range());
+    g.kernels->moe_scatter(cmd, bd.range(), bslots.range(), first, rows, E, cap, bo.range(), Act{&by, 0, T, H});
+  });
+  const auto rows_of = as_ints(g.download_f32(brows, size_t(E) * cap));
+  const auto slots = as_ints(g.download_f32(bslots, size_t(cap) * E));
+  const auto args = as_ints(g.download_f32(bargs, size_t(E) * C * 3));
+  const auto xg = g.download_f32(bxg, size_t(E) * cap * H);
+  const auto y = g.download_f32(by, size_t(T) * H);
+  for (uint32_t e = 0; e < E; ++e) {
+    CAPTURE(e);
+    std::vector<int32_t> want;   // the rows (relative to first) that chose e, in row order
+    for (uint32_t t = 0; t < rows; ++t)
+      if (ids[(first + t) * k] == int32_t(e) || ids[(first + t) * k + 1] == int32_t(e)) want.push_back(int32_t(t));
+    CHECK(std::vector<int32_t>(rows_of.begin() + e * cap, rows_of.begin() + e * cap + want.size()) == want);
+    for (size_t i = want.size(); i < rows; ++i) CHECK(rows_of[e * cap + i] == -1);   // no row
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(slots[size_t(want[i]) * E + e] == int32_t(i));
+      for (uint32_t j = 0; j < H; ++j) CHECK(xg[(e * cap + i) * H + j] == x[(first + want[i]) * H + j]);
+    }
+    const uint32_t n = uint32_t(want.size());
+    for (uint32_t c = 0; c < C; ++c) {
+      CHECK(args[(e * C + c) * 3 + 0] == int32_t(n ? grids[c * 3] : 0));
+      CHECK(args[(e * C + c) * 3 + 1] == int32_t(n ? (n * 4 + cap - 1) / cap : 0));
+      CHECK(args[(e * C + c) * 3 + 2] == int32_t(n ? 1 : 0));
+    }
+  }
+  CHECK(rows_of[0 * cap + rows - 1] == int32_t(rows - 1));   // expert 0 took every row
+  CHECK(args[5 * C * 3 + 0] == 0);                           // expert 5 none
+  for (uint32_t t = 0; t < T; ++t)
+    for (uint32_t j = 0; j < H; ++j) {
+      const size_t i = size_t(t) * H + j;
+      if (t < first || t >= first + rows) {
+        CHECK(y[i] == y0[i]);   // rows outside the range untouched
+        continue;
+      }
+      // Experts in index order: 0 first, then the row's second choice.
+      const uint32_t r = t - first, e2 = uint32_t(ids[t * k + 1]);
+      float want = y0[i];
+      want += 0.6f * out[(0 * cap + uint32_t(slots[r * E + 0])) * H + j];
+      want += 0.4f * out[(e2 * cap + uint32_t(slots[r * E + e2])) * H + j];
+      CHECK(std::fabs(y[i] - want) <= 1e-6f * (1 + std::fabs(want)));
+    }
+}
