@@ -94,11 +94,14 @@ struct LayerRecorder {
   }
 
   // x += Σ_e weight[t, e] · down_e(silu(gate_e(h)) · up_e(h)) over the experts the router chose, h = norm(x).
-  // The router's choice stays on the device (moe_route writes ids and a [n, E] weight table); every expert
-  // runs over all n rows and moe_accumulate adds its rows with their weights, 0 where it was not chosen: E
-  // experts' work where k would do, the price of no host round trip until an expert-indexed kernel reads ids.
-  void moe_residual(const LayerWeights& w, size_t layer) {
-    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+  // The router's choice stays on the device: moe_route writes the ids and a [n, E] weight table (0 where not
+  // chosen), and the experts' dispatches read their group counts from it (moe_residual_chosen for decode rows,
+  // moe_residual_grouped for prefill rows).
+  //
+  // The MoE input (norm(x), or x), the router's logits and moe_route's ids (this layer's slice of moe_ids)
+  // and weights (moe_dense, moe_weights).  Returns the input the experts read.
+  const Act& route(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token);
     const Act& in = w.mlp_norm ? h : x;
     if (w.mlp_norm) {
       K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
@@ -108,42 +111,34 @@ struct LayerRecorder {
     K.linear(cmd, in, w.router, logits);
     cmd.barrier();
     const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
-    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
     K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
-                b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
+                b.moe_weights->range(0, uint64_t(n) * k * 4), b.moe_dense->range(0, uint64_t(n) * E * 4));
     cmd.barrier();
-    const Act ge{g.buffer, 0, n, F}, ue{u.buffer, 0, n, F}, out{b.moe_out, 0, n, H};
-    for (uint32_t e = 0; e < E; ++e) {
-      K.linear(cmd, in, w.expert_gate[e], ge);
-      K.linear(cmd, in, w.expert_up[e], ue);
-      cmd.barrier();
-      K.elementwise_silu_mul(cmd, ge.range(), ue.range(), ge.range(), n * F);
-      cmd.barrier();
-      K.linear(cmd, ge, w.expert_down[e], out);
-      cmd.barrier();
-      K.moe_accumulate(cmd, dense, E, e, 1, out, 0, x);
-      cmd.barrier();
+    return in;
+  }
+
+  // Ends an expert's indirect calls [call, call + calls): the group counts they were recorded with go to
+  // `recorded` (expert 0), and every other expert's must be the same (one grid per call for all experts).
+  void keep_grids(std::array<std::array<uint32_t, 3>, 3>& recorded, uint32_t e, uint32_t call, uint32_t calls) {
+    const auto& g = cmd.indirect_grids();
+    if (g.size() != calls)
+      throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
+                                           " dispatches where one was planned");
+    for (uint32_t i = 0; i < calls; ++i) {
+      if (e == 0) recorded[call + i] = g[i];
+      else if (g[i] != recorded[call + i])
+        throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
     }
+    cmd.clear_indirect();
   }
 
   // Decode rows: only the experts some row chose run.  moe_dispatch turns the router's weights into indirect
   // group counts (0 for the others); every expert writes its own slice of the expert scratch, so the experts
   // need no barriers between them: gate and up of all, one activation, down of all, one weighted sum.
   void moe_residual_chosen(const LayerWeights& w, size_t layer) {
-    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
-    const Act& in = w.mlp_norm ? h : x;
-    if (w.mlp_norm) {
-      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
-      cmd.barrier();
-    }
-    const Act logits{b.moe_logits, 0, n, E};
-    K.linear(cmd, in, w.router, logits);
-    cmd.barrier();
-    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    const uint32_t E = uint32_t(c.n_experts), F = uint32_t(c.expert_intermediate_size);
+    const Act& in = route(w, layer);
     const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
-    K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
-                b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
-    cmd.barrier();
     const BufferRange grids = b.moe_grids->range(uint64_t(n - 1) * 256, 36);   // 256: binding alignment
     K.moe_dispatch(cmd, dense, n, E, grids, 3, b.moe_args->range(0, uint64_t(E) * 36));
     cmd.barrier();
@@ -153,18 +148,7 @@ struct LayerRecorder {
       cmd.set_indirect(b.moe_args->range(uint64_t(e * 3 + call) * 12, uint64_t(calls) * 12));
     };
     // The group counts each call was recorded with; every expert's must be expert 0's (one grid per call).
-    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) {
-      const auto& g = cmd.indirect_grids();
-      if (g.size() != calls)
-        throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
-                                             " dispatches where one was planned");
-      for (uint32_t i = 0; i < calls; ++i) {
-        if (e == 0) recorded[call + i] = g[i];
-        else if (g[i] != recorded[call + i])
-          throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
-      }
-      cmd.clear_indirect();
-    };
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
     for (uint32_t e = 0; e < E; ++e) {
       indirect(e, 0, 2);
       K.linear(cmd, in, w.expert_gate[e], Act{b.moe_eg, e * sf, n, F});
@@ -194,36 +178,15 @@ struct LayerRecorder {
   void moe_residual_grouped(const LayerWeights& w, size_t layer) {
     const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
     const uint32_t G = ForwardScratch::kMoeGroupRows;
-    const Act& in = w.mlp_norm ? h : x;
-    if (w.mlp_norm) {
-      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
-      cmd.barrier();
-    }
-    const Act logits{b.moe_logits, 0, n, E};
-    K.linear(cmd, in, w.router, logits);
-    cmd.barrier();
-    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    const Act& in = route(w, layer);
     const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
-    const BufferRange ids = b.moe_ids->range(layer * stride, uint64_t(n) * k * 4);
-    K.moe_route(cmd, logits, k, c.norm_topk_prob, ids, b.moe_weights->range(0, uint64_t(n) * k * 4), dense);
-    cmd.barrier();
+    const BufferRange ids = b.moe_ids->range(layer * ForwardScratch::moe_ids_stride(c, n) * 4, uint64_t(n) * k * 4);
     const BufferRange grids = b.moe_grids->range(uint64_t(ForwardScratch::kMoeDecodeRows) * 256, 36);
     const BufferRange args = b.moe_args->range(0, uint64_t(E) * 36), rows_of = b.moe_rows->range(0, uint64_t(E) * G * 4),
                       slots = b.moe_slots->range(0, uint64_t(G) * E * 4);
     const uint64_t sf = uint64_t(G) * F * 4, sh = uint64_t(G) * H * 4;
     std::array<std::array<uint32_t, 3>, 3> recorded{};
-    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) {
-      const auto& g = cmd.indirect_grids();
-      if (g.size() != calls)
-        throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
-                                             " dispatches where one was planned");
-      for (uint32_t i = 0; i < calls; ++i) {
-        if (e == 0) recorded[call + i] = g[i];
-        else if (g[i] != recorded[call + i])
-          throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
-      }
-      cmd.clear_indirect();
-    };
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
     for (uint32_t first = 0; first < n; first += G) {
       const uint32_t rows = std::min(G, n - first);
       K.moe_group(cmd, ids, first, rows, k, E, G, grids, 3, rows_of, slots, args);
@@ -351,9 +314,8 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     if (w.moe()) {   // the experts' steps serve prefill and decode alike
       if (fuse) R.output_residual_fused(w);
       else R.output_residual(w);
-      if (b.moe_args && n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
-      else if (b.moe_rows) R.moe_residual_grouped(w, l);
-      else R.moe_residual(w, l);
+      if (n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
+      else R.moe_residual_grouped(w, l);
     } else if (fuse) {
       R.output_residual_fused(w);
       R.mlp_residual_fused(w);
