@@ -173,15 +173,16 @@ class Kernels {
   void moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
                     const BufferRange& grids, uint32_t calls, const BufferRange& args);
   // Prefill rows grouped by expert, over rows [first, first + rows) (rows <= cap) of ids (int32 [T, k]):
-  // moe_group lists each expert's rows (rows_of [E, cap], in row order), each row's slot in its experts'
-  // lists (slots [cap, E]; slots past an expert's count name no row: index ~0) and the experts' indirect group counts (args [E][calls], from grids recorded for
+  // moe_group gives each row a slot in each of its experts' blocks (slots [cap, E], in row order) and the
+  // experts' indirect group counts (args [E][calls], from grids recorded for
   // cap rows, the row groups cut to the expert's count; 0 for an expert no row chose).
   void moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,
                  uint32_t n_experts, uint32_t cap, const BufferRange& grids, uint32_t calls,
-                 const BufferRange& rows_of, const BufferRange& slots, const BufferRange& args);
-  // y[e][i] = x[first + rows_of[e][i]] (y [E, cap, cols]) for the slots that name a row (< rows).
-  void moe_gather(CommandList& cmd, const BufferRange& rows_of, uint32_t first, uint32_t rows, uint32_t n_experts,
-                  uint32_t cap, const Act& x, const BufferRange& y);
+                 const BufferRange& slots, const BufferRange& args);
+  // y[e][slots[t - first][e]] = x[t] for every row t of [first, first + rows) and each of its k experts e
+  // (ids [T, k], slots from moe_group; y [E, cap, cols]).
+  void moe_gather(CommandList& cmd, const BufferRange& ids, const BufferRange& slots, uint32_t first, uint32_t rows,
+                  uint32_t k, uint32_t n_experts, uint32_t cap, const Act& x, const BufferRange& y);
   // y[first + t] += Σ_e dense[first + t][e] * x[e][slots[t][e]], experts in index order, zero weights skipped.
   void moe_scatter(CommandList& cmd, const BufferRange& dense, const BufferRange& slots, uint32_t first,
                    uint32_t rows, uint32_t n_experts, uint32_t cap, const BufferRange& x, const Act& y);

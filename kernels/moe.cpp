@@ -69,9 +69,9 @@ void Kernels::moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t 
 
 void Kernels::moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,
                         uint32_t n_experts, uint32_t cap, const BufferRange& grids, uint32_t calls,
-                        const BufferRange& rows_of, const BufferRange& slots, const BufferRange& args) {
+                        const BufferRange& slots, const BufferRange& args) {
   if (rows > cap || ids.size < uint64_t(first + rows) * k * 4 || grids.size < uint64_t(calls) * 12 ||
-      rows_of.size < uint64_t(n_experts) * cap * 4 || slots.size < uint64_t(cap) * n_experts * 4 ||
+      slots.size < uint64_t(cap) * n_experts * 4 ||
       args.size < uint64_t(n_experts) * calls * 12)
     throw Error(ErrorCode::internal, "moe_group: buffers smaller than " + std::to_string(n_experts) + " experts x " +
                                          std::to_string(cap) + " rows");
@@ -79,24 +79,24 @@ void Kernels::moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first
   struct { uint32_t first, rows, k, experts, cap, calls; } push{first, rows, k, n_experts, cap, calls};
   using B = spec::MoeGroupBindings;
   const auto& p = pipeline(device_, ShaderId::moe_group, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_IDS, ids}, {B::B_GRIDS, grids}, {B::B_ROWS, rows_of}, {B::B_SLOTS, slots},
-                                  {B::B_ARGS, args}}),
+  cmd.dispatch(p, spec::bound<B>({{B::B_IDS, ids}, {B::B_GRIDS, grids}, {B::B_SLOTS, slots}, {B::B_ARGS, args}}),
                &push, sizeof push, stride_groups(n_experts, kGroup), 1, 1, "moe_group");
 }
 
-void Kernels::moe_gather(CommandList& cmd, const BufferRange& rows_of, uint32_t first, uint32_t rows,
-                         uint32_t n_experts, uint32_t cap, const Act& x, const BufferRange& y) {
-  if (rows > cap || x.rows < first + rows || rows_of.size < uint64_t(n_experts) * cap * 4 ||
-      y.size < uint64_t(n_experts) * cap * x.cols * 4)
+void Kernels::moe_gather(CommandList& cmd, const BufferRange& ids, const BufferRange& slots, uint32_t first,
+                         uint32_t rows, uint32_t k, uint32_t n_experts, uint32_t cap, const Act& x,
+                         const BufferRange& y) {
+  if (rows > cap || x.rows < first + rows || ids.size < uint64_t(first + rows) * k * 4 ||
+      slots.size < uint64_t(cap) * n_experts * 4 || y.size < uint64_t(n_experts) * cap * x.cols * 4)
     throw Error(ErrorCode::internal, "moe_gather: buffers smaller than " + std::to_string(n_experts) + " experts x " +
                                          std::to_string(cap) + " rows");
-  const uint64_t n = uint64_t(n_experts) * rows * x.cols;
+  const uint64_t n = uint64_t(rows) * k * x.cols;
   if (n == 0) return;
-  struct { uint32_t first, rows, cols, experts, cap; } push{first, rows, x.cols, n_experts, cap};
+  struct { uint32_t first, rows, k, cols, experts, cap; } push{first, rows, k, x.cols, n_experts, cap};
   using B = spec::MoeGatherBindings;
   const auto& p = pipeline(device_, ShaderId::moe_gather, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_ROWS, rows_of}, {B::B_X, x.range()}, {B::B_Y, y}}), &push, sizeof push,
-               stride_groups(n, kGroup), 1, 1, "moe_gather");
+  cmd.dispatch(p, spec::bound<B>({{B::B_IDS, ids}, {B::B_SLOTS, slots}, {B::B_X, x.range()}, {B::B_Y, y}}), &push,
+               sizeof push, stride_groups(n, kGroup), 1, 1, "moe_gather");
 }
 
 void Kernels::moe_scatter(CommandList& cmd, const BufferRange& dense, const BufferRange& slots, uint32_t first,

@@ -1,14 +1,12 @@
 #version 450
-// One invocation per expert e, over rows [first, first + rows) of ids [T][k]: the rows that chose e, in row order,
-// to rows[e][0..count) (row indices relative to first), each such row's slot to slots[row][e] (its index in
-// that list; slots past the count get no row), and e's indirect group counts: args[e][c] = grids[c] (recorded for cap rows) with the row groups
+// One invocation per expert e, over rows [first, first + rows) of ids [T][k]: each row that chose e gets the
+// next slot of e's block, in row order (slots[row - first][e]), and e's indirect group counts: args[e][c] = grids[c] (recorded for cap rows) with the row groups
 // (y) cut to ceil(count * y / cap), 0 groups when no row chose e.
 #include "common.glsl"
 #include "contract.glsl"
 #include "spec/moe_group.h"
 layout(binding = B_IDS) readonly buffer I { int ids[]; };
 layout(binding = B_GRIDS) readonly buffer G { uint grids[]; };
-layout(binding = B_ROWS) writeonly buffer R { uint rows_of[]; };
 layout(binding = B_SLOTS) writeonly buffer S { uint slots[]; };
 layout(binding = B_ARGS) writeonly buffer A { uint args[]; };
 layout(push_constant) uniform P { uint first; uint rows; uint k; uint experts; uint cap; uint calls; } p;
@@ -18,12 +16,9 @@ void main() {
     for (uint t = 0; t < p.rows; ++t)
       for (uint s = 0; s < p.k; ++s)
         if (ids[(p.first + t) * p.k + s] == int(e)) {
-          rows_of[e * p.cap + count] = t;
           slots[t * p.experts + e] = count;
           ++count;
         }
-    // The slots past the count name no row: moe_gather skips them (no copy of rows no product reads).
-    for (uint i = count; i < p.rows; ++i) rows_of[e * p.cap + i] = 0xffffffffu;
     for (uint c = 0; c < p.calls; ++c) {
       const uint gy = grids[c * 3 + 1];
       const bool run = count > 0;

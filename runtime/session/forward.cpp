@@ -182,16 +182,15 @@ struct LayerRecorder {
     const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
     const BufferRange ids = b.moe_ids->range(layer * ForwardScratch::moe_ids_stride(c, n) * 4, uint64_t(n) * k * 4);
     const BufferRange grids = b.moe_grids->range(uint64_t(ForwardScratch::kMoeDecodeRows) * 256, 36);
-    const BufferRange args = b.moe_args->range(0, uint64_t(E) * 36), rows_of = b.moe_rows->range(0, uint64_t(E) * G * 4),
-                      slots = b.moe_slots->range(0, uint64_t(G) * E * 4);
+    const BufferRange args = b.moe_args->range(0, uint64_t(E) * 36), slots = b.moe_slots->range(0, uint64_t(G) * E * 4);
     const uint64_t sf = uint64_t(G) * F * 4, sh = uint64_t(G) * H * 4;
     std::array<std::array<uint32_t, 3>, 3> recorded{};
     auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
     for (uint32_t first = 0; first < n; first += G) {
       const uint32_t rows = std::min(G, n - first);
-      K.moe_group(cmd, ids, first, rows, k, E, G, grids, 3, rows_of, slots, args);
+      K.moe_group(cmd, ids, first, rows, k, E, G, grids, 3, slots, args);
       cmd.barrier();
-      K.moe_gather(cmd, rows_of, first, rows, E, G, in, b.moe_xg->range(0, uint64_t(E) * sh));
+      K.moe_gather(cmd, ids, slots, first, rows, k, E, G, in, b.moe_xg->range(0, uint64_t(E) * sh));
       cmd.barrier();
       for (uint32_t e = 0; e < E; ++e) {
         cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36, 24));

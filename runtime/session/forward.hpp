@@ -30,9 +30,8 @@ struct ForwardBuffers {
   const Buffer *moe_eg = nullptr, *moe_eu = nullptr, *moe_eout = nullptr, *moe_args = nullptr,
                *moe_grids = nullptr;
   // Prefill rows, kMoeGroupRows at a time grouped by expert: each expert's gathered input, gate, up and output
-  // [E][kMoeGroupRows][cols], its rows and each row's slots (null without prefill rows).
-  const Buffer *moe_xg = nullptr, *moe_gg = nullptr, *moe_gu = nullptr, *moe_gout = nullptr, *moe_rows = nullptr,
-               *moe_slots = nullptr;
+  // [E][kMoeGroupRows][cols], and each row's slots in its experts' blocks (null without prefill rows).
+  const Buffer *moe_xg = nullptr, *moe_gg = nullptr, *moe_gu = nullptr, *moe_gout = nullptr, *moe_slots = nullptr;
 };
 
 // The buffers behind ForwardBuffers for up to `rows` rows, sized by one rule for
@@ -42,7 +41,7 @@ struct ForwardScratch {
   Buffer ids, x, h, q, k, v, o, g, u, logits;
   Buffer moe_logits, moe_dense, moe_weights, moe_out, moe_ids;   // allocated for a mixture of experts only
   Buffer moe_eg, moe_eu, moe_eout, moe_args, moe_grids;          // and these with decode rows (see below)
-  Buffer moe_xg, moe_gg, moe_gu, moe_gout, moe_rows, moe_slots;  // and these with more rows than decode's
+  Buffer moe_xg, moe_gg, moe_gu, moe_gout, moe_slots;  // and these with more rows than decode's
 
   // Prefill rows go through the experts this many at a time, grouped by expert: every expert's matrix
   // products over only the rows that chose it (indirect row groups), gathered into its own block.
@@ -73,8 +72,8 @@ struct ForwardScratch {
                  b.moe_out = &moe_out, b.moe_ids = &moe_ids;
     if (moe_args) b.moe_eg = &moe_eg, b.moe_eu = &moe_eu, b.moe_eout = &moe_eout, b.moe_args = &moe_args,
                   b.moe_grids = &moe_grids;
-    if (moe_rows) b.moe_xg = &moe_xg, b.moe_gg = &moe_gg, b.moe_gu = &moe_gu, b.moe_gout = &moe_gout,
-                  b.moe_rows = &moe_rows, b.moe_slots = &moe_slots;
+    if (moe_slots) b.moe_xg = &moe_xg, b.moe_gg = &moe_gg, b.moe_gu = &moe_gu, b.moe_gout = &moe_gout,
+                   b.moe_slots = &moe_slots;
     return b;
   }
 };

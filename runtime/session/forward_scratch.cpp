@@ -40,7 +40,7 @@ uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
                                                               saturating_mul({uint64_t(c.n_layers),
                                                                               moe_ids_stride(c, rows)}))})),
       saturating_add(saturating_mul({E, per_expert}),
-                     rows > kMoeDecodeRows ? saturating_mul({E, kMoeGroupRows, 4, 2 * (m.H + F) + 2}) : 0));
+                     rows > kMoeDecodeRows ? saturating_mul({E, kMoeGroupRows, 4, 2 * (m.H + F) + 1}) : 0));
 }
 
 uint64_t ForwardScratch::logits_bytes(const ModelConfig& c, uint64_t rows) {
@@ -79,7 +79,6 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
       s.moe_gg = A.allocate(Arena::scratch, E * G * F * 4, prefix + "experts' gathered gate");
       s.moe_gu = A.allocate(Arena::scratch, E * G * F * 4, prefix + "experts' gathered up");
       s.moe_gout = A.allocate(Arena::scratch, E * G * m.H * 4, prefix + "experts' gathered out");
-      s.moe_rows = A.allocate(Arena::scratch, E * G * 4, prefix + "experts' rows");
       s.moe_slots = A.allocate(Arena::scratch, G * E * 4, prefix + "rows' expert slots");
     }
   }
