@@ -4,18 +4,33 @@
 
 #include "cli/commands.hpp"
 #include "engine/device.hpp"
+#include "runtime/model/model.hpp"
 
 namespace reach::cli {
 
 int cmd_info(const Args& args) {
   bool json = false;
-  for (const auto& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--json") json = true;
-    else if (a == "-h" || a == "--help") {
-      std::printf("usage: reach info [--json]\n"
+    else if (a == "-m" || a == "--model") {
+      // The model's config (config.json or GGUF metadata) without loading its weights: family, sizes,
+      // experts, total and active parameters.
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "reach info: error: %s needs a model path\n", a.c_str());
+        return 2;
+      }
+      const ModelConfig c = load_model_config_at(resolve_model_path(args[i + 1]));
+      std::printf("%s\n", c.describe().c_str());
+      if (!c.is_moe()) std::printf("  matrix parameters: %llu\n", (unsigned long long)c.matrix_params());
+      return 0;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: reach info [--json] [-m MODEL]\n"
                   "Lists the Vulkan devices (REACH_DEVICE picks one by index or name) and their capabilities,\n"
                   "and whether the validation layer (REACH_VALIDATION=1) is on.\n"
-                  "  --json    the same as JSON on stdout\n");
+                  "  --json      the same as JSON on stdout\n"
+                  "  -m MODEL    describe the model (config.json or GGUF metadata) instead: family, sizes,\n"
+                  "              experts and top-k, total and active parameters\n");
       return 0;
     } else {
       std::fprintf(stderr, "reach info: error: unknown option '%s' (see reach info --help)\n", a.c_str());

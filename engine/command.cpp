@@ -65,6 +65,8 @@ void CommandList::begin() {
   labels_.clear();
   dispatches_ = 0;
   barriers_ = 0;
+  clear_indirect();
+  indirect_grids_.clear();
   if (!external_) {
     vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -182,7 +184,14 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-  vkCmdDispatch(cmd_, gx, gy, gz);
+  if (indirect_.size) {
+    if (uint64_t(indirect_used_ + 1) * 12 > indirect_.size)
+      throw Error(ErrorCode::internal, p.name + ": more indirect dispatches than set_indirect's range holds");
+    indirect_grids_.push_back({gx, gy, gz});
+    vkCmdDispatchIndirect(cmd_, indirect_.buffer, indirect_.offset + uint64_t(indirect_used_++) * 12);
+  } else {
+    vkCmdDispatch(cmd_, gx, gy, gz);
+  }
   dispatches_++;
   if (profile_ && labels_.size() + 1 < query_capacity_) {
     labels_.push_back(label ? label : p.name);
@@ -190,15 +199,21 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
   }
 }
 
+void CommandList::set_indirect(const BufferRange& args) {
+  indirect_ = args;
+  indirect_used_ = 0;
+  indirect_grids_.clear();
+}
+
 void CommandList::barrier() {
   ++barriers_;
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
   vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                           VK_PIPELINE_STAGE_HOST_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 

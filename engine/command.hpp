@@ -1,6 +1,7 @@
 #pragma once
 // Command recording: record once, submit many times.  A decode step is the
 // same recorded command buffer every token; only buffer contents change.
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -45,7 +46,14 @@ class CommandList {
     dispatch(p, std::span<const BufferRange>(buffers.begin(), buffers.size()), push, push_bytes, groups_x, groups_y,
              groups_z, label);
   }
-  // Compute/transfer writes before this point are visible to reads after it.
+  // The dispatches recorded from here until clear_indirect() take their group counts from `args` (one
+  // VkDispatchIndirectCommand of 3 uint32 each, consecutive, in recording order; written by a kernel before a
+  // barrier), not their own: a count of 0 skips the work on the device.  The counts they would have had are
+  // kept (indirect_grids()) for the kernel that writes args.
+  void set_indirect(const BufferRange& args);
+  void clear_indirect() { indirect_ = {}; }
+  const std::vector<std::array<uint32_t, 3>>& indirect_grids() const { return indirect_grids_; }
+  // Compute/transfer writes before this point are visible to reads after it (indirect group counts too).
   void barrier();
   void copy(const BufferRange& src, const BufferRange& dst);
   void fill(const BufferRange& dst, uint32_t word);
@@ -96,6 +104,9 @@ class CommandList {
   std::vector<std::string> labels_;
   uint32_t dispatches_ = 0;
   uint32_t barriers_ = 0;
+  BufferRange indirect_{};    // size 0: direct dispatches
+  uint32_t indirect_used_ = 0;
+  std::vector<std::array<uint32_t, 3>> indirect_grids_;
 };
 
 }  // namespace reach

@@ -196,7 +196,9 @@ Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& la
                                               mib(caps.max_buffer_size));
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Indirect: a kernel may write the group counts of later dispatches (CommandList::set_indirect).
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+             VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
   // The kernels' texel variants for CPU devices (KernelConfig::weights_texel,
   // AttentionTuning::texel) read these through uniform texel buffers.
   if (arena_texel_readable(arena)) bi.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;

@@ -194,6 +194,36 @@ class Kernels {
   // n f32 -> f16 (round to nearest even), for f16 caches.
   void elementwise_f32_to_f16(CommandList& cmd, const BufferRange& in, const BufferRange& out, uint32_t n);
 
+  // Mixture of experts (kernels/moe.cpp).  Per token of `logits` [T, E] (the router's): the top k experts
+  // (larger logit first, the lower index on ties) to ids (int32 [T, k]), their softmax probabilities
+  // (renormalised over the k when norm_topk) to weights (f32 [T, k]) and to dense (f32 [T, E], 0 where not
+  // chosen).  1 <= k <= min(E, 32).
+  void moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool norm_topk, const BufferRange& ids,
+                 const BufferRange& weights, const BufferRange& dense);
+  // y += Σ_{e in [first, first + count)} dense[:, e] * x_e per row (y [T, H]; dense [T, E]; x_e [T, H] starting
+  // (e - first) * x_stride elements after x), in expert order; a zero weight skips x_e's row (it may hold
+  // anything).  x_stride may be 0 when count is 1.
+  void moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t first, uint32_t count,
+                      const Act& x, uint32_t x_stride, const Act& y);
+  // args[e][c] (VkDispatchIndirectCommand) = grids[c] for the experts some token chose (a non-zero weight in
+  // dense [T, E]), 0 groups for the others; grids: `calls` x 3 uint32 (CommandList::indirect_grids()).
+  void moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
+                    const BufferRange& grids, uint32_t calls, const BufferRange& args);
+  // Prefill rows grouped by expert, over rows [first, first + rows) (rows <= cap) of ids (int32 [T, k]):
+  // moe_group gives each row a slot in each of its experts' blocks (slots [cap, E], in row order) and the
+  // experts' indirect group counts (args [E][calls], from grids recorded for
+  // cap rows, the row groups cut to the expert's count; 0 for an expert no row chose).
+  void moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,
+                 uint32_t n_experts, uint32_t cap, const BufferRange& grids, uint32_t calls,
+                 const BufferRange& slots, const BufferRange& args);
+  // y[e][slots[t - first][e]] = x[t] for every row t of [first, first + rows) and each of its k experts e
+  // (ids [T, k], slots from moe_group; y [E, cap, cols]).
+  void moe_gather(CommandList& cmd, const BufferRange& ids, const BufferRange& slots, uint32_t first, uint32_t rows,
+                  uint32_t k, uint32_t n_experts, uint32_t cap, const Act& x, const BufferRange& y);
+  // y[first + t] += Σ_e dense[first + t][e] * x[e][slots[t][e]], experts in index order, zero weights skipped.
+  void moe_scatter(CommandList& cmd, const BufferRange& dense, const BufferRange& slots, uint32_t first,
+                   uint32_t rows, uint32_t n_experts, uint32_t cap, const BufferRange& x, const Act& y);
+
  private:
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.

@@ -128,6 +128,30 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #include "kernels/push_struct.inc"
 
 // Binding numbers, one struct per kernel (shaders/spec/<stem>.h).
+#define REACH_BIND_NAME MoeRouteBindings
+#define REACH_BIND_FILE "shaders/spec/moe_route.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeAccumulateBindings
+#define REACH_BIND_FILE "shaders/spec/moe_accumulate.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeDispatchBindings
+#define REACH_BIND_FILE "shaders/spec/moe_dispatch.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeGroupBindings
+#define REACH_BIND_FILE "shaders/spec/moe_group.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeGatherBindings
+#define REACH_BIND_FILE "shaders/spec/moe_gather.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeScatterBindings
+#define REACH_BIND_FILE "shaders/spec/moe_scatter.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME ElementwiseAddBindings
 #define REACH_BIND_FILE "shaders/spec/elementwise_add.h"
 #include "kernels/binding_struct.inc"

@@ -535,3 +535,64 @@ TEST_CASE("rope_freqs: LongRoPE divides by the short factors within the trained 
   j["rope_scaling"].erase("attention_factor");
   CHECK(reach::rope_freqs(reach::parse_model_config(j, kSrc), 100).attention_factor == 1.0);
 }
+
+TEST_CASE("config: Qwen3-MoE experts, dense layers from mlp_only_layers and decoder_sparse_step") {
+  json j = family("Qwen3MoeForCausalLM", "qwen3_moe");
+  j["num_hidden_layers"] = 4;
+  j["num_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  j["norm_topk_prob"] = true;
+  j["decoder_sparse_step"] = 2;        // layers 1 and 3 sparse ((l + 1) % 2 == 0)
+  j["mlp_only_layers"] = json::array({3});
+  const auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.arch == reach::ModelArch::qwen3_moe);
+  CHECK(c.family() == "Qwen3-MoE");
+  CHECK(c.qk_head_norm);
+  CHECK(c.n_experts == 8);
+  CHECK(c.experts_per_token == 2);
+  CHECK(c.expert_intermediate_size == 32);
+  CHECK(c.norm_topk_prob);
+  CHECK(!c.moe_layer(0));
+  CHECK(c.moe_layer(1));
+  CHECK(!c.moe_layer(2));
+  CHECK(!c.moe_layer(3));
+  CHECK_HAS(c.describe(), "experts: 8, top-2");
+}
+
+TEST_CASE("config: Mixtral always renormalises; OLMoE does not unless asked, and norms the whole q/k") {
+  json m = family("MixtralForCausalLM", "mixtral");
+  m["num_local_experts"] = 4;
+  m["num_experts_per_tok"] = 2;
+  const auto c = reach::parse_model_config(m, kSrc);
+  CHECK(c.arch == reach::ModelArch::mixtral);
+  CHECK(c.norm_topk_prob);
+  CHECK(c.expert_intermediate_size == c.intermediate_size);
+  CHECK(c.moe_layer(0));
+  CHECK(c.moe_layer(1));
+  json o = family("OlmoeForCausalLM", "olmoe");
+  o["num_experts"] = 64;
+  o["num_experts_per_tok"] = 8;
+  const auto co = reach::parse_model_config(o, kSrc);
+  CHECK(co.arch == reach::ModelArch::olmoe);
+  CHECK(!co.norm_topk_prob);
+  CHECK(co.qk_proj_norm);
+  CHECK(co.experts_per_token == 8);
+}
+
+TEST_CASE("config: MoE errors name the key; shared-expert families are refused") {
+  json j = family("MixtralForCausalLM", "mixtral");
+  j["num_local_experts"] = 4;
+  j["num_experts_per_tok"] = 5;
+  CHECK_HAS(config_error(j, ErrorCode::format), "num_experts_per_tok 5 is more than num_local_experts 4");
+  CHECK_HAS(config_error(without(j, "num_local_experts"), ErrorCode::format), "num_local_experts");
+  json q = family("Qwen3MoeForCausalLM", "qwen3_moe");
+  q["num_experts"] = 4;
+  q["num_experts_per_tok"] = 2;
+  CHECK_HAS(config_error(q, ErrorCode::format), "moe_intermediate_size");
+  q["moe_intermediate_size"] = 16;
+  q["mlp_only_layers"] = json::array({7});
+  CHECK_HAS(config_error(q, ErrorCode::format), "mlp_only_layers");
+  CHECK_HAS(config_error(family("Qwen2MoeForCausalLM", "qwen2_moe"), ErrorCode::unsupported), "shared expert");
+  CHECK_HAS(config_error(family("GptOssForCausalLM", "gpt_oss"), ErrorCode::unsupported), "gpt-oss");
+}

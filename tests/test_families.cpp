@@ -1,4 +1,4 @@
-// Eight model families end to end against transformers' own float64 forward: the tiny random checkpoints of
+// Eleven model families (three of them mixtures of experts) end to end against transformers' own float64 forward: the tiny random checkpoints of
 // tests/data/families (tools/family_fixtures.py; README.md there), each loaded from its HF folder, its GGUF and its
 // HF folder with the transformers-4 config.json, run as one prefill of every token and as chunked prefill then
 // token-by-token decode; per-token log-probs, whole log-prob rows and a greedy continuation compared with
@@ -20,11 +20,13 @@
 #include "base/error.hpp"
 #include "runtime/formats/json_parse.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
 #include "runtime/session/session.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -57,6 +59,9 @@ struct Reference {
   std::vector<ChatMessage> chat_messages;
   std::vector<int32_t> chat_ids;
   std::string chat_date;   // set where the template writes today's date (the reference's fixed day)
+  // Mixture of experts ("moe"): the experts transformers' router chose, [layer][token][top-k]; a dense
+  // layer's list is empty.
+  std::vector<std::vector<std::vector<int32_t>>> experts;
 };
 
 fs::path families_root() {
@@ -91,6 +96,10 @@ Reference load_reference(const fs::path& dir, const std::string& file) {
     r.chat_ids = j.at("chat").at("ids").get<std::vector<int32_t>>();
     r.chat_date = j.at("chat").value("date", "");
   }
+  if (j.contains("moe"))
+    for (const auto& layer : j.at("moe").at("experts"))
+      r.experts.push_back(layer.is_null() ? std::vector<std::vector<int32_t>>{}
+                                          : layer.get<std::vector<std::vector<int32_t>>>());
   REQUIRE(r.logprobs_next.size() + 1 == r.tokens.size());
   REQUIRE(r.full_positions.size() == r.full_logprobs.size());
   REQUIRE(r.greedy.size() == r.greedy_margins.size());
@@ -265,6 +274,47 @@ void check_chat(const fs::path& path, bool gguf, Model* model, const Reference& 
                << " tokens: " << text);
 }
 
+// Mixture of experts: the experts reach's router chose (read back from the device) are transformers' for every
+// token of every sparse layer, in the same top-k order: once over one prefill of every token, once token by
+// token in decode steps after a chunked prefill of the first half.
+void check_routing(Model& model, const Reference& ref, const std::string& what) {
+  const size_t L = ref.tokens.size(), k = ref.experts.empty() ? 0 : ref.experts[0].empty() ? 0 : ref.experts[0][0].size();
+  size_t compared = 0, differ = 0;
+  std::string first;
+  auto compare = [&](const std::vector<int32_t>& got, size_t rows, size_t row, size_t token) {
+    for (size_t l = 0; l < ref.experts.size(); ++l) {
+      if (ref.experts[l].empty()) continue;
+      const std::vector<int32_t>& want = ref.experts[l][token];
+      const std::vector<int32_t> have(got.begin() + std::ptrdiff_t((l * rows + row) * want.size()),
+                                      got.begin() + std::ptrdiff_t((l * rows + row + 1) * want.size()));
+      ++compared;
+      if (have != want && differ++ == 0)
+        first = "layer " + std::to_string(l) + " token " + std::to_string(token) + ": reach " +
+                std::to_string(have[0]) + ",... transformers " + std::to_string(want[0]) + ",...";
+    }
+  };
+  SessionOptions o;
+  o.context = uint32_t(L + 8);
+  o.chunk = uint32_t(L);
+  {
+    Session s(model, o);
+    s.prefill(ref.tokens);
+    const auto got = s.last_expert_ids(uint32_t(L));
+    REQUIRE(got.size() == ref.experts.size() * L * k);
+    for (size_t t = 0; t < L; ++t) compare(got, L, t, t);
+  }
+  o.chunk = kChunk;
+  Session s(model, o);
+  s.prefill(std::span(ref.tokens).first(L / 2));
+  for (size_t t = L / 2; t < L; ++t) {
+    s.decode(ref.tokens[t]);
+    compare(s.last_expert_ids(1), 1, 0, t);
+  }
+  MESSAGE(what << ": routing compared for " << compared << " (layer, token) pairs, " << differ << " differ");
+  CHECK_MESSAGE(differ == 0, what << ": the router's choice differs from transformers' at " << first);
+  CHECK(compared > 0);
+}
+
 void run_family(const fs::path& dir, Source source) {
   // A GGUF that the converter made lossy (mistral: no sliding window; gemma2: no query_pre_attn_scalar) has its
   // own reference: the model as llama.cpp reads the file.
@@ -295,6 +345,14 @@ void run_family(const fs::path& dir, Source source) {
   if (model->config().vocab_size != int64_t(ref.vocab)) {
     FAIL_CHECK(what << ": vocab_size " << model->config().vocab_size << ", reference " << ref.vocab);
     return;
+  }
+  if (!ref.experts.empty()) {
+    CHECK_MESSAGE(model->config().is_moe(), what << ": reference.json has routing, the model is not a MoE");
+    try {
+      check_routing(*model, ref, what);
+    } catch (const std::exception& e) {
+      FAIL_CHECK(what << ": routing check throws: " << std::string(e.what()));
+    }
   }
   // Above phi3's original context (32): transformers takes longrope's long factors for the whole 80-token forward,
   // as llama.cpp does for a context above the original.
@@ -369,4 +427,110 @@ TEST_CASE("a Mistral GGUF has no sliding window; --attn-window W gives back tran
     CHECK(w.next <= kTol);
     CHECK(w.full <= kTol);
   }
+}
+
+TEST_CASE("MoE families: batched decode rows (each its own experts) equal each sequence decoded alone") {
+  size_t ran = 0;
+  for (const fs::path& dir : family_dirs()) {
+    const Reference ref = load_reference(dir, "reference.json");
+    if (ref.experts.empty()) continue;
+    CAPTURE(ref.family);
+    Gpu& g = gpu();
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    auto model = Model::load(*g.device, *g.allocator, dir / "hf", lo);
+    SessionOptions o;
+    o.context = uint32_t(ref.tokens.size() + 8);
+    o.chunk = kChunk;
+    const std::vector<size_t> starts = {9, 20, 31};   // rows at different positions choose different experts
+    std::vector<std::unique_ptr<Session>> batched, alone;
+    for (size_t st : starts) {
+      batched.push_back(std::make_unique<Session>(*model, o));
+      alone.push_back(std::make_unique<Session>(*model, o));
+      batched.back()->prefill(std::span(ref.tokens).first(st));
+      alone.back()->prefill(std::span(ref.tokens).first(st));
+    }
+    DecodeBatch batch(*model, uint32_t(starts.size()));
+    double worst = 0;
+    for (size_t step = 0; step < 6; ++step) {
+      std::vector<Session*> rows;
+      std::vector<int32_t> ids;
+      for (size_t i = 0; i < starts.size(); ++i) {
+        rows.push_back(batched[i].get());
+        ids.push_back(ref.tokens[starts[i] + step]);
+        alone[i]->decode(ids.back());
+      }
+      batch.step(rows, ids);
+      for (size_t i = 0; i < starts.size(); ++i)
+        for (size_t v = 0; v < ref.vocab; ++v)
+          worst = std::max(worst, double(std::fabs(batched[i]->logits()[v] - alone[i]->logits()[v])));
+    }
+    MESSAGE(ref.family << ": batched vs alone, worst |d logit| " << worst);
+    CHECK(worst <= 1e-4);
+    ++ran;
+  }
+  CHECK(ran >= 3);   // qwen3_moe, mixtral, olmoe
+}
+
+// transformers 5 may save a layer's experts as two 3-D tensors, experts.gate_up_proj [E, 2F, H] (each expert's
+// gate rows, then its up rows) and experts.down_proj [E, H, F], where transformers 4 wrote a tensor per expert.
+TEST_CASE("MoE: experts saved as transformers 5's fused 3-D tensors give the per-expert checkpoint's logits") {
+  const fs::path dir = families_root() / "qwen3_moe";
+  if (!fs::is_directory(dir)) {
+    MESSAGE("no qwen3_moe fixture under " << families_root());
+    return;
+  }
+  const Reference ref = load_reference(dir, "reference.json");
+  const auto cfg = parse_json_bounded(read_text(dir / "hf/config.json"), 16);
+  // transformers 5 saves num_experts as num_local_experts
+  const int64_t E = cfg.contains("num_experts") ? cfg.at("num_experts").get<int64_t>()
+                                                : cfg.at("num_local_experts").get<int64_t>();
+  const int64_t L = cfg.at("num_hidden_layers").get<int64_t>();
+  TempDir tmp("moe_fused");
+  {
+    const ModelWeights w = ModelWeights::open_dir(dir / "hf");
+    std::vector<TensorToWrite> out;
+    auto bytes = [](const TensorInfo& t) {
+      return std::vector<std::byte>(t.data, t.data + t.nbytes);
+    };
+    for (const std::string& name : w.names())
+      if (name.find(".experts.") == std::string::npos) {
+        const TensorInfo& t = w.get(name);
+        out.emplace_back(name, t.dtype, t.shape, bytes(t));
+      }
+    for (int64_t l = 0; l < L; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+      std::vector<std::byte> gu, down;
+      std::vector<int64_t> gshape, dshape;
+      for (int64_t e = 0; e < E; ++e) {
+        const std::string q = p + std::to_string(e) + ".";
+        const TensorInfo &g = w.get(q + "gate_proj.weight"), &u = w.get(q + "up_proj.weight"),
+                         &d = w.get(q + "down_proj.weight");
+        for (const TensorInfo* t : {&g, &u}) gu.insert(gu.end(), t->data, t->data + t->nbytes);
+        down.insert(down.end(), d.data, d.data + d.nbytes);
+        gshape = {E, 2 * g.shape[0], g.shape[1]};
+        dshape = {E, d.shape[0], d.shape[1]};
+      }
+      out.emplace_back(p + "gate_up_proj", DType::F16, gshape, std::move(gu));
+      out.emplace_back(p + "down_proj", DType::F16, dshape, std::move(down));
+    }
+    write_safetensors(tmp.path / "model.safetensors", out);
+    fs::copy_file(dir / "hf/config.json", tmp.path / "config.json");
+  }
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto per_expert = Model::load(*g.device, *g.allocator, dir / "hf", lo);
+  auto fused = Model::load(*g.device, *g.allocator, tmp.path, lo);
+  SessionOptions o;
+  o.context = uint32_t(ref.tokens.size() + 8);
+  o.chunk = kChunk;
+  std::vector<float> a, b;
+  Session sa(*per_expert, o), sb(*fused, o);
+  sa.prefill(ref.tokens, &a);
+  sb.prefill(ref.tokens, &b);
+  REQUIRE(a.size() == b.size());
+  CHECK(a == b);   // the same f16 weights in the same order: the same bits
+  const Worst w = compare_rows(ref, b);
+  CHECK(w.next <= kTol);
 }

@@ -5,7 +5,7 @@
     stem, or the stem plus a variant suffix ([_tex | _xtex] then [_f32 | _f16
     | _bf16]), and every shaders/*.comp is listed;
   * each stem starts with its family (linear_, norm_, elementwise_, embed,
-    attention_), has its contract list shaders/spec/<stem>.h, which the
+    attention_, moe_), has its contract list shaders/spec/<stem>.h, which the
     shader includes, and is named in kernels/<family>*.cpp as ShaderId::<stem>...;
   * the method recording it bears the stem's name: Kernels::<stem> (a _q stem:
     its quantized twin, Kernels::<stem without _q>, or Kernels::<stem>), and
@@ -24,7 +24,7 @@ import pathlib
 import re
 import sys
 
-FAMILIES = ('linear_', 'norm_', 'elementwise_', 'embed', 'attention_')
+FAMILIES = ('linear_', 'norm_', 'elementwise_', 'embed', 'attention_', 'moe_')
 INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp'}
 VARIANT = re.compile(r'(_(tex|xtex))?(_(f32|f16|bf16))?')
 # Stems an Attention method records besides its own.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random checkpoints of eight model families, with transformers' own float64 forward as the reference.
+"""Tiny random checkpoints of eleven model families (three of them mixture-of-experts), with transformers' own float64 forward as the reference.
 
-For each family (llama3, qwen2, mistral, qwen3, phi3, gemma2, olmo2, smollm3) this builds a small random model
+For each family (llama3, qwen2, mistral, qwen3, phi3, gemma2, olmo2, smollm3, qwen3_moe, mixtral, olmoe) this builds a small random model
 with transformers' config and model classes and writes tests/data/families/<family>/:
 
   hf/                  config.json (transformers 5 format: rope_parameters), model.safetensors (float16),
@@ -44,7 +44,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ["llama3", "qwen2", "mistral", "qwen3", "phi3", "gemma2", "olmo2", "smollm3"]
+FAMILIES = ["llama3", "qwen2", "mistral", "qwen3", "phi3", "gemma2", "olmo2", "smollm3", "qwen3_moe", "mixtral", "olmoe"]
+# Mixture-of-experts families: reference.json also holds the experts the router chose (see router_choices).
+MOE = {"qwen3_moe", "mixtral", "olmoe"}
 
 # Chat template file per family (tests/data/chat_templates), first existing one wins.
 TEMPLATES = {
@@ -56,6 +58,9 @@ TEMPLATES = {
     "gemma2": ["gemma2.jinja"],
     "olmo2": ["olmo2.jinja"],
     "smollm3": ["smollm3.jinja"],
+    "qwen3_moe": ["qwen3.jinja"],
+    "mixtral": ["mistral.jinja"],
+    "olmoe": ["olmo2.jinja"],
 }
 
 # The turn markers each family's chat format needs, as special added tokens.
@@ -68,6 +73,9 @@ CHAT_TOKENS = {
     "gemma2": ["<start_of_turn>", "<end_of_turn>"],
     "olmo2": ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"],
     "smollm3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+    "qwen3_moe": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
+    "mixtral": ["[INST]", "[/INST]"],
+    "olmoe": ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"],
 }
 
 # The conversation of reference.json's "chat".
@@ -77,7 +85,7 @@ CHAT = [{"role": "user", "content": "Hello, how are you today?"},
 
 # Families whose tokenizer puts BOS first (the reference sequence starts with it).
 # Phi-3 adds no BOS (its tokenizer_config has add_bos_token false) and its template writes none.
-HAS_BOS = {"llama3", "mistral", "gemma2"}
+HAS_BOS = {"llama3", "mistral", "gemma2", "mixtral"}
 
 
 def parse_args(argv=None):
@@ -298,6 +306,24 @@ def make_config(family: str, a, tok):
             no_rope[-1] = 0
         return T.SmolLM3Config(**common, tie_word_embeddings=True, no_rope_layers=no_rope,
                                rope_parameters=dict(rope_type="default", rope_theta=1000000.0))
+    # Mixture-of-experts: two layers, experts narrower than the dense MLP; every expert random, so they differ.
+    moe = dict(common, num_hidden_layers=min(a.layers, 2))
+    if family == "qwen3_moe":
+        # 8 experts, top-2, the chosen weights renormalised; every layer sparse (llama.cpp's converter maps no
+        # dense MLP in a qwen3moe file, so mlp_only_layers would leave no GGUF).
+        return T.Qwen3MoeConfig(**moe, head_dim=hd, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                                norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                                tie_word_embeddings=False,
+                                rope_parameters=dict(rope_type="default", rope_theta=1000000.0))
+    if family == "mixtral":
+        return T.MixtralConfig(**dict(moe, intermediate_size=48), head_dim=hd, num_local_experts=4,
+                               num_experts_per_tok=2, tie_word_embeddings=False,
+                               rope_parameters=dict(rope_type="default", rope_theta=1000000.0))
+    if family == "olmoe":
+        # OLMoE: the top-k weights are not renormalised; q/k RMSNorm over the whole projections (like OLMo 2).
+        return T.OlmoeConfig(**dict(moe, intermediate_size=32), num_experts=8, num_experts_per_tok=3,
+                             norm_topk_prob=False, tie_word_embeddings=False,
+                             rope_parameters=dict(rope_type="default", rope_theta=10000.0))
     raise ValueError(family)
 
 
@@ -351,7 +377,8 @@ def randomize(model, family: str, seed: int):
             elif "lm_head" in name:
                 v = 3.0 / math.sqrt(hidden) * torch.randn(shape, generator=g, dtype=torch.float64)
             else:
-                v = 1.0 / math.sqrt(shape[1]) * torch.randn(shape, generator=g, dtype=torch.float64)
+                # fan_in is the last dimension (transformers 5 may hold the experts as one 3-D tensor)
+                v = 1.0 / math.sqrt(shape[-1]) * torch.randn(shape, generator=g, dtype=torch.float64)
             p.copy_(v.to(torch.float16).to(torch.float64))
 
 
@@ -389,6 +416,34 @@ def outputs(model, ids, positions, n_greedy):
     return o, lp
 
 
+def router_choices(model, ids) -> dict:
+    """The experts transformers' router picks for every token of `ids` in one forward: "experts"[layer][token] is
+    the top-k list in torch.topk's order (larger probability first, the lower index first on ties), null for a
+    dense layer; "expert_weights" the matching routing weights.  Read from a forward hook on each router."""
+    import torch
+    chosen, weights = {}, {}
+
+    def hook(layer):
+        def f(module, args, out):
+            _, w, idx = out
+            chosen[layer] = idx.tolist()
+            weights[layer] = [[f17(v) for v in row] for row in w.tolist()]
+        return f
+
+    hooks = []
+    for i, layer in enumerate(model.model.layers):
+        router = getattr(layer.mlp, "gate", None)
+        if router is not None and hasattr(router, "top_k"):
+            hooks.append(router.register_forward_hook(hook(i)))
+    forward_logprobs(model, ids)
+    for h in hooks:
+        h.remove()
+    n = len(model.model.layers)
+    return {"moe": {"experts": [chosen.get(i) for i in range(n)], "expert_weights": [weights.get(i) for i in range(n)],
+                    "n_experts": model.config.num_local_experts if hasattr(model.config, "num_local_experts")
+                    else model.config.num_experts, "top_k": model.config.num_experts_per_tok}}
+
+
 def check_saved(out: Path, ids, lp):
     """hf/ reloaded by transformers, with its config.json and with hf_v4_config.json, gives the reference again
     (up to the rotary tables, which from_pretrained computes in float32)."""
@@ -401,7 +456,9 @@ def check_saved(out: Path, ids, lp):
             d = Path(tmp) / "m"
             shutil.copytree(out / "hf", d)
             shutil.copy(out / config, d / "config.json")
-            m = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float64, attn_implementation="eager").eval()
+            m = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float64, attn_implementation="eager",
+                                                     **({"experts_implementation": "eager"} if out.name in MOE
+                                                        else {})).eval()
             d_max = (forward_logprobs(m, ids) - lp).abs().max().item()
             assert d_max < 1e-5, f"{out.name}: {config} reloaded differs from the reference by {d_max}"
 
@@ -473,15 +530,18 @@ def make_family(family: str, a):
     hf.mkdir(parents=True)
     torch.manual_seed(a.seed)
 
-    tok = (bytelevel_bpe_tokenizer if family == "olmo2" else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
+    tok = (bytelevel_bpe_tokenizer if family in ("olmo2", "olmoe") else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
     template, template_name = chat_template(family, a.templates)
     if template is not None:
         tok.chat_template = template
     cfg = make_config(family, a, tok)
     cfg._attn_implementation = "eager"
+    if family in MOE:   # the per-expert loop (the grouped kernels take no float64)
+        cfg._experts_implementation = "eager"
     cls = {"llama3": T.LlamaForCausalLM, "qwen2": T.Qwen2ForCausalLM, "mistral": T.MistralForCausalLM,
            "qwen3": T.Qwen3ForCausalLM, "phi3": T.Phi3ForCausalLM, "gemma2": T.Gemma2ForCausalLM,
-           "olmo2": T.Olmo2ForCausalLM, "smollm3": T.SmolLM3ForCausalLM}[family]
+           "olmo2": T.Olmo2ForCausalLM, "smollm3": T.SmolLM3ForCausalLM, "qwen3_moe": T.Qwen3MoeForCausalLM,
+           "mixtral": T.MixtralForCausalLM, "olmoe": T.OlmoeForCausalLM}[family]
     with float64_everywhere():
         model = cls(cfg).to(torch.float64)
     model.eval()
@@ -586,6 +646,7 @@ def make_family(family: str, a):
         "full_positions": positions,
         **outs,
         **({"chat": chat} if chat else {}),
+        **(router_choices(model, ids) if family in MOE else {}),
         "notes": "; ".join(notes),
     }
     (out / "reference.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")

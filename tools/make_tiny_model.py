@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""Write a tiny random Llama (or Qwen2 with --bias) model: config.json, model.safetensors,
-tokenizer.json (byte-level BPE).  Needs only python3 + numpy.
+"""Write a tiny random Llama (or Qwen2 with --bias, or Mixtral with --experts) model: config.json,
+model.safetensors, tokenizer.json (byte-level BPE).  Needs only python3 + numpy.
 
 usage: make_tiny_model.py OUT_DIR [--dtype f32|f16|bf16] [--hidden 64] [--intermediate 160]
          [--layers 2] [--heads 4] [--kv-heads 2] [--head-dim N] [--vocab 300] [--max-pos 2048]
          [--rope-theta 10000] [--tie] [--bias] [--seed 0] [--rope-scaling JSON]
-         [--reach-attention JSON] [--std S] [--merges N]
+         [--reach-attention JSON] [--std S] [--merges N] [--experts E --experts-per-tok K]
+
+--experts E: a Mixtral-style mixture of experts (block_sparse_moe: a router and E experts of
+--intermediate each per layer, K chosen per token), e.g. OLMoE-1B-7B's shapes with fewer layers:
+  --hidden 2048 --heads 16 --kv-heads 16 --intermediate 1024 --experts 64 --experts-per-tok 8
 
 Weights: linear layers N(0, (std or 1/sqrt(fan_in))^2); embedding N(0,1) (untied) or
 N(0, (3/sqrt(H))^2) (tied); lm_head N(0, (3/sqrt(H))^2) so logits are O(1-10); norm weights
@@ -139,13 +143,25 @@ def make_weights(a, hd, rng):
             for t, n in (("q", a.heads), ("k", a.kv_heads), ("v", a.kv_heads)):
                 w[p + "self_attn.%s_proj.bias" % t] = 0.2 * rng.standard_normal(n * hd)
         w[p + "post_attention_layernorm.weight"] = norm()
+        if a.experts:
+            # float32 straight away: the experts are most of the model (float64 would double the memory)
+            def lin32(out_f, in_f):
+                s = a.std if a.std else 1.0 / np.sqrt(in_f)
+                return rng.standard_normal((out_f, in_f), dtype=np.float32) * np.float32(s)
+            w[p + "block_sparse_moe.gate.weight"] = lin32(a.experts, H)
+            for e in range(a.experts):
+                q = p + "block_sparse_moe.experts.%d." % e
+                w[q + "w1.weight"] = lin32(I, H)
+                w[q + "w3.weight"] = lin32(I, H)
+                w[q + "w2.weight"] = lin32(H, I)
+            continue
         w[p + "mlp.gate_proj.weight"] = lin(I, H)
         w[p + "mlp.up_proj.weight"] = lin(I, H)
         w[p + "mlp.down_proj.weight"] = lin(H, I)
     w["model.norm.weight"] = norm()
     if not a.tie:
         w["lm_head.weight"] = rng.standard_normal((V, H)) * head_std
-    return {k: v.astype(np.float32) for k, v in w.items()}
+    return {k: v.astype(np.float32, copy=False) for k, v in w.items()}
 
 
 def main(argv=None):
@@ -168,6 +184,8 @@ def main(argv=None):
     p.add_argument("--reach-attention", type=json.loads, metavar="JSON")
     p.add_argument("--std", type=float, help="force this std on every weight matrix")
     p.add_argument("--merges", type=int, default=256, help="max BPE merges (vocab caps it)")
+    p.add_argument("--experts", type=int, default=0, help="a Mixtral mixture of this many experts per layer")
+    p.add_argument("--experts-per-tok", type=int, default=2, help="experts chosen per token (with --experts)")
     a = p.parse_args(argv)
     if a.vocab < 258:
         p.error("--vocab must be >= 258 (256 bytes + bos + eos)")
@@ -189,6 +207,11 @@ def main(argv=None):
            "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[a.dtype]}
     if a.reach_attention is not None:
         cfg["reach_attention"] = a.reach_attention
+    if a.experts:
+        if a.bias:
+            p.error("--experts makes a Mixtral model, which has no attention bias")
+        cfg.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+                    "num_local_experts": a.experts, "num_experts_per_tok": a.experts_per_tok})
     w = make_weights(a, hd, np.random.default_rng(a.seed))
     write_safetensors(os.path.join(a.out_dir, "model.safetensors"), w, a.dtype)
     with open(os.path.join(a.out_dir, "config.json"), "w") as f:

@@ -17,7 +17,8 @@ namespace {
 constexpr int64_t kMaxDimension = INT32_MAX;
 constexpr const char* kSupportedArchs =
     "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama), qwen2, qwen3, phi3 (Phi-3, Phi-3.5, "
-    "Phi-4-mini), gemma2, gemma3 (Gemma 3 text models), olmo2 and smollm3";
+    "Phi-4-mini), gemma2, gemma3 (Gemma 3 text models), olmo2, smollm3, qwen3moe (Qwen3-MoE), olmoe, and llama files "
+    "with experts (Mixtral)";
 
 // general.architecture -> config.json's architecture and model_type; `interleaved`: llama.cpp's converter
 // permuted the q/k rows (LlamaModel.permute) for this architecture.
@@ -37,6 +38,8 @@ constexpr GgufArch kArchs[] = {
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", ModelArch::gemma3, false},
     {"olmo2", "Olmo2ForCausalLM", "olmo2", ModelArch::olmo2, false},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", ModelArch::smollm3, true},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", ModelArch::qwen3_moe, false},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", ModelArch::olmoe, false},
 };
 
 // Typed reads of one architecture's keys, with config.json's range rules.
@@ -224,6 +227,35 @@ void gemma3_keys(const Keys& k, ModelConfig& c) {
   for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % 6 != 0;
 }
 
+// The experts as llama.cpp's converter describes them: <arch>.expert_count, expert_used_count,
+// expert_feed_forward_length (Qwen3-MoE; the others' experts are feed_forward_length wide) and, where written,
+// expert_weights_norm; a layer without blk.N.ffn_gate_inp (the router) is dense.  llama.cpp renormalises the
+// chosen weights for llama (Mixtral) and qwen3moe, not for olmoe.
+void moe_keys(const Keys& k, ModelConfig& c, uint64_t experts) {
+  c.n_experts = k.dimension(k.key("expert_count"), experts);
+  const std::string used = k.key("expert_used_count");
+  if (!k.f.has(used)) k.f.fail("missing key '" + used + "' - how many experts each token is routed to");
+  c.experts_per_token = k.dimension(used, k.f.get_u64(used));
+  if (c.experts_per_token > c.n_experts)
+    k.f.fail("key '" + used + "' is " + std::to_string(c.experts_per_token) + ", more than '" + k.key("expert_count") +
+             "' (" + std::to_string(c.n_experts) + ")");
+  if (c.experts_per_token > 32)
+    k.unsupported("key '" + used + "' is " + std::to_string(c.experts_per_token) + ", more than reach routes (32)");
+  for (const char* shared : {"expert_shared_count", "expert_shared_feed_forward_length"})
+    if (auto v = k.f.opt_u64(k.key(shared)); v && *v > 0)
+      k.unsupported("key '" + k.key(shared) + "' is set: shared experts are not supported yet");
+  if (auto g = k.f.opt_u64(k.key("expert_gating_func")); g && *g != 1)
+    k.unsupported("key '" + k.key("expert_gating_func") + "' is " + std::to_string(*g) +
+                  ": reach's router is the softmax (1)");
+  c.expert_intermediate_size = k.opt_dim("expert_feed_forward_length").value_or(c.intermediate_size);
+  c.norm_topk_prob = c.arch != ModelArch::olmoe;
+  if (const GgufValue* v = k.f.find(k.key("expert_weights_norm")); v && v->type == GgufType::boolean)
+    c.norm_topk_prob = k.f.get_bool(k.key("expert_weights_norm"));
+  c.dense_layers.assign(size_t(c.n_layers), false);
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    c.dense_layers[size_t(l)] = !k.f.find_tensor("blk." + std::to_string(l) + ".ffn_gate_inp.weight");
+}
+
 }  // namespace
 
 ModelConfig model_config_from_gguf(const GgufFile& f) {
@@ -246,9 +278,17 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
   c.arch = ga->arch;
   c.interleaved_qk_rows = ga->interleaved;
 
-  if (auto experts = f.opt_u64(k.key("expert_count")); experts && *experts > 0)
-    k.unsupported("key '" + k.key("expert_count") + "' is " + std::to_string(*experts) +
-                  ": mixture-of-experts models are not supported yet");
+  const uint64_t experts = f.opt_u64(k.key("expert_count")).value_or(0);
+  if (experts > 0 && c.arch == ModelArch::llama) {   // llama.cpp files Mixtral as llama with experts
+    c.arch = ModelArch::mixtral;
+    c.architecture = "MixtralForCausalLM";
+    c.model_type = "mixtral";
+  }
+  if (experts > 0 && c.arch != ModelArch::mixtral && c.arch != ModelArch::qwen3_moe && c.arch != ModelArch::olmoe)
+    k.unsupported("key '" + k.key("expert_count") + "' is " + std::to_string(experts) +
+                  ": mixture-of-experts " + arch + " models are not supported yet");
+  if (experts == 0 && (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::olmoe))
+    f.fail("missing key '" + k.key("expert_count") + "' - every " + arch + " GGUF names its experts");
 
   const std::string hint_s = "every " + arch + " GGUF has it; is the file complete?";
   const char* hint = hint_s.c_str();
@@ -327,7 +367,9 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     case ModelArch::gemma3: gemma3_keys(k, c); break;
     case ModelArch::gemma2: gemma2_keys(k, c); break;
     case ModelArch::phi3: phi3_keys(k, c); break;
-    case ModelArch::qwen3: c.qk_head_norm = true; break;
+    case ModelArch::qwen3:
+    case ModelArch::qwen3_moe: c.qk_head_norm = true; break;
+    case ModelArch::olmoe: c.qk_proj_norm = true; break;
     case ModelArch::olmo2:
       if (f.has(k.key("attention.sliding_window")))
         k.unsupported("key '" + k.key("attention.sliding_window") + "' is set: OLMo 3's sliding-window layers are "
@@ -340,6 +382,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
       for (int64_t i = 3; i < c.n_layers; i += 4) c.attn.layers[int(i)].rope = false;
       break;
     case ModelArch::llama:
+    case ModelArch::mixtral:
       if (auto w = f.opt_u64(k.key("attention.sliding_window")); w && *w > 0) {
         c.sliding_window = k.dimension(k.key("attention.sliding_window"), *w);
       } else if (arch == "llama") {
@@ -350,6 +393,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
       }
       break;
   }
+  if (c.is_moe() || experts > 0) moe_keys(k, c, experts);
   if (f.has("tokenizer.ggml.bos_token_id")) c.bos_ids = {token_id(f, "tokenizer.ggml.bos_token_id", c.vocab_size)};
   if (f.has("tokenizer.ggml.eos_token_id")) c.eos_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
   return c;

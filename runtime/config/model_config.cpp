@@ -25,7 +25,16 @@ constexpr int64_t kMaxDimension = INT32_MAX;
 constexpr int kMaxConfigDepth = 64;
 constexpr const char* kSupportedArchs =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-    "Gemma2ForCausalLM, Gemma3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM";
+    "Gemma2ForCausalLM, Gemma3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, Qwen3MoeForCausalLM, "
+    "MixtralForCausalLM, OlmoeForCausalLM";
+// Mixture-of-experts families reach refuses for now, and what they need that reach lacks.
+constexpr std::pair<const char*, const char*> kUnsupportedMoe[] = {
+    {"Qwen2MoeForCausalLM", "Qwen2-MoE's shared expert (with its own sigmoid gate) is not supported yet"},
+    {"GptOssForCausalLM", "gpt-oss (attention sinks, biased experts with clamped SwiGLU, MXFP4 blocks) is not "
+                          "supported yet"},
+    {"DeepseekV2ForCausalLM", "DeepSeek-V2's latent attention and shared experts are not supported yet"},
+    {"DeepseekV3ForCausalLM", "DeepSeek-V3's latent attention and shared experts are not supported yet"},
+};
 // "default, linear, ... (Hugging Face) and none, ntk, ... (reach)" from the rope-type table.
 std::string known_rope_types() {
   return rope_type_names(", ", [](const RopeTypeInfo& t) { return t.hf; }) + " (Hugging Face) and " +
@@ -479,16 +488,68 @@ std::vector<bool> parse_nope_layers(const Reader& r, int64_t n_layers) {
   return nope;
 }
 
+// The mixture-of-experts keys of Qwen3-MoE, Mixtral and OLMoE (num_experts or num_local_experts,
+// num_experts_per_tok, ...).  Qwen3-MoE's layer l is sparse when it is not in mlp_only_layers and
+// (l + 1) % decoder_sparse_step == 0, as transformers decides.
+void parse_moe(const Reader& r, ModelConfig& c) {
+  const char* n_key = r.has("num_experts") ? "num_experts" : "num_local_experts";
+  const std::string hint = "a " + c.family() + " config.json names how many experts each layer has";
+  c.n_experts = r.dimension(n_key, r.req_int(n_key, hint));
+  c.experts_per_token = r.dimension("num_experts_per_tok",
+                                    r.req_int("num_experts_per_tok", "how many experts each token is routed to"));
+  if (c.experts_per_token > c.n_experts)
+    r.fail(ErrorCode::format, "num_experts_per_tok " + std::to_string(c.experts_per_token) + " is more than " +
+                                  n_key + " " + std::to_string(c.n_experts) + " - fix either value");
+  if (c.experts_per_token > 32)
+    r.fail(ErrorCode::unsupported, "num_experts_per_tok " + std::to_string(c.experts_per_token) +
+                                       " is more than reach routes (32)");
+  c.norm_topk_prob = c.arch == ModelArch::mixtral || r.opt_bool("norm_topk_prob").value_or(false);
+  c.expert_intermediate_size = c.intermediate_size;
+  if (c.arch == ModelArch::qwen3_moe) {
+    c.expert_intermediate_size = r.dimension(
+        "moe_intermediate_size", r.req_int("moe_intermediate_size", "Qwen3-MoE's experts are this wide"));
+    if (auto s = r.opt_int("shared_expert_intermediate_size"); s && *s > 0)
+      r.fail(ErrorCode::unsupported, "'shared_expert_intermediate_size' is " + std::to_string(*s) +
+                                         ": shared experts are not supported yet");
+    const int64_t step = r.dimension("decoder_sparse_step", r.opt_int("decoder_sparse_step").value_or(1));
+    c.dense_layers.assign(size_t(c.n_layers), false);
+    for (int64_t l = 0; l < c.n_layers; ++l) c.dense_layers[size_t(l)] = (l + 1) % step != 0;
+    if (const json* only = r.find("mlp_only_layers")) {
+      if (!only->is_array()) r.wrong_type("mlp_only_layers", *only, "a list of layer indices");
+      for (const json& e : *only) {
+        if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= c.n_layers)
+          r.fail(ErrorCode::format, "'mlp_only_layers' holds " + describe_value(e) + ", expected layer indices in [0, " +
+                                        std::to_string(c.n_layers) + ")");
+        c.dense_layers[size_t(e.get<int64_t>())] = true;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string ModelConfig::family() const {
   static const std::pair<const char*, const char*> kNames[] = {
       {"llama", "Llama"},   {"mistral", "Mistral"}, {"qwen2", "Qwen2"},       {"qwen3", "Qwen3"},
       {"phi3", "Phi-3"},    {"gemma2", "Gemma 2"},  {"gemma3_text", "Gemma 3"}, {"olmo2", "OLMo 2"},
-      {"smollm3", "SmolLM3"}};
+      {"smollm3", "SmolLM3"}, {"qwen3_moe", "Qwen3-MoE"}, {"mixtral", "Mixtral"}, {"olmoe", "OLMoE"}};
   for (const auto& [type, name] : kNames)
     if (model_type == type) return name;
   return model_type;
+}
+
+uint64_t ModelConfig::matrix_params(bool active) const {
+  const uint64_t H = uint64_t(hidden_size), qd = uint64_t(n_heads * head_dim), kvd = uint64_t(n_kv_heads * head_dim);
+  uint64_t n = uint64_t(vocab_size) * H * (tie_word_embeddings ? 1 : 2);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    n += 2 * H * qd + 2 * H * kvd;
+    if (moe_layer(l))
+      n += uint64_t(n_experts) * H +
+           uint64_t(active ? experts_per_token : n_experts) * 3 * H * uint64_t(expert_intermediate_size);
+    else
+      n += 3 * H * uint64_t(intermediate_size);
+  }
+  return n;
 }
 
 bool ModelConfig::has_local_layers() const {
@@ -521,13 +582,18 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   static const std::pair<const char*, const char*> kArchs[] = {
       {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
       {"Qwen3ForCausalLM", "qwen3"},     {"Phi3ForCausalLM", "phi3"},       {"Gemma2ForCausalLM", "gemma2"},
-      {"Gemma3ForCausalLM", "gemma3_text"}, {"Olmo2ForCausalLM", "olmo2"}, {"SmolLM3ForCausalLM", "smollm3"}};
+      {"Gemma3ForCausalLM", "gemma3_text"}, {"Olmo2ForCausalLM", "olmo2"}, {"SmolLM3ForCausalLM", "smollm3"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"MixtralForCausalLM", "mixtral"}, {"OlmoeForCausalLM", "olmoe"}};
   if (const json* archs = r.find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       r.wrong_type("architectures", *archs, "a list of class names like [\"LlamaForCausalLM\"]");
     c.architecture = (*archs)[0].get<std::string>();
     for (const auto& [a, mt] : kArchs)
       if (c.architecture == a) c.model_type = mt;
+    for (const auto& [a, why] : kUnsupportedMoe)
+      if (c.architecture == a)
+        r.fail(ErrorCode::unsupported, "architecture '" + c.architecture + "': " + why + "; reach runs " +
+                                           kSupportedArchs);
     if (c.model_type.empty())
       r.fail(ErrorCode::unsupported, "architecture '" + c.architecture + "' is not supported; reach runs " +
                                          kSupportedArchs);
@@ -600,12 +666,22 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
     c.qk_proj_norm = true;
   } else if (c.model_type == "smollm3") {
     c.arch = ModelArch::smollm3;
+  } else if (c.model_type == "qwen3_moe") {
+    c.arch = ModelArch::qwen3_moe;
+    c.qk_head_norm = true;
+  } else if (c.model_type == "mixtral") {
+    c.arch = ModelArch::mixtral;
+  } else if (c.model_type == "olmoe") {
+    c.arch = ModelArch::olmoe;
+    c.qk_proj_norm = true;
   }
+  if (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::mixtral || c.arch == ModelArch::olmoe) parse_moe(r, c);
 
   // Sliding window (Mistral; Qwen2 only with use_sliding_window).
   if (auto sw = r.opt_int("sliding_window"); sw && !gemma) {   // Gemma's is its local layers'
     r.positive("sliding_window", *sw);
-    if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "smollm3") {
+    if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "smollm3" ||
+        c.model_type == "qwen3_moe") {
       if (r.opt_bool("use_sliding_window").value_or(false)) {
         const int64_t mwl = r.opt_int("max_window_layers").value_or(c.n_layers);
         if (mwl < c.n_layers)
@@ -757,6 +833,14 @@ std::string ModelConfig::describe() const {
       << (query_scale ? *query_scale : 1.0 / std::sqrt(double(head_dim)));
   }
   if (!torch_dtype.empty()) o << ", dtype " << torch_dtype;
+  if (is_moe()) {
+    const auto n_dense = std::count(dense_layers.begin(), dense_layers.end(), true);
+    o << "\n  experts: " << n_experts << ", top-" << experts_per_token << " per token ("
+      << (norm_topk_prob ? "weights renormalised" : "softmax weights as they are") << "), expert ffn "
+      << expert_intermediate_size;
+    if (n_dense > 0) o << ", " << n_dense << " dense layer" << (n_dense == 1 ? "" : "s");
+    o << "\n  matrix parameters: " << matrix_params() << " total, " << matrix_params(true) << " active per token";
+  }
   if (attn.logn_train_len || attn.qk_norm != QkNorm::none || attn.window || attn.sinks || !attn.layers.empty() ||
       attn.alibi_max_bias) {
     o << "\n  reach_attention:";

@@ -1,6 +1,6 @@
 #pragma once
 // config.json of a Hugging Face checkpoint of a family reach runs (Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3,
-// OLMo 2, SmolLM3), plus the
+// OLMo 2, SmolLM3, and the mixtures of experts Qwen3-MoE, Mixtral, OLMoE), plus the
 // reach-only position schemes (docs/EXTRAPOLATION.md §1.4, §2, §3).  This
 // module parses and validates; the kernels live elsewhere.  Every error is a
 // reach::Error whose message starts with "config.json (PATH):" and names the
@@ -61,6 +61,9 @@ enum class ModelArch {
              // embeddings x sqrt(hidden), local (sliding-window) and global layers with two rotary bases
   olmo2,     // OLMo 2: norms after attention and after the MLP only, q/k RMSNorm over the whole projection
   smollm3,   // SmolLM3: Llama with NoPE (no rotation) on every fourth layer
+  qwen3_moe, // Qwen3-MoE: Qwen3 attention, a routed mixture of SiLU-gated experts (some layers may stay dense)
+  mixtral,   // Mixtral: Mistral attention, top-2 of 8 experts, softmax over the chosen logits
+  olmoe,     // OLMoE: Llama layout, q/k RMSNorm over the whole projection (like OLMo 2), top-8 of 64 experts
 };
 enum class Activation { silu, gelu_tanh };   // the gate of the gated MLP
 
@@ -107,6 +110,19 @@ struct ModelConfig {
   int64_t local_window = 0;
   double rope_local_theta = 10000;
   bool has_local_layers() const;
+  // Mixture of experts (0 experts: a dense model).  A router (logits = x · W_routerᵀ) picks experts_per_token
+  // of n_experts per token: softmax over all logits, the top k (larger first, the lower index on ties), their
+  // probabilities renormalised to sum 1 when norm_topk_prob (Mixtral: always, the softmax over the chosen).
+  // Each expert is a SiLU-gated MLP of expert_intermediate_size; the MLP output is the weighted sum.
+  int64_t n_experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  std::vector<bool> dense_layers;   // dense_layers[l]: layer l has the dense MLP (Qwen3-MoE's mlp_only_layers)
+  bool is_moe() const { return n_experts > 0; }
+  bool moe_layer(int64_t l) const { return is_moe() && !(size_t(l) < dense_layers.size() && dense_layers[size_t(l)]); }
+  // Elements of the weight matrices (embedding, head, attention, MLPs, routers, experts) as the config sizes
+  // them; active: those one token reads (experts_per_token of each sparse layer's experts).  Norms and biases
+  // are left out.
+  uint64_t matrix_params(bool active = false) const;
   std::vector<int32_t> bos_ids, eos_ids;
   std::string torch_dtype;                 // informational ("bfloat16"), may be empty
   RopeScaling rope;

@@ -28,8 +28,21 @@ std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& n) {
     case Role::down: return p + "mlp.down_proj.weight";
     case Role::qkv: return p + "self_attn.qkv_proj.weight";
     case Role::gate_up: return p + "mlp.gate_up_proj.weight";
+    case Role::router: return p + n.moe_block + ".gate.weight";
+    case Role::expert_gate_up: return p + n.moe_block + ".experts.gate_up_proj";
+    case Role::expert_down: return p + n.moe_block + ".experts.down_proj";
+    case Role::expert_gate: case Role::expert_up: return {};   // only per expert, or fused as gate_up
   }
   return {};
+}
+
+std::string hf_expert_tensor_name(Role role, int64_t layer, int64_t expert, const HfNaming& n) {
+  const bool w123 = n.moe_block == "block_sparse_moe";
+  const char* what = role == Role::expert_gate ? (w123 ? "w1" : "gate_proj")
+                     : role == Role::expert_up ? (w123 ? "w3" : "up_proj")
+                                               : (w123 ? "w2" : "down_proj");
+  return n.model + "layers." + std::to_string(layer) + "." + n.moe_block + ".experts." + std::to_string(expert) +
+         "." + what + ".weight";
 }
 
 std::string gguf_tensor_name(Role role, int64_t layer) {
@@ -57,6 +70,11 @@ std::string gguf_tensor_name(Role role, int64_t layer) {
     case Role::post_mlp_norm: return p + "post_ffw_norm.weight";
     case Role::qkv: return p + "attn_qkv.weight";
     case Role::gate_up: return p + "ffn_up.weight";   // llama.cpp's phi3 keeps gate and up fused here
+    case Role::router: return p + "ffn_gate_inp.weight";
+    case Role::expert_gate: return p + "ffn_gate_exps.weight";
+    case Role::expert_up: return p + "ffn_up_exps.weight";
+    case Role::expert_down: return p + "ffn_down_exps.weight";
+    case Role::expert_gate_up: return {};   // llama.cpp keeps gate and up apart
   }
   return {};
 }

@@ -50,12 +50,17 @@ class SafetensorsSource : public WeightSource {
         naming_.model = pre;
         naming_.lm_head = naming_.model == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
       }
+    // Mixtral under transformers 4 keeps its experts in block_sparse_moe.
+    if (c.arch == ModelArch::mixtral && !w.find(naming_.model + "layers.0.mlp.gate.weight")) naming_.moe_block = "block_sparse_moe";
     // Float matrices take the embedding's type (16-bit files stay 16-bit).
     const TensorInfo& probe = w.get(hf_tensor_name(Role::embed, 0, naming_));
     if (probe.dtype == DType::F16) float_type_ = WType::f16;
     if (probe.dtype == DType::BF16) float_type_ = WType::bf16;
   }
   std::string name(Role role, int64_t layer) const override { return hf_tensor_name(role, layer, naming_); }
+  std::string expert_name(Role role, int64_t layer, int64_t expert) const override {
+    return hf_expert_tensor_name(role, layer, expert, naming_);
+  }
   bool has(const std::string& name) const override { return w_.find(name) != nullptr; }
   SourceTensor get(const std::string& name, std::initializer_list<int64_t> shape,
                    const std::string& why) const override {

@@ -29,6 +29,11 @@ struct LayerWeights {
   // Gemma 3 (empty otherwise): norms after attention and after the MLP (f32 [hidden]) and the per-head q / k
   // norms (f32 [head_dim]); every norm weight already holds the multiplier (1 + w for Gemma).
   Buffer post_attn_norm, post_mlp_norm, q_norm, k_norm;
+  // Mixture of experts (a sparse layer; gate / up / down stay empty): the router [n_experts, hidden] and one
+  // gate, up [expert_ffn, hidden] and down [hidden, expert_ffn] per expert.
+  Mat router;
+  std::vector<Mat> expert_gate, expert_up, expert_down;
+  bool moe() const { return !expert_down.empty(); }
 };
 
 struct LoadOptions {

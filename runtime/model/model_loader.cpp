@@ -300,14 +300,16 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
         lw.post_attn_norm = L.vector_f32(Role::post_attn_norm, i, H, why);
         lw.post_mlp_norm = L.vector_f32(Role::post_mlp_norm, i, H, why);
       }
-      if (c.fused_gate_up) {
+      if (c.moe_layer(i)) {
+        L.moe_layer(lw, i, why);
+      } else if (c.fused_gate_up) {
         std::vector<Mat> gu = L.matrix_split(Role::gate_up, i, {I, I}, H, why, {});
         lw.gate = gu[0], lw.up = gu[1];
       } else {
         lw.gate = L.matrix(Role::gate, i, I, H, why);
         lw.up = L.matrix(Role::up, i, I, H, why);
       }
-      lw.down = L.matrix(Role::down, i, H, I, why);
+      if (!c.moe_layer(i)) lw.down = L.matrix(Role::down, i, H, I, why);
     }
     Buffer final_norm = L.vector_f32(Role::final_norm, -1, H, why);
     Mat lm_head = embed;

@@ -43,6 +43,9 @@ class WeightSource {
   // The float type all float matrices become (safetensors: the embedding's); nullopt keeps each one's own.
   virtual std::optional<WType> float_type() const = 0;
   virtual std::string where() const = 0;      // the directory or file, for messages
+  // One expert's own tensor (role expert_gate / expert_up / expert_down) where the format has such a layout
+  // (transformers 4's per-expert tensors); empty where experts only come as 3-D tensors (GGUF).
+  virtual std::string expert_name(Role, int64_t /*layer*/, int64_t /*expert*/) const { return {}; }
 };
 
 class ModelLoader {
@@ -75,6 +78,11 @@ class ModelLoader {
   std::vector<Mat> matrix_split(Role role, int64_t layer, const std::vector<int64_t>& parts, int64_t cols,
                                 const std::string& why, const std::vector<uint64_t>& heads);
   Mat matrix_from(const SourceTensor& t, int64_t rows, int64_t cols, uint64_t heads);
+  // A sparse layer's router and experts (moe_weights.cpp), from whichever layout the source holds.
+  void moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
+  // The n experts of a 3-D tensor [n, rows_total, cols], each expert's rows [row0, row0 + rows) as a matrix.
+  std::vector<Mat> experts_of(const SourceTensor& t, int64_t n, int64_t rows_total, int64_t row0, int64_t rows,
+                              int64_t cols);
   Buffer vector_f32(Role role, int64_t layer, int64_t n, const std::string& why, uint64_t heads = 0);
   WType target_type(const SourceTensor& t, int64_t cols);
   void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to);

@@ -1,5 +1,10 @@
 #include "runtime/session/forward.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "base/error.hpp"
 #include "engine/device.hpp"
 
 namespace reach {
@@ -10,17 +15,22 @@ namespace {
 struct LayerRecorder {
   CommandList& cmd;
   Kernels K;
+  // The experts' linears: exact activations always, so each is the one dispatch the indirect group counts
+  // (moe_dispatch / moe_group) were written for; the int8 path records a quantize pass before it.
+  Kernels KX;
   const ModelConfig& c;
   uint32_t n, H, d, qd, kvd, I;
   float eps;
   Act x, h, q, k, v, o, g, u;
+  const ForwardBuffers& b;
 
   LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n,
                 QuantActivations activations)
-      : cmd(cmd), K(model.device(), kernel_config(model.device(), activations)), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
+      : cmd(cmd), K(model.device(), kernel_config(model.device(), activations)),
+        KX(model.device(), kernel_config(model.device(), QuantActivations::exact)), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
         qd(uint32_t(c.n_heads) * d), kvd(uint32_t(c.n_kv_heads) * d), I(uint32_t(c.intermediate_size)),
         eps(float(c.rms_norm_eps)), x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd},
-        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I} {
+        v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I}, b(b) {
     K.use_scratch(model.allocator());   // the int8 path's Q8 activations
   }
   static KernelConfig kernel_config(Device& device, QuantActivations activations) {
@@ -94,6 +104,129 @@ struct LayerRecorder {
     K.linear(cmd, g, w.down, t);
     cmd.barrier();
     post_norm_residual(w.post_mlp_norm, t);
+  }
+
+  // x += Σ_e weight[t, e] · down_e(silu(gate_e(h)) · up_e(h)) over the experts the router chose, h = norm(x).
+  // The router's choice stays on the device: moe_route writes the ids and a [n, E] weight table (0 where not
+  // chosen), and the experts' dispatches read their group counts from it (moe_residual_chosen for decode rows,
+  // moe_residual_grouped for prefill rows).
+  //
+  // The MoE input (norm(x), or x), the router's logits and moe_route's ids (this layer's slice of moe_ids)
+  // and weights (moe_dense, moe_weights).  Returns the input the experts read.
+  const Act& route(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token);
+    const Act& in = w.mlp_norm ? h : x;
+    if (w.mlp_norm) {
+      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+      cmd.barrier();
+    }
+    const Act logits{b.moe_logits, 0, n, E};
+    K.linear(cmd, in, w.router, logits);
+    cmd.barrier();
+    const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
+    K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
+                b.moe_weights->range(0, uint64_t(n) * k * 4), b.moe_dense->range(0, uint64_t(n) * E * 4));
+    cmd.barrier();
+    return in;
+  }
+
+  // Ends an expert's indirect calls [call, call + calls): the group counts they were recorded with go to
+  // `recorded` (expert 0), and every other expert's must be the same (one grid per call for all experts).
+  void keep_grids(std::array<std::array<uint32_t, 3>, 3>& recorded, uint32_t e, uint32_t call, uint32_t calls) {
+    const auto& g = cmd.indirect_grids();
+    if (g.size() != calls)
+      throw Error(ErrorCode::internal, "moe: an expert's matrix took " + std::to_string(g.size()) +
+                                           " dispatches where one was planned");
+    for (uint32_t i = 0; i < calls; ++i) {
+      if (e == 0) recorded[call + i] = g[i];
+      else if (g[i] != recorded[call + i])
+        throw Error(ErrorCode::internal, "moe: experts of one layer record different group counts");
+    }
+    cmd.clear_indirect();
+  }
+
+  // Decode rows: only the experts some row chose run.  moe_dispatch turns the router's weights into indirect
+  // group counts (0 for the others); every expert writes its own slice of the expert scratch, so the experts
+  // need no barriers between them: gate and up of all, one activation, down of all, one weighted sum.
+  void moe_residual_chosen(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), F = uint32_t(c.expert_intermediate_size);
+    const Act& in = route(w, layer);
+    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
+    const BufferRange grids = b.moe_grids->range(uint64_t(n - 1) * 256, 36);   // 256: binding alignment
+    K.moe_dispatch(cmd, dense, n, E, grids, 3, b.moe_args->range(0, uint64_t(E) * 36));
+    cmd.barrier();
+    const uint64_t sf = ForwardScratch::moe_expert_stride(n, F), sh = ForwardScratch::moe_expert_stride(n, H);
+    std::array<std::array<uint32_t, 3>, 3> recorded{};
+    auto indirect = [&](uint32_t e, uint32_t call, uint32_t calls) {
+      cmd.set_indirect(b.moe_args->range(uint64_t(e * 3 + call) * 12, uint64_t(calls) * 12));
+    };
+    // The group counts each call was recorded with; every expert's must be expert 0's (one grid per call).
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
+    for (uint32_t e = 0; e < E; ++e) {
+      indirect(e, 0, 2);
+      KX.linear(cmd, in, w.expert_gate[e], Act{b.moe_eg, e * sf, n, F});
+      KX.linear(cmd, in, w.expert_up[e], Act{b.moe_eu, e * sf, n, F});
+      keep(e, 0, 2);
+    }
+    cmd.barrier();
+    // Across the experts' slices at once; an unchosen expert's slice holds stale values, never read below.
+    K.elementwise_silu_mul(cmd, b.moe_eg->range(0, E * sf), b.moe_eu->range(0, E * sf), b.moe_eg->range(0, E * sf),
+                           uint32_t(E * sf / 4));
+    cmd.barrier();
+    for (uint32_t e = 0; e < E; ++e) {
+      indirect(e, 2, 1);
+      KX.linear(cmd, Act{b.moe_eg, e * sf, n, F}, w.expert_down[e], Act{b.moe_eout, e * sh, n, H});
+      keep(e, 2, 1);
+    }
+    cmd.barrier();
+    K.moe_accumulate(cmd, dense, E, 0, E, Act{b.moe_eout, 0, n, H}, uint32_t(sh / 4), x);
+    cmd.barrier();
+    std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
+  }
+
+  // Prefill rows: kMoeGroupRows rows at a time, each expert's products over only the rows that chose it.
+  // moe_group lists every expert's rows and cuts its indirect row groups to their count (0 for an expert no
+  // row chose), moe_gather copies them into the expert's block, the experts run side by side (no barriers
+  // between them) and moe_scatter adds each row's chosen outputs back with their weights.
+  void moe_residual_grouped(const LayerWeights& w, size_t layer) {
+    const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+    const uint32_t G = ForwardScratch::kMoeGroupRows;
+    const Act& in = route(w, layer);
+    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
+    const BufferRange ids = b.moe_ids->range(layer * ForwardScratch::moe_ids_stride(c, n) * 4, uint64_t(n) * k * 4);
+    const BufferRange grids = b.moe_grids->range(uint64_t(ForwardScratch::kMoeDecodeRows) * 256, 36);
+    const BufferRange args = b.moe_args->range(0, uint64_t(E) * 36), slots = b.moe_slots->range(0, uint64_t(G) * E * 4);
+    const uint64_t sf = uint64_t(G) * F * 4, sh = uint64_t(G) * H * 4;
+    std::array<std::array<uint32_t, 3>, 3> recorded{};
+    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
+    for (uint32_t first = 0; first < n; first += G) {
+      const uint32_t rows = std::min(G, n - first);
+      K.moe_group(cmd, ids, first, rows, k, E, G, grids, 3, slots, args);
+      cmd.barrier();
+      K.moe_gather(cmd, ids, slots, first, rows, k, E, G, in, b.moe_xg->range(0, uint64_t(E) * sh));
+      cmd.barrier();
+      for (uint32_t e = 0; e < E; ++e) {
+        cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36, 24));
+        const Act xe{b.moe_xg, e * sh, G, H};
+        KX.linear(cmd, xe, w.expert_gate[e], Act{b.moe_gg, e * sf, G, F});
+        KX.linear(cmd, xe, w.expert_up[e], Act{b.moe_gu, e * sf, G, F});
+        keep(e, 0, 2);
+      }
+      cmd.barrier();
+      // Across every expert's block at once; slots no row filled hold stale values, never read below.
+      K.elementwise_silu_mul(cmd, b.moe_gg->range(0, E * sf), b.moe_gu->range(0, E * sf),
+                             b.moe_gg->range(0, E * sf), uint32_t(E * sf / 4));
+      cmd.barrier();
+      for (uint32_t e = 0; e < E; ++e) {
+        cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36 + 24, 12));
+        KX.linear(cmd, Act{b.moe_gg, e * sf, G, F}, w.expert_down[e], Act{b.moe_gout, e * sh, G, H});
+        keep(e, 2, 1);
+      }
+      cmd.barrier();
+      K.moe_scatter(cmd, dense, slots, first, rows, E, G, b.moe_gout->range(0, uint64_t(E) * sh), x);
+      cmd.barrier();
+    }
+    std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
   }
 
   // --- fused steps: decode rows (n <= the mat-vec limit), the same arithmetic in fewer dispatches ---
@@ -191,7 +324,12 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     cmd.barrier();
     attention.attend(cmd, l, R.q, R.o);
     cmd.barrier();
-    if (fuse) {
+    if (w.moe()) {   // the experts' steps serve prefill and decode alike
+      if (fuse) R.output_residual_fused(w);
+      else R.output_residual(w);
+      if (n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
+      else R.moe_residual_grouped(w, l);
+    } else if (fuse) {
       R.output_residual_fused(w);
       R.mlp_residual_fused(w);
     } else {

@@ -445,4 +445,14 @@ void Session::read_decode_logits() {
   advance(1);
 }
 
+std::vector<int32_t> Session::last_expert_ids(uint32_t rows) const {
+  if (!config_.is_moe()) return {};
+  const uint64_t k = uint64_t(config_.experts_per_token), stride = ForwardScratch::moe_ids_stride(config_, rows);
+  std::vector<int32_t> out(size_t(config_.n_layers * rows * k));
+  Transfer T(model_.allocator());
+  for (int64_t l = 0; l < config_.n_layers; ++l)
+    T.download(fwd_.moe_ids, uint64_t(l) * stride * 4, out.data() + size_t(l) * rows * k, rows * k * 4);
+  return out;
+}
+
 }  // namespace reach

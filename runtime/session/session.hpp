@@ -81,6 +81,10 @@ class Session {
 
   uint32_t position() const { return pos_; }
   uint32_t capacity() const { return capacity_; }
+  // Mixture of experts, for checks: the experts the router chose in the last step of `rows` rows (a prefill
+  // chunk, or 1 for decode), [layer][row][top-k] flattened; a dense layer's entries are unspecified.  Empty
+  // for a dense model.
+  std::vector<int32_t> last_expert_ids(uint32_t rows) const;
   uint32_t chunk() const { return chunk_; }   // prefill chunk length
   // Forget everything after position n (n <= position(); n == 0 or
   // n >= rewind_floor(): a ring cache has overwritten the keys older ones need).
