@@ -7,35 +7,19 @@
 
 namespace reach {
 
-namespace {
-
-// ByteLevel: each token's characters map back to bytes (a token with a
-// character outside the table contributes its UTF-8 as is); the bytes of all
-// tokens become one string, ill-formed parts replaced by U+FFFD.
-void decode_byte_level(std::vector<std::string>& tokens) {
+std::string byte_level_token(const std::string& t) {
   std::string bytes;
-  for (const auto& t : tokens) {
-    size_t mark = bytes.size();
-    bool ok = true;
-    for (size_t i = 0; i < t.size();) {
-      size_t len = 0;
-      int b = byte_from_unicode(utf8::decode(t, i, &len));
-      if (b < 0) {
-        ok = false;
-        break;
-      }
-      bytes += static_cast<char>(b);
-      i += len;
-    }
-    if (!ok) {
-      bytes.resize(mark);
-      bytes += t;
-    }
+  for (size_t i = 0; i < t.size();) {
+    size_t len = 0;
+    const int b = byte_from_unicode(utf8::decode(t, i, &len));
+    if (b < 0) return t;
+    bytes += static_cast<char>(b);
+    i += len;
   }
-  tokens.assign(1, utf8::lossy(bytes));
+  return bytes;
 }
 
-int parse_byte_token(const std::string& t) {  // "<0xNN>" -> NN, else -1
+int parse_byte_token(const std::string& t) {
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
   auto hex = [](char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -45,6 +29,41 @@ int parse_byte_token(const std::string& t) {  // "<0xNN>" -> NN, else -1
   };
   int hi = hex(t[3]), lo = hex(t[4]);
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+// Each turn moves b up or e down by c.size() >= 1 (one character, checked at load) within the token,
+// so a loop runs at most t.size() times whatever start is.
+std::string strip_token(const std::string& t, const std::string& c, uint64_t start, uint64_t stop) {
+  if (c.empty()) return t;
+  size_t b = 0, e = t.size();
+  for (uint64_t k = 0; k < start && b + c.size() <= e && t.compare(b, c.size(), c) == 0; ++k) b += c.size();
+  for (uint64_t k = 0; k < stop && e >= b + c.size() && t.compare(e - c.size(), c.size(), c) == 0; ++k)
+    e -= c.size();
+  return t.substr(b, e - b);
+}
+
+// Terminates: `what` is not empty, so each find starts past the previous match.
+void replace_literal(std::string& t, const std::string& what, const std::string& with) {
+  if (what.empty()) return;
+  std::string out;
+  size_t prev = 0;
+  for (size_t p = t.find(what); p != std::string::npos; p = t.find(what, prev)) {
+    out.append(t, prev, p - prev);
+    out += with;
+    prev = p + what.size();
+  }
+  out.append(t, prev, std::string::npos);
+  t.swap(out);
+}
+
+namespace {
+
+// ByteLevel: each token's bytes (byte_level_token); the bytes of all tokens become one string,
+// ill-formed parts replaced by U+FFFD.
+void decode_byte_level(std::vector<std::string>& tokens) {
+  std::string bytes;
+  for (const auto& t : tokens) bytes += byte_level_token(t);
+  tokens.assign(1, utf8::lossy(bytes));
 }
 
 void decode_byte_fallback(std::vector<std::string>& tokens) {
@@ -72,32 +91,9 @@ void decode_byte_fallback(std::vector<std::string>& tokens) {
   tokens.swap(out);
 }
 
-// Strip: per token, up to `start` leading and `stop` trailing copies of `c`.
-// Each turn moves b up or e down by c.size() >= 1 (one character, checked at
-// load) within the token, so a loop runs at most t.size() times whatever start is.
+// Strip: per token (strip_token).
 void decode_strip(std::vector<std::string>& tokens, const std::string& c, uint64_t start, uint64_t stop) {
-  if (c.empty()) return;
-  for (auto& t : tokens) {
-    size_t b = 0, e = t.size();
-    for (uint64_t k = 0; k < start && b + c.size() <= e && t.compare(b, c.size(), c) == 0; ++k) b += c.size();
-    for (uint64_t k = 0; k < stop && e >= b + c.size() && t.compare(e - c.size(), c.size(), c) == 0; ++k)
-      e -= c.size();
-    t = t.substr(b, e - b);
-  }
-}
-
-// Terminates: `what` is not empty, so each find starts past the previous match.
-void replace_literal(std::string& t, const std::string& what, const std::string& with) {
-  if (what.empty()) return;
-  std::string out;
-  size_t prev = 0;
-  for (size_t p = t.find(what); p != std::string::npos; p = t.find(what, prev)) {
-    out.append(t, prev, p - prev);
-    out += with;
-    prev = p + what.size();
-  }
-  out.append(t, prev, std::string::npos);
-  t.swap(out);
+  for (auto& t : tokens) t = strip_token(t, c, start, stop);
 }
 
 }  // namespace

@@ -190,6 +190,15 @@ inline size_t max_grown_size(size_t input) { return kMaxGrowth * input + kGrowth
 const std::array<std::string, 256>& byte_to_unicode();
 int byte_from_unicode(uint32_t code_point);  // -1 when not in the table
 
+// The decoder steps on one token, shared by decode (tokenizer_decode.cpp) and token_bytes:
+// ByteLevel's characters back to bytes (a token with a character outside the table stays as is);
+// "<0xNN>" -> NN, else -1; Strip's up to `start` leading and `stop` trailing copies of `c` removed;
+// every `what` replaced by `with`.
+std::string byte_level_token(const std::string& t);
+int parse_byte_token(const std::string& t);
+std::string strip_token(const std::string& t, const std::string& c, uint64_t start, uint64_t stop);
+void replace_literal(std::string& t, const std::string& what, const std::string& with);
+
 // Splits [0, s.size()) into pieces by the matches (tokenizers' Pattern +
 // SplitDelimiterBehavior), empty pieces dropped.
 void split_by_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
