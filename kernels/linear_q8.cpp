@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "engine/device.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/quant_binding.hpp"
 #include "kernels/quant_layout.hpp"
 #include "kernels/spec.hpp"
 
@@ -74,31 +75,15 @@ void Kernels::linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Ac
   if (!caps.integer_dot) throw Error(ErrorCode::unsupported, std::string(op) + ": the device has no integer dot product");
   const uint32_t M = x.rows, N = w.rows, K = w.cols;
   if (M == 0 || N == 0) return;
-  const uint32_t be = wtype_block_elems(w.type);
-  if (K % be)
-    throw Error(ErrorCode::internal, std::string(op) + ": " + wtype_name(w.type) + " weights need K (" +
-                                         std::to_string(K) + ") to be a multiple of " + std::to_string(be));
-  if (w.offset % 16) throw Error(ErrorCode::internal, std::string(op) + ": W must start at a multiple of 16 bytes");
   if (y.offset % 4) throw Error(ErrorCode::internal, std::string(op) + ": Y offset must be a multiple of 4");
-  if (w.offset + w.bytes() > w.buffer->size()) throw Error(ErrorCode::internal, std::string(op) + ": W overruns its buffer");
-
-  const QuantPlanes planes = quant_planes(w.type);
-  const uint64_t blocks_per_row = K / be;
-  const uint64_t quant_total = uint64_t(N) * blocks_per_row * planes.quant_bytes;
-  const uint32_t meta_texel = quant_meta_texel_bytes(w.type);
-  const VkFormat meta_format = meta_texel == 16 ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_R16_UINT;
-  bool tex = config_.weights_texel && arena_texel_readable(w.buffer->arena()) &&
-             caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_UINT) && caps.supports_uniform_texel(meta_format);
-  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
-  const uint64_t max_binding = binding_span(caps, config_.max_binding);
-  if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
-  const uint64_t room = max_binding - align;
-  const uint64_t walign = tex ? std::max<uint64_t>(align, caps.min_texel_buffer_offset_alignment) : align;
-  const uint64_t tex_span = std::min<uint64_t>(max_binding, 2 * uint64_t(caps.max_texel_buffer_elements));
-  if (tex && tex_span <= 2 * walign) tex = false;
-  if (!tex) require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights");
-  const uint64_t wroom = tex ? tex_span - walign : room;
-  const auto chunks = split_rows(N, wtype_row_bytes(w.type, K), wroom, 1);
+  const QuantWeightBinding wb = plan_quant_weight(caps, config_, w, op);
+  const QuantPlanes& planes = wb.planes;
+  const uint64_t blocks_per_row = wb.blocks_per_row, quant_total = wb.quant_total;
+  const uint32_t meta_texel = wb.meta_texel;
+  const VkFormat meta_format = wb.meta_format;
+  const bool tex = wb.tex;
+  const uint64_t align = wb.align, walign = wb.walign, room = wb.room;
+  const std::vector<RowChunk>& chunks = wb.chunks;
   // X rows travel whole (one binding each plane); Y along M with them.
   const uint64_t x_row = uint64_t(K) * 5 / 4, y_row = uint64_t(N) * 4;
   if (std::max(x_row, y_row) > room)

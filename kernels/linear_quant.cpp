@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "engine/device.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/quant_binding.hpp"
 #include "kernels/quant_layout.hpp"
 #include "kernels/spec.hpp"
 
@@ -37,41 +38,16 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
   const char* op = use_matvec ? "linear_matvec_q" : "linear_gemm_q";
   const auto& caps = device.caps();
   const uint32_t M = x.rows, N = w.rows, K = w.cols;
-  const uint32_t be = wtype_block_elems(w.type);
-  if (K % be)
-    throw Error(ErrorCode::internal, std::string(op) + ": " + wtype_name(w.type) + " weights need K (" +
-                                         std::to_string(K) + ") to be a multiple of " + std::to_string(be));
-  if (w.offset % 16)
-    throw Error(ErrorCode::internal, std::string(op) + ": a " + wtype_name(w.type) + " weight must start at a multiple "
-                                         "of 16 bytes (offset " + std::to_string(w.offset) + ")");
   if (x.offset % 4 || y.offset % 4)
     throw Error(ErrorCode::internal, std::string(op) + ": X and Y offsets must be multiples of 4");
-  if (w.offset + w.bytes() > w.buffer->size())
-    throw Error(ErrorCode::internal, std::string(op) + ": W overruns its buffer");
-
-  const QuantPlanes planes = quant_planes(w.type);
-  const uint64_t blocks_per_row = K / be;
-  const uint64_t quant_total = uint64_t(N) * blocks_per_row * planes.quant_bytes;
-
-  const uint64_t max_texels = caps.max_texel_buffer_elements;
-  // The meta plane's texel: a whole block's meta where that is a texel size (fewer fetches).
-  const uint32_t meta_texel = quant_meta_texel_bytes(w.type);
-  const VkFormat meta_format = meta_texel == 16 ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_R16_UINT;
-  bool tex = cfg.weights_texel && arena_texel_readable(w.buffer->arena()) &&
-             caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_UINT) && caps.supports_uniform_texel(meta_format);
-  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
-  const uint64_t max_binding = binding_span(caps, cfg.max_binding);
-  if (max_binding <= 2 * align) throw Error(ErrorCode::internal, std::string(op) + ": max_binding too small");
-  const uint64_t room = max_binding - align;
-  // Texel views: aligned to minTexelBufferOffsetAlignment and at most
-  // maxTexelBufferElements texels; the meta plane (texels of 2 bytes or more) is the tighter.
-  const uint64_t walign = tex ? std::max<uint64_t>(align, caps.min_texel_buffer_offset_alignment) : align;
-  const uint64_t tex_span = std::min<uint64_t>(max_binding, 2 * max_texels);
-  if (tex && tex_span <= 2 * walign) tex = false;
-  if (!tex) require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights");
-  const uint64_t wroom = tex ? tex_span - walign : room;
-  // Each plane's share of a chunk is at most the chunk's file bytes.
-  const auto chunks = split_rows(N, wtype_row_bytes(w.type, K), wroom, 1);
+  const QuantWeightBinding wb = plan_quant_weight(caps, cfg, w, op);
+  const QuantPlanes& planes = wb.planes;
+  const uint64_t blocks_per_row = wb.blocks_per_row, quant_total = wb.quant_total;
+  const uint32_t meta_texel = wb.meta_texel;
+  const VkFormat meta_format = wb.meta_format;
+  const bool tex = wb.tex;
+  const uint64_t align = wb.align, walign = wb.walign, room = wb.room;
+  const std::vector<RowChunk>& chunks = wb.chunks;
 
   const uint64_t row_bytes = std::max<uint64_t>(uint64_t(K) * 4, uint64_t(N) * 4);
   if (row_bytes > room)
@@ -139,7 +115,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     const bool aligned = xb.elem_off % 4 == 0;
     const bool xtex = tex && aligned && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
-                      xb.range.size / 16 <= max_texels;
+                      xb.range.size / 16 <= caps.max_texel_buffer_elements;
     mv.aligned = gm.aligned = aligned ? 1u : 0u;
     using B = LinearQBindings;
     PipelineDesc desc{kShaders[use_matvec ? 1 : 0][xtex ? 2 : tex ? 1 : 0], B::count, sizeof(LinearQPush),
