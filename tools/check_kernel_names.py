@@ -25,7 +25,7 @@ import re
 import sys
 
 FAMILIES = ('linear_', 'norm_', 'elementwise_', 'embed', 'attention_', 'moe_')
-INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp'}
+INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp', 'quant_binding.cpp'}
 VARIANT = re.compile(r'(_(tex|xtex))?(_(f32|f16|bf16))?')
 # Stems an Attention method records besides its own.
 SUBKERNELS = {'attention_decode_lanes': 'decode', 'attention_combine': 'decode'}
