@@ -381,6 +381,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     case ModelArch::smollm3:   // llama.cpp's fixed layout: every fourth layer has no rotation
       for (int64_t i = 3; i < c.n_layers; i += 4) c.attn.layers[int(i)].rope = false;
       break;
+    case ModelArch::gpt_oss:   // not read from GGUF yet
     case ModelArch::llama:
     case ModelArch::mixtral:
       if (auto w = f.opt_u64(k.key("attention.sliding_window")); w && *w > 0) {

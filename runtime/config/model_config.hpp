@@ -64,14 +64,19 @@ enum class ModelArch {
   qwen3_moe, // Qwen3-MoE: Qwen3 attention, a routed mixture of SiLU-gated experts (some layers may stay dense)
   mixtral,   // Mixtral: Mistral attention, top-2 of 8 experts, softmax over the chosen logits
   olmoe,     // OLMoE: Llama layout, q/k RMSNorm over the whole projection (like OLMo 2), top-8 of 64 experts
+  gpt_oss,   // gpt-oss: biased attention with a learned per-head sink logit, alternating 128-token sliding and
+             // full layers, YaRN on both, biased router and experts with the clamped SwiGLU
 };
-enum class Activation { silu, gelu_tanh };   // the gate of the gated MLP
+// The gate of the gated MLP (the experts' too).  swiglu_clamped (gpt-oss): g = min(gate, limit),
+// u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
+enum class Activation { silu, gelu_tanh, swiglu_clamped };
 
 struct ModelConfig {
   std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Gemma3ForCausalLM"
   std::string model_type;     // "llama", "mistral", "qwen2", "gemma3_text"
   ModelArch arch = ModelArch::llama;
   Activation activation = Activation::silu;
+  double swiglu_alpha = 1.702, swiglu_limit = 7.0;   // Activation::swiglu_clamped
   int64_t hidden_size = 0, intermediate_size = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
           vocab_size = 0, max_position_embeddings = 0;
   double rms_norm_eps = 1e-6, rope_theta = 10000, partial_rotary_factor = 1;

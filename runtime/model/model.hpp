@@ -33,6 +33,11 @@ struct LayerWeights {
   // gate, up [expert_ffn, hidden] and down [hidden, expert_ffn] per expert.
   Mat router;
   std::vector<Mat> expert_gate, expert_up, expert_down;
+  // gpt-oss (empty otherwise), f32: the router's bias [n_experts], the experts' biases stacked by expert
+  // ([n_experts, expert_ffn] for gate and up, [n_experts, hidden] for down), and the learned per-head sink
+  // logit [n_heads] that joins every attention softmax's denominator.
+  Buffer router_bias, expert_gate_bias, expert_up_bias, expert_down_bias;
+  Buffer attn_sinks;
   bool moe() const { return !expert_down.empty(); }
 };
 
