@@ -594,5 +594,40 @@ TEST_CASE("config: MoE errors name the key; shared-expert families are refused")
   q["mlp_only_layers"] = json::array({7});
   CHECK_HAS(config_error(q, ErrorCode::format), "mlp_only_layers");
   CHECK_HAS(config_error(family("Qwen2MoeForCausalLM", "qwen2_moe"), ErrorCode::unsupported), "shared expert");
-  CHECK_HAS(config_error(family("GptOssForCausalLM", "gpt_oss"), ErrorCode::unsupported), "gpt-oss");
+  CHECK_HAS(config_error(family("DeepseekV3ForCausalLM", "deepseek_v3"), ErrorCode::unsupported), "DeepSeek-V3");
+}
+
+TEST_CASE("config: gpt-oss - sinks, clamped SwiGLU, alternating windows, YaRN on every layer") {
+  json j = family("GptOssForCausalLM", "gpt_oss");
+  j["num_hidden_layers"] = 4;
+  j["num_local_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["sliding_window"] = 16;
+  j["swiglu_limit"] = 3.5;
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 150000.0}, {"factor", 32.0}, {"beta_fast", 32.0},
+                          {"beta_slow", 1.0}, {"truncate", false}, {"original_max_position_embeddings", 4096}};
+  const auto c = reach::parse_model_config(j, kSrc);
+  CHECK(c.arch == reach::ModelArch::gpt_oss);
+  CHECK(c.family() == "gpt-oss");
+  CHECK(c.attention_bias);   // transformers' default for gpt-oss
+  CHECK(c.attn_sinks);
+  CHECK(c.activation == reach::Activation::swiglu_clamped);
+  CHECK(c.swiglu_alpha == doctest::Approx(1.702));
+  CHECK(c.swiglu_limit == 3.5);
+  CHECK(c.norm_topk_prob);   // softmax over the chosen logits
+  CHECK(c.expert_intermediate_size == c.intermediate_size);
+  // transformers' default layer_types: even layers slide; the window is theirs, not a global one.
+  CHECK(c.local_layers == std::vector<bool>{true, false, true, false});
+  CHECK(c.local_window == 16);
+  CHECK(!c.sliding_window);
+  CHECK(c.rope_local_theta == 150000.0);
+  CHECK(c.rope.type == reach::RopeType::yarn);
+  CHECK(!c.rope.truncate);
+  CHECK(c.local_rope.type == reach::RopeType::yarn);
+  CHECK(c.local_rope.factor == 32.0);
+  CHECK_HAS(c.describe(), "attention sink");
+  CHECK_HAS(c.describe(), "clamped SwiGLU");
+  // layer_types, when given, decides
+  j["layer_types"] = json::array({"full_attention", "sliding_attention", "full_attention", "full_attention"});
+  CHECK(reach::parse_model_config(j, kSrc).local_layers == std::vector<bool>{false, true, false, false});
 }

@@ -144,7 +144,9 @@ void parse_moe(const Reader& r, ModelConfig& c) {
   if (c.experts_per_token > 32)
     r.fail(ErrorCode::unsupported, "num_experts_per_tok " + std::to_string(c.experts_per_token) +
                                        " is more than reach routes (32)");
-  c.norm_topk_prob = c.arch == ModelArch::mixtral || r.opt_bool("norm_topk_prob").value_or(false);
+  // Mixtral and gpt-oss: softmax over the chosen logits, the same as renormalising the top k of the softmax.
+  c.norm_topk_prob = c.arch == ModelArch::mixtral || c.arch == ModelArch::gpt_oss ||
+                     r.opt_bool("norm_topk_prob").value_or(false);
   c.expert_intermediate_size = c.intermediate_size;
   if (c.arch == ModelArch::qwen3_moe) {
     c.expert_intermediate_size = r.dimension(
@@ -165,6 +167,19 @@ void parse_moe(const Reader& r, ModelConfig& c) {
       }
     }
   }
+}
+
+void parse_gpt_oss(const Reader& r, ModelConfig& c) {
+  c.activation = Activation::swiglu_clamped;
+  c.swiglu_alpha = r.positive("swiglu_alpha", r.opt_num("swiglu_alpha").value_or(1.702));
+  c.swiglu_limit = r.positive("swiglu_limit", r.opt_num("swiglu_limit").value_or(7.0));
+  c.attn_sinks = true;
+  // layer_types, else transformers' default: even layers slide, odd ones see everything.
+  if (!parse_layer_types(r, c)) {
+    c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (size_t i = 0; i < c.local_layers.size(); i += 2) c.local_layers[i] = true;
+  }
+  c.local_window = r.dimension("sliding_window", r.opt_int("sliding_window").value_or(128));
 }
 
 }  // namespace reach::config_detail

@@ -13,5 +13,7 @@ void parse_gemma2(const Reader& r, ModelConfig& c);
 void parse_gemma3(const Reader& r, ModelConfig& c);
 std::vector<bool> parse_nope_layers(const Reader& r, int64_t n_layers);
 void parse_moe(const Reader& r, ModelConfig& c);
+// gpt-oss's keys beyond the MoE ones: the clamped SwiGLU, alternating local layers, sinks.
+void parse_gpt_oss(const Reader& r, ModelConfig& c);
 
 }  // namespace reach::config_detail

@@ -17,8 +17,8 @@ namespace {
 constexpr int64_t kMaxDimension = INT32_MAX;
 constexpr const char* kSupportedArchs =
     "llama (Llama, Mistral, SmolLM and other models llama.cpp files as llama), qwen2, qwen3, phi3 (Phi-3, Phi-3.5, "
-    "Phi-4-mini), gemma2, gemma3 (Gemma 3 text models), olmo2, smollm3, qwen3moe (Qwen3-MoE), olmoe, and llama files "
-    "with experts (Mixtral)";
+    "Phi-4-mini), gemma2, gemma3 (Gemma 3 text models), olmo2, smollm3, qwen3moe (Qwen3-MoE), olmoe, gpt-oss, and "
+    "llama files with experts (Mixtral)";
 
 // general.architecture -> config.json's architecture and model_type; `interleaved`: llama.cpp's converter
 // permuted the q/k rows (LlamaModel.permute) for this architecture.
@@ -40,6 +40,7 @@ constexpr GgufArch kArchs[] = {
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", ModelArch::smollm3, true},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", ModelArch::qwen3_moe, false},
     {"olmoe", "OlmoeForCausalLM", "olmoe", ModelArch::olmoe, false},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", ModelArch::gpt_oss, false},
 };
 
 // Typed reads of one architecture's keys, with config.json's range rules.
@@ -227,6 +228,26 @@ void gemma3_keys(const Keys& k, ModelConfig& c) {
   for (int64_t i = 0; i < c.n_layers; ++i) c.local_layers[size_t(i)] = (i + 1) % 6 != 0;
 }
 
+// gpt-oss: llama.cpp's fixed rules, as no key carries them: the even layers slide (window
+// attention.sliding_window, the one rotary base), every layer rotates with the file's YaRN, and the clamped
+// SwiGLU has alpha 1.702 and limit 7.  The YaRN ramp is not truncated, as the model was trained (its config.json
+// says "truncate": false; no GGUF key carries it).
+void gpt_oss_keys(const Keys& k, ModelConfig& c) {
+  c.activation = Activation::swiglu_clamped;
+  c.swiglu_alpha = 1.702;
+  c.swiglu_limit = 7.0;
+  c.attn_sinks = true;
+  const std::string sw_key = k.key("attention.sliding_window");
+  if (!k.f.has(sw_key))
+    k.f.fail("missing key '" + sw_key + "' - every " + k.arch + " GGUF has it; is the file complete?");
+  c.local_window = k.dimension(sw_key, k.f.get_u64(sw_key));
+  c.local_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int64_t i = 0; i < c.n_layers; i += 2) c.local_layers[size_t(i)] = true;
+  c.rope_local_theta = c.rope_theta;
+  c.rope.truncate = false;
+  c.local_rope = c.rope;
+}
+
 // The experts as llama.cpp's converter describes them: <arch>.expert_count, expert_used_count,
 // expert_feed_forward_length (Qwen3-MoE; the others' experts are feed_forward_length wide) and, where written,
 // expert_weights_norm; a layer without blk.N.ffn_gate_inp (the router) is dense.  llama.cpp renormalises the
@@ -244,11 +265,12 @@ void moe_keys(const Keys& k, ModelConfig& c, uint64_t experts) {
   for (const char* shared : {"expert_shared_count", "expert_shared_feed_forward_length"})
     if (auto v = k.f.opt_u64(k.key(shared)); v && *v > 0)
       k.unsupported("key '" + k.key(shared) + "' is set: shared experts are not supported yet");
-  if (auto g = k.f.opt_u64(k.key("expert_gating_func")); g && *g != 1)
+  // gpt-oss's router (softmax over the chosen logits) is llama.cpp's own rule for that architecture.
+  if (auto g = k.f.opt_u64(k.key("expert_gating_func")); g && *g != 1 && c.arch != ModelArch::gpt_oss)
     k.unsupported("key '" + k.key("expert_gating_func") + "' is " + std::to_string(*g) +
                   ": reach's router is the softmax (1)");
   c.expert_intermediate_size = k.opt_dim("expert_feed_forward_length").value_or(c.intermediate_size);
-  c.norm_topk_prob = c.arch != ModelArch::olmoe;
+  c.norm_topk_prob = c.arch != ModelArch::olmoe;   // gpt-oss: the softmax over the chosen, the same
   if (const GgufValue* v = k.f.find(k.key("expert_weights_norm")); v && v->type == GgufType::boolean)
     c.norm_topk_prob = k.f.get_bool(k.key("expert_weights_norm"));
   c.dense_layers.assign(size_t(c.n_layers), false);
@@ -284,10 +306,11 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     c.architecture = "MixtralForCausalLM";
     c.model_type = "mixtral";
   }
-  if (experts > 0 && c.arch != ModelArch::mixtral && c.arch != ModelArch::qwen3_moe && c.arch != ModelArch::olmoe)
+  if (experts > 0 && c.arch != ModelArch::mixtral && c.arch != ModelArch::qwen3_moe && c.arch != ModelArch::olmoe &&
+      c.arch != ModelArch::gpt_oss)
     k.unsupported("key '" + k.key("expert_count") + "' is " + std::to_string(experts) +
                   ": mixture-of-experts " + arch + " models are not supported yet");
-  if (experts == 0 && (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::olmoe))
+  if (experts == 0 && (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::olmoe || c.arch == ModelArch::gpt_oss))
     f.fail("missing key '" + k.key("expert_count") + "' - every " + arch + " GGUF names its experts");
 
   const std::string hint_s = "every " + arch + " GGUF has it; is the file complete?";
@@ -381,7 +404,7 @@ ModelConfig model_config_from_gguf(const GgufFile& f) {
     case ModelArch::smollm3:   // llama.cpp's fixed layout: every fourth layer has no rotation
       for (int64_t i = 3; i < c.n_layers; i += 4) c.attn.layers[int(i)].rope = false;
       break;
-    case ModelArch::gpt_oss:   // not read from GGUF yet
+    case ModelArch::gpt_oss: gpt_oss_keys(k, c); break;
     case ModelArch::llama:
     case ModelArch::mixtral:
       if (auto w = f.opt_u64(k.key("attention.sliding_window")); w && *w > 0) {

@@ -26,12 +26,10 @@ constexpr int kMaxConfigDepth = 64;
 constexpr const char* kSupportedArchs =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
     "Gemma2ForCausalLM, Gemma3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, Qwen3MoeForCausalLM, "
-    "MixtralForCausalLM, OlmoeForCausalLM";
+    "MixtralForCausalLM, OlmoeForCausalLM, GptOssForCausalLM";
 // Mixture-of-experts families reach refuses for now, and what they need that reach lacks.
 constexpr std::pair<const char*, const char*> kUnsupportedMoe[] = {
     {"Qwen2MoeForCausalLM", "Qwen2-MoE's shared expert (with its own sigmoid gate) is not supported yet"},
-    {"GptOssForCausalLM", "gpt-oss (attention sinks, biased experts with clamped SwiGLU, MXFP4 blocks) is not "
-                          "supported yet"},
     {"DeepseekV2ForCausalLM", "DeepSeek-V2's latent attention and shared experts are not supported yet"},
     {"DeepseekV3ForCausalLM", "DeepSeek-V3's latent attention and shared experts are not supported yet"},
 };
@@ -42,7 +40,8 @@ std::string ModelConfig::family() const {
   static const std::pair<const char*, const char*> kNames[] = {
       {"llama", "Llama"},   {"mistral", "Mistral"}, {"qwen2", "Qwen2"},       {"qwen3", "Qwen3"},
       {"phi3", "Phi-3"},    {"gemma2", "Gemma 2"},  {"gemma3_text", "Gemma 3"}, {"olmo2", "OLMo 2"},
-      {"smollm3", "SmolLM3"}, {"qwen3_moe", "Qwen3-MoE"}, {"mixtral", "Mixtral"}, {"olmoe", "OLMoE"}};
+      {"smollm3", "SmolLM3"}, {"qwen3_moe", "Qwen3-MoE"}, {"mixtral", "Mixtral"}, {"olmoe", "OLMoE"},
+      {"gpt_oss", "gpt-oss"}};
   for (const auto& [type, name] : kNames)
     if (model_type == type) return name;
   return model_type;
@@ -93,7 +92,8 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
       {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
       {"Qwen3ForCausalLM", "qwen3"},     {"Phi3ForCausalLM", "phi3"},       {"Gemma2ForCausalLM", "gemma2"},
       {"Gemma3ForCausalLM", "gemma3_text"}, {"Olmo2ForCausalLM", "olmo2"}, {"SmolLM3ForCausalLM", "smollm3"},
-      {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"MixtralForCausalLM", "mixtral"}, {"OlmoeForCausalLM", "olmoe"}};
+      {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"MixtralForCausalLM", "mixtral"}, {"OlmoeForCausalLM", "olmoe"},
+      {"GptOssForCausalLM", "gpt_oss"}};
   if (const json* archs = r.find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       r.wrong_type("architectures", *archs, "a list of class names like [\"LlamaForCausalLM\"]");
@@ -113,7 +113,7 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
     if (c.model_type.empty())
       r.fail(ErrorCode::unsupported, "model_type '" + *mt + "' is not supported; reach runs " + kSupportedArchs +
                                          " (model_type llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, "
-                                         "olmo2, smollm3)");
+                                         "olmo2, smollm3, qwen3_moe, mixtral, olmoe, gpt_oss)");
   } else {
     r.missing("architectures", std::string("neither 'architectures' nor 'model_type' is set; reach runs ") +
                                    kSupportedArchs);
@@ -158,7 +158,7 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   if (r.opt_bool("mlp_bias").value_or(false))
     r.fail(ErrorCode::unsupported, "'mlp_bias' is true; reach's MLP has no bias terms yet - use a model without "
                                    "MLP biases");
-  c.attention_bias = r.opt_bool("attention_bias").value_or(c.model_type == "qwen2");
+  c.attention_bias = r.opt_bool("attention_bias").value_or(c.model_type == "qwen2" || c.model_type == "gpt_oss");
   c.tie_word_embeddings = r.opt_bool("tie_word_embeddings").value_or(gemma);   // Gemma's default is tied
   c.torch_dtype = r.opt_str("torch_dtype").value_or(r.opt_str("dtype").value_or(""));
   if (gemma3) parse_gemma3(r, c);
@@ -184,11 +184,17 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
   } else if (c.model_type == "olmoe") {
     c.arch = ModelArch::olmoe;
     c.qk_proj_norm = true;
+  } else if (c.model_type == "gpt_oss") {
+    c.arch = ModelArch::gpt_oss;
   }
-  if (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::mixtral || c.arch == ModelArch::olmoe) parse_moe(r, c);
+  if (c.arch == ModelArch::qwen3_moe || c.arch == ModelArch::mixtral || c.arch == ModelArch::olmoe ||
+      c.arch == ModelArch::gpt_oss)
+    parse_moe(r, c);
+  if (c.arch == ModelArch::gpt_oss) parse_gpt_oss(r, c);
 
   // Sliding window (Mistral; Qwen2 only with use_sliding_window).
-  if (auto sw = r.opt_int("sliding_window"); sw && !gemma) {   // Gemma's is its local layers'
+  // Gemma's and gpt-oss's window is their local layers'.
+  if (auto sw = r.opt_int("sliding_window"); sw && !gemma && c.arch != ModelArch::gpt_oss) {
     r.positive("sliding_window", *sw);
     if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "smollm3" ||
         c.model_type == "qwen3_moe") {
@@ -217,6 +223,7 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
     rope_obj = rp.find("full_attention");
   }
   if (rope_obj) c.rope = parse_rope_scaling(*rope_obj, where + ": " + rope_key);
+  if (c.arch == ModelArch::gpt_oss) c.local_rope = c.rope;
   std::optional<double> theta, prf;
   if (rope_obj && rope_obj->is_object()) {
     Reader rr{*rope_obj, where + ": " + rope_key};
@@ -231,7 +238,8 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
     r.fail(ErrorCode::format, "'partial_rotary_factor' is " + json(c.partial_rotary_factor).dump() +
                                   ", must be in (0, 1]");
   c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
-  if (gemma2) c.rope_local_theta = c.rope_theta;   // Gemma 2: one base for local and global layers
+  // Gemma 2, gpt-oss: one base for local and global layers
+  if (gemma2 || c.arch == ModelArch::gpt_oss) c.rope_local_theta = c.rope_theta;
   if (c.rope.type == RopeType::longrope) {
     // Phi-3 keeps the trained context at the top level (transformers gives it priority).
     if (auto o = r.opt_int("original_max_position_embeddings"))
@@ -299,6 +307,7 @@ std::string ModelConfig::describe() const {
     case RopeType::yarn:
       o << ", factor " << rope.factor << ", beta " << rope.beta_fast << "/" << rope.beta_slow;
       if (rope.attention_factor) o << ", attention_factor " << *rope.attention_factor;
+      if (!rope.truncate) o << ", ramp not truncated";
       break;
     case RopeType::llama3:
       o << ", factor " << rope.factor << ", low/high " << rope.low_freq_factor << "/" << rope.high_freq_factor;
@@ -331,6 +340,12 @@ std::string ModelConfig::describe() const {
     if (attn_softcap > 0) parts.push_back("attention logit cap " + json(attn_softcap).dump());
     if (final_softcap > 0) parts.push_back("final logit cap " + json(final_softcap).dump());
     if (activation == Activation::gelu_tanh) parts.push_back("GELU(tanh) MLP");
+    if (activation == Activation::swiglu_clamped) {
+      std::ostringstream s;
+      s << "clamped SwiGLU (alpha " << swiglu_alpha << ", limit " << swiglu_limit << ")";
+      parts.push_back(s.str());
+    }
+    if (attn_sinks) parts.push_back("a learned attention sink logit per head");
     if (!parts.empty()) {
       o << "\n  layers:";
       for (size_t i = 0; i < parts.size(); ++i) o << (i ? ", " : " ") << parts[i];
@@ -339,8 +354,9 @@ std::string ModelConfig::describe() const {
   if (has_local_layers()) {
     const auto n_local = std::count(local_layers.begin(), local_layers.end(), true);
     o << "\n  local layers " << n_local << " of " << n_layers << " (window " << local_window << ", rope theta "
-      << rope_local_theta << "), embed scale " << embed_scale << ", query scale "
-      << (query_scale ? *query_scale : 1.0 / std::sqrt(double(head_dim)));
+      << rope_local_theta << (local_rope.type == RopeType::yarn ? ", YaRN as the global layers" : "") << ")";
+    if (embed_scale != 0) o << ", embed scale " << embed_scale;
+    o << ", query scale " << (query_scale ? *query_scale : 1.0 / std::sqrt(double(head_dim)));
   }
   if (!torch_dtype.empty()) o << ", dtype " << torch_dtype;
   if (is_moe()) {

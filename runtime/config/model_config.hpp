@@ -114,6 +114,9 @@ struct ModelConfig {
   std::vector<bool> local_layers;
   int64_t local_window = 0;
   double rope_local_theta = 10000;
+  // The local layers' rope scaling: none, except gpt-oss's, which rotates every layer with the model's own YaRN
+  // (kept here as the config has it, whatever scheme the user then gives the global layers).
+  RopeScaling local_rope;
   bool has_local_layers() const;
   // Mixture of experts (0 experts: a dense model).  A router (logits = x · W_routerᵀ) picks experts_per_token
   // of n_experts per token: softmax over all logits, the top k (larger first, the lower index on ties), their
@@ -121,7 +124,9 @@ struct ModelConfig {
   // Each expert is a SiLU-gated MLP of expert_intermediate_size; the MLP output is the weighted sum.
   int64_t n_experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
   bool norm_topk_prob = false;
-  std::vector<bool> dense_layers;   // dense_layers[l]: layer l has the dense MLP (Qwen3-MoE's mlp_only_layers)
+  std::vector<bool> dense_layers;
+  // gpt-oss: a learned sink logit per head joins every attention softmax's denominator (LayerWeights::attn_sinks).
+  bool attn_sinks = false;   // dense_layers[l]: layer l has the dense MLP (Qwen3-MoE's mlp_only_layers)
   bool is_moe() const { return n_experts > 0; }
   bool moe_layer(int64_t l) const { return is_moe() && !(size_t(l) < dense_layers.size() && dense_layers[size_t(l)]); }
   // Elements of the weight matrices (embedding, head, attention, MLPs, routers, experts) as the config sizes

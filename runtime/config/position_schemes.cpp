@@ -476,7 +476,7 @@ ResolvedSchemes resolve_schemes(const ModelConfig& cfg, uint32_t context, int64_
       fail(ErrorCode::internal, "the config marks " + std::to_string(cfg.local_layers.size()) + " local layers of " +
                                     std::to_string(cfg.n_layers));
     R.local = cfg.local_layers;
-    R.table_local = rope_freqs(RopeScaling{}, cfg.rotary_dim, cfg.rope_local_theta, cfg.max_position_embeddings,
+    R.table_local = rope_freqs(cfg.local_rope, cfg.rotary_dim, cfg.rope_local_theta, cfg.max_position_embeddings,
                                R.l_test);
     AttentionSpec local = AttentionSpec::plain(static_cast<uint32_t>(cfg.n_heads),
                                                static_cast<uint32_t>(cfg.n_kv_heads),

@@ -32,6 +32,7 @@ std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& n) {
     case Role::expert_gate_up: return p + n.moe_block + ".experts.gate_up_proj";
     case Role::expert_down: return p + n.moe_block + ".experts.down_proj";
     case Role::expert_gate: case Role::expert_up: return {};   // only per expert, or fused as gate_up
+    case Role::attn_sinks: return p + "self_attn.sinks";
   }
   return {};
 }
@@ -75,6 +76,7 @@ std::string gguf_tensor_name(Role role, int64_t layer) {
     case Role::expert_up: return p + "ffn_up_exps.weight";
     case Role::expert_down: return p + "ffn_down_exps.weight";
     case Role::expert_gate_up: return {};   // llama.cpp keeps gate and up apart
+    case Role::attn_sinks: return p + "attn_sinks.weight";
   }
   return {};
 }

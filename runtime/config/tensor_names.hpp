@@ -15,7 +15,9 @@ enum class Role { embed, attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, 
                   // Mixture of experts: the router [n_experts, hidden]; the experts' matrices as one 3-D tensor
                   // [n_experts, rows, cols] (GGUF: ffn_*_exps; transformers 5's fused gate_up_proj / down_proj),
                   // or one tensor per expert (transformers 4: hf_expert_tensor_name).
-                  router, expert_gate, expert_up, expert_down, expert_gate_up };
+                  router, expert_gate, expert_up, expert_down, expert_gate_up,
+                  attn_sinks   // gpt-oss: the learned sink logit per head [n_heads]
+};
 
 // How a safetensors checkpoint names its tensors.
 struct HfNaming {

@@ -36,9 +36,14 @@ WType wtype_of(GgmlType t) {
 class GgufSource : public WeightSource {
  public:
   // interleaved: llama.cpp permuted q/k rows (llama); it leaves Gemma's (NeoX rotation) as they are.
-  GgufSource(const GgufFile& f, bool interleaved) : f_(f), interleaved_(interleaved) {}
+  // mlp_norm_after_attention: gpt-oss, whose MLP norm llama.cpp files as post_attention_norm.
+  GgufSource(const GgufFile& f, bool interleaved, bool mlp_norm_after_attention)
+      : f_(f), interleaved_(interleaved), mlp_norm_after_attention_(mlp_norm_after_attention) {}
 
-  std::string name(Role role, int64_t layer) const override { return gguf_tensor_name(role, layer); }
+  std::string name(Role role, int64_t layer) const override {
+    if (role == Role::mlp_norm && mlp_norm_after_attention_) role = Role::post_attn_norm;
+    return gguf_tensor_name(role, layer);
+  }
   bool has(const std::string& name) const override { return f_.find_tensor(name) != nullptr; }
 
   SourceTensor get(const std::string& name, std::initializer_list<int64_t> shape,
@@ -81,6 +86,7 @@ class GgufSource : public WeightSource {
  private:
   const GgufFile& f_;
   bool interleaved_;
+  bool mlp_norm_after_attention_;
 };
 
 }  // namespace
@@ -107,7 +113,7 @@ void ModelLoader::load_gguf(Model& m, const fs::path& path, const LoadOptions& o
                           ", feed_forward_length=" + std::to_string(c.intermediate_size) +
                           ", vocabulary " + std::to_string(c.vocab_size) + ", heads " + std::to_string(c.n_heads) +
                           "x" + std::to_string(c.head_dim) + ", kv heads " + std::to_string(c.n_kv_heads);
-  build(m, GgufSource(f, c.interleaved_qk_rows), options, why);
+  build(m, GgufSource(f, c.interleaved_qk_rows, c.arch == ModelArch::gpt_oss), options, why);
 }
 
 }  // namespace reach

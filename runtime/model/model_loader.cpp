@@ -288,6 +288,7 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
         lw.v_bias = L.vector_f32(Role::v_bias, i, kvd, why);
         if (src.has(src.name(Role::o_bias, i))) lw.o_bias = L.vector_f32(Role::o_bias, i, H, why);
       }
+      if (c.attn_sinks) lw.attn_sinks = L.vector_f32(Role::attn_sinks, i, int64_t(qh), why);
       if (c.pre_norms) lw.mlp_norm = L.vector_f32(Role::mlp_norm, i, H, why);
       if (c.qk_head_norm) {   // one head's weights: its dims move with the q/k rows (heads = 1)
         lw.q_norm = L.vector_f32(Role::q_norm, i, d, why, 1);
