@@ -44,9 +44,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ["llama3", "qwen2", "mistral", "qwen3", "phi3", "gemma2", "olmo2", "smollm3", "qwen3_moe", "mixtral", "olmoe"]
+FAMILIES = ["llama3", "qwen2", "mistral", "qwen3", "phi3", "gemma2", "olmo2", "smollm3", "qwen3_moe", "mixtral", "olmoe",
+            "gpt_oss"]
 # Mixture-of-experts families: reference.json also holds the experts the router chose (see router_choices).
-MOE = {"qwen3_moe", "mixtral", "olmoe"}
+MOE = {"qwen3_moe", "mixtral", "olmoe", "gpt_oss"}
 
 # Chat template file per family (tests/data/chat_templates), first existing one wins.
 TEMPLATES = {
@@ -61,6 +62,7 @@ TEMPLATES = {
     "qwen3_moe": ["qwen3.jinja"],
     "mixtral": ["mistral.jinja"],
     "olmoe": ["olmo2.jinja"],
+    "gpt_oss": [],   # its harmony format is not among tests/data/chat_templates
 }
 
 # The turn markers each family's chat format needs, as special added tokens.
@@ -76,6 +78,7 @@ CHAT_TOKENS = {
     "qwen3_moe": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
     "mixtral": ["[INST]", "[/INST]"],
     "olmoe": ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"],
+    "gpt_oss": ["<|endoftext|>", "<|pad|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>"],
 }
 
 # The conversation of reference.json's "chat".
@@ -324,6 +327,15 @@ def make_config(family: str, a, tok):
         return T.OlmoeConfig(**dict(moe, intermediate_size=32), num_experts=8, num_experts_per_tok=3,
                              norm_topk_prob=False, tie_word_embeddings=False,
                              rope_parameters=dict(rope_type="default", rope_theta=10000.0))
+    if family == "gpt_oss":
+        # Layer 0 slides (16 keys), layer 1 sees everything; YaRN (not truncated, as gpt-oss ships) stretches a
+        # trained context of 32 by 4 on both; top-2 of 4 biased experts with the clamped SwiGLU.
+        return T.GptOssConfig(**dict(moe, intermediate_size=24, max_position_embeddings=128), head_dim=hd, num_local_experts=4,
+                              num_experts_per_tok=2, sliding_window=16, attention_bias=True,
+                              tie_word_embeddings=False, swiglu_alpha=1.702, swiglu_limit=7.0,
+                              rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0,
+                                                   beta_slow=1.0, truncate=False,
+                                                   original_max_position_embeddings=32))
     raise ValueError(family)
 
 
@@ -366,6 +378,12 @@ def randomize(model, family: str, seed: int):
             shape = p.shape
             if name.endswith("bias"):
                 v = 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
+            elif name.endswith("sinks"):   # gpt-oss: a sink logit per head, as large as the scores
+                v = 1.5 * torch.randn(shape, generator=g, dtype=torch.float64)
+            elif family == "gpt_oss" and ".experts." in name:
+                # [experts, in, out] (transposed); gate_up wide enough that the clamp at swiglu_limit bites
+                gain = 3.5 if "gate_up" in name else 1.0
+                v = gain / math.sqrt(shape[-2]) * torch.randn(shape, generator=g, dtype=torch.float64)
             elif p.ndim == 1:   # norm weights
                 v = 0.15 * torch.randn(shape, generator=g, dtype=torch.float64)
                 if family != "gemma2":
@@ -432,7 +450,7 @@ def router_choices(model, ids) -> dict:
 
     hooks = []
     for i, layer in enumerate(model.model.layers):
-        router = getattr(layer.mlp, "gate", None)
+        router = getattr(layer.mlp, "gate", None) or getattr(layer.mlp, "router", None)   # gpt-oss: router
         if router is not None and hasattr(router, "top_k"):
             hooks.append(router.register_forward_hook(hook(i)))
     forward_logprobs(model, ids)
@@ -530,7 +548,7 @@ def make_family(family: str, a):
     hf.mkdir(parents=True)
     torch.manual_seed(a.seed)
 
-    tok = (bytelevel_bpe_tokenizer if family in ("olmo2", "olmoe") else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
+    tok = (bytelevel_bpe_tokenizer if family in ("olmo2", "olmoe", "gpt_oss") else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
     template, template_name = chat_template(family, a.templates)
     if template is not None:
         tok.chat_template = template
@@ -541,7 +559,7 @@ def make_family(family: str, a):
     cls = {"llama3": T.LlamaForCausalLM, "qwen2": T.Qwen2ForCausalLM, "mistral": T.MistralForCausalLM,
            "qwen3": T.Qwen3ForCausalLM, "phi3": T.Phi3ForCausalLM, "gemma2": T.Gemma2ForCausalLM,
            "olmo2": T.Olmo2ForCausalLM, "smollm3": T.SmolLM3ForCausalLM, "qwen3_moe": T.Qwen3MoeForCausalLM,
-           "mixtral": T.MixtralForCausalLM, "olmoe": T.OlmoeForCausalLM}[family]
+           "mixtral": T.MixtralForCausalLM, "olmoe": T.OlmoeForCausalLM, "gpt_oss": T.GptOssForCausalLM}[family]
     with float64_everywhere():
         model = cls(cfg).to(torch.float64)
     model.eval()
@@ -607,6 +625,29 @@ def make_family(family: str, a):
         notes.append("sliding layers: " + ", ".join(str(i) for i, t in enumerate(cfg.layer_types)
                                                      if t == "sliding_attention")
                      + f"; a sliding window of {cfg.sliding_window} keys includes the query's own position")
+    if family == "gpt_oss":
+        # The clamp and the sinks must bite: without either the log-probs differ.
+        experts = [m for m in model.modules() if hasattr(m, "limit") and hasattr(m, "alpha")]
+        for m in experts:
+            m.limit = float("inf")
+        d_clamp = (forward_logprobs(model, ids) - lp).abs().max().item()
+        for m in experts:
+            m.limit = cfg.swiglu_limit
+        sinks = [m.sinks for m in model.modules() if hasattr(m, "sinks")]
+        saved = [s.detach().clone() for s in sinks]
+        with torch.no_grad():
+            for s in sinks:
+                s.fill_(-1e30)
+            d_sinks = (forward_logprobs(model, ids) - lp).abs().max().item()
+            for s, v in zip(sinks, saved):
+                s.copy_(v)
+        assert d_clamp > 0.05 and d_sinks > 0.05, (d_clamp, d_sinks)
+        notes.append(f"without the swiglu clamp the log-probs change by up to {d_clamp:.3f}, without the sinks by "
+                     f"{d_sinks:.3f}")
+        notes.append("sliding layers: " + ", ".join(str(i) for i, t in enumerate(cfg.layer_types)
+                                                     if t == "sliding_attention")
+                     + f"; a sliding window of {cfg.sliding_window} keys includes the query's own position; "
+                     "yarn factor 4 over 32 trained positions, truncate false")
     if family == "phi3":
         notes.append("longrope: transformers picks long_factor for the whole forward once the sequence exceeds "
                      f"original_max_position_embeddings ({orig}), so every row here (L={L}) uses long_factor and "
