@@ -164,6 +164,9 @@ int cmd_run(const Args& args) {
                  session.config().describe().c_str());
     std::fprintf(stderr, "scheme: %s\n", session.schemes().describe().c_str());
     std::fprintf(stderr, "%s\n", session.describe_kv_cache().c_str());
+    if (model.weight_types().find('q') != std::string::npos)
+      std::fprintf(stderr, "activations: prefill %s, decode %s (%s)\n", activations_name(session.activations().prefill),
+                   activations_name(session.activations().decode), session.activations_source().c_str());
   }
   std::fprintf(stderr, "load: %.2f s\n", e.load_seconds);
 

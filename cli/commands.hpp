@@ -11,6 +11,7 @@ int cmd_info(const Args& args);
 int cmd_selftest(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_tune(const Args& args);
 int cmd_eval(const Args& args);
 int cmd_quantize(const Args& args);
 int cmd_serve(const Args& args);

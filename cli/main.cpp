@@ -1,4 +1,4 @@
-// The `reach` command line: info, selftest, run, bench, eval, quantize, serve.
+// The `reach` command line: info, selftest, run, bench, tune, eval, quantize, serve.
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -19,6 +19,8 @@ void usage(FILE* out) {
                "  run -m MODEL -p TEXT            generate text from a prompt\n"
                "  run -m MODEL --chat TEXT        answer a chat message through the model's chat template\n"
                "  bench -m MODEL                  prompt-processing and generation speed (llama-bench style)\n"
+               "  tune -m MODEL                   measure exact vs int8 activations per phase; later sessions\n"
+               "                                  of this model on this device run the faster\n"
                "  eval -m MODEL -f TEXT           long-context evaluation: loss / perplexity / passkey per\n"
                "                                  scheme x context\n"
                "  quantize IN OUT.gguf --type T   write a model folder as a GGUF (q8_0, q4_0, q4_k, f16, f32)\n"
@@ -31,7 +33,8 @@ void usage(FILE* out) {
                "  REACH_DEVICE=N|NAME     device index or a substring of its name (`reach info` lists them)\n"
                "  REACH_VALIDATION=1      the Khronos validation layer, its messages on stderr\n"
                "  REACH_CACHE_DIR=DIR     where the pipeline cache is kept (default ~/.cache/reach; - = none)\n"
-               "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n");
+               "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n"
+               "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n");
 }
 
 // An error message printed as "reach CMD: error: MESSAGE".  A message that starts with the prefix
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return reach::cli::cmd_eval(args);
     if (cmd == "run") return reach::cli::cmd_run(args);
     if (cmd == "bench") return reach::cli::cmd_bench(args);
+    if (cmd == "tune") return reach::cli::cmd_tune(args);
     if (cmd == "quantize") return reach::cli::cmd_quantize(args);
     if (cmd == "serve") return reach::cli::cmd_serve(args);
     std::fprintf(stderr, "reach: error: unknown command '%s'\n\n", cmd.c_str());

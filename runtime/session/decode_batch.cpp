@@ -90,7 +90,7 @@ CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
   };
   p.cmd->begin();
   record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode,
-                 sessions[0]->options().activations);
+                 sessions[0]->activations().decode);
   p.cmd->end();
   programs_.push_front(std::move(p));
   return *programs_.front().cmd;

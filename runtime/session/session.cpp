@@ -89,6 +89,7 @@ Session::Session(Model& model, const SessionOptions& options)
   chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : kDefaultPrefillChunk, capacity_));
   const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
   schemes_ = resolve_schemes(c, capacity_, l_test);
+  activations_ = resolve_activations(model, options.activations, &activations_source_);
 
   // Every size below is checked before anything is allocated: the tables and
   // each layer's KV cache against one binding, the total against the memory left.
@@ -274,7 +275,7 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
   return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode,
-                        options_.activations);
+                        n == 1 ? activations_.decode : activations_.prefill);
 }
 
 LayerCache Session::layer_cache(size_t l) const {

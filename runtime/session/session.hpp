@@ -16,6 +16,7 @@
 #include "kernels/attention.hpp"
 #include "runtime/config/position_schemes.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/activation_tuning.hpp"
 #include "runtime/session/forward.hpp"
 
 namespace reach {
@@ -39,8 +40,9 @@ struct SessionOptions {
   // activation folded into the mat-vecs (runtime/session/forward.hpp).  false records the unfused kernels, the
   // reference the fused path is tested against.
   bool fused_decode = true;
-  // Activations against quantized W: the device's default (KernelConfig::from), exact f32, or int8
-  // (rounded to Q8 blocks, integer dot products: kernels/linear_q8.cpp).
+  // Activations against quantized W: exact f32, int8 (rounded to Q8 blocks, integer dot products:
+  // kernels/linear_q8.cpp), or `device`: what `reach tune` measured faster for this device and model, per phase
+  // (runtime/session/activation_tuning.hpp; exact where it measured nothing).
   QuantActivations activations = QuantActivations::device;
 };
 
@@ -129,6 +131,10 @@ class Session {
   uint64_t serial() const { return serial_; }
   // The options it was made with (DecodeBatch steps only sessions of equal options).
   const SessionOptions& options() const { return options_; }
+  // The activations prefill and decode record (SessionOptions::activations, or for `device` the tuning file's
+  // choice: runtime/session/activation_tuning.hpp) and where that choice came from.
+  const PhaseActivations& activations() const { return activations_; }
+  const std::string& activations_source() const { return activations_source_; }
 
  private:
   friend class DecodeBatch;
@@ -162,6 +168,8 @@ class Session {
   ResolvedSchemes schemes_;
   Attention attention_;
   uint64_t serial_ = 0;
+  PhaseActivations activations_;
+  std::string activations_source_;
   uint32_t capacity_ = 0, chunk_ = 0, pos_ = 0;
 
   // Device buffers.
