@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -34,10 +35,17 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
 
-// REACH_TUNING_FILE for one scope.
+// REACH_TUNING_FILE for one scope (the suite's environment sets its own).
 struct TuningFileEnv {
-  explicit TuningFileEnv(const fs::path& p) { ::setenv("REACH_TUNING_FILE", p.c_str(), 1); }
-  ~TuningFileEnv() { ::unsetenv("REACH_TUNING_FILE"); }
+  std::optional<std::string> old;
+  explicit TuningFileEnv(const fs::path& p) {
+    if (const char* v = std::getenv("REACH_TUNING_FILE")) old = v;
+    ::setenv("REACH_TUNING_FILE", p.c_str(), 1);
+  }
+  ~TuningFileEnv() {
+    if (old) ::setenv("REACH_TUNING_FILE", old->c_str(), 1);
+    else ::unsetenv("REACH_TUNING_FILE");
+  }
 };
 
 }  // namespace
