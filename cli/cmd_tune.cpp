@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include "base/error.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 void tune_usage() {
   std::printf(
-      "usage: reach tune -m MODEL [-p N] [-n N] [-r N] [--device D] [--dry-run]\n"
+      "usage: reach tune -m MODEL [-p N] [-n N] [-r N] [--quantize T] [--device D] [--dry-run]\n"
       "Measures prefill (pp N) and decode (tg N) with exact f32 activations and with int8 activations\n"
       "(integer dot products) against the model's quantized weights, and records the faster of each phase\n"
       "for this device and model in the tuning file; sessions that do not ask for --exact-activations or\n"
@@ -29,6 +30,8 @@ void tune_usage() {
       "  -p N        prompt tokens per prefill measurement (default 256)\n"
       "  -n N        tokens per decode measurement (default 32)\n"
       "  -r N        measurements of each choice, alternated; the median counts (default 3)\n"
+      "  --quantize T  quantize the float weights at load (q8_0, q4_0, q4_k), as run / bench do;\n"
+      "              the choice is recorded for the quantized model's weight types\n"
       "  --device D  the Vulkan device (index or name), as REACH_DEVICE\n"
       "  --dry-run   measure and print, but do not write the tuning file\n"
       "The file: $REACH_TUNING_FILE, else $XDG_CACHE_HOME/reach/tuning.json, else ~/.cache/reach/tuning.json.\n"
@@ -82,6 +85,7 @@ int cmd_tune(const Args& args) {
   std::string model_dir, device;
   int64_t n_prompt = 256, n_gen = 32, reps = 3;
   bool dry = false;
+  std::optional<WType> quantize;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { tune_usage(); return 0; }
@@ -91,10 +95,11 @@ int cmd_tune(const Args& args) {
     else if (a == "-r") reps = int_of(args, i, 1, 100);
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--dry-run") dry = true;
+    else if (a == "--quantize") quantize = quantize_of(args, i);
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach tune --help)");
   }
   if (model_dir.empty()) throw Error(ErrorCode::invalid_argument, "reach tune needs -m MODEL (see reach tune --help)");
-  Engine e = open_engine(model_dir, device, false);
+  Engine e = open_engine(model_dir, device, false, quantize);
   Model& model = *e.model;
   const std::string key = tuning_key(model);
   const auto& caps = e.device->caps();

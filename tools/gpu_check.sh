@@ -11,8 +11,10 @@
 #                                       one, runs `reach info`, every C++ suite with
 #                                       REACH_VALIDATION=0 (several at a time), `reach bench` on
 #                                       random models of SmolLM2-135M's and Llama-3.2-1B's shapes
-#                                       (f16, Q4_0, Q4_K; -p 512 -n 128, -d 0,8192, --parallel 1,8)
-#                                       and `reach-bench-kernels --quick`; writes OUT/summary.json,
+#                                       (f16, Q4_0, Q4_K; -p 512 -n 128, -d 0,8192, --parallel 1,8;
+#                                       f16 prefill again without the cooperative-matrix GEMM; for
+#                                       the Q4 models `reach tune --dry-run`, exact vs int8
+#                                       activations) and `reach-bench-kernels --quick`; writes OUT/summary.json,
 #                                       OUT/summary.md and the logs (default OUT: $OUT, else
 #                                       ./gpu-check-out).  About 8 minutes on an H100.
 #
@@ -118,6 +120,17 @@ bench_models() {
         >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench failed: see bench.log)" >>"$out/bench.md"
       build-gpu/cli/reach bench -m "$models/$name" "${qa[@]}" -p 64 -n 64 -r 1 --parallel 1,8 \
         >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench --parallel failed)" >>"$out/bench.md"
+      if [ "$q" = none ]; then
+        # Prefill without the cooperative-matrix GEMM, beside the row above that may use it.
+        echo "### $name f16, REACH_COOPMAT=0" >>"$out/bench.md"
+        REACH_COOPMAT=0 build-gpu/cli/reach bench -m "$models/$name" -p 512 -n 0 -r 2 \
+          >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench failed: see bench.log)" >>"$out/bench.md"
+      else
+        # Exact vs int8 activations on this device (reach tune measures both; the file is left alone).
+        echo "### $name $q: reach tune --dry-run" >>"$out/bench.md"
+        build-gpu/cli/reach tune -m "$models/$name" --quantize "$q" -p 512 -n 64 -r 2 --dry-run \
+          >>"$out/bench.md" 2>>"$out/bench.log" || echo "(tune failed: see bench.log)" >>"$out/bench.md"
+      fi
     done
   done
 }
