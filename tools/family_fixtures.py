@@ -45,9 +45,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["llama3", "qwen2", "mistral", "qwen3", "phi3", "gemma2", "olmo2", "smollm3", "qwen3_moe", "mixtral", "olmoe",
-            "gpt_oss"]
+            "gpt_oss", "gpt_oss_mxfp4"]
 # Mixture-of-experts families: reference.json also holds the experts the router chose (see router_choices).
-MOE = {"qwen3_moe", "mixtral", "olmoe", "gpt_oss"}
+MOE = {"qwen3_moe", "mixtral", "olmoe", "gpt_oss", "gpt_oss_mxfp4"}
+# gpt-oss as openai ships it: the experts' matrices in MXFP4 (see mxfp4_experts).
+MXFP4 = {"gpt_oss_mxfp4"}
 
 # Chat template file per family (tests/data/chat_templates), first existing one wins.
 TEMPLATES = {
@@ -62,7 +64,8 @@ TEMPLATES = {
     "qwen3_moe": ["qwen3.jinja"],
     "mixtral": ["mistral.jinja"],
     "olmoe": ["olmo2.jinja"],
-    "gpt_oss": [],   # its harmony format is not among tests/data/chat_templates
+    "gpt_oss": [],   # no template in the tokenizer_config: tests/test_chat_template.cpp checks gpt_oss.jinja
+    "gpt_oss_mxfp4": [],
 }
 
 # The turn markers each family's chat format needs, as special added tokens.
@@ -79,6 +82,8 @@ CHAT_TOKENS = {
     "mixtral": ["[INST]", "[/INST]"],
     "olmoe": ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"],
     "gpt_oss": ["<|endoftext|>", "<|pad|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>"],
+    "gpt_oss_mxfp4": ["<|endoftext|>", "<|pad|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>",
+                      "<|return|>"],
 }
 
 # The conversation of reference.json's "chat".
@@ -327,6 +332,15 @@ def make_config(family: str, a, tok):
         return T.OlmoeConfig(**dict(moe, intermediate_size=32), num_experts=8, num_experts_per_tok=3,
                              norm_topk_prob=False, tie_word_embeddings=False,
                              rope_parameters=dict(rope_type="default", rope_theta=10000.0))
+    if family == "gpt_oss_mxfp4":
+        # MXFP4 blocks run along each expert matrix's input: hidden 96 and ffn 32 are multiples of 32, and
+        # every expert dimension differs (gate_up [4, 96, 64], down [4, 32, 96]) so a transposed read fails.
+        return T.GptOssConfig(**dict(moe, hidden_size=96, intermediate_size=32, max_position_embeddings=128),
+                              head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
+                              attention_bias=True, tie_word_embeddings=False, swiglu_alpha=1.702, swiglu_limit=7.0,
+                              rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0,
+                                                   beta_slow=1.0, truncate=False,
+                                                   original_max_position_embeddings=32))
     if family == "gpt_oss":
         # Layer 0 slides (16 keys), layer 1 sees everything; YaRN (not truncated, as gpt-oss ships) stretches a
         # trained context of 32 by 4 on both; top-2 of 4 biased experts with the clamped SwiGLU.
@@ -380,7 +394,7 @@ def randomize(model, family: str, seed: int):
                 v = 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
             elif name.endswith("sinks"):   # gpt-oss: a sink logit per head, as large as the scores
                 v = 1.5 * torch.randn(shape, generator=g, dtype=torch.float64)
-            elif family == "gpt_oss" and ".experts." in name:
+            elif family.startswith("gpt_oss") and ".experts." in name:
                 # [experts, in, out] (transposed); gate_up wide enough that the clamp at swiglu_limit bites
                 gain = 3.5 if "gate_up" in name else 1.0
                 v = gain / math.sqrt(shape[-2]) * torch.randn(shape, generator=g, dtype=torch.float64)
@@ -398,6 +412,77 @@ def randomize(model, family: str, seed: int):
                 # fan_in is the last dimension (transformers 5 may hold the experts as one 3-D tensor)
                 v = 1.0 / math.sqrt(shape[-1]) * torch.randn(shape, generator=g, dtype=torch.float64)
             p.copy_(v.to(torch.float16).to(torch.float64))
+
+
+# MXFP4 (the OCP microscaling format openai ships gpt-oss's experts in): blocks of 32 values along a matrix's
+# input dimension share one E8M0 scale byte s (2^(s-127)); each value is an E2M1 code (a sign bit and one of
+# 0, 0.5, 1, 1.5, 2, 3, 4, 6).  openai's checkpoint keeps, per expert matrix [out, in], "<name>_blocks"
+# [E, out, in/32, 16] (byte j of a block: value 2j in the low nibble, 2j+1 in the high one) and "<name>_scales"
+# [E, out, in/32]; its config.json says quantization_config {"quant_method": "mxfp4"}.
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def mxfp4_round(w):
+    """w [..., n*32] float64 -> (codes uint8 [..., n*32], scales uint8 [..., n]) and the values they stand for.
+    The scale makes the block's largest magnitude at most 6 (2^(floor(log2 amax) - 2)); each value takes the
+    nearest code (ties to the smaller magnitude)."""
+    import torch
+    *lead, k = w.shape
+    b = w.reshape(*lead, k // 32, 32)
+    amax = b.abs().amax(dim=-1)
+    e = torch.where(amax > 0, torch.floor(torch.log2(amax.clamp_min(1e-300))) - 2, torch.zeros_like(amax))
+    e = e.clamp(-127, 127)
+    scale = torch.pow(2.0, e).unsqueeze(-1)
+    mags = torch.tensor(E2M1, dtype=torch.float64)
+    r = (b.abs() / scale).unsqueeze(-1)
+    idx = (r - mags).abs().argmin(dim=-1)                    # first (smaller) magnitude on ties
+    codes = idx + torch.where(b < 0, 8, 0)
+    values = torch.where(b < 0, -1.0, 1.0) * mags[idx] * scale
+    return codes.reshape(*lead, k).to(torch.uint8), (e + 127).to(torch.uint8), values.reshape(*lead, k)
+
+
+def mxfp4_experts(model) -> dict:
+    """Rounds every expert matrix of the float64 model to its MXFP4 values in place (the reference is then
+    computed with exactly what the checkpoint holds) and returns the packed tensors by safetensors name."""
+    import torch
+    packed = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".experts." not in name or name.endswith("_bias"):
+                continue
+            w = p.detach().transpose(1, 2)                      # transformers keeps [E, in, out]; openai [E, out, in]
+            codes, scales, values = mxfp4_round(w)
+            p.copy_(values.transpose(1, 2))
+            lo, hi = codes[..., 0::2], codes[..., 1::2]
+            blocks = (lo | (hi << 4)).reshape(*codes.shape[:-1], codes.shape[-1] // 32, 16)
+            packed[name + "_blocks"] = blocks.contiguous()
+            packed[name + "_scales"] = scales.contiguous()
+    return packed
+
+
+def save_mxfp4(hf: Path, packed: dict):
+    """hf/: the experts as openai's MXFP4 blocks and scales in place of the float tensors, and the
+    quantization_config saying so.  transformers' own unpacking (integrations/mxfp4.py) must give back the
+    rounded float values, which checks the layout written here."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    f = hf / "model.safetensors"
+    t = load_file(str(f))
+    for name in list(t):
+        if name + "_blocks" in packed:
+            want = t.pop(name).to(torch.float64)
+            got = convert_moe_packed_tensors(packed[name + "_blocks"], packed[name + "_scales"], dtype=torch.float64)
+            assert got.shape == want.shape and torch.equal(got, want), f"{name}: MXFP4 packing does not round-trip"
+            t[name + "_blocks"] = packed[name + "_blocks"]
+            t[name + "_scales"] = packed[name + "_scales"]
+    save_file(t, str(f), metadata={"format": "pt"})
+    cfg = json.loads((hf / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "mxfp4",
+                                  "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"]}
+    (hf / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -474,9 +559,12 @@ def check_saved(out: Path, ids, lp):
             d = Path(tmp) / "m"
             shutil.copytree(out / "hf", d)
             shutil.copy(out / config, d / "config.json")
+            extra = {"experts_implementation": "eager"} if out.name in MOE else {}
+            if out.name in MXFP4:   # transformers unpacks the blocks itself (on a CPU it can only dequantize)
+                from transformers import Mxfp4Config
+                extra["quantization_config"] = Mxfp4Config(dequantize=True)
             m = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float64, attn_implementation="eager",
-                                                     **({"experts_implementation": "eager"} if out.name in MOE
-                                                        else {})).eval()
+                                                     **extra).eval()
             d_max = (forward_logprobs(m, ids) - lp).abs().max().item()
             assert d_max < 1e-5, f"{out.name}: {config} reloaded differs from the reference by {d_max}"
 
@@ -548,7 +636,7 @@ def make_family(family: str, a):
     hf.mkdir(parents=True)
     torch.manual_seed(a.seed)
 
-    tok = (bytelevel_bpe_tokenizer if family in ("olmo2", "olmoe", "gpt_oss") else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
+    tok = (bytelevel_bpe_tokenizer if family in ("olmo2", "olmoe", "gpt_oss", "gpt_oss_mxfp4") else sentencepiece_tokenizer)(family, a.vocab, a.seed, hf)
     template, template_name = chat_template(family, a.templates)
     if template is not None:
         tok.chat_template = template
@@ -559,13 +647,16 @@ def make_family(family: str, a):
     cls = {"llama3": T.LlamaForCausalLM, "qwen2": T.Qwen2ForCausalLM, "mistral": T.MistralForCausalLM,
            "qwen3": T.Qwen3ForCausalLM, "phi3": T.Phi3ForCausalLM, "gemma2": T.Gemma2ForCausalLM,
            "olmo2": T.Olmo2ForCausalLM, "smollm3": T.SmolLM3ForCausalLM, "qwen3_moe": T.Qwen3MoeForCausalLM,
-           "mixtral": T.MixtralForCausalLM, "olmoe": T.OlmoeForCausalLM, "gpt_oss": T.GptOssForCausalLM}[family]
+           "mixtral": T.MixtralForCausalLM, "olmoe": T.OlmoeForCausalLM, "gpt_oss": T.GptOssForCausalLM,
+           "gpt_oss_mxfp4": T.GptOssForCausalLM}[family]
     with float64_everywhere():
         model = cls(cfg).to(torch.float64)
     model.eval()
     for name, b in model.named_buffers():   # rotary tables built inside float64_everywhere
         assert b.dtype != torch.float32, name
     randomize(model, family, a.seed)
+    if family in MXFP4:
+        packed = mxfp4_experts(model)
     if model.config.tie_word_embeddings:
         assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
 
@@ -574,6 +665,8 @@ def make_family(family: str, a):
     half.config.dtype = torch.float16
     half.save_pretrained(str(hf), safe_serialization=True)
     del half
+    if family in MXFP4:
+        save_mxfp4(hf, packed)
     tok.save_pretrained(str(hf))
     # transformers 5 writes the template to chat_template.jinja; tokenizer_config.json's chat_template is what
     # transformers 4 wrote and what every reader knows, so it goes there.
@@ -625,7 +718,7 @@ def make_family(family: str, a):
         notes.append("sliding layers: " + ", ".join(str(i) for i, t in enumerate(cfg.layer_types)
                                                      if t == "sliding_attention")
                      + f"; a sliding window of {cfg.sliding_window} keys includes the query's own position")
-    if family == "gpt_oss":
+    if family.startswith("gpt_oss"):
         # The clamp and the sinks must bite: without either the log-probs differ.
         experts = [m for m in model.modules() if hasattr(m, "limit") and hasattr(m, "alpha")]
         for m in experts:
