@@ -627,6 +627,14 @@ TEST_CASE("config: gpt-oss - sinks, clamped SwiGLU, alternating windows, YaRN on
   CHECK(c.local_rope.factor == 32.0);
   CHECK_HAS(c.describe(), "attention sink");
   CHECK_HAS(c.describe(), "clamped SwiGLU");
+  // openai's MXFP4 experts are read; any other quantized checkpoint is refused, naming the method
+  j["quantization_config"] = {{"quant_method", "mxfp4"}};
+  CHECK_NOTHROW(reach::parse_model_config(j, kSrc));
+  json g = family("LlamaForCausalLM", "llama");
+  g["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  CHECK_HAS(config_error(g, ErrorCode::unsupported), "quant_method \"gptq\"");
+  g["quantization_config"] = {{"quant_method", "mxfp4"}};
+  CHECK_HAS(config_error(g, ErrorCode::unsupported), "mxfp4");
   // layer_types, when given, decides
   j["layer_types"] = json::array({"full_attention", "sliding_attention", "full_attention", "full_attention"});
   CHECK(reach::parse_model_config(j, kSrc).local_layers == std::vector<bool>{false, true, false, false});

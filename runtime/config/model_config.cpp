@@ -191,6 +191,18 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
       c.arch == ModelArch::gpt_oss)
     parse_moe(r, c);
   if (c.arch == ModelArch::gpt_oss) parse_gpt_oss(r, c);
+  // A quantized checkpoint: only openai's MXFP4 experts (kept MXFP4 on the device) are read; the others'
+  // tensors are packed in ways the loader would misread.
+  if (const json* q = r.find("quantization_config")) {
+    Reader rq{*q, where + ": quantization_config"};
+    if (!q->is_object()) r.wrong_type("quantization_config", *q, "an object");
+    const std::string method = rq.opt_str("quant_method").value_or("");
+    if (!(method == "mxfp4" && c.arch == ModelArch::gpt_oss))
+      r.fail(ErrorCode::unsupported,
+             "quantization_config: the checkpoint is quantized with quant_method \"" + method + "\", which reach "
+             "does not read (it reads gpt-oss's \"mxfp4\" experts); use the unquantized checkpoint (and "
+             "--quantize q8_0|q4_0|q4_k), or a GGUF of the model");
+  }
 
   // Sliding window (Mistral; Qwen2 only with use_sliding_window).
   // Gemma's and gpt-oss's window is their local layers'.
