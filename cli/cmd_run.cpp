@@ -159,9 +159,9 @@ int cmd_run(const Args& args) {
   }
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
-    std::fprintf(stderr, "model: %s (%llu params, %s weights)\n%s\n", model.dir().string().c_str(),
-                 (unsigned long long)model.n_params(), model.weight_types().c_str(),
-                 session.config().describe().c_str());
+    std::fprintf(stderr, "model: %s (%llu params, %s weights, %.1f MiB of matrices read per token)\n%s\n",
+                 model.dir().string().c_str(), (unsigned long long)model.n_params(), model.weight_types().c_str(),
+                 double(model.bytes_per_token()) / 1048576.0, session.config().describe().c_str());
     std::fprintf(stderr, "scheme: %s\n", session.schemes().describe().c_str());
     std::fprintf(stderr, "%s\n", session.describe_kv_cache().c_str());
     if (model.weight_types().find('q') != std::string::npos)

@@ -11,6 +11,8 @@
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
@@ -257,4 +259,20 @@ TEST_CASE("session: decode_async gives decode()'s logits; the session is busy un
   CHECK(async.position() == ids.size() + 1);
   async.decode_async(ids[1]);
   CHECK(async.decode_pending());
+}
+
+// run -v's "matrices read per token": for the OLMoE fixture (f16, untied), what the config's own count of the
+// active matrix elements says, less the embedding table (one row is read, not the table) at 2 bytes each.
+TEST_CASE("bytes read per decoded token follow the active parameters of a mixture of experts") {
+  reach::test::Gpu& g = reach::test::gpu();
+  reach::LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto model = reach::Model::load(*g.device, *g.allocator,
+                                  reach::test::source_root() / "tests/data/families/olmoe/hf", lo);
+  const reach::ModelConfig& c = model->config();
+  REQUIRE(c.is_moe());
+  REQUIRE(!c.tie_word_embeddings);
+  const uint64_t VH = uint64_t(c.vocab_size) * uint64_t(c.hidden_size);
+  CHECK(model->bytes_per_token() == 2 * (c.matrix_params(true) - VH + uint64_t(c.hidden_size)));
+  CHECK(model->bytes_per_token() < 2 * (c.matrix_params(false) - VH));   // not every expert
 }

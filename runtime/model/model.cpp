@@ -207,4 +207,18 @@ std::unique_ptr<Model> Model::load(Device& device, Allocator& allocator, const f
   return m;
 }
 
+uint64_t Model::bytes_per_token() const {
+  uint64_t n = lm_head_.bytes() + (embed_.rows ? embed_.bytes() / embed_.rows : 0);
+  const uint64_t k = uint64_t(config_.experts_per_token);
+  for (const LayerWeights& w : layers_) {
+    for (const Mat* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down, &w.router}) n += m->bytes();
+    if (!w.moe()) continue;
+    uint64_t experts = 0;
+    for (const auto* list : {&w.expert_gate, &w.expert_up, &w.expert_down})
+      for (const Mat& m : *list) experts += m.bytes();
+    n += experts * k / w.expert_down.size();
+  }
+  return n;
+}
+
 }  // namespace reach

@@ -92,6 +92,11 @@ class Model {
   // Device bytes of all weights (matrices, norms, biases).  For a GGUF whose types the device keeps, the sum
   // of the file's tensor bytes.
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Weight-matrix bytes one decoded token reads: every layer's attention and dense MLP matrices, a sparse
+  // layer's router and, of its experts, the experts_per_token the router picks (their average size), the
+  // lm_head and one embedding row.  For a dense model about the matrices' total; for a mixture of experts what
+  // decode speed follows.
+  uint64_t bytes_per_token() const;
 
   const Mat& embed() const { return embed_; }
   const Mat& lm_head() const { return lm_head_; }
