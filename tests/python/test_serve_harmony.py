@@ -22,6 +22,7 @@ MoE's biases).  REACH_REQUIRE_GPT_OSS=1 turns that skip into a failure, for buil
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,7 +77,8 @@ def split_harmony(tokens):
             header += t
         elif t == "<|message|>":
             h = header if state == "header" else ""
-            name = h.split("<|channel|>", 1)[1].strip().split(" ")[0].split("<")[0] if "<|channel|>" in h else ""
+            # The word after the first <|channel|>: blanks before it skipped, up to a blank, '<' or newline.
+            name = re.split(r"[ <\n]", h.split("<|channel|>", 1)[1].lstrip(" "), 1)[0] if "<|channel|>" in h else ""
             channel, state, opened = name or "final", "body", True
         elif t == "<|end|>":
             state = "between"
@@ -93,14 +95,14 @@ def split_harmony(tokens):
 
 def raw_tokens(client, prompt, n):
     """The reply's tokens as text (special tokens written out) for a plain completion of the prompt, cut
-    where a harmony chat ends (<|return|>, <|call|>)."""
+    where a harmony chat ends (<|return|>, <|call|>), and the prompt's token count."""
     r = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0, logprobs=0)
     tokens = []
     for t in r.choices[0].logprobs.tokens:
         if t in ("<|return|>", "<|call|>"):
             break
         tokens.append(t)
-    return tokens
+    return tokens, r.usage.prompt_tokens
 
 
 def loads(model):
@@ -127,11 +129,12 @@ def test_chat(model):
                   f"reasoning_effort {effort}: the prompt is jinja2's rendering ({r.usage.prompt_tokens} == {want})")
 
         prompt = render(messages)
-        tokens = raw_tokens(c, prompt, N)
+        tokens, completion_prompt_tokens = raw_tokens(c, prompt, N)
         clean = not any("\ufffd" in t for t in tokens)
         reasoning, content = split_harmony(tokens)
         print(f"reply tokens: {tokens!r}")
         r = c.chat.completions.create(model="m", messages=messages, max_tokens=N, temperature=0)
+        check(r.usage.prompt_tokens == completion_prompt_tokens, "the completion's prompt is the chat's")
         msg = r.choices[0].message.model_dump()
         check("reasoning_content" in msg, "the chat answer has message.reasoning_content")
         if clean:
