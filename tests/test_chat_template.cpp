@@ -441,6 +441,19 @@ TEST_CASE("harmony: the system message's parts, reasoning effort, date, and what
             "harmony");
 }
 
+TEST_CASE("the gpt-oss fixture has no template: its harmony tokens select gpt-oss's format") {
+  const Tokenizer tk = Tokenizer::load(source_root() / "tests/data/families/gpt_oss/hf");
+  REQUIRE(tk.chat_template().empty());
+  ChatTemplate t = ChatTemplate::for_tokenizer(tk, "gpt_oss fixture");
+  CHECK(t.family() == ChatFamily::harmony);
+  CHECK(t.from_vocabulary());
+  CHECK(t.end_of_turn() == "<|return|>");
+  t.set_today(kFixedDate);
+  compare_with_jinja({{"gpt-oss fixture (vocabulary)", t,
+                       json{{"template_file", (templates_dir() / "gpt_oss.jinja").string()}}, "<|endoftext|>",
+                       "<|endoftext|>"}});
+}
+
 TEST_CASE("Gemma 3, Gemma 2, Llama 3 and Llama 2 templates render as jinja2 does") {
   compare_with_jinja({from_file("gemma3.jinja", "<bos>", "<eos>"), from_file("gemma2.jinja", "<bos>", "<eos>"),
                       from_file("llama3.jinja", "<|begin_of_text|>", "<|end_of_text|>"),
