@@ -179,7 +179,14 @@ int cmd_run(const Args& args) {
                                                      t.family_name() + ") takes no reasoning effort; drop it");
       t.set_reasoning_effort(reasoning_effort);
     }
-    if (t.has_channels()) harmony.emplace();
+    if (t.has_channels()) {
+      // As reach serve: a grammar over the whole reply would forbid the analysis channel's header.
+      if (json)
+        throw Error(ErrorCode::invalid_argument,
+                    "--json / --json-schema with a harmony chat (this model's template): the reply opens with its "
+                    "analysis channel, which the grammar would forbid; ask for JSON in the message instead");
+      harmony.emplace();
+    }
     std::vector<ChatMessage> messages;
     if (have_system) messages.push_back({"system", system});
     messages.push_back({"user", chat});
