@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <unistd.h>
+
 #include "base/error.hpp"
 #include "cli/options.hpp"
 #include "engine/device.hpp"
@@ -12,6 +14,7 @@
 #include "runtime/formats/file_read.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/chat_template.hpp"
+#include "runtime/text/harmony_reply.hpp"
 
 namespace reach::cli {
 
@@ -28,6 +31,11 @@ void run_usage() {
       "                      assistant's turn opened; generation stops at the end of that turn and only the\n"
       "                      reply is printed\n"
       "  --system TEXT       with --chat: a system message before it\n"
+      "  --reasoning-effort E  with --chat: low, medium or high, for templates that take one (gpt-oss's\n"
+      "                      harmony; default medium).  A harmony reply is channels: the final one is\n"
+      "                      printed, the analysis (the model's reasoning) goes to stderr with -v or\n"
+      "                      --reasoning, else is dropped\n"
+      "  --reasoning         with --chat: print the reply's analysis channel to stderr (as -v does)\n"
       "  -n N                tokens to generate (default 64)\n"
       "  --temp T            temperature, 0 = greedy (default 0.8)\n"
       "  --top-k K           0 = no cut (default 40)   --top-p P in (0, 1] (default 0.95)   --seed S (default 0)\n"
@@ -57,12 +65,40 @@ std::string describe_chat(const ChatTemplate& t) {
          ", stops at " + t.end_of_turn();
 }
 
+// A harmony reply (gpt-oss) on the terminal: the final channel to stdout, the analysis to stderr
+// (when asked) after a "reasoning:" label, dimmed on a terminal so that it reads as an aside.
+class ChannelPrinter {
+ public:
+  explicit ChannelPrinter(bool show_reasoning) : show_(show_reasoning), dim_(isatty(STDERR_FILENO) != 0) {}
+  void print(const HarmonyDelta& d) {
+    if (show_ && !d.reasoning.empty()) {
+      if (!in_reasoning_) std::fprintf(stderr, "%sreasoning: ", dim_ ? "\x1b[2m" : "");
+      in_reasoning_ = true;
+      std::fwrite(d.reasoning.data(), 1, d.reasoning.size(), stderr);
+    }
+    if (!d.content.empty()) {
+      end_reasoning();
+      std::fwrite(d.content.data(), 1, d.content.size(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  void end_reasoning() {
+    if (in_reasoning_) std::fprintf(stderr, "%s\n", dim_ ? "\x1b[0m" : "");
+    in_reasoning_ = false;
+  }
+
+ private:
+  bool show_, dim_, in_reasoning_ = false;
+};
+
 }  // namespace
 
 int cmd_run(const Args& args) {
   const auto t_start = std::chrono::steady_clock::now();
   std::string model_dir, prompt, device, chat, system;
   bool have_prompt = false, have_chat = false, have_system = false, print_ids = false, verbose = false;
+  bool show_reasoning = false;
+  std::optional<std::string> reasoning_effort;
   int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
   SamplerParams sp;
   SessionOptions so;
@@ -76,6 +112,13 @@ int cmd_run(const Args& args) {
     else if (a == "-p" || a == "--prompt") { prompt = value_of(args, i); have_prompt = true; }
     else if (a == "--chat") { chat = value_of(args, i); have_chat = true; }
     else if (a == "--system") { system = value_of(args, i); have_system = true; }
+    else if (a == "--reasoning-effort") {
+      reasoning_effort = value_of(args, i);
+      if (*reasoning_effort != "low" && *reasoning_effort != "medium" && *reasoning_effort != "high")
+        throw Error(ErrorCode::invalid_argument,
+                    "--reasoning-effort '" + *reasoning_effort + "': pass low, medium or high");
+    }
+    else if (a == "--reasoning") show_reasoning = true;
     else if (a == "-n") n_predict = int_of(args, i, 0, 1 << 24);
     // Bounds that keep the float finite and in the sampler's ranges (validate_sampler_params).
     else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, FLT_MAX, "a finite number >= 0 (0 = greedy)"));
@@ -111,6 +154,8 @@ int cmd_run(const Args& args) {
   if (have_prompt && have_chat)
     throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");
   if (have_system && !have_chat) throw Error(ErrorCode::invalid_argument, "--system needs --chat TEXT");
+  if (reasoning_effort && !have_chat) throw Error(ErrorCode::invalid_argument, "--reasoning-effort needs --chat TEXT");
+  if (show_reasoning && !have_chat) throw Error(ErrorCode::invalid_argument, "--reasoning needs --chat TEXT");
   if (!have_prompt && !have_chat) throw Error(ErrorCode::invalid_argument, "no prompt: pass -p TEXT or --chat TEXT");
   if (have_prompt && prompt.empty())
     throw Error(ErrorCode::invalid_argument, "the prompt is empty: pass a non-empty -p TEXT");
@@ -122,10 +167,26 @@ int cmd_run(const Args& args) {
   const Tokenizer& tk = *model.tokenizer();
   GenerationOptions go;
   std::vector<int32_t> ids;
+  std::optional<HarmonyReply> harmony;   // the reply is in channels: only the final one is the answer
+  ChannelPrinter channel_printer(verbose || show_reasoning);
   if (have_chat) {
     // The chat template applied to [system,] user with the assistant's turn opened; the reply ends
     // at the end of that turn.
-    const ChatTemplate t = ChatTemplate::for_tokenizer(tk, model.dir().string());
+    ChatTemplate t = ChatTemplate::for_tokenizer(tk, model.dir().string());
+    if (reasoning_effort) {
+      if (!t.takes_reasoning_effort())
+        throw Error(ErrorCode::invalid_argument, std::string("--reasoning-effort: this model's chat template (") +
+                                                     t.family_name() + ") takes no reasoning effort; drop it");
+      t.set_reasoning_effort(reasoning_effort);
+    }
+    if (t.has_channels()) {
+      // As reach serve: a grammar over the whole reply would forbid the analysis channel's header.
+      if (json)
+        throw Error(ErrorCode::invalid_argument,
+                    "--json / --json-schema with a harmony chat (this model's template): the reply opens with its "
+                    "analysis channel, which the grammar would forbid; ask for JSON in the message instead");
+      harmony.emplace();
+    }
     std::vector<ChatMessage> messages;
     if (have_system) messages.push_back({"system", system});
     messages.push_back({"user", chat});
@@ -182,13 +243,23 @@ int cmd_run(const Args& args) {
     if (i == 0) t_first_token = seconds_since(t_start);
     generated.push_back(next.id);
     if (next.stop) break;
-    std::fwrite(next.text.data(), 1, next.text.size(), stdout);
-    std::fflush(stdout);
+    if (harmony) {
+      channel_printer.print(harmony->push(harmony_piece(tk, next.id, next.text)));
+    } else {
+      std::fwrite(next.text.data(), 1, next.text.size(), stdout);
+      std::fflush(stdout);
+    }
     if (i + 1 < n_predict) session.decode(next.id);
   }
   const double t_decode = seconds_since(t0);
   const std::string rest = gen.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  if (harmony) {
+    channel_printer.print(harmony->push(rest));
+    channel_printer.print(harmony->flush());
+    channel_printer.end_reasoning();
+  } else {
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+  }
   std::printf("\n");
   std::fflush(stdout);
 

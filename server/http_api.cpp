@@ -110,8 +110,23 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
     if (!chat_template_)
       throw ApiError{400, "this model has no chat template (use /v1/completions)", "invalid_request_error", "messages",
                      ""};
+    if (chat_template_->has_channels()) {
+      // A harmony reply opens with its analysis channel: a grammar over the whole reply would forbid the
+      // channel headers, and the logprobs' text offsets would count text the client never gets.
+      if (r.json)
+        throw ApiError{400,
+                       "response_format is not supported with this model's chat format (harmony: the reply "
+                       "starts with its analysis channel); ask for JSON in the messages instead",
+                       "invalid_request_error", "response_format", ""};
+      if (r.logprobs >= 0)
+        throw ApiError{400, "logprobs are not supported with this model's chat format (harmony's channels)",
+                       "invalid_request_error", "logprobs", ""};
+      job->channels = true;
+    }
     try {
-      ChatPrompt c = encode_chat(tokenizer_, *chat_template_, r.messages);
+      ChatTemplate t = *chat_template_;
+      if (t.takes_reasoning_effort()) t.set_reasoning_effort(r.reasoning_effort);
+      ChatPrompt c = encode_chat(tokenizer_, t, r.messages);
       job->ids = std::move(c.ids);
       job->stop_ids = std::move(c.stop_ids);
     } catch (const Error& e) {
@@ -175,17 +190,19 @@ void ApiRoutes::generate(Exchange& ex) {
   const bool want_logprobs = r.logprobs >= 0;
 
   if (!r.stream) {
-    std::string text;
+    std::string text, reasoning;
     std::vector<TokenLogprob> logprobs;
     while (!ex.gone()) {
       std::optional<JobEvent> e = job->pop(kPollMs);
       if (!e) continue;
       text += e->text;
+      reasoning += e->reasoning;
       logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
       if (!e->done) continue;
       if (!e->error.empty()) return ex.reply(error_response({500, e->error, "server_error", "", ""}));
       return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage,
-                                                    want_logprobs ? &logprobs : nullptr)));
+                                                    want_logprobs ? &logprobs : nullptr,
+                                                    job->channels ? &reasoning : nullptr)));
     }
     return;
   }
@@ -199,6 +216,9 @@ void ApiRoutes::generate(Exchange& ex) {
       return ex.end_stream();
     }
     const std::vector<TokenLogprob>* lp = want_logprobs ? &e->logprobs : nullptr;
+    // Reasoning first: within one event it was written before the answer.
+    if (!e->reasoning.empty())
+      ex.send_chunk(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, false, nullptr, e->reasoning)));
     if (!e->text.empty() || !e->logprobs.empty())
       ex.send_chunk(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp)));
     if (!e->done) continue;

@@ -213,6 +213,11 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
     if (present(so, "include_usage")) r.include_usage = bool_of(so, "include_usage");
   }
   if (present(body, "response_format")) r.json = parse_response_format(body["response_format"], text);
+  if (endpoint == Endpoint::chat && present(body, "reasoning_effort")) {
+    r.reasoning_effort = string_of(body["reasoning_effort"], "reasoning_effort");
+    if (*r.reasoning_effort != "low" && *r.reasoning_effort != "medium" && *r.reasoning_effort != "high")
+      bad("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+  }
   if (present(body, "n") && integer_of(body, "n") != 1) bad("n", "only n = 1 is supported");
   if (present(body, "best_of") && integer_of(body, "best_of") != 1) bad("best_of", "only best_of = 1 is supported");
   if (present(body, "echo") && bool_of(body, "echo")) bad("echo", "echo is not supported");
@@ -247,12 +252,16 @@ json envelope(Endpoint endpoint, const std::string& id, int64_t created, const s
 
 json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                      const std::string& text, FinishReason finish, const Usage& usage,
-                     const std::vector<TokenLogprob>* logprobs) {
+                     const std::vector<TokenLogprob>* logprobs, const std::string* reasoning) {
   json j = envelope(endpoint, id, created, model, false);
   json choice = {{"index", 0}, {"finish_reason", finish_reason_name(finish)}, {"logprobs", nullptr}};
   if (logprobs) choice["logprobs"] = logprobs_json(endpoint, *logprobs);
-  if (endpoint == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else choice["text"] = text;
+  if (endpoint == Endpoint::chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (reasoning) choice["message"]["reasoning_content"] = *reasoning;
+  } else {
+    choice["text"] = text;
+  }
   j["choices"] = json::array({choice});
   j["usage"] = usage_json(usage);
   return j;
@@ -260,7 +269,7 @@ json completion_json(Endpoint endpoint, const std::string& id, int64_t created, 
 
 json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                 const std::string& text, std::optional<FinishReason> finish, bool first,
-                const std::vector<TokenLogprob>* logprobs) {
+                const std::vector<TokenLogprob>* logprobs, const std::string& reasoning) {
   json j = envelope(endpoint, id, created, model, true);
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (logprobs && !logprobs->empty()) choice["logprobs"] = logprobs_json(endpoint, *logprobs);
@@ -268,6 +277,7 @@ json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const
   if (endpoint == Endpoint::chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
     if (!text.empty() || first) delta["content"] = text;
     choice["delta"] = delta;
   } else {

@@ -46,6 +46,8 @@ struct GenerationRequest {
   int logprobs = -1;
   bool cache_prompt = true;                // false: prefill the whole prompt, reusing no cached prefix
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema; null: free text
+  // chat: "low", "medium" or "high", for the templates that take one (harmony); absent: the template's default.
+  std::optional<std::string> reasoning_effort;
 };
 
 // Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong
@@ -64,14 +66,18 @@ nlohmann::json error_json(const ApiError& e);
 nlohmann::json usage_json(const Usage& u);
 // A whole (non-streamed) answer.
 // logprobs: the reply's tokens when the request asked for them (null: "logprobs": null).
+// reasoning: a harmony reply's analysis text, as message.reasoning_content (the field llama.cpp's and
+// vLLM's servers use); null: no such field (replies without channels).
 nlohmann::json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                const std::string& text, FinishReason finish, const Usage& usage,
-                               const std::vector<TokenLogprob>* logprobs = nullptr);
+                               const std::vector<TokenLogprob>* logprobs = nullptr,
+                               const std::string* reasoning = nullptr);
 // One streamed chunk: text (may be empty), and a finish reason on the last one.  Chat streams open
 // with a chunk whose delta carries the role (first = true).  logprobs: the chunk's tokens, when asked.
+// reasoning (chat): the chunk's analysis text, as delta.reasoning_content, when non-empty.
 nlohmann::json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                           const std::string& text, std::optional<FinishReason> finish, bool first,
-                          const std::vector<TokenLogprob>* logprobs = nullptr);
+                          const std::vector<TokenLogprob>* logprobs = nullptr, const std::string& reasoning = {});
 // choices[].logprobs in the endpoint's format: chat {"content": [{token, logprob, bytes, top_logprobs}]},
 // completions {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
 nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens);

@@ -164,7 +164,8 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     slot.prefilled = keep;
     slot.gen->set_logprobs(slot.job->logprobs);
     slot.gen->set_constraint(slot.job->json);
-    slot.stop = std::make_unique<StopText>(slot.job->stop);
+    slot.reply = std::make_unique<ReplyText>(slot.job->stop,
+                                             slot.job->channels ? slot.gen->model().tokenizer() : nullptr);
     // The rest of the prompt fits, every id is valid.
     slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));
   } catch (const std::exception& e) {
@@ -220,13 +221,14 @@ void Scheduler::sample_and_emit(Slot& slot) {
       slot.logprobs.push_back(std::move(*tok.logprob));
     }
     slot.text_chars += utf8_chars(tok.text);
-    const std::string text = slot.stop->push(tok.text);
-    slot.emitted_chars += utf8_chars(text);
+    ReplyPiece piece = slot.reply->push(tok.id, tok.text);
+    slot.emitted_chars += utf8_chars(piece.content);
     JobEvent e;
-    e.text = text;
+    e.text = std::move(piece.content);
+    e.reasoning = std::move(piece.reasoning);
     e.logprobs = take_logprobs(slot, false);
-    if (!e.text.empty() || !e.logprobs.empty()) job.push(std::move(e));
-    if (slot.stop->stopped()) { finish(slot, FinishReason::stop, ""); return; }
+    if (!e.text.empty() || !e.reasoning.empty() || !e.logprobs.empty()) job.push(std::move(e));
+    if (slot.reply->stopped()) { finish(slot, FinishReason::stop, ""); return; }
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
     slot.next = tok.id;
   } catch (const std::exception& e) {
@@ -271,14 +273,15 @@ void Scheduler::advance(std::vector<Slot*>& active) {
 void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail) {
   Job& job = *slot.job;
   JobEvent e;
-  e.text = slot.stop->push(tail);
-  if (slot.stop->stopped()) reason = FinishReason::stop;
-  else e.text += slot.stop->flush();
+  ReplyPiece piece = slot.reply->finish(tail);
+  if (slot.reply->stopped()) reason = FinishReason::stop;
+  e.text = std::move(piece.content);
+  e.reasoning = std::move(piece.reasoning);
   e.done = true;
   e.finish = reason;
   slot.emitted_chars += utf8_chars(e.text);
   // A stop string cut the reply: the tokens past the cut are left out, as their text is.
-  e.logprobs = take_logprobs(slot, !slot.stop->stopped());
+  e.logprobs = take_logprobs(slot, !slot.reply->stopped());
   // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
   e.usage = {int64_t(job.ids.size()), slot.sampled};
   release(slot, std::move(e));

@@ -32,7 +32,7 @@
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/generation.hpp"
 #include "server/openai_api.hpp"
-#include "server/stop_text.hpp"
+#include "server/reply_text.hpp"
 
 namespace reach::server {
 
@@ -46,6 +46,7 @@ struct JobEvent {
   // The tokens sampled since the previous event, when the job asked for logprobs.  An event may carry
   // tokens whose text is still held back (an incomplete character, a possible stop string).
   std::vector<TokenLogprob> logprobs;
+  std::string reasoning;   // a harmony reply's analysis text (Job::channels), sent before `text`; empty otherwise
 };
 
 struct Job {
@@ -57,6 +58,9 @@ struct Job {
   int logprobs = -1;                 // alternatives per token in JobEvent::logprobs; -1: no logprobs
   bool cache_prompt = true;          // false: prefill the whole prompt even if a slot holds a prefix of it
   std::shared_ptr<const JsonConstraint> json;   // response_format: the reply is a JSON document; null: free text
+  // The reply is in harmony's channels (a gpt-oss chat): JobEvent::text is its final channel, reasoning its
+  // analysis, and stop strings apply to the final channel (ReplyText).
+  bool channels = false;
 
   // Set by the handler when its client went away: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};
@@ -99,7 +103,7 @@ class Scheduler {
   struct Slot {
     std::unique_ptr<Generation> gen;   // its session lives as long as the slot; restarted per job
     std::shared_ptr<Job> job;      // null: free
-    std::unique_ptr<StopText> stop;
+    std::unique_ptr<ReplyText> reply;
     int64_t sampled = 0;
     size_t prefilled = 0;          // prompt tokens in the cache; < ids.size(): still prefilling
     std::optional<int32_t> next;   // the token advance() feeds, set by sample_and_emit

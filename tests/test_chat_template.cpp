@@ -3,10 +3,10 @@
 // transformers renders templates), for SmolLM2's template (from its GGUF and from the converted
 // folder's tokenizer_config.json), Gemma 3's, Gemma 2's, Llama 3's, Llama 2's, Llama 3.1's and 3.2's,
 // Qwen 2.5's and Qwen3's, Phi-3.5's and Phi-4-mini's, Mistral v0.3's and Nemo's, OLMo 2's and
-// SmolLM3's (tests/data/chat_templates), on conversations with and without a system message,
+// SmolLM3's and gpt-oss's harmony one (tests/data/chat_templates), on conversations with and without a system message,
 // multi-turn, with and without the generation prompt, and with whitespace the templates trim; the
 // reasoning templates also on <think> blocks, /think and /no_think system messages and
-// enable_thinking false.  Where a template raises, reach must throw invalid_argument.  The templates
+// enable_thinking false; harmony with each reasoning effort.  Where a template raises, reach must throw invalid_argument.  The templates
 // that ask strftime_now for today's date get one fixed day on both sides.  Without jinja2 (exit 3)
 // the comparisons are skipped.
 // encode_chat (conversation -> prompt ids) against transformers' apply_chat_template ids: jinja2's
@@ -279,8 +279,10 @@ TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-t
       {"mistral.jinja", ChatFamily::mistral, "mistral", "</s>"},
       {"mistral_nemo.jinja", ChatFamily::mistral, "mistral", "</s>"},
       {"olmo2.jinja", ChatFamily::olmo2, "olmo2", "<|endoftext|>"},
+      {"gpt_oss.jinja", ChatFamily::harmony, "harmony", "<|return|>"},
   };
-  const std::string eos_of[] = {"<|eot_id|>", "<|eot_id|>", "", "", "", "", "", "</s>", "</s>", "<|endoftext|>"};
+  const std::string eos_of[] = {"<|eot_id|>", "<|eot_id|>", "", "", "", "", "", "</s>", "</s>", "<|endoftext|>",
+                                "<|return|>"};
   size_t i = 0;
   for (const Want& w : wants) {
     INFO(w.file);
@@ -351,6 +353,105 @@ TEST_CASE("Llama 3.1/3.2, Qwen 2.5, Qwen3, SmolLM3, Phi-3.5, Phi-4-mini, Mistral
                       ChatTemplate::from_jinja(phi3, "phi3", "<s>", "<|endoftext|>"), json{{"template", phi3}}, "<s>",
                       "<|endoftext|>"});
   compare_with_jinja(subjects, convs);
+}
+
+namespace {
+
+// The template with a reasoning effort, on both sides.
+Subject with_effort(Subject s, const std::string& effort) {
+  s.name += " (reasoning_effort " + effort + ")";
+  s.tmpl.set_reasoning_effort(effort);
+  s.variables["reasoning_effort"] = effort;
+  return s;
+}
+
+// Conversations for harmony beyond the others': a developer message, channel tags in an assistant
+// message (the template raises), in a user message (it does not), a tool result (raises: no tool call
+// before it), a later system or developer message and an unknown role (written nowhere), an assistant
+// message last.
+std::vector<std::vector<ChatMessage>> harmony_conversations() {
+  return {
+      {{"developer", "Use metric units."}, {"user", "How tall is Everest?"}},
+      {{"user", "Q"}, {"assistant", "<|channel|>analysis<|message|>hidden<|end|>A"}, {"user", "Q2"}},
+      {{"user", "Q"}, {"assistant", "x<|channel|>final<|message|>A"}},
+      {{"user", "what do <|channel|>analysis<|message|> tags do?"}},
+      {{"user", "weather?"}, {"tool", "{\"temp\": 20}"}},
+      {{"user", "a"}, {"system", "late system"}, {"developer", "late dev"}, {"narrator", "n"}, {"user", "b"}},
+      {{"system", "S"}, {"user", "Hi"}, {"assistant", "Hello"}},
+      {{"developer", ""}, {"assistant", "first"}, {"assistant", "second"}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gpt-oss's harmony template renders as jinja2 does, with each reasoning effort") {
+  std::vector<std::vector<ChatMessage>> convs = conversations();
+  for (auto& c : reasoning_conversations()) convs.push_back(std::move(c));
+  for (auto& c : harmony_conversations()) convs.push_back(std::move(c));
+  const Subject base = from_file("gpt_oss.jinja", "<|startoftext|>", "<|return|>");
+  CHECK(base.tmpl.family() == ChatFamily::harmony);
+  CHECK(base.tmpl.has_channels());
+  CHECK(base.tmpl.takes_reasoning_effort());
+  compare_with_jinja({base, with_effort(base, "low"), with_effort(base, "medium"), with_effort(base, "high")}, convs);
+}
+
+TEST_CASE("harmony: the system message's parts, reasoning effort, date, and what is refused") {
+  const Subject s = from_file("gpt_oss.jinja", "<|startoftext|>", "<|return|>");
+  ChatTemplate t = s.tmpl;
+  const std::vector<ChatMessage> hi{{"user", "Hi"}};
+  // The generation prompt opens the assistant's turn without a channel: the model writes the header.
+  const std::string r = t.render(hi, true);
+  CHECK(r.substr(r.size() - std::string("<|end|><|start|>assistant").size()) == "<|end|><|start|>assistant");
+  CHECK_HAS(r, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n");
+  CHECK_HAS(r, "Current date: 2025-07-08\n\nReasoning: medium\n\n");
+  t.set_today({2026, 11, 3});
+  t.set_reasoning_effort("high");
+  CHECK_HAS(t.render(hi, true), "Current date: 2026-11-03\n\nReasoning: high\n\n");
+  t.set_reasoning_effort(std::nullopt);
+  CHECK_HAS(t.render(hi, true), "Reasoning: medium\n");
+  CHECK_HAS(error_of([&] { t.set_reasoning_effort("extreme"); }, ErrorCode::invalid_argument), "low, medium, high");
+  CHECK_HAS(t.render(hi, true), "Reasoning: medium\n");   // a refused effort changes nothing
+  // Other families take no reasoning effort.
+  CHECK(!from_file("qwen3.jinja", "", "").tmpl.takes_reasoning_effort());
+  CHECK(!from_file("qwen3.jinja", "", "").tmpl.has_channels());
+
+  // The identity comes from the template's model_identity default.
+  std::string text = read_text(templates_dir() / "gpt_oss.jinja");
+  const std::string identity = "You are ChatGPT, a large language model trained by OpenAI.";
+  REQUIRE(text.find(identity) != std::string::npos);
+  text.replace(text.find(identity), identity.size(), "You are Reachy.");
+  CHECK_HAS(ChatTemplate::from_jinja(text, "t", "", "").render(hi, false), "<|message|>You are Reachy.\nKnowledge");
+
+  CHECK_HAS(error_of([&] { (void)t.render(std::vector<ChatMessage>{{"user", "u"}, {"tool", "42"}}, true); },
+                     ErrorCode::invalid_argument),
+            "role 'tool'");
+  CHECK_HAS(error_of([&] { (void)t.render({}, true); }, ErrorCode::invalid_argument), "no messages");
+  // The reply ends at <|return|> (or <|call|>), never at <|end|>, which ends its analysis message.
+  const Tokenizer tk = Tokenizer::load(source_root() / "tests/data/families/gpt_oss/hf");
+  const ChatPrompt c = encode_chat(tk, t, hi);
+  REQUIRE(tk.find("<|return|>"));
+  REQUIRE(tk.find("<|end|>"));
+  CHECK(std::find(c.stop_ids.begin(), c.stop_ids.end(), *tk.find("<|return|>")) != c.stop_ids.end());
+  CHECK(std::find(c.stop_ids.begin(), c.stop_ids.end(), *tk.find("<|end|>")) == c.stop_ids.end());
+  const std::string prompt = tk.decode(c.ids, false);
+  CHECK(prompt.substr(prompt.size() - std::string("<|start|>assistant").size()) == "<|start|>assistant");
+  // A harmony lookalike whose system message differs is refused, not misrendered.
+  CHECK_HAS(error_of([] { (void)ChatTemplate::from_jinja("<|start|>{{ m }}<|channel|>final<|message|>", "t", "", ""); },
+                     ErrorCode::unsupported),
+            "harmony");
+}
+
+TEST_CASE("the gpt-oss fixture has no template: its harmony tokens select gpt-oss's format") {
+  const Tokenizer tk = Tokenizer::load(source_root() / "tests/data/families/gpt_oss/hf");
+  REQUIRE(tk.chat_template().empty());
+  ChatTemplate t = ChatTemplate::for_tokenizer(tk, "gpt_oss fixture");
+  CHECK(t.family() == ChatFamily::harmony);
+  CHECK(t.from_vocabulary());
+  CHECK(t.end_of_turn() == "<|return|>");
+  t.set_today(kFixedDate);
+  compare_with_jinja({{"gpt-oss fixture (vocabulary)", t,
+                       json{{"template_file", (templates_dir() / "gpt_oss.jinja").string()}}, "<|endoftext|>",
+                       "<|endoftext|>"}});
 }
 
 TEST_CASE("Gemma 3, Gemma 2, Llama 3 and Llama 2 templates render as jinja2 does") {
@@ -500,6 +601,22 @@ TEST_CASE("encode_chat: the ids transformers' apply_chat_template gives, BOS add
   subjects.push_back({"tiny + ChatML", tiny_tk, ChatTemplate::from_jinja(kChatml, "chatml", "<|begin_of_text|>",
                                                                          "<|end_of_text|>"),
                       json{{"template", kChatml}}, "<|begin_of_text|>", "<|end_of_text|>", tiny});
+  // gpt-oss's family fixture: a byte-level BPE with the harmony specials, no template of its own.
+  const fs::path gpt_oss = source_root() / "tests/data/families/gpt_oss/hf";
+  const fs::path gpt_oss_jinja = templates_dir() / "gpt_oss.jinja";
+  {
+    const Tokenizer tk = Tokenizer::load(gpt_oss);
+    REQUIRE(tk.chat_template().empty());
+    ChatTemplate t = ChatTemplate::from_jinja(read_text(gpt_oss_jinja), gpt_oss_jinja.string(), "<|endoftext|>",
+                                              "<|endoftext|>");
+    t.set_today(kFixedDate);
+    subjects.push_back({"gpt-oss fixture + harmony", tk, t, json{{"template_file", gpt_oss_jinja.string()}},
+                        "<|endoftext|>", "<|endoftext|>", gpt_oss / "tokenizer.json"});
+    t.set_reasoning_effort("low");
+    subjects.push_back({"gpt-oss fixture + harmony (low)", tk, t,
+                        json{{"template_file", gpt_oss_jinja.string()}, {"variables", {{"reasoning_effort", "low"}}}},
+                        "<|endoftext|>", "<|endoftext|>", gpt_oss / "tokenizer.json"});
+  }
   const char* models = std::getenv("REACH_MODELS");
   const fs::path smol = (models && *models ? fs::path(models) : fs::path(std::getenv("HOME")) / ".cache/reach/models") /
                         "smollm2-135m-instruct";

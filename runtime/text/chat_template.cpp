@@ -85,14 +85,26 @@ ChatDate local_today() {
   return {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday};
 }
 
-// strftime's "%d %b %Y" (full_month false: "08 Jul 2025") or "%d %B %Y" ("08 July 2025"), C locale.
-std::string format_date(ChatDate d, bool full_month) {
-  static const char* const names[] = {"January", "February", "March",     "April",   "May",      "June",
-                                      "July",    "August",   "September", "October", "November", "December"};
+void check_day(ChatDate d) {
   if (d.month < 1 || d.month > 12 || d.day < 1 || d.day > 31)
     throw Error(ErrorCode::invalid_argument, "chat template date " + std::to_string(d.year) + "-" +
                                                  std::to_string(d.month) + "-" + std::to_string(d.day) +
                                                  " is not a calendar day");
+}
+
+// strftime's "%Y-%m-%d" ("2025-07-08").
+std::string iso_date(ChatDate d) {
+  check_day(d);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", d.year, d.month, d.day);
+  return buf;
+}
+
+// strftime's "%d %b %Y" (full_month false: "08 Jul 2025") or "%d %B %Y" ("08 July 2025"), C locale.
+std::string format_date(ChatDate d, bool full_month) {
+  static const char* const names[] = {"January", "February", "March",     "April",   "May",      "June",
+                                      "July",    "August",   "September", "October", "November", "December"};
+  check_day(d);
   std::string month = names[d.month - 1];
   if (!full_month) month.resize(3);
   char day[4];
@@ -188,6 +200,21 @@ std::optional<std::string> literal_after(std::string_view text, std::string_view
   return literal_at(text, p);
 }
 
+// harmony: the literal after '{%- set NAME = ' (gpt-oss's model_identity default); nullopt when there
+// is none.
+std::optional<std::string> set_literal(std::string_view text, std::string_view name) {
+  const std::string marker = "set " + std::string(name);
+  for (size_t at = text.find(marker); at != std::string_view::npos; at = text.find(marker, at + 1)) {
+    size_t p = at + marker.size();
+    if (!expect(text, p, "=")) continue;
+    if (auto s = literal_at(text, p)) return s;
+  }
+  return std::nullopt;
+}
+
+// gpt-oss's identity line when neither the template nor the caller gives one.
+constexpr const char* kHarmonyIdentity = "You are ChatGPT, a large language model trained by OpenAI.";
+
 [[noreturn]] void raise(const std::string& origin, const std::string& what) {
   throw Error(ErrorCode::invalid_argument, origin + ": " + what);
 }
@@ -236,7 +263,14 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
   auto unsupported = [&](const std::string& what) {
     throw Error(ErrorCode::unsupported, origin + ": " + what + "; write the prompt out with -p instead");
   };
-  if (has(text, "<start_of_turn>")) {
+  if (has(text, "<|start|>") && has(text, "<|channel|>") && has(text, "<|message|>")) {
+    // gpt-oss's harmony template; its system message's fixed lines must be the ones rendered here.
+    if (!has(text, "Knowledge cutoff: 2024-06\\n") || !has(text, "strftime_now(\"%Y-%m-%d\")") ||
+        !has(text, "# Valid channels: analysis, commentary, final. Channel must be included for every message."))
+      unsupported("a harmony (<|start|>, <|channel|>) chat template whose system message is not gpt-oss's");
+    t.family_ = ChatFamily::harmony;
+    t.model_identity_ = set_literal(text, "model_identity").value_or(kHarmonyIdentity);
+  } else if (has(text, "<start_of_turn>")) {
     t.family_ = ChatFamily::gemma;
     t.writes_bos_ = has(text, "bos_token");
     auto sep = gemma_system_separator(text);
@@ -312,7 +346,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
   } else {
     unsupported("chat template of an unknown family: reach recognises ChatML (<|im_start|>, Qwen3, SmolLM3), "
                 "Gemma (<start_of_turn>), Llama 3 and 3.1 (<|start_header_id|>), Llama 2 ([INST] with <<SYS>>), "
-                "Mistral ([INST]), Phi-3 and Phi-4-mini (<|end|>) and OLMo 2 (<|user|>)");
+                "Mistral ([INST]), Phi-3 and Phi-4-mini (<|end|>), OLMo 2 (<|user|>) and harmony (<|start|> with "
+                "<|channel|> and <|message|>: gpt-oss)");
   }
   return t;
 }
@@ -336,6 +371,9 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
     t.writes_bos_ = !bos.empty();
   } else if (tk.find("<|im_start|>") && tk.find("<|im_end|>")) {
     t.family_ = ChatFamily::chatml;
+  } else if (tk.find("<|start|>") && tk.find("<|channel|>") && tk.find("<|message|>") && tk.find("<|return|>")) {
+    t.family_ = ChatFamily::harmony;   // gpt-oss's template, its default identity
+    t.model_identity_ = kHarmonyIdentity;
   } else if (tk.find("[INST]") && tk.find("[/INST]") && !tk.find("[SYSTEM_PROMPT]")) {
     // [INST] as one token is mistralai's v3 vocabulary (Llama 2 spells it out in pieces): its v3
     // template, with the space.  A vocabulary with [SYSTEM_PROMPT] is v7's, whose format differs.
@@ -346,7 +384,7 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
     throw Error(ErrorCode::unsupported,
                 origin + ": no chat template (GGUF tokenizer.chat_template, tokenizer_config.json chat_template) "
                          "and no turn tokens reach recognises (<start_of_turn>, <|start_header_id|>, <|im_start|>, "
-                         "[INST]) in the vocabulary; write the prompt out with -p instead");
+                         "[INST], <|start|> with <|channel|>) in the vocabulary; write the prompt out with -p instead");
   }
   return t;
 }
@@ -364,6 +402,7 @@ const char* ChatTemplate::family_name() const {
     case ChatFamily::phi3: return "phi3";
     case ChatFamily::phi4: return "phi4-mini";
     case ChatFamily::olmo2: return "olmo2";
+    case ChatFamily::harmony: return "harmony";
   }
   return "?";
 }
@@ -381,8 +420,16 @@ std::string ChatTemplate::end_of_turn() const {
     case ChatFamily::phi4: return "<|end|>";
     case ChatFamily::mistral:
     case ChatFamily::olmo2: return eos_;
+    case ChatFamily::harmony: return "<|return|>";
   }
   return {};
+}
+
+void ChatTemplate::set_reasoning_effort(std::optional<std::string> effort) {
+  if (effort && *effort != "low" && *effort != "medium" && *effort != "high")
+    throw Error(ErrorCode::invalid_argument,
+                "reasoning effort '" + effort->substr(0, 64) + "' is not one of low, medium, high");
+  reasoning_effort_ = std::move(effort);
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_generation_prompt) const {
@@ -551,6 +598,35 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       if (add_generation_prompt) out += "<|assistant|>\n";
       break;
     }
+    case ChatFamily::harmony: {
+      const ChatDate today = today_ ? *today_ : local_today();
+      out += "<|start|>system<|message|>" + model_identity_ + "\nKnowledge cutoff: 2024-06\nCurrent date: " +
+             iso_date(today) + "\n\nReasoning: " + reasoning_effort_.value_or("medium") +
+             "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+      const bool developer = m[0].role == "system" || m[0].role == "developer";
+      if (developer && !m[0].content.empty())
+        out += "<|start|>developer<|message|># Instructions\n\n" + m[0].content + "\n\n<|end|>";
+      for (size_t i = developer ? 1 : 0; i < m.size(); ++i) {
+        const ChatMessage& msg = m[i];
+        if (msg.role == "assistant") {
+          if (has(msg.content, "<|channel|>analysis<|message|>") || has(msg.content, "<|channel|>final<|message|>"))
+            raise(origin_, "message " + std::to_string(i + 1) +
+                               " has <|channel|> tags in its content: pass the final channel's text only");
+          // <|return|> ends a reply (training data); a turn the conversation continues after ends in <|end|>.
+          const bool last = i + 1 == m.size() && !add_generation_prompt;
+          out += "<|start|>assistant<|channel|>final<|message|>" + msg.content + (last ? "<|return|>" : "<|end|>");
+        } else if (msg.role == "user") {
+          out += "<|start|>user<|message|>" + msg.content + "<|end|>";
+        } else if (msg.role == "tool") {
+          raise(origin_, "message " + std::to_string(i + 1) +
+                             " has role 'tool': the template wants an assistant tool call before it, and reach "
+                             "renders no tool calls");
+        }
+        // The template writes nothing for other roles (a system message after the first).
+      }
+      if (add_generation_prompt) out += "<|start|>assistant";
+      break;
+    }
   }
   return out;
 }
@@ -562,6 +638,8 @@ ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<con
   const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
   if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());
   if (auto id = tk.find(t.end_of_turn())) c.stop_ids.push_back(*id);
+  if (t.has_channels())
+    if (auto id = tk.find("<|call|>")) c.stop_ids.push_back(*id);   // a tool call ends the reply too
   if (auto id = tk.eos_id()) c.stop_ids.push_back(*id);
   return c;
 }

@@ -37,7 +37,15 @@
 //    text its leading space and trim; the system message goes before the last user message;
 //  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
-//    starts with bos_token.
+//    starts with bos_token;
+//  - harmony (<|start|> ... <|channel|> ... <|message|>: gpt-oss): the model identity the system
+//    message opens with, today's date (strftime_now("%Y-%m-%d")), the reasoning effort
+//    (set_reasoning_effort; "medium" by default); a first system (or developer) message becomes the
+//    developer message's instructions; assistant turns are written on the final channel, ending in
+//    <|end|>, or <|return|> for a last one without the generation prompt.  A ChatMessage carries no
+//    analysis ("thinking") text and no tool calls: the template's tool messages, which need a tool
+//    call before them, raise; roles it has no turn for (a later system message) are dropped, as it
+//    drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
 // A role other than system / user / assistant (tool results: their templates want fields a
 // ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1 and in
 // ChatML templates with tool responses (Qwen 2.5), and invalid_argument in Mistral's, whose template
@@ -60,7 +68,7 @@ struct ChatMessage {
   std::string content;
 };
 
-enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2 };
+enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2, harmony };
 
 // A calendar day, for the templates that write today's date.
 struct ChatDate {
@@ -74,7 +82,8 @@ class ChatTemplate {
   static ChatTemplate from_jinja(std::string_view text, const std::string& origin, std::string bos_token,
                                  std::string eos_token);
   // The tokenizer's chat_template(); without one, the family that the vocabulary's turn tokens name
-  // (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST] as one token: Mistral v3).  Throws
+  // (<start_of_turn>, <|start_header_id|>, <|im_start|>, [INST] as one token: Mistral v3, <|start|> with
+  // <|channel|>, <|message|> and <|return|>: harmony).  Throws
   // unsupported when neither says.
   static ChatTemplate for_tokenizer(const Tokenizer& tokenizer, const std::string& origin);
 
@@ -87,9 +96,12 @@ class ChatTemplate {
   // itself raises (roles not alternating user/assistant, a system role it has no place for, no
   // messages).
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
-  // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>, or
-  // the EOS text (Llama 2, Mistral, OLMo 2).
+  // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
+  // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
+  // (Llama 2, Mistral, OLMo 2).
   std::string end_of_turn() const;
+  // The reply is harmony's channels (analysis, then final): split it with HarmonyReply.
+  bool has_channels() const { return family_ == ChatFamily::harmony; }
 
   // The day written where the template asks strftime_now for today's date (SmolLM3, Llama 3.2):
   // by default the local date at each render(), as transformers' strftime_now gives it; tests fix it.
@@ -97,6 +109,11 @@ class ChatTemplate {
   // The templates' enable_thinking variable (Qwen3, SmolLM3): unset (nullopt) by default, as a
   // caller of apply_chat_template that does not pass it.
   void set_thinking(std::optional<bool> enable) { thinking_ = enable; }
+  // The templates' reasoning_effort variable (harmony: "low", "medium" or "high"; nullopt: the
+  // template's default, "medium").  Other families have none and ignore it.  Throws invalid_argument
+  // for another value.
+  void set_reasoning_effort(std::optional<std::string> effort);
+  bool takes_reasoning_effort() const { return family_ == ChatFamily::harmony; }
 
  private:
   ChatFamily family_ = ChatFamily::chatml;
@@ -112,6 +129,8 @@ class ChatTemplate {
   std::string date_string_;            // llama3_1: the template's date_string; empty: today_ (strftime_now)
   std::optional<ChatDate> today_;     // nullopt: the local date when rendering
   std::optional<bool> thinking_;
+  std::optional<std::string> reasoning_effort_;   // harmony; nullopt: "medium"
+  std::string model_identity_;         // harmony: the first line of its system message
   std::string think_instructions_, plain_instructions_;  // smollm3: the defaults of /think and /no_think
   bool skip_empty_system_ = true;      // phi3: no system turn for an empty system text (Phi-3.5)
   bool inst_space_ = true;             // mistral: "[INST] " (v3) or "[INST]" (v3-tekken)
@@ -121,7 +140,9 @@ class ChatTemplate {
 // A conversation as the prompt of the assistant's next turn, and the tokens that end that turn.
 struct ChatPrompt {
   std::vector<int32_t> ids;        // the prompt
-  std::vector<int32_t> stop_ids;   // the end-of-turn token and the tokenizer's EOS, where the vocabulary has them
+  // The end-of-turn token (harmony: <|return|>, and <|call|>, a tool call's end), and the tokenizer's
+  // EOS, where the vocabulary has them.
+  std::vector<int32_t> stop_ids;
 };
 
 // The template rendered with the assistant's turn opened, encoded (special tokens matched).  The

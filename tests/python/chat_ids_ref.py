@@ -7,7 +7,10 @@ text (the tokenizer's BOS prefix), measured on an empty string.
 
 usage: chat_ids_ref.py REQUEST.json
   REQUEST.json: {"cases": [{"template": TEXT | "template_file": PATH, "bos_token": S, "eos_token": S,
-                            "messages": [{"role", "content"}...], "tokenizer_json": PATH}, ...]}
+                            "messages": [{"role", "content"}...], "tokenizer_json": PATH,
+                            "variables": {NAME: VALUE...}}, ...]}
+  "variables" (optional) are further template variables (reasoning_effort, ...); strftime_now formats
+  chat_template_ref.py's FIXED_DATE.
   prints a JSON list, one entry per case: {"ids": [...], "prefix": [...]} or {"error": message}.
 Exit status 3 when jinja2 or tokenizers cannot be imported: the caller skips.
 """
@@ -30,6 +33,7 @@ def main():
         request = json.load(f)
     env = chat_template_ref.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = chat_template_ref.raise_exception
+    env.globals["strftime_now"] = chat_template_ref.strftime_now
     tokenizers = {}
     out = []
     for case in request["cases"]:
@@ -45,7 +49,7 @@ def main():
         try:
             rendered = env.from_string(text).render(
                 messages=case["messages"], add_generation_prompt=True,
-                bos_token=case["bos_token"], eos_token=case["eos_token"])
+                bos_token=case["bos_token"], eos_token=case["eos_token"], **case.get("variables", {}))
         except (chat_template_ref.TemplateError, chat_template_ref.jinja2.TemplateError) as e:
             out.append({"error": str(e)})
             continue
