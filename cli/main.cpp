@@ -31,7 +31,8 @@ void usage(FILE* out) {
                "  REACH_DEVICE=N|NAME     device index or a substring of its name (`reach info` lists them)\n"
                "  REACH_VALIDATION=1      the Khronos validation layer, its messages on stderr\n"
                "  REACH_CACHE_DIR=DIR     where the pipeline cache is kept (default ~/.cache/reach; - = none)\n"
-               "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n");
+               "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n"
+               "  REACH_COOPMAT=0         prefill GEMMs without cooperative matrices (`reach info` lists them)\n");
 }
 
 // An error message printed as "reach CMD: error: MESSAGE".  A message that starts with the prefix
