@@ -25,8 +25,10 @@ Variants variants(const Capabilities& caps) {
     v.coopmat = std::to_string(t.cm) + "x" + std::to_string(t.cn) + "x" + std::to_string(t.ck) +
                 " f16 x f16 -> f32, tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + ", " +
                 std::to_string(t.sg_m * t.sg_n) + " subgroups of " + std::to_string(t.subgroup) +
-                (t.pin_subgroup ? " (pinned)" : "") + ", for M >= " + std::to_string(k.coopmat_min_m) +
-                " (REACH_COOPMAT=0 turns it off)";
+                (t.pin_subgroup ? " (pinned)" : "") +
+                (k.coopmat_auto ? ", for M >= " + std::to_string(k.coopmat_min_m) + " (REACH_COOPMAT=0 turns it off)"
+                                : std::string(", not used by default on a CPU device (slower there; REACH_COOPMAT=1 "
+                                              "uses it)"));
   } else {
     v.coopmat = k.coopmat_why;
   }

@@ -154,11 +154,13 @@ struct KernelConfig {
   // exact f32 product (--exact-activations).
   bool quant_int_dot = false;
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
-  // Cooperative-matrix GEMM (linear_coopmat.cpp): linear / linear_gemm use it for M >= coopmat_min_m
-  // (prefill, and batched decode past the mat-vec limit) when coopmat.valid(); off where the device
-  // lacks VK_KHR_cooperative_matrix, the build lacks the shaders, or env REACH_COOPMAT=0, and
-  // coopmat_why then says which.
+  // Cooperative-matrix GEMM (linear_coopmat.cpp): coopmat is the tile where the device and the build
+  // have it (else invalid, and coopmat_why says what is missing, or that env REACH_COOPMAT=0 turned it
+  // off).  With coopmat_auto, linear / linear_gemm use it for M >= coopmat_min_m (prefill, and batched
+  // decode past the mat-vec limit).  coopmat_auto is off on CPU devices, where the cooperative
+  // matrices are emulated (kernels/linear_coopmat.cpp has the measurement); REACH_COOPMAT=1 turns it on.
   CoopmatTile coopmat;
+  bool coopmat_auto = false;
   uint32_t coopmat_min_m = 16;
   std::string coopmat_why;
   static KernelConfig from(const Capabilities& caps);
@@ -260,7 +262,9 @@ class Kernels {
   // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.
   bool linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   // Whether linear / linear_gemm take the cooperative-matrix GEMM for x.
-  bool use_coopmat(const Act& x) const { return config_.coopmat.valid() && x.rows >= config_.coopmat_min_m; }
+  bool use_coopmat(const Act& x) const {
+    return config_.coopmat_auto && config_.coopmat.valid() && x.rows >= config_.coopmat_min_m;
+  }
   Device& device_;
   KernelConfig config_;
   Allocator* scratch_ = nullptr;

@@ -222,18 +222,26 @@ TEST_CASE("coopmat tile: limits shrink the tile; unusable lists give none, with 
   CHECK(why.find("limits") != std::string::npos);
 }
 
-TEST_CASE("coopmat selection: REACH_COOPMAT=0 turns the variant off, saying so") {
+TEST_CASE("coopmat selection: REACH_COOPMAT=0 turns the variant off, =1 on for CPU devices too") {
   const Capabilities& caps = gpu().device->caps();
   const char* old = std::getenv("REACH_COOPMAT");
   const std::string saved = old ? old : "";
-  setenv("REACH_COOPMAT", "0", 1);
-  const KernelConfig off = KernelConfig::from(caps);
-  if (old) setenv("REACH_COOPMAT", saved.c_str(), 1);
-  else unsetenv("REACH_COOPMAT");
+  auto with_env = [&](const char* value) {
+    if (value) setenv("REACH_COOPMAT", value, 1);
+    else unsetenv("REACH_COOPMAT");
+    const KernelConfig c = KernelConfig::from(caps);
+    if (old) setenv("REACH_COOPMAT", saved.c_str(), 1);
+    else unsetenv("REACH_COOPMAT");
+    return c;
+  };
+  const KernelConfig off = with_env("0"), on = with_env("1"), dflt = with_env(nullptr);
   CHECK_FALSE(off.coopmat.valid());
+  CHECK_FALSE(off.coopmat_auto);
   CHECK(off.coopmat_why.find("REACH_COOPMAT=0") != std::string::npos);
+  // By default linear() uses it where it exists, except on CPU devices (emulated there); =1 there too.
+  CHECK(dflt.coopmat_auto == (dflt.coopmat.valid() && !caps.is_cpu()));
+  CHECK(on.coopmat_auto == dflt.coopmat.valid());
   // Without the capability the reason names what is missing.
-  const KernelConfig dflt = KernelConfig::from(caps);
   if (!dflt.coopmat.valid()) CHECK_FALSE(dflt.coopmat_why.empty());
   // Asking for the kernel anyway is a clear error, not a crash.
   Kernels k(*gpu().device, off);
@@ -315,10 +323,39 @@ TEST_CASE("coopmat gemm: row chunks of small bindings, and offsets of X, W and Y
   }
 }
 
-TEST_CASE("coopmat linear: linear() takes the cooperative-matrix GEMM at and above coopmat_min_m") {
+// The kernels linear() records for M rows (labels of a profiled command list; empty without timestamps).
+static std::vector<std::string> linear_kernels(Kernels& k, uint32_t M) {
+  auto& g = gpu();
+  const uint32_t K = 64, N = 40;
+  Buffer bx = g.upload_f32(std::vector<float>(size_t(M) * K, 0.25f));
+  Buffer bw = g.upload_f32(std::vector<float>(size_t(N) * K, 0.5f), Arena::weights);
+  Buffer by = g.zeros(size_t(M) * N * 4);
+  CommandList cmd(*g.device, true);
+  cmd.begin();
+  k.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
+  cmd.end();
+  cmd.run();
+  std::vector<std::string> out;
+  for (const KernelTiming& t : cmd.timings()) out.push_back(t.label);
+  return out;
+}
+
+TEST_CASE("coopmat linear: linear() takes the cooperative-matrix GEMM from coopmat_min_m rows when coopmat_auto") {
   if (!have_coopmat()) return;
-  Kernels& k = *gpu().kernels;
-  const uint32_t m = std::max(k.config().coopmat_min_m, k.config().linear_matvec_max_m + 1);
+  KernelConfig cfg = base_config();
+  cfg.coopmat_auto = true;
+  Kernels k(*gpu().device, cfg);
+  const uint32_t m = std::max(cfg.coopmat_min_m, cfg.linear_matvec_max_m + 1);
   check_case(k, {m, 40, 64, WType::f16}, "linear", 1400, true);
   check_case(k, {m + 17, 40, 64, WType::q4_0}, "linear", 1401, true);
+  if (!gpu().device->caps().timestamps) {
+    MESSAGE("SKIP: which kernel linear() records (the device has no timestamps to label dispatches)");
+    return;
+  }
+  using Labels = std::vector<std::string>;
+  CHECK(linear_kernels(k, m) == Labels{"linear_gemm_coopmat"});
+  if (m > cfg.linear_matvec_max_m + 1) CHECK(linear_kernels(k, m - 1) == Labels{"linear_gemm"});
+  cfg.coopmat_auto = false;
+  Kernels manual(*gpu().device, cfg);
+  CHECK(linear_kernels(manual, m) == Labels{"linear_gemm"});
 }
