@@ -156,7 +156,7 @@ struct KernelConfig {
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   // Cooperative-matrix GEMM (linear_coopmat.cpp): coopmat is the tile where the device and the build
   // have it (else invalid, and coopmat_why says what is missing, or that env REACH_COOPMAT=0 turned it
-  // off).  With coopmat_auto, linear / linear_gemm use it for M >= coopmat_min_m (prefill, and batched
+  // off).  With coopmat_auto, linear() uses it for M >= coopmat_min_m (prefill, and batched
   // decode past the mat-vec limit).  coopmat_auto is off on CPU devices, where the cooperative
   // matrices are emulated (kernels/linear_coopmat.cpp has the measurement); REACH_COOPMAT=1 turns it on.
   CoopmatTile coopmat;
@@ -188,7 +188,8 @@ class Kernels {
   void elementwise_add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
            uint32_t b_period);
 
-  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M <= linear_matvec_max_m uses linear_matvec, above it linear_gemm.
+  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M <= linear_matvec_max_m uses linear_matvec, above it linear_gemm,
+  // or linear_gemm_coopmat from coopmat_min_m rows where the config has it (coopmat_auto).
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
   void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
@@ -261,7 +262,7 @@ class Kernels {
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.
   bool linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
-  // Whether linear / linear_gemm take the cooperative-matrix GEMM for x.
+  // Whether linear() takes the cooperative-matrix GEMM for x.
   bool use_coopmat(const Act& x) const {
     return config_.coopmat_auto && config_.coopmat.valid() && x.rows >= config_.coopmat_min_m;
   }

@@ -300,7 +300,6 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
 
 void Kernels::linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   if (linear_int8(cmd, x, w, y)) return;
-  if (use_coopmat(x)) return linear_gemm_coopmat(cmd, x, w, y);
   record_linear(device_, config_, cmd, x, w, y, false);
 }
 

@@ -1,4 +1,4 @@
-// The cooperative-matrix GEMM: Kernels::linear_gemm_coopmat, and linear / linear_gemm for M >=
+// The cooperative-matrix GEMM: Kernels::linear_gemm_coopmat, and Kernels::linear for M >=
 // KernelConfig::coopmat_min_m where the device has VK_KHR_cooperative_matrix
 // (shaders/linear_gemm_coopmat.comp for f32 / f16 / bf16 W, linear_gemm_coopmat_q.comp for the
 // block formats).  X is rounded to f16 and W converted or dequantized to f16 in shared memory;
