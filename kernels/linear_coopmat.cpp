@@ -107,8 +107,8 @@ void KernelConfig::choose_coopmat(const Capabilities& caps) {
   coopmat = choose_coopmat_tile(caps, why);
   coopmat_why = coopmat.valid() ? "" : "absent (" + why + ")";
   // CPU devices emulate the matrices lane by lane: on lavapipe (Mesa 26.1, 2 cores) SmolLM2-135M f16
-  // pp512 ran at 8.6 tok/s with them and 48.5 tok/s with the f32 register-tile GEMM.  So there they
-  // are used only when asked for (REACH_COOPMAT=1).
+  // pp512 ran at 14.1 tok/s with them and 119.5 tok/s with the f32 register-tile GEMM (8.6 vs 48.5 on a
+  // busier machine).  So there they are used only when asked for (REACH_COOPMAT=1).
   coopmat_auto = coopmat.valid() && (!caps.is_cpu() || (env && std::strcmp(env, "1") == 0));
 }
 
