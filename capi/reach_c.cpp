@@ -275,6 +275,7 @@ reach_status reach_device_adopt(const reach_adopt_params* params, reach_device**
     h.fp16_arithmetic_enabled = p.fp16_arithmetic_enabled != 0;
     h.subgroup_size_control_enabled = p.subgroup_size_control_enabled != 0;
     h.debug_utils_enabled = p.debug_utils_enabled != 0;
+    h.cooperative_matrix_enabled = p.cooperative_matrix_enabled != 0;
     if (p.pipeline_cache_dir) h.pipeline_cache_dir = p.pipeline_cache_dir;
     h.on_validation = validation_to_log();
     d->dev = Device::adopt(h);

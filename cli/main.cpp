@@ -34,7 +34,9 @@ void usage(FILE* out) {
                "  REACH_VALIDATION=1      the Khronos validation layer, its messages on stderr\n"
                "  REACH_CACHE_DIR=DIR     where the pipeline cache is kept (default ~/.cache/reach; - = none)\n"
                "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n"
-               "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n");
+               "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n"
+               "  REACH_COOPMAT=0|1       prefill GEMMs without cooperative matrices, or with them on a CPU device\n"
+               "                          too (`reach info` lists the variant)\n");
 }
 
 // An error message printed as "reach CMD: error: MESSAGE".  A message that starts with the prefix

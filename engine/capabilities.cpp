@@ -44,6 +44,7 @@ std::string Capabilities::summary() const {
     << " fp16=" << (fp16_arithmetic ? "yes" : "no")
     << " storage16=" << (storage_16bit ? "yes" : "no")
     << " int_dot=" << (integer_dot ? "yes" : "no")
+    << " coopmat=" << (cooperative_matrix ? "yes" : "no")
     << " subgroup=" << subgroup_size;
   if (subgroup_min != subgroup_max) s << " (" << subgroup_min << "-" << subgroup_max << ")";
   s << (has_subgroup_arithmetic() ? " +arith" : "")
@@ -77,6 +78,7 @@ std::string Capabilities::to_json() const {
     << ",\"storage_16bit\":" << (storage_16bit ? "true" : "false")
     << ",\"storage_8bit\":" << (storage_8bit ? "true" : "false")
     << ",\"integer_dot\":" << (integer_dot ? "true" : "false")
+    << ",\"cooperative_matrix\":" << (cooperative_matrix ? "true" : "false")
     << ",\"subgroup_size\":" << subgroup_size << ",\"subgroup_min\":" << subgroup_min
     << ",\"subgroup_max\":" << subgroup_max
     << ",\"subgroup_arithmetic\":" << (has_subgroup_arithmetic() ? "true" : "false")
@@ -95,7 +97,7 @@ std::string Capabilities::to_json() const {
   return s.str();
 }
 
-Capabilities query_capabilities(VkPhysicalDevice phys) {
+Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   Capabilities c;
 
   VkPhysicalDeviceProperties base{};
@@ -192,8 +194,18 @@ Capabilities query_capabilities(VkPhysicalDevice phys) {
   vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, nullptr);
   std::vector<VkExtensionProperties> exts(n_ext);
   vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, exts.data());
-  for (const auto& e : exts)
+  bool coopmat_ext = false;
+  for (const auto& e : exts) {
     if (std::strcmp(e.extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) == 0) c.memory_budget = true;
+    if (std::strcmp(e.extensionName, kCoopmatExtension) == 0) coopmat_ext = true;
+  }
+  if (coopmat_ext) {
+    VkCoopmatFeatures cm;
+    VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &cm};
+    vkGetPhysicalDeviceFeatures2(phys, &f);
+    c.coopmat_shapes = query_coopmat_shapes(instance, phys);
+    c.cooperative_matrix = cm.cooperativeMatrix && c.fp16_arithmetic && f12.vulkanMemoryModel && !c.coopmat_shapes.empty();
+  }
   return c;
 }
 

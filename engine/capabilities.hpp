@@ -3,8 +3,11 @@
 // storage, subgroup size, tile sizes) are chosen from this record.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <vulkan/vulkan.h>
+
+#include "engine/coopmat.hpp"
 
 namespace reach {
 
@@ -26,6 +29,14 @@ struct Capabilities {
   bool int8_arithmetic = false;   // shaderInt8
   bool int64 = false;             // shaderInt64
   bool integer_dot = false;       // shaderIntegerDotProduct (Vulkan 1.3): OpSDot on packed int8x4
+
+  // VK_KHR_cooperative_matrix with its cooperativeMatrix feature, shaderFloat16 (f16 matrices) and
+  // vulkanMemoryModel (glslang writes cooperative-matrix shaders for the Vulkan memory model): a
+  // device reach creates enables them; an adopted one only where the host says it did
+  // (AdoptedDevice::cooperative_matrix_enabled).  coopmat_shapes: the f16 x f16
+  // subgroup-scope shapes the device lists (engine/coopmat.hpp), kept even when unusable, for `reach info`.
+  bool cooperative_matrix = false;
+  std::vector<CoopmatShape> coopmat_shapes;
 
   uint32_t subgroup_size = 1;
   uint32_t subgroup_min = 1;
@@ -75,7 +86,8 @@ struct Capabilities {
   std::string to_json() const;   // one JSON object
 };
 
-// Fill the record for `phys` (features, properties and limits).
-Capabilities query_capabilities(VkPhysicalDevice phys);
+// Fill the record for `phys` (features, properties and limits); `instance` looks up extension
+// commands (the cooperative-matrix shapes: none without it).
+Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance = VK_NULL_HANDLE);
 
 }  // namespace reach

@@ -136,7 +136,7 @@ std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback&
   try {
     if (inst.debug_utils) messenger = create_messenger(inst.instance, &sink);
     uint32_t i = 0;
-    for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d)});
+    for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d, inst.instance)});
   } catch (...) {
     destroy_instance();
     throw;
@@ -244,7 +244,7 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     if (chosen < 0) throw Error(ErrorCode::unsupported, "no Vulkan 1.2 device found; update the GPU driver");
   }
   dev->phys_ = devs[chosen];
-  dev->caps_ = query_capabilities(dev->phys_);
+  dev->caps_ = query_capabilities(dev->phys_, dev->instance_);
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, dev->caps_.device_name + " supports Vulkan " + dev->caps_.api_version_string() +
                                             "; reach needs 1.2: update the driver");
@@ -282,6 +282,16 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   f11.storageBuffer16BitAccess = c.storage_16bit;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
+  // Cooperative matrices (the prefill GEMMs of kernels/linear_coopmat.cpp): the extension, its
+  // feature, the f16 arithmetic its f16 matrices need and the memory model their SPIR-V declares.
+  VkCoopmatFeatures cm;
+  if (c.cooperative_matrix) {
+    cm.cooperativeMatrix = VK_TRUE;
+    cm.pNext = f2.pNext;
+    f2.pNext = &cm;
+    f12.shaderFloat16 = VK_TRUE;
+    f12.vulkanMemoryModel = VK_TRUE;
+  }
 
   std::vector<const char*> dev_exts;
   {
@@ -293,6 +303,7 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
       if (std::strcmp(e.extensionName, "VK_KHR_portability_subset") == 0) dev_exts.push_back("VK_KHR_portability_subset");
   }
   if (c.memory_budget) dev_exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (c.cooperative_matrix) dev_exts.push_back(kCoopmatExtension);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
@@ -320,7 +331,7 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
   dev->sink_.on_message = h.on_validation;
   // The host's instance: a messenger only where the host enabled debug utils on it.
   if (h.debug_utils_enabled) dev->messenger_ = create_messenger(h.instance, &dev->sink_);
-  dev->caps_ = query_capabilities(h.physical_device);
+  dev->caps_ = query_capabilities(h.physical_device, h.instance);
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, "the adopted device supports only Vulkan " + dev->caps_.api_version_string() +
                                             "; reach needs 1.2");
@@ -335,6 +346,8 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
   dev->caps_.storage_16bit = dev->caps_.storage_16bit && h.storage_16bit_enabled;
   dev->caps_.fp16_arithmetic = dev->caps_.fp16_arithmetic && h.fp16_arithmetic_enabled;
   dev->caps_.subgroup_size_control = dev->caps_.subgroup_size_control && h.subgroup_size_control_enabled;
+  dev->caps_.cooperative_matrix = dev->caps_.cooperative_matrix && dev->caps_.fp16_arithmetic &&
+                                  h.cooperative_matrix_enabled;
   dev->caps_.storage_8bit = false;
   dev->caps_.int8_arithmetic = false;
   dev->pipeline_cache_dir_ = h.pipeline_cache_dir;

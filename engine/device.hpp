@@ -52,6 +52,8 @@ struct AdoptedDevice {
   bool storage_16bit_enabled = false;     // storageBuffer16BitAccess
   bool fp16_arithmetic_enabled = false;   // shaderFloat16
   bool subgroup_size_control_enabled = false;
+  // VK_KHR_cooperative_matrix and its cooperativeMatrix feature, with shaderFloat16 and vulkanMemoryModel.
+  bool cooperative_matrix_enabled = false;
   // The host enabled VK_EXT_debug_utils on its VkInstance: reach then registers
   // a messenger there, so validation messages (the host's own included: a
   // messenger sees the whole instance) reach on_validation.  Without it reach

@@ -102,6 +102,9 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
 
   const EmbeddedShader& code = embedded_shader(desc.kernel);
   const std::string name = code.name;
+  if (!code.built())
+    throw Error(ErrorCode::unsupported, name + " was not built (its compiler was missing when reach was built: "
+                                               "run tools/setup.sh, then rebuild)");
   VkDevice d = device_.handle();
   auto p = std::make_unique<Pipeline>();
   p->name = name;

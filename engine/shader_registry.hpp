@@ -14,7 +14,8 @@ struct EmbeddedShader {
   ShaderId id;
   const char* name;
   const uint32_t* code;
-  size_t words;
+  size_t words;   // 0: not built (a kernel whose compiler this build lacked; shaders/meson.build)
+  bool built() const { return words != 0; }
 };
 
 extern const EmbeddedShader g_embedded_shaders[kShaderCount];

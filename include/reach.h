@@ -204,7 +204,11 @@ typedef struct reach_adopt_params {
    * instance, so the host's own validation messages arrive too.  0: reach
    * receives none (the host's own messenger, if any, still does). */
   int32_t debug_utils_enabled;
-  uint32_t reserved[15];
+  /* 1: the host enabled VK_KHR_cooperative_matrix and its cooperativeMatrix
+   * feature (and shaderFloat16 and vulkanMemoryModel): prefill GEMMs may then use cooperative
+   * matrices (`reach info` lists the variant). */
+  int32_t cooperative_matrix_enabled;
+  uint32_t reserved[14];
 } reach_adopt_params;
 
 REACH_API reach_adopt_params reach_adopt_default_params(void);

@@ -16,6 +16,7 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   c.max_binding = binding_span(caps);
   c.matvec_rows = c.cpu_device ? 4 : 8;
   c.choose_linear(caps);
+  c.choose_coopmat(caps);
   if (c.cpu_device) {
     // Quantized GEMM (register tiles): 4 X rows share each decoded W sub-block.
     // Measured on lavapipe (2 cores), SmolLM2-135M MLP shapes at M = 128, CPU

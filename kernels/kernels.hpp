@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/wtype.hpp"
@@ -86,6 +87,26 @@ struct MatvecOutput {
 // for integer dot products (KernelConfig::quant_int_dot).
 enum class QuantActivations : uint8_t { device, exact, int8 };
 
+// The cooperative-matrix GEMM's tiling (kernels/linear_coopmat.cpp, shaders/spec/linear_gemm_coopmat_tile.h):
+// SG_M x SG_N subgroups of `subgroup` lanes per workgroup, each FM x FN matrices of the device's
+// CM x CN x CK shape, so the workgroup computes BM = SG_M·FM·CM by BN = SG_N·FN·CN of Y per BK of K.
+struct CoopmatTile {
+  uint32_t cm = 0, cn = 0, ck = 0;   // 0: no tile (the variant is off)
+  uint32_t bm = 0, bn = 0, bk = 32;  // BK 32: one sub-block of the quantized formats
+  uint32_t sg_m = 1, sg_n = 1;
+  uint32_t subgroup = 0;             // the lanes the shader's subgroups have
+  bool pin_subgroup = false;         // the device's size varies: the pipeline requires `subgroup`
+  bool valid() const { return cm != 0; }
+  uint32_t workgroup() const { return sg_m * sg_n * subgroup; }
+  uint64_t shared_bytes() const;     // what the shader declares for this tile
+};
+// The tile for a device: its largest f16 x f16 -> f32 subgroup shape whose K divides BK, 2 x 2
+// subgroups of 2 x 2 matrices each where the workgroup and shared-memory limits allow, fewer where
+// not.  No tile (why says what is missing) without such a shape or with a subgroup size the
+// pipeline cannot pin.  Uses caps.coopmat_shapes and limits only: the caller checks
+// caps.cooperative_matrix.
+CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why);
+
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
   uint32_t subgroup = 8;          // subgroup size the kernels assume
@@ -133,11 +154,21 @@ struct KernelConfig {
   // exact f32 product (--exact-activations).
   bool quant_int_dot = false;
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
+  // Cooperative-matrix GEMM (linear_coopmat.cpp): coopmat is the tile where the device and the build
+  // have it (else invalid, and coopmat_why says what is missing, or that env REACH_COOPMAT=0 turned it
+  // off).  With coopmat_auto, linear() uses it for M >= coopmat_min_m (prefill, and batched
+  // decode past the mat-vec limit).  coopmat_auto is off on CPU devices, where the cooperative
+  // matrices are emulated (kernels/linear_coopmat.cpp has the measurement); REACH_COOPMAT=1 turns it on.
+  CoopmatTile coopmat;
+  bool coopmat_auto = false;
+  uint32_t coopmat_min_m = 16;
+  std::string coopmat_why;
   static KernelConfig from(const Capabilities& caps);
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
   // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
   void matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const;
   void choose_linear(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
+  void choose_coopmat(const Capabilities& caps);  // coopmat and coopmat_why (linear_coopmat.cpp)
   // quant_int_dot as `a` asks; int8 on a device without integer dot products throws unsupported.
   void set_activations(QuantActivations a, const Capabilities& caps);
 };
@@ -157,10 +188,13 @@ class Kernels {
   void elementwise_add(CommandList& cmd, const BufferRange& a, const BufferRange& b, const BufferRange& y, uint32_t n,
            uint32_t b_period);
 
-  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M <= linear_matvec_max_m uses linear_matvec, above it linear_gemm.
+  // Y[M, N] = X[M, K] · Wᵀ with W [N, K].  M <= linear_matvec_max_m uses linear_matvec, above it linear_gemm,
+  // or linear_gemm_coopmat from coopmat_min_m rows where the config has it (coopmat_auto).
   void linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   void linear_gemm(CommandList& cmd, const Act& x, const Mat& w, const Act& y);     // always the tiled GEMM
   void linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const Act& y);   // each row of x separately
+  // Always the cooperative-matrix GEMM (f16 inputs, f32 accumulation); unsupported unless config().coopmat.valid().
+  void linear_gemm_coopmat(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   // y_i = [y_i +] in(x) · W_iᵀ [+ bias_i] for each output i (1..3) sharing X [M, K]
   // ([M, 2K] when gated) and the input transform `in` (gate, then RMSNorm); the
   // outputs of one weight type are one dispatch (split only past the binding
@@ -228,6 +262,10 @@ class Kernels {
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;
   // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.
   bool linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
+  // Whether linear() takes the cooperative-matrix GEMM for x.
+  bool use_coopmat(const Act& x) const {
+    return config_.coopmat_auto && config_.coopmat.valid() && x.rows >= config_.coopmat_min_m;
+  }
   Device& device_;
   KernelConfig config_;
   Allocator* scratch_ = nullptr;

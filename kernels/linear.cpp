@@ -310,7 +310,9 @@ void Kernels::linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const 
 
 void Kernels::linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   if (linear_int8(cmd, x, w, y)) return;
-  record_linear(device_, config_, cmd, x, w, y, x.rows <= config_.linear_matvec_max_m);
+  const bool matvec = x.rows <= config_.linear_matvec_max_m;
+  if (!matvec && use_coopmat(x)) return linear_gemm_coopmat(cmd, x, w, y);
+  record_linear(device_, config_, cmd, x, w, y, matvec);
 }
 
 }  // namespace reach

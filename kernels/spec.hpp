@@ -55,6 +55,13 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_SPEC_FILE "shaders/spec/linear_gemm.h"
 #include "kernels/spec_struct.inc"
 
+#define REACH_SPEC_NAME GemmCoopmatSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_gemm_coopmat.h"
+#include "kernels/spec_struct.inc"
+#define REACH_SPEC_NAME GemmCoopmatQSpec
+#define REACH_SPEC_FILE "shaders/spec/linear_gemm_coopmat_q.h"
+#include "kernels/spec_struct.inc"
+
 #define REACH_SPEC_NAME MatvecSpec
 #define REACH_SPEC_FILE "shaders/spec/linear_matvec.h"
 #include "kernels/spec_struct.inc"
@@ -212,6 +219,13 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #include "kernels/binding_struct.inc"
 #define REACH_BIND_NAME LinearGemmQBindings
 #define REACH_BIND_FILE "shaders/spec/linear_gemm_q.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME LinearGemmCoopmatBindings
+#define REACH_BIND_FILE "shaders/spec/linear_gemm_coopmat.h"
+#include "kernels/binding_struct.inc"
+#define REACH_BIND_NAME LinearGemmCoopmatQBindings
+#define REACH_BIND_FILE "shaders/spec/linear_gemm_coopmat_q.h"
 #include "kernels/binding_struct.inc"
 
 #define REACH_BIND_NAME LinearMatvecQBindings

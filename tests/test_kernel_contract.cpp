@@ -108,6 +108,8 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::LinearMatvecBindings>("linear_matvec");
   check_bindings<spec::LinearGemmQBindings>("linear_gemm_q");
   check_bindings<spec::LinearMatvecQBindings>("linear_matvec_q");
+  check_bindings<spec::LinearGemmCoopmatBindings>("linear_gemm_coopmat");
+  check_bindings<spec::LinearGemmCoopmatQBindings>("linear_gemm_coopmat_q");
   check_bindings<spec::LinearMatvecFusedBindings>("linear_matvec_fused");
   check_bindings<spec::LinearMatvecFusedQBindings>("linear_matvec_fused_q");
   check_bindings<spec::AttentionKvStoreBindings>("attention_kv_store");

