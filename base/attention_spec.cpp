@@ -147,4 +147,10 @@ AttentionSpec AttentionSpec::with_softcap(float cap) const {
   return s;
 }
 
+AttentionSpec AttentionSpec::with_sink_logits(bool on) const {
+  AttentionSpec s = *this;
+  s.sink_logits = on;
+  return s;
+}
+
 }  // namespace reach

@@ -79,6 +79,10 @@ struct AttentionSpec {
   // > 0: soft-capped logits (Gemma 2's attn_logit_softcapping): the scaled
   // score s becomes softcap·tanh(s/softcap) before bias, mask and softmax.  0 = none.
   float softcap = 0;
+  // gpt-oss: a learned per-head sink logit s_h joins every softmax's denominator,
+  // p_j = exp(z_j - m) / (exp(s_h - m) + sum_i exp(z_i - m)), m = max(max_i z_i, s_h),
+  // and brings no value.  The kernels read the logits (f32 [n_heads]) from a buffer.
+  bool sink_logits = false;
 
   bool dual() const { return branch_window != UINT32_MAX; }
 
@@ -101,6 +105,7 @@ struct AttentionSpec {
   // §4 KeyNorm / QueryNorm / CosA (λ = 4 ln cos_n, or 4 ln(i+1) when 0): scale 1; none: 1/sqrt(head_dim).
   AttentionSpec with_norm(QkNorm norm, float cos_n = 0) const;
   AttentionSpec with_softcap(float cap) const;                // Gemma 2 logit soft-capping (0 = off)
+  AttentionSpec with_sink_logits(bool on = true) const;       // gpt-oss per-head sink logits in the denominator
 };
 
 }  // namespace reach

@@ -34,7 +34,7 @@ constexpr double kLog2e = 1.4426950408889634;
 
 // The push-constant block of every attention kernel (shaders/spec/attention_push.h).
 using AttnPush = spec::AttentionPush;
-static_assert(sizeof(AttnPush) == 96);
+static_assert(sizeof(AttnPush) == 100);
 
 // The shaders' mode values (shaders/spec/attention_modes.h) are base's enums.
 static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Pos::shifted) == spec::Q2POS_SHIFTED &&
@@ -48,7 +48,7 @@ static_assert(uint32_t(QkNorm::none) == spec::QKNORM_NONE && uint32_t(QkNorm::ke
 // keys at the same numbers: select_variant marks them texel buffers for all.
 template <class A, class B>
 constexpr bool same_cache_bindings() {
-  return A::count == B::count && A::B_STEP == B::B_STEP && A::B_Q == B::B_Q && A::B_KCACHE == B::B_KCACHE &&
+  return A::B_STEP == B::B_STEP && A::B_Q == B::B_Q && A::B_KCACHE == B::B_KCACHE &&
          A::B_VCACHE == B::B_VCACHE && A::B_TAB1 == B::B_TAB1 && A::B_TAB2 == B::B_TAB2 && A::B_KROT == B::B_KROT;
 }
 using CacheBindings = spec::AttentionPrefillBindings;
@@ -84,6 +84,17 @@ void validate(const AttentionSpec& s, const RopeTable& t1, const RopeTable* t2) 
     if (t2 && s.branch2_table2 && (!t2->buffer || t2->positions == 0 || t2->pairs < rp || t2->pairs % 2))
       fail(where + ": branch 2 needs table 2");
   }
+}
+
+// The sink-logit binding: the caller's buffer (n_heads f32) when the spec has
+// sink logits, else a placeholder the kernel never reads.
+BufferRange sink_range(const AttentionSpec& s, const BufferRange& sinks, const BufferRange& placeholder,
+                       const char* where) {
+  if (!s.sink_logits) return placeholder;
+  if (sinks.buffer == VK_NULL_HANDLE || sinks.size < uint64_t(s.n_heads) * 4)
+    fail(std::string(where) + ": a spec with sink logits needs their buffer (" + std::to_string(s.n_heads) +
+         " f32, one per head), got " + std::to_string(sinks.size) + " bytes");
+  return sinks;
 }
 
 float scale_log2(const AttentionSpec& s) {
@@ -186,6 +197,7 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
   sc.alibi = spec.alibi_max_bias > 0;
   sc.krot = krot;
   sc.softcap = spec.softcap > 0;
+  sc.sink = spec.sink_logits;
 }
 
 struct DecodeShape {
@@ -344,7 +356,7 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
 
 void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                         const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
-                        uint32_t max_new) {
+                        uint32_t max_new, const BufferRange& sinks) {
   validate(spec, table1, &table2);
   const uint32_t qd = spec.n_heads * spec.head_dim;
   if (q.cols != qd || out.cols != qd || q.rows < max_new || out.rows < max_new)
@@ -381,6 +393,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   push.max_rows = max_new;
   const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
+  const BufferRange sk = sink_range(spec, sinks, step, "prefill");
   const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
   for (const HeadChunk& hc :
        head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
@@ -394,7 +407,8 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
                                  {B::B_TAB1, r1},
                                  {B::B_TAB2, r2},
                                  {B::B_OUT, out.range()},
-                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)}}),
+                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_SINK, sk}}),
                  &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
 }
@@ -439,25 +453,79 @@ DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const 
 }
 }  // namespace
 
+namespace {
+// The scratch of decode: partials at 0, the fused kernel's arrival counters
+// (one u32 per head: at most kv heads x head chunks are used) at an offset a
+// storage binding may start at.
+struct ScratchLayout {
+  uint64_t partials, counters_at, counters, total;
+};
+ScratchLayout scratch_layout(const DecodeShape& d, const AttentionSpec& spec, const Capabilities& caps) {
+  ScratchLayout l;
+  l.partials = uint64_t(d.n_splits) * spec.n_heads * (spec.head_dim + 2) * 4;
+  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 4);
+  l.counters_at = (l.partials + align - 1) / align * align;
+  l.counters = uint64_t(spec.n_heads) * 4;
+  l.total = l.counters_at + l.counters;
+  return l;
+}
+}  // namespace
+
 uint64_t Attention::decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const {
   const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, capacity);
-  return uint64_t(d.n_splits) * spec.n_heads * (spec.head_dim + 2) * 4;
+  return scratch_layout(d, spec, device_.caps()).total;
+}
+
+bool Attention::fused_decode_supported(const AttentionSpec& spec, const LayerCache& cache) const {
+  if (!cache.k || !cache.v || cache.capacity == 0) return false;
+  if (cache.ring && spec.window < 2) return false;
+  const auto chunks = head_chunks(spec, cache.rows(spec), max_binding(device_.caps()),
+                                  device_.caps().min_storage_buffer_offset_alignment);
+  return chunks.size() == 1;
 }
 
 void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                        const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
-                       const BufferRange& scratch) {
+                       const BufferRange& scratch, const BufferRange& sinks) {
+  record_decode(cmd, spec, table1, table2, step, q, nullptr, nullptr, cache, out, scratch, sinks, QkRmsNorm{});
+}
+
+void Attention::decode_fused(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
+                             const RopeTable& table2, const BufferRange& step, const Act& q, const Act& k_new,
+                             const Act& v_new, const LayerCache& cache, const Act& out, const BufferRange& scratch,
+                             const BufferRange& sinks, const QkRmsNorm& qk_norm) {
+  record_decode(cmd, spec, table1, table2, step, q, &k_new, &v_new, cache, out, scratch, sinks, qk_norm);
+}
+
+// decode (k_new == nullptr: the split-K kernel, a barrier, the combine) or
+// decode_fused (one dispatch that also stores the new row and merges).
+void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
+                              const RopeTable& table2, const BufferRange& step, const Act& q, const Act* k_new,
+                              const Act* v_new, const LayerCache& cache, const Act& out, const BufferRange& scratch,
+                              const BufferRange& sinks, const QkRmsNorm& qk_norm) {
+  const bool fused = k_new != nullptr;
+  const char* what = fused ? "decode_fused" : "decode";
   validate(spec, table1, &table2);
-  const uint32_t qd = spec.n_heads * spec.head_dim;
+  const uint32_t qd = spec.n_heads * spec.head_dim, kvd = spec.n_kv_heads * spec.head_dim;
   if (q.cols != qd || out.cols != qd || q.rows < 1 || out.rows < 1)
-    fail("decode: q/out must be [1, " + std::to_string(qd) + "]");
-  if (!cache.k || !cache.v || cache.capacity == 0) fail("decode: no cache");
-  check_ring(spec, cache, 1, "decode");
+    fail(std::string(what) + ": q/out must be [1, " + std::to_string(qd) + "]");
+  if (fused && (k_new->cols != kvd || v_new->cols != kvd || k_new->rows < 1 || v_new->rows < 1))
+    fail(std::string(what) + ": k/v rows must be [1, " + std::to_string(kvd) + "]");
+  if (!cache.k || !cache.v || cache.capacity == 0) fail(std::string(what) + ": no cache");
+  check_ring(spec, cache, 1, what);
+  const bool qk_rms = fused && qk_norm.q.buffer != VK_NULL_HANDLE;
+  if (qk_rms && (qk_norm.q.size < uint64_t(spec.head_dim) * 4 || qk_norm.k.buffer == VK_NULL_HANDLE ||
+                 qk_norm.k.size < uint64_t(spec.head_dim) * 4))
+    fail(std::string(what) + ": the q/k RMSNorm weights must be " + std::to_string(spec.head_dim) + " f32 each");
+  if (fused && !fused_decode_supported(spec, cache))
+    unsupported("decode_fused: the cache must fit one binding, and a ring cache needs a window of at least 2 "
+                "(use kv_store + decode)");
   const uint32_t cache_rows = cache.rows(spec);
   const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, cache.capacity);
-  const uint64_t need = decode_scratch_bytes(spec, cache.capacity);
-  if (scratch.size < need)
-    fail("decode: scratch of " + std::to_string(scratch.size) + " bytes, needs " + std::to_string(need));
+  const ScratchLayout sl = scratch_layout(d, spec, device_.caps());
+  if (scratch.size < sl.total)
+    fail(std::string(what) + ": scratch of " + std::to_string(scratch.size) + " bytes, needs " +
+         std::to_string(sl.total));
   const uint32_t gq = group_size(spec);
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
@@ -474,6 +542,9 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   sc.lane_keys = d.kpl;
   sc.hpw = d.hpw;
   set_scheme(sc, spec, krot);
+  sc.sink = fused && spec.sink_logits;   // unfused: the combine pass adds the sink
+  sc.fused = fused;
+  sc.qk_rms = qk_rms;
   using B = spec::AttentionDecodeBindings;   // attention_decode_lanes: the same (static_assert above)
   PipelineDesc desc{ShaderId::attention_decode, B::count, sizeof(AttnPush), sc.constants()};
   if (lanes) {
@@ -487,38 +558,59 @@ void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTa
   push.max_rows = 1;
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
+  push.qk_norm_eps = qk_norm.eps;
   const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
-  const BufferRange part{scratch.buffer, scratch.offset, need};
+  const BufferRange part{scratch.buffer, scratch.offset, sl.partials};
+  const BufferRange counters{scratch.buffer, scratch.offset + sl.counters_at, sl.counters};
+  const BufferRange sk = sink_range(spec, sinks, step, what);
   const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
   const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};
+  const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
   for (const HeadChunk& hc :
        head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
+    const BufferRange kc = cache.k->range(hc.first * slab, hc.count * slab);
+    const BufferRange vc = cache.v->range(hc.first * slab, hc.count * slab);
+    const BufferRange krc = kr->range(hc.first * slab, hc.count * slab);
+    // The fused kernel's own bindings; placeholders (never read) for the unfused one.
+    const BufferRange kn = fused ? BufferRange{k_new->buffer->handle(), k_new->offset, uint64_t(kvd) * 4} : step;
+    const BufferRange vn = fused ? BufferRange{v_new->buffer->handle(), v_new->offset, uint64_t(kvd) * 4} : step;
     cmd.dispatch(p,
                  spec::bound<B>({{B::B_STEP, step},
                                  {B::B_Q, q1},
-                                 {B::B_KCACHE, cache.k->range(hc.first * slab, hc.count * slab)},
-                                 {B::B_VCACHE, cache.v->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_KCACHE, kc},
+                                 {B::B_VCACHE, vc},
                                  {B::B_TAB1, r1},
                                  {B::B_TAB2, r2},
                                  {B::B_PART, part},
-                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)}}),
+                                 {B::B_KROT, krc},
+                                 {B::B_SINK, fused ? sk : step},
+                                 {B::B_KNEW, kn},
+                                 {B::B_VNEW, vn},
+                                 {B::B_OUT, fused ? o1 : step},
+                                 {B::B_KSTORE, fused ? kc : step},
+                                 {B::B_VSTORE, fused ? vc : step},
+                                 {B::B_KRSTORE, fused ? krc : step},
+                                 {B::B_COUNT, fused ? counters : step},
+                                 {B::B_QNORM, qk_rms ? qk_norm.q : step},
+                                 {B::B_KNORM, qk_rms ? qk_norm.k : step}}),
                  &push, sizeof push, d.n_splits, hc.count * d.nhc, 1,
                  lanes ? "attention_decode_lanes" : "attention_decode");
   }
+  if (fused) return;
   cmd.barrier();
   const uint32_t cwg = std::min<uint32_t>(64, std::max<uint32_t>(spec.head_dim / 4, 1));
   spec::AttentionCombineSpec csc;
   csc.wg = cwg;
   csc.head_dim = spec.head_dim;
+  csc.sink = spec.sink_logits;
   using BC = spec::AttentionCombineBindings;
   const Pipeline& pc =
       device_.pipelines().get({ShaderId::attention_combine, BC::count, sizeof(AttnPush), csc.constants()});
-  const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
-  cmd.dispatch(pc, spec::bound<BC>({{BC::B_STEP, step}, {BC::B_PART, part}, {BC::B_OUT, o1}}), &push, sizeof push,
-               spec.n_heads, 1, 1, "attention_combine");
+  cmd.dispatch(pc, spec::bound<BC>({{BC::B_STEP, step}, {BC::B_PART, part}, {BC::B_OUT, o1}, {BC::B_SINK, sk}}),
+               &push, sizeof push, spec.n_heads, 1, 1, "attention_combine");
 }
 
 }  // namespace reach

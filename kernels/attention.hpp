@@ -91,6 +91,14 @@ struct LayerCache {
   uint32_t rows(const AttentionSpec& spec) const { return ring ? spec.sinks + ring : capacity; }
 };
 
+// Per-head RMSNorms of q and k (Gemma 3, Qwen3): weights f32 [head_dim] each,
+// applied by decode_fused to the query rows and the new key before anything
+// else; q.buffer == VK_NULL_HANDLE: none.
+struct QkRmsNorm {
+  BufferRange q, k;
+  float eps = 0;
+};
+
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
 
@@ -108,18 +116,36 @@ class Attention {
   // out [n_new, n_heads*head_dim] = attention of the raw (un-rotated) q rows
   // [n_new, n_heads*head_dim] over keys [0, pos0+n_new) of the cache.
   // max_new bounds n_new for sizing dispatches (the actual count comes from step).
+  // sinks: the per-head sink logits (f32 [n_heads]) when spec.sink_logits.
   void prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
-               const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out, uint32_t max_new);
+               const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out, uint32_t max_new,
+               const BufferRange& sinks = {});
 
   // One query row (n_new == 1): keys split across workgroups, then combined.
   // The split count is fixed here from the capacity, so the recorded command
   // buffer serves every position (splits past the live keys exit at once).
   void decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
               const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
-              const BufferRange& scratch);   // scratch: decode_scratch_bytes(spec, cache.capacity) bytes
+              const BufferRange& scratch,   // scratch: decode_scratch_bytes(spec, cache.capacity) bytes
+              const BufferRange& sinks = {});
 
-  // Scratch the decode path needs for a cache of this capacity (bytes).
-  // splits x n_heads x (head_dim + 2) f32: never grows with n².
+  // kv_store of the step's one new row, then decode, in one dispatch: the
+  // split holding the new key reads it from k_new / v_new (as kv_store would
+  // store it) and writes its cache rows; the last split of each head to finish
+  // merges the splits (an arrival counter per head in the scratch, which must
+  // start zeroed and is left zeroed).  Needs fused_decode_supported.
+  void decode_fused(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+                    const BufferRange& step, const Act& q, const Act& k_new, const Act& v_new,
+                    const LayerCache& cache, const Act& out, const BufferRange& scratch,
+                    const BufferRange& sinks = {}, const QkRmsNorm& qk_norm = {});
+  // Whether decode_fused can serve this layer: the cache fits one binding per
+  // K / V, and a ring cache's window is at least 2 (the rows a step reads then
+  // never include the row it overwrites).
+  bool fused_decode_supported(const AttentionSpec& spec, const LayerCache& cache) const;
+
+  // Scratch the decode path needs for a cache of this capacity (bytes):
+  // splits x n_heads x (head_dim + 2) f32 partials, never growing with n², and
+  // the fused kernel's arrival counters (one u32 per head) after them.
   uint64_t decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const;
 
   // Whether this device can run decode_variant 2 (subgroup arithmetic, a fixed subgroup size).
@@ -132,6 +158,10 @@ class Attention {
 
  private:
   void select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const;
+  void record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
+                     const BufferRange& step, const Act& q, const Act* k_new, const Act* v_new,
+                     const LayerCache& cache, const Act& out, const BufferRange& scratch, const BufferRange& sinks,
+                     const QkRmsNorm& qk_norm);
 
   Device& device_;
   AttentionTuning tuning_;

@@ -46,9 +46,23 @@ layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define KC(i) kc[i]
 #define VC(i) vc[i]
 #endif
-layout(binding = B_PART) writeonly buffer Part { float part[]; };
+layout(binding = B_PART) coherent buffer Part { float part[]; };
+// FUSED (attention_decode_fused.glsl); placeholders otherwise.
+layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
+layout(binding = B_KNEW) readonly buffer KN { vec4 k_new[]; };
+layout(binding = B_VNEW) readonly buffer VN { vec4 v_new[]; };
+layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
+layout(binding = B_KSTORE) writeonly buffer KS { vec4 kstore[]; };
+layout(binding = B_VSTORE) writeonly buffer VS { vec4 vstore[]; };
+layout(binding = B_KRSTORE) writeonly buffer KRS { vec4 krstore[]; };
+layout(binding = B_COUNT) coherent buffer Count { uint counter[]; };
+layout(binding = B_QNORM) readonly buffer QNW { vec4 qnorm_w[]; };
+layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
+#include "attention_merge.glsl"
+#include "attention_decode_fused.glsl"
+shared uint sArrived;
 
 shared vec4 sQ1[GQ * D4];
 shared vec4 sQ2[(DUAL ? GQ : 1u) * D4];
@@ -72,45 +86,33 @@ vec4 rotated_key(uint base, uint c, int p, bool t2) {
   return x * cs + KC(base + c - R4) * sn;
 }
 
-void main() {
-  const uint lane = gl_LocalInvocationIndex;
-  const uint s = gl_WorkGroupID.x;
-  const uint g_local = gl_WorkGroupID.y;
+// Split s of kv head g (g_local in the bound cache): attends keys [k_begin,
+// k_end) of the cache (FUSED: the new key i from the qkv output instead of
+// the cache when the split holds it) and writes one partial per head.
+void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end) {
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
-  const uint pos0 = step[0], n_new = max(step[1], 1u);
-  const int i = int(pos0 + n_new - 1u);
-  const int kv_len = i + 1;
-  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
-  if (k_begin >= kv_len) return;   // past the live keys: the combine pass skips this split
-  const int k_end = min(k_begin + int(pc.split_len), kv_len);
   const int W = int(min(pc.branch_window, 0x7fffffffu));
   const uint ml_base = pc.n_splits * H * D;
-
-  if (pc.window != 0u && i - (k_end - 1) >= int(pc.window) && k_begin >= int(pc.sinks)) {
-    // Every key of the split is outside the window: an empty partial.
-    for (uint hq = lane; hq < GQ; hq += WG) {
-      part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
-      part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
-    }
-    return;
-  }
+  const bool holds_new = FUSED && k_end == i + 1;
+  if (holds_new) k_end = i;
 
   // Queries of the group: norms, logn, scale, log2(e), rotation(s).
   const int p2 = q2_position(Q2MODE, i, pc.q2_const, pc.group);
   for (uint idx = lane; idx < GQ * D4; idx += WG) {
     const uint hq = idx / D4, c = idx % D4;
     const uint qb = (g * GQ + hq) * D4;
+    const float rq = q_rms(qb);
     float n2 = 0.0;
     if (NORM == QKNORM_QUERY || NORM == QKNORM_COS)
-      for (uint e = 0u; e < D4; ++e) n2 += dot(qbuf[qb + e], qbuf[qb + e]);
+      for (uint e = 0u; e < D4; ++e) n2 += dot(q_in(qb, e, rq), q_in(qb, e, rq));
     const float f = query_factor(i, n2, NORM);
-    const vec4 x = qbuf[qb + c] * f;
+    const vec4 x = q_in(qb, c, rq) * f;
     vec4 x1 = x, x2 = x;
     if (ROPE && c < 2u * R4) {
       const bool lo = c < R4;
       const uint cp = lo ? c : c - R4;
-      const vec4 y = qbuf[qb + (lo ? c + R4 : c - R4)] * f;
+      const vec4 y = q_in(qb, lo ? c + R4 : c - R4, rq) * f;
       const vec4 sy = lo ? -y : y;
       vec4 cs, sn;
       table_cs1(i, cp, cs, sn);
@@ -147,7 +149,7 @@ void main() {
     // Phase 1: scores, one key per invocation.
     for (uint j = lane; j < nk; j += WG) {
       const int m = k_lo + int(j);
-      const uint base = (g_local * pc.capacity + kv_row(m)) * D4;
+      const uint base = (g_local * pc.capacity + kv_row(fused_read_key(m, i))) * D4;
       const bool b2 = need2 && (!need1 || (i - m) >= W);
       vec4 kr[D4];
       if (b2) {
@@ -195,7 +197,7 @@ void main() {
       for (uint a = 0u; a < ACCN; ++a) acc[hq * ACCN + a] *= alpha;
     }
     for (uint j = 0u; j < nk; ++j) {
-      const uint base = (g_local * pc.capacity + kv_row(k_lo + int(j))) * D4;
+      const uint base = (g_local * pc.capacity + kv_row(fused_read_key(k_lo + int(j), i))) * D4;
       for (uint a = 0u; a < ACCN; ++a) {
         const uint c = lane + a * WG;
         if (c >= D4) break;
@@ -204,6 +206,33 @@ void main() {
       }
     }
     // sS is next written after the barrier that follows phase 2's reads; sP after phase 1's barrier.
+  }
+
+  if (holds_new) {
+    // The new key, from the qkv output; every invocation updates its own dims.
+    vec4 kn[D4], k1[D4], k2[D4];
+    fused_new_key(g, i, kn, k1);
+    const bool b1 = !DUAL || W > 0;
+    if (!b1) fused_new_key2(kn, i, k2);
+    for (uint hq = 0u; hq < GQ; ++hq) {
+      vec4 a = vec4(0.0);
+      if (b1) {
+        for (uint c = 0u; c < D4; ++c) a += sQ1[hq * D4 + c] * k1[c];
+      } else if (DUAL) {
+        for (uint c = 0u; c < D4; ++c) a += sQ2[hq * D4 + c] * k2[c];
+      }
+      const float sc = capped_score((a.x + a.y) + (a.z + a.w), SOFTCAP);
+      const float mn = max(m_run[hq], sc);
+      const float alpha = exp2(m_run[hq] - mn), p = exp2(sc - mn);
+      l_run[hq] = l_run[hq] * alpha + p;
+      m_run[hq] = mn;
+      for (uint a4 = 0u; a4 < ACCN; ++a4) {
+        const uint c = lane + a4 * WG;
+        if (c >= D4) break;
+        acc[hq * ACCN + a4] = acc[hq * ACCN + a4] * alpha + p * v_new[g * D4 + c];
+      }
+    }
+    fused_store(g, g_local, i, kn, k1, lane, WG);
   }
 
   for (uint hq = 0u; hq < GQ; ++hq) {
@@ -223,4 +252,41 @@ void main() {
       part[ml_base + (s * H + h) * 2u + 1u] = l_run[hq];
     }
   }
+}
+
+void main() {
+  const uint lane = gl_LocalInvocationIndex;
+  const uint s = gl_WorkGroupID.x;
+  const uint g_local = gl_WorkGroupID.y;
+  const uint g = pc.kv_base + g_local;
+  const uint H = pc.n_heads;
+  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const int i = int(pos0 + n_new - 1u);
+  const int kv_len = i + 1;
+  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
+  if (k_begin >= kv_len) return;   // past the live keys: the merge skips this split
+  const int k_end = min(k_begin + int(pc.split_len), kv_len);
+  const uint ml_base = pc.n_splits * H * D;
+
+  if (pc.window != 0u && i - (k_end - 1) >= int(pc.window) && k_begin >= int(pc.sinks)) {
+    // Every key of the split is outside the window: an empty partial.
+    for (uint hq = lane; hq < GQ; hq += WG) {
+      part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
+      part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
+    }
+  } else {
+    attend_split(lane, s, g_local, i, k_begin, k_end);
+  }
+  if (!FUSED) return;
+
+  // The last workgroup of this kv head to arrive merges the group's heads.
+  memoryBarrierBuffer();
+  barrier();
+  if (lane == 0u) sArrived = atomicAdd(counter[gl_WorkGroupID.y], 1u);
+  barrier();
+  const uint n_live = live_splits(i);
+  if (sArrived + 1u != n_live) return;
+  memoryBarrierBuffer();
+  for (uint idx = lane; idx < GQ * D4; idx += WG) merge_splits(g * GQ + idx / D4, n_live, idx % D4, D4);
+  if (lane == 0u) counter[gl_WorkGroupID.y] = 0u;
 }

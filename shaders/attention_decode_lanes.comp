@@ -52,9 +52,22 @@ layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define KC(i) kc[i]
 #define VC(i) vc[i]
 #endif
-layout(binding = B_PART) writeonly buffer Part { float part[]; };
+layout(binding = B_PART) coherent buffer Part { float part[]; };
+// FUSED (attention_decode_fused.glsl); placeholders otherwise.
+layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
+layout(binding = B_KNEW) readonly buffer KN { vec4 k_new[]; };
+layout(binding = B_VNEW) readonly buffer VN { vec4 v_new[]; };
+layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
+layout(binding = B_KSTORE) writeonly buffer KS { vec4 kstore[]; };
+layout(binding = B_VSTORE) writeonly buffer VS { vec4 vstore[]; };
+layout(binding = B_KRSTORE) writeonly buffer KRS { vec4 krstore[]; };
+layout(binding = B_COUNT) coherent buffer Count { uint counter[]; };
+layout(binding = B_QNORM) readonly buffer QNW { vec4 qnorm_w[]; };
+layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
+#include "attention_merge.glsl"
+#include "attention_decode_fused.glsl"
 
 // Per-lane state: the chunk's queries for branch 1 and 2 (shared by all
 // lanes), and this lane's online softmax over the keys it visited.
@@ -100,7 +113,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   float s[KPL * HPW];
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
-    const int mk = min(m, k_last);
+    const int mk = fused_read_key(min(m, k_last), i);
     const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
     float s1[HPW], s2[HPW];
     if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
@@ -131,7 +144,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
     }
   }
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
-    const int mk = min(k0 + int(t * WG + lane), k_last);
+    const int mk = fused_read_key(min(k0 + int(t * WG + lane), k_last), i);
     const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
       const vec4 v = VC(base + c);
@@ -140,30 +153,17 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   }
 }
 
-void main() {
-  const uint lane = gl_SubgroupInvocationID;
-  const uint s = gl_WorkGroupID.x;
-  const uint g_local = gl_WorkGroupID.y / NHC;
-  const uint hq0 = (gl_WorkGroupID.y % NHC) * HPW;   // first query head of the chunk within the group
+// Split s of kv head g (g_local in the bound cache), query heads [hq0,
+// hq0 + HPW) of its group: attends keys [k_begin, k_last] of the cache (FUSED:
+// plus the new key i when the split holds it) and writes one partial per head.
+void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin, int k_last) {
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
-  const uint pos0 = step[0], n_new = max(step[1], 1u);
-  const int i = int(pos0 + n_new - 1u);
-  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
-  if (k_begin > i) return;   // past the live keys: the combine pass skips this split
-  const int k_last = min(k_begin + int(pc.split_len), i + 1) - 1;
   const int W = int(min(pc.branch_window, 0x7fffffffu));
   const uint ml_base = pc.n_splits * H * D;
-
-  if (pc.window != 0u && i - k_last >= int(pc.window) && k_begin >= int(pc.sinks)) {
-    // Every key of the split is outside the sliding window: an empty partial.
-    if (lane == 0u)
-      for (uint hq = hq0; hq < min(hq0 + HPW, GQ); ++hq) {
-        part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
-        part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
-      }
-    return;
-  }
+  // FUSED: the new key comes from the qkv output, not the cache (module comment of attention_decode_fused.glsl).
+  const bool holds_new = FUSED && k_last == i;
+  if (holds_new) k_last = i - 1;
 
   // Queries of the chunk (heads past the group repeat its last head and are
   // not written): norms, logn, scale, log2(e), rotation(s).
@@ -171,12 +171,13 @@ void main() {
   [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
     const uint h = g * GQ + min(hq0 + hq, GQ - 1u);
     const uint qb = h * D4;
+    const float rq = q_rms(qb);
     float n2 = 0.0;
     if (NORM == QKNORM_QUERY || NORM == QKNORM_COS)
-      [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(qbuf[qb + c], qbuf[qb + c]);
+      [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(q_in(qb, c, rq), q_in(qb, c, rq));
     const float f = query_factor(i, n2, NORM);
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
-      const vec4 x = qbuf[qb + c] * f;
+      const vec4 x = q_in(qb, c, rq) * f;
       q1[hq * D4 + c] = x;
       if (DUAL) q2[hq * D4 + c] = x;
       acc[hq * D4 + c] = vec4(0.0);
@@ -203,7 +204,7 @@ void main() {
   // [0, n_out) branch 2 only, [n_out, t_win) both, [t_win, nt) branch 1 only;
   // the window masks [n_sink, n_masked).
   const int B = int(TK);
-  const int nt = (k_last - k_begin) / B + 1;
+  const int nt = k_last >= k_begin ? (k_last - k_begin) / B + 1 : 0;
   const int x = i - W + 1 - k_begin;   // first branch-1 key, relative to the split
   const int n_out = DUAL ? min(max(x, 0) / B, nt) : 0;
   const int t_win = DUAL ? clamp(x <= 0 ? 0 : (x + B - 1) / B, n_out, nt) : 0;
@@ -221,6 +222,34 @@ void main() {
   }
   TILE_RANGE(t_win, nt, 1u)
 #undef TILE_RANGE
+
+  if (holds_new) {
+    // The new key: every lane scores it, lane 0 alone counts it.
+    vec4 kn[D4], k1[D4];
+    fused_new_key(g, i, kn, k1);
+    const bool b1 = !DUAL || W > 0;
+    vec4 k2[D4];
+    if (!b1) fused_new_key2(kn, i, k2);
+    [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
+      vec4 a = vec4(0.0);
+      if (b1) {
+        [[unroll]] for (uint c = 0u; c < D4; ++c) a += q1[hq * D4 + c] * k1[c];
+      } else if (DUAL) {
+        [[unroll]] for (uint c = 0u; c < D4; ++c) a += q2[hq * D4 + c] * k2[c];
+      }
+      const float sc = lane == 0u ? capped_score((a.x + a.y) + (a.z + a.w), SOFTCAP) : NEG;
+      if (sc > m_run[hq]) {
+        const float alpha = exp2(m_run[hq] - sc);
+        l_run[hq] *= alpha;
+        [[unroll]] for (uint c = 0u; c < D4; ++c) acc[hq * D4 + c] *= alpha;
+        m_run[hq] = sc;
+      }
+      const float p = sc > NEG_HALF ? exp2(sc - m_run[hq]) : 0.0;
+      l_run[hq] += p;
+      [[unroll]] for (uint c = 0u; c < D4; ++c) acc[hq * D4 + c] += p * v_new[g * D4 + c];
+    }
+    if (hq0 == 0u) fused_store(g, g_local, i, kn, k1, lane, WG);
+  }
 
   // Merge the lanes: one partial per (split, head).
   [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) {
@@ -244,4 +273,42 @@ void main() {
       part[ml_base + (s * H + h) * 2u + 1u] = l;
     }
   }
+}
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint s = gl_WorkGroupID.x;
+  const uint g_local = gl_WorkGroupID.y / NHC;
+  const uint hq0 = (gl_WorkGroupID.y % NHC) * HPW;   // first query head of the chunk within the group
+  const uint g = pc.kv_base + g_local;
+  const uint H = pc.n_heads;
+  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const int i = int(pos0 + n_new - 1u);
+  const int k_begin = decode_first_key(i) + int(s * pc.split_len);
+  if (k_begin > i) return;   // past the live keys: the merge skips this split
+  const int k_last = min(k_begin + int(pc.split_len), i + 1) - 1;
+  const uint ml_base = pc.n_splits * H * D;
+
+  if (pc.window != 0u && i - k_last >= int(pc.window) && k_begin >= int(pc.sinks)) {
+    // Every key of the split is outside the sliding window: an empty partial.
+    if (lane == 0u)
+      for (uint hq = hq0; hq < min(hq0 + HPW, GQ); ++hq) {
+        part[ml_base + (s * H + g * GQ + hq) * 2u] = NEG;
+        part[ml_base + (s * H + g * GQ + hq) * 2u + 1u] = 0.0;
+      }
+  } else {
+    attend_split(lane, s, g_local, hq0, i, k_begin, k_last);
+  }
+  if (!FUSED) return;
+
+  // The last workgroup of this (kv head, head chunk) to arrive merges its heads.
+  memoryBarrierBuffer();
+  const uint n_live = live_splits(i);
+  uint arrived = 0u;
+  if (lane == 0u) arrived = atomicAdd(counter[gl_WorkGroupID.y], 1u);
+  arrived = subgroupMax(arrived);   // lane 0's count
+  if (arrived + 1u != n_live) return;
+  memoryBarrierBuffer();
+  for (uint hq = hq0; hq < min(hq0 + HPW, GQ); ++hq) merge_splits(g * GQ + hq, n_live, lane, WG);
+  if (lane == 0u) counter[gl_WorkGroupID.y] = 0u;
 }

@@ -57,6 +57,7 @@ layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define VC(i) vc[i]
 #endif
 layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
+layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 
@@ -233,6 +234,15 @@ void main() {
 #undef TILE_RANGE
 
   if (!valid) return;
+  if (SINK) {
+    // The head's sink logit joins the denominator (no value): the row's max
+    // becomes max(m, s_h) and the sum gains exp(s_h - max).
+    const float sl = sink_logit[h] * float(LOG2E);
+    const float m = max(m_run, sl);
+    const float alpha = exp2(m_run - m);
+    l_run = l_run * alpha + exp2(sl - m);
+    [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] *= alpha;
+  }
   const float inv = l_run > 0.0 ? 1.0 / l_run : 0.0;
   const uint ob = (t * H + h) * D4;
   [[unroll]] for (uint c = 0u; c < D4; ++c) obuf[ob + c] = o[c] * inv;

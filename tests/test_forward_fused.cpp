@@ -4,7 +4,9 @@
 // tests/data/families, from its HF folder and its GGUF, with the weights as stored (f16), converted to bf16 or
 // quantized at load (q8_0, q4_0), under the position schemes whose kernels differ (ReRoPE, Leaky ReRoPE,
 // YaRN, KeyNorm, windows with rings); single-sequence decode and batched decode; plus the real Gemma 3 270M
-// Q4_K_M GGUF where it is installed.
+// Q4_K_M GGUF where it is installed.  The fused layer's attention is one dispatch (Attention::decode_fused:
+// the new row's store, the split-K attention and the merge, with per-head q/k norms), so these comparisons
+// cover it against kv_store + decode + combine too.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -203,6 +205,38 @@ TEST_CASE("fused batched decode equals the unfused batch and single-sequence dec
       const std::string label = fam + (fused ? " fused" : " unfused");
       MESSAGE(label << " batch of 3 vs unfused single decode: " << worst);
       CHECK(worst <= kRelTol);
+    }
+  }
+}
+
+TEST_CASE("fused decode layer: at most 6 dispatches and 5 barriers per plain layer, every scheme") {
+  // A plain layer: qkv, attention (store, attend and merge in one dispatch, with
+  // Qwen3's per-head q/k norms inside it), o-projection, gate/up, down.  Counted
+  // from the recorded program (Session::last_counts), not timed.
+  Gpu& g = gpu();
+  const auto schemes = scheme_cases();
+  for (const std::string fam : {"llama3", "qwen2", "mistral", "phi3", "qwen3", "smollm3"}) {
+    const fs::path src = source_root() / "tests/data/families" / fam / "hf";
+    REQUIRE(fs::exists(src));
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    auto model = Model::load(*g.device, *g.allocator, src, lo);
+    const auto L = uint32_t(model->config().n_layers);
+    for (const SchemeCase& sc : schemes) {
+      INFO(fam << ", " << std::string(sc.name));
+      SessionOptions so;
+      so.context = 64;
+      so.chunk = 5;
+      so.overrides = sc.o;
+      Session s(*model, so);
+      const auto ids = tokens(8, model->config().vocab_size, 3);
+      s.prefill(std::span(ids).first(7));
+      s.decode(ids[7]);
+      const Session::RecordCounts c = s.last_counts();
+      MESSAGE(fam << ", " << std::string(sc.name) << ": per layer " << double(c.layer_dispatches) / L << " dispatches, "
+                  << double(c.layer_barriers) / L << " barriers");
+      CHECK(c.layer_dispatches <= 6 * L);
+      CHECK(c.layer_barriers <= 5 * L);
     }
   }
 }

@@ -7,7 +7,7 @@
 //   reach-bench-attention [--ctx 4096,8192,16384] [--heads 8] [--kv-heads 2]
 //                         [--dim 64] [--window 512] [--leaky-k 16] [--reps 1] [--texel 1|2] [--no-rotated-keys]
 //                         [--schemes default,rerope,leaky_rerope,yarn]
-//                         [--decode] [--decode-only] [--variant 1|2] [--lane-keys N] [--split-min N]
+//                         [--decode] [--decode-only] [--variant 1|2] [--lane-keys N] [--split-min N] [--fused]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   uint32_t H = 8, Hkv = 2, D = 64, W = 512, leaky_k = 16, reps = 1;
   std::vector<std::string> schemes = {"default", "rerope", "leaky_rerope", "yarn"};
   AttentionTuning tune{};
-  bool decode = false, decode_only = false, rotated_keys = true;
+  bool decode = false, decode_only = false, rotated_keys = true, fused = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     else if (a == "--schemes") schemes = parse_names(next());
     else if (a == "--decode") decode = true;
     else if (a == "--decode-only") decode = decode_only = true;
+    else if (a == "--fused") fused = true;
     else if (a == "--variant") tune.decode_variant = uint32_t(std::stoul(next()));
     else if (a == "--lane-keys") tune.decode_lane_keys = uint32_t(std::stoul(next()));
     else if (a == "--split-min") tune.split_min = uint32_t(std::stoul(next()));
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
                    "  [--decode-only]  (time decode alone: a step at position ctx-1)\n"
                    "  [--variant 1|2]  (decode kernel: 1 shared-memory workgroups, 2 lanes; default: by device)\n"
                    "  [--lane-keys N] [--split-min N]  (decode tunings)\n"
+                   "  [--fused]  (decode: the one-dispatch step that also stores the new row and merges)\n"
                    "  [--no-rotated-keys]  (dual-branch schemes rotate raw keys on every read)\n");
       return 2;
     }
@@ -201,12 +203,20 @@ int main(int argc, char** argv) {
         if (default_ms > 0) std::snprintf(ratio, sizeof ratio, "%.3f", best_cpu / default_ms);
         std::string dec;
         if (decode) {
-          Buffer scratch = alloc.allocate(Arena::scratch, att.decode_scratch_bytes(s, n), "scratch");
+          const uint64_t sbytes = att.decode_scratch_bytes(s, n);
+          Buffer scratch = alloc.allocate(Arena::scratch, sbytes, "scratch");
+          const std::vector<uint8_t> zeros(size_t(sbytes), 0);   // the fused step's counters start at 0
+          xfer.upload(scratch, 0, zeros.data(), zeros.size());
           uint32_t sd[4] = {n - 1, 1, 0, 0};
           xfer.upload(step, 0, sd, 16);
           CommandList cd(*dev);
           cd.begin();
-          att.decode(cd, s, r1, r2, step.range(0, 16), Act{&q, 0, 1, qd}, cache, Act{&out, 0, 1, qd}, scratch.range());
+          if (fused)
+            att.decode_fused(cd, s, r1, r2, step.range(0, 16), Act{&q, 0, 1, qd},
+                             Act{&k, uint64_t(n - 1) * kvd * 4, 1, kvd}, Act{&v, uint64_t(n - 1) * kvd * 4, 1, kvd},
+                             cache, Act{&out, 0, 1, qd}, scratch.range());
+          else
+            att.decode(cd, s, r1, r2, step.range(0, 16), Act{&q, 0, 1, qd}, cache, Act{&out, 0, 1, qd}, scratch.range());
           cd.end();
           cd.run();
           // Median of the repetitions: the machine is shared, and one slow run says little.

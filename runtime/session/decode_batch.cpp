@@ -88,6 +88,22 @@ CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
       sessions[i]->record_attend(cmd, l, Act{q.buffer, q.offset + uint64_t(i) * q.cols * 4, 1, q.cols},
                                  Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, 1);
   };
+  if (sessions[0]->options().fused_decode) {
+    attention.can_store_attend = [&](size_t l) {
+      for (Session* s : sessions)
+        if (!s->can_store_attend(l)) return false;
+      return true;
+    };
+    attention.store_attend = [&](CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                                 const QkRmsNorm* qk) {
+      // Each session's fused step binds only its own cache and scratch: no barrier between them.
+      for (uint32_t i = 0; i < n; ++i)
+        sessions[i]->record_store_attend(cmd, l, Act{q.buffer, q.offset + uint64_t(i) * q.cols * 4, 1, q.cols},
+                                         Act{k.buffer, k.offset + uint64_t(i) * k.cols * 4, 1, k.cols},
+                                         Act{v.buffer, v.offset + uint64_t(i) * v.cols * 4, 1, v.cols},
+                                         Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, qk);
+    };
+  }
   p.cmd->begin();
   record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode,
                  sessions[0]->activations().decode);

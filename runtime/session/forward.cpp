@@ -319,10 +319,20 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     const LayerWeights& w = layers[l];
     if (fuse) R.qkv_fused(w);
     else R.qkv(w);
-    R.qk_norms(w);
-    attention.store(cmd, l, R.k, R.v);
-    cmd.barrier();
-    attention.attend(cmd, l, R.q, R.o);
+    const bool one_step = attention.store_attend && attention.can_store_attend(l);
+    // Per-head q/k norms (Gemma 3, Qwen3) go into the one-step attention; OLMo 2's
+    // whole-projection norms keep their pass.
+    const bool fold_qk = one_step && w.q_norm && !c.qk_proj_norm;
+    if (!fold_qk) R.qk_norms(w);
+    if (one_step) {
+      const QkRmsNorm qk{w.q_norm ? w.q_norm.range() : BufferRange{}, w.k_norm ? w.k_norm.range() : BufferRange{},
+                         R.eps};
+      attention.store_attend(cmd, l, R.q, R.k, R.v, R.o, fold_qk ? &qk : nullptr);
+    } else {
+      attention.store(cmd, l, R.k, R.v);
+      cmd.barrier();
+      attention.attend(cmd, l, R.q, R.o);
+    }
     cmd.barrier();
     if (w.moe()) {   // the experts' steps serve prefill and decode alike
       if (fuse) R.output_residual_fused(w);

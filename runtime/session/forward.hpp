@@ -10,6 +10,7 @@
 
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/config/position_schemes.hpp"
 #include "runtime/model/model.hpp"
@@ -83,6 +84,14 @@ struct ForwardAttention {
   std::function<void(CommandList&, size_t l, const Act& k, const Act& v)> store;
   // out rows = attention of the q rows over the cache(s); after store and a barrier.
   std::function<void(CommandList&, size_t l, const Act& q, const Act& o)> attend;
+  // Optional (decode rows): whether layer l takes store_attend, and the step
+  // itself: store and attend in one dispatch (Attention::decode_fused), called
+  // instead of store, barrier, attend.  qk: the layer's per-head q/k RMSNorms,
+  // which the step then applies itself (no norm pass before it); nullptr: none.
+  std::function<bool(size_t l)> can_store_attend;
+  std::function<void(CommandList&, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                     const QkRmsNorm* qk)>
+      store_attend;
 };
 
 // Records embed -> layers -> final norm -> lm_head.  logits_rows: the last

@@ -176,6 +176,9 @@ Session::Session(Model& model, const SessionOptions& options)
   fwd_ = ForwardScratch::allocate(A, c, n, "");
   step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
   decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
+  // The fused decode's arrival counters must start at zero (each step leaves them so).
+  const std::vector<uint8_t> zeros(size_t(std::max<uint64_t>(dec, 16)), 0);
+  T.upload(decode_scratch_, 0, zeros.data(), zeros.size());
   logits_.assign(size_t(V), 0.0f);
 }
 
@@ -274,6 +277,11 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
+  if (n == 1 && options_.fused_decode) {
+    attention.can_store_attend = [&](size_t l) { return can_store_attend(l); };
+    attention.store_attend = [&](CommandList& c, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                                 const QkRmsNorm* qk) { record_store_attend(c, l, q, k, v, o, qk); };
+  }
   return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode,
                         n == 1 ? activations_.decode : activations_.prefill);
 }
@@ -282,20 +290,44 @@ LayerCache Session::layer_cache(size_t l) const {
   return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l]};
 }
 
+AttentionSpec Session::layer_spec(size_t l) const {
+  return schemes_.layers[l].with_sink_logits(bool(model_.layers()[l].attn_sinks));
+}
+
+BufferRange Session::layer_sinks(size_t l) const {
+  const Buffer& b = model_.layers()[l].attn_sinks;
+  return b ? b.range() : BufferRange{};
+}
+
 void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
-  attention_.kv_store(cmd, schemes_.layers[l], t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
+  attention_.kv_store(cmd, layer_spec(l), t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
 }
 
 void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {
-  const AttentionSpec& spec = schemes_.layers[l];
+  const AttentionSpec spec = layer_spec(l);
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
   const RopeTable& t2 = local ? table_local_ : table2_;
   const BufferRange step = step_.range(0, sizeof(StepParams));
-  if (n == 1) attention_.decode(cmd, spec, t1, t2, step, q, layer_cache(l), o, decode_scratch_.range());
-  else attention_.prefill(cmd, spec, t1, t2, step, q, layer_cache(l), o, n);
+  if (n == 1) attention_.decode(cmd, spec, t1, t2, step, q, layer_cache(l), o, decode_scratch_.range(), layer_sinks(l));
+  else attention_.prefill(cmd, spec, t1, t2, step, q, layer_cache(l), o, n, layer_sinks(l));
+}
+
+bool Session::can_store_attend(size_t l) const {
+  return attention_.fused_decode_supported(layer_spec(l), layer_cache(l));
+}
+
+void Session::record_store_attend(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                                  const QkRmsNorm* qk) {
+  const AttentionSpec spec = layer_spec(l);
+  const LayerCache cache = layer_cache(l);
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  const RopeTable& t2 = local ? table_local_ : table2_;
+  attention_.decode_fused(cmd, spec, t1, t2, step_.range(0, sizeof(StepParams)), q, k, v, cache, o,
+                          decode_scratch_.range(), layer_sinks(l), qk ? *qk : QkRmsNorm{});
 }
 
 void Session::check_ids(std::span<const int32_t> ids) const {

@@ -37,7 +37,8 @@ struct SessionOptions {
   // every position for every layer.
   bool full_kv = false;
   // Decode steps (and batched decode rows) run the fused layer: norms, biases, residual adds and the gated
-  // activation folded into the mat-vecs (runtime/session/forward.hpp).  false records the unfused kernels, the
+  // activation folded into the mat-vecs, and the attention's KV store, per-head q/k norms, split-K attention
+  // and merge in one dispatch (runtime/session/forward.hpp).  false records the unfused kernels, the
   // reference the fused path is tested against.
   bool fused_decode = true;
   // Activations against quantized W: exact f32, int8 (rounded to Q8 blocks, integer dot products:
@@ -143,6 +144,14 @@ class Session {
   LayerCache layer_cache(size_t l) const;
   void record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v);
   void record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n);
+  // A decode row's store and attention in one dispatch (Attention::decode_fused), where
+  // can_store_attend(l): the layer's cache allows it.  qk: per-head q/k RMSNorms to apply first.
+  bool can_store_attend(size_t l) const;
+  void record_store_attend(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                           const QkRmsNorm* qk);
+  // Layer l's spec with its sink logits switched on when the layer has them (gpt-oss).
+  AttentionSpec layer_spec(size_t l) const;
+  BufferRange layer_sinks(size_t l) const;
   // Around a DecodeBatch step: check and write this row's inputs; take its logits, position + 1.
   void begin_batch_row(int32_t id);
   void finish_batch_row(const float* logits);

@@ -16,3 +16,4 @@ BINDING(4, TAB1)     // rope table 1 (texel)
 BINDING(5, TAB2)     // rope table 2 (texel)
 BINDING(6, OUT)      // output rows
 BINDING(7, KROT)     // pre-rotated keys, branch 1 (KROT; texel)
+BINDING(8, SINK)     // per-head sink logits, f32 [n_heads] (SINK)

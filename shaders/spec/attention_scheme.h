@@ -10,3 +10,4 @@ SPEC_UINT(22, NORM, norm, 0)           // QKNORM_* (QkNorm)
 SPEC_BOOL(23, ALIBI, alibi, false)
 SPEC_BOOL(24, KROT, krot, false)       // raw cache + pre-rotated keys at binding B_KROT (branch 1)
 SPEC_BOOL(25, SOFTCAP, softcap, false) // soft-capped scores (AttentionSpec::softcap > 0); off: no code at all
+SPEC_BOOL(26, SINK, sink, false)       // a learned per-head sink logit (binding B_SINK) joins the softmax denominator

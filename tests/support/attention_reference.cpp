@@ -36,7 +36,7 @@ std::string RefScheme::describe() const {
   o << names[method] << (inv_freq.empty() ? " nope" : "") << " W=" << window << " k=" << leaky_k << " G=" << group
     << " logn=" << logn_train_len << " norm=" << norm << " cos_n=" << cos_n << " attn_window=" << attn_window
     << " sinks=" << attn_sinks << " alibi=" << alibi_max_bias << " af=" << attention_factor
-    << " softcap=" << softcap;
+    << " softcap=" << softcap << " sink_logits=" << (sink_logits.empty() ? "none" : std::to_string(sink_logits.size()));
   return o.str();
 }
 
@@ -126,8 +126,11 @@ std::vector<double> attention_reference(const std::vector<float>& q, const std::
         row[b] = vis ? sc : -std::numeric_limits<double>::infinity();
         mx = std::max(mx, row[b]);
       }
+      // The sink column: in the max and the denominator, not in P·V.
+      const double sink = s.sink_logits.empty() ? -std::numeric_limits<double>::infinity() : s.sink_logits[h];
+      mx = std::max(mx, sink);
       if (!std::isfinite(mx)) continue;   // nothing visible: zeros
-      double den = 0;
+      double den = std::exp(sink - mx);
       for (size_t b = 0; b < nk; ++b) {
         row[b] = std::exp(row[b] - mx);
         den += row[b];

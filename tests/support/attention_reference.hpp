@@ -27,6 +27,10 @@ struct RefScheme {
   double scale = 0;               // 0: 1/sqrt(d) (no norm) or 1 (norms)
   double alibi_max_bias = 0;      // ggml slopes
   double softcap = 0;             // > 0: score = softcap·tanh(score/softcap) before bias and mask (Gemma 2)
+  // gpt-oss (transformers' eager_attention_forward): per head h, a sink logit
+  // column joins the masked scores, the softmax runs over both, and the sink's
+  // column is dropped before P·V.  Empty = none; -inf = a sink that weighs nothing.
+  std::vector<double> sink_logits;
   std::string describe() const;
 };
 

@@ -1,0 +1,48 @@
+// The split-K merge of decode attention, shared by attention_combine.comp and
+// the fused decode kernels (FUSED: the last split of a head to finish merges).
+//
+// The including shader declares `part` (float partials: acc [splits][H][D],
+// then (max, sum) [splits][H]), `obuf` (vec4 output rows), `sink_logit` (f32
+// [n_heads], read when SINK) and the SINK constant, and includes
+// attention_common.glsl first.
+
+// Live splits of a step whose query is at position i: the splits that start
+// at or before i (decode_first_key as the kernels walk them).
+uint live_splits(int i) {
+  const uint keys = uint(i + 1 - decode_first_key(i));
+  return min(pc.n_splits, (keys + pc.split_len - 1u) / pc.split_len);
+}
+
+// Output row of head h from its n_live partials; this invocation writes dims
+// [4c, 4c+4) for c = first, first + stride, ...  Splits with an empty sum (fully
+// masked) are skipped.  The sink logit s_h (natural-log domain, like the
+// scaled scores) joins the denominator once, here: p_j = exp(z_j - m) /
+// (exp(s_h - m) + sum_i exp(z_i - m)), m = max(max_i z_i, s_h); it brings no value.
+void merge_splits(uint h, uint n_live, uint first, uint stride) {
+  const uint H = pc.n_heads;
+  const uint D4m = D / 4u;
+  const uint ml_base = pc.n_splits * H * D;
+  float mx = NEG;
+  for (uint s = 0u; s < n_live; ++s) {
+    const uint b = ml_base + (s * H + h) * 2u;
+    if (part[b + 1u] > 0.0) mx = max(mx, part[b]);
+  }
+  const float sl = SINK ? sink_logit[h] * float(LOG2E) : NEG;
+  const float m = max(mx, sl);
+  const float sink_p = SINK ? exp2(sl - m) : 0.0;
+  for (uint c = first; c < D4m; c += stride) {
+    vec4 acc = vec4(0.0);
+    float l = sink_p;
+    for (uint s = 0u; s < n_live; ++s) {
+      const uint b = ml_base + (s * H + h) * 2u;
+      const float ls = part[b + 1u];
+      if (ls > 0.0) {
+        const float w = exp2(part[b] - m);
+        l += ls * w;
+        const uint pb = (s * H + h) * D + c * 4u;
+        acc += w * vec4(part[pb], part[pb + 1u], part[pb + 2u], part[pb + 3u]);
+      }
+    }
+    obuf[h * D4m + c] = l > 0.0 ? acc / l : vec4(0.0);
+  }
+}

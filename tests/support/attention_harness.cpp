@@ -1,0 +1,304 @@
+// The attention kernel tests' harness (tests/support/attention_harness.hpp).
+#include "tests/support/attention_harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
+
+namespace reach::test {
+
+std::vector<double> inv_freqs(uint32_t pairs, uint32_t rot_dim, double base) {
+  std::vector<double> f(pairs);
+  for (uint32_t j = 0; j < pairs; ++j) f[j] = std::pow(base, -2.0 * j / double(rot_dim));
+  return f;
+}
+
+Scheme make_scheme(Kind kind, uint32_t H, uint32_t Hkv, uint32_t d, uint32_t W, uint32_t window, uint32_t sinks) {
+  Scheme s;
+  const AttentionSpec plain = AttentionSpec::plain(H, Hkv, d);
+  AttentionSpec& a = s.spec;
+  a = plain;
+  RefScheme& r = s.ref;
+  r.inv_freq = inv_freqs(d / 2, d, s.base);
+  switch (kind) {
+    case Kind::rope_rotated: s.name = "rope (rotated cache)"; break;
+    case Kind::rope_raw:
+      s.name = "rope (raw cache)";
+      a = plain.with_raw_cache();
+      break;
+    case Kind::yarn_af:
+      s.name = "yarn-like table (af 1.25, base 500)";
+      s.af = 1.25;
+      s.base = 500;
+      r.inv_freq = inv_freqs(d / 2, d, s.base);
+      r.attention_factor = s.af;
+      break;
+    case Kind::rerope:
+      s.name = "rerope";
+      a = plain.with_rerope(W).with_logn(32);
+      r.method = RefScheme::rerope;
+      r.window = W;
+      r.logn_train_len = 32;
+      break;
+    case Kind::leaky: {
+      s.name = "leaky_rerope k=4";
+      const int k = 4;
+      a = plain.with_leaky_rerope(W, int32_t(W * (k - 1))).with_logn(32);
+      r.method = RefScheme::leaky_rerope;
+      r.window = W;
+      r.leaky_k = k;
+      r.logn_train_len = 32;
+      break;
+    }
+    case Kind::self_extend: {
+      s.name = "self_extend G=4";
+      const uint32_t G = 4;
+      a = plain.with_self_extend(G, W);
+      r.method = RefScheme::self_extend;
+      r.window = W;
+      r.group = G;
+      break;
+    }
+    case Kind::logn:
+      s.name = "logn L=16";
+      a = plain.with_logn(16);
+      r.logn_train_len = 16;
+      break;
+    case Kind::key_norm:
+      s.name = "key norm";
+      a = plain.with_norm(QkNorm::key);
+      r.norm = 1;
+      break;
+    case Kind::query_norm:
+      s.name = "query norm (raw cache)";
+      a = plain.with_norm(QkNorm::query).with_raw_cache();
+      r.norm = 2;
+      break;
+    case Kind::cos_norm:
+      s.name = "cos norm n=i+1 + logn";
+      a = plain.with_norm(QkNorm::cos).with_logn(64);
+      r.norm = 3;
+      r.logn_train_len = 64;
+      break;
+    case Kind::cos_norm_fixed:
+      s.name = "cos norm n=256 (raw cache)";
+      a = plain.with_norm(QkNorm::cos, 256).with_raw_cache();
+      r.norm = 3;
+      r.cos_n = 256;
+      break;
+    case Kind::window_sinks:
+      s.name = "window+sinks";
+      a = plain.with_window(window, sinks);
+      r.attn_window = window;
+      r.attn_sinks = sinks;
+      break;
+    case Kind::window_rerope:
+      s.name = "rerope + window+sinks";
+      a = plain.with_rerope(W).with_window(window, sinks);
+      r.method = RefScheme::rerope;
+      r.window = W;
+      r.attn_window = window;
+      r.attn_sinks = sinks;
+      break;
+    case Kind::nope:
+      s.name = "nope + logn";
+      a = plain.without_rope().with_logn(16);
+      r.inv_freq.clear();
+      r.logn_train_len = 16;
+      break;
+    case Kind::alibi:
+      s.name = "alibi max_bias 8 (no rope)";
+      a = plain.with_alibi(8);
+      r.inv_freq.clear();
+      r.alibi_max_bias = 8;
+      break;
+  }
+  return s;
+}
+
+std::vector<float> make_table(const std::vector<double>& inv, double af, uint32_t positions) {
+  std::vector<float> t(size_t(positions) * inv.size() * 2);
+  for (uint32_t p = 0; p < positions; ++p)
+    for (size_t j = 0; j < inv.size(); ++j) {
+      t[(p * inv.size() + j) * 2] = float(std::cos(p * inv[j]) * af);
+      t[(p * inv.size() + j) * 2 + 1] = float(std::sin(p * inv[j]) * af);
+    }
+  return t;
+}
+
+double max_abs(const std::vector<float>& a, const std::vector<double>& b, size_t off_a, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = std::fabs(double(a[off_a + i]) - b[i]);
+    if (!(e <= m)) m = std::isnan(e) ? INFINITY : e;
+  }
+  return m;
+}
+
+std::string Harness::describe() const {
+  std::ostringstream o;
+  o << s.name << " [" << s.ref.describe() << "] H=" << s.spec.n_heads << " Hkv=" << s.spec.n_kv_heads
+    << " d=" << s.spec.head_dim << " n=" << n << " chunks=";
+  for (uint32_t c : chunks) o << c << ",";
+  o << " decode=" << decode_steps << " tuning(decode Bc=" << tuning.decode_keys << ",lane keys="
+    << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
+    << ",prefill key block=" << tuning.prefill_key_block
+    << ") rotated_keys=" << rotated_keys << " ring=" << ring << " fused=" << fused
+    << " sink_logits=" << sink_logits.size();
+  return o.str();
+}
+
+Result Harness::run() {
+  Gpu& g = gpu();
+  Attention att(*g.device, tuning);
+  if (!sink_logits.empty()) {
+    s.spec = s.spec.with_sink_logits();
+    s.ref.sink_logits.assign(sink_logits.begin(), sink_logits.end());
+  }
+  const AttentionSpec& a = s.spec;
+  const uint32_t H = a.n_heads, Hkv = a.n_kv_heads, d = a.head_dim;
+  const uint32_t total = n + decode_steps;
+  const uint32_t cap = total + 3;
+  const uint32_t qd = H * d, kvd = Hkv * d;
+  std::vector<float> q = random_floats(size_t(total) * qd, seed, -2.f, 2.f);
+  std::vector<float> k = random_floats(size_t(total) * kvd, seed + 1, -1.f, 1.f);
+  std::vector<float> v = random_floats(size_t(total) * kvd, seed + 2, -1.f, 1.f);
+  // Tables: positions cover the cache and branch-2 query positions.
+  const uint32_t positions = cap + uint32_t(std::max(0, a.q2_const)) + 2;
+  const uint32_t pairs = a.rope ? a.rotary_dim / 2 : 0;
+  Buffer t1buf, t2buf;
+  RopeTable t1{}, t2{};
+  if (a.rope) {
+    t1buf = g.upload_f32(make_table(s.ref.inv_freq, s.af, positions), Arena::weights, "table1");
+    t1 = {&t1buf, positions, pairs};
+    if (a.branch2_table2) {
+      std::vector<double> inv2 = s.ref.inv_freq;
+      for (double& f : inv2) f /= s.ref.leaky_k;
+      t2buf = g.upload_f32(make_table(inv2, s.af, positions), Arena::weights, "table2");
+      t2 = {&t2buf, positions, pairs};
+    }
+  }
+  // Caches start as NaN: reading a key past the live ones poisons the output.
+  // A ring cache holds only sinks + ring rows: older keys are overwritten,
+  // so a kernel that reads one outside the window gets a wrong (non-NaN)
+  // key and the comparison with the reference fails.
+  const uint32_t rows = ring ? a.sinks + ring : cap;
+  std::vector<uint32_t> nan(size_t(Hkv) * rows * d, 0x7fc00000u);
+  Buffer kc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "k cache");
+  Buffer vc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "v cache");
+  Buffer krc;
+  LayerCache cache{&kc, &vc, cap, nullptr, ring};
+  REQUIRE(cache.rows(a) == rows);
+  if (rotated_keys && wants_rotated_keys(a)) {
+    krc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "rotated k cache");
+    cache.k_rot = &krc;
+  }
+  uint32_t max_chunk = 1;
+  for (uint32_t c : chunks) max_chunk = std::max(max_chunk, c);
+  Buffer qb = g.zeros(size_t(max_chunk) * qd * 4, "q");
+  Buffer kb = g.zeros(size_t(max_chunk) * kvd * 4, "k");
+  Buffer vb = g.zeros(size_t(max_chunk) * kvd * 4, "v");
+  Buffer ob = g.zeros(size_t(max_chunk) * qd * 4, "out");
+  Buffer step = g.zeros(16, "step");
+  Buffer sinkb;
+  BufferRange sinks{};
+  if (!sink_logits.empty()) {
+    sinkb = g.upload_f32(sink_logits, Arena::weights, "sink logits");
+    sinks = sinkb.range();
+  }
+  Result res;
+
+  auto upload_rows = [&](uint32_t p0, uint32_t len) {
+    uint32_t st[4] = {p0, len, 0, 0};
+    g.transfer->upload(step, 0, st, 16);
+    g.transfer->upload(qb, 0, q.data() + size_t(p0) * qd, size_t(len) * qd * 4);
+    g.transfer->upload(kb, 0, k.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
+    g.transfer->upload(vb, 0, v.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
+  };
+  auto check = [&](uint32_t p0, uint32_t len, const char* what) {
+    std::vector<float> out = g.download_f32(ob, size_t(len) * qd);
+    std::vector<int64_t> qp(len), kp(p0 + len);
+    for (uint32_t t = 0; t < len; ++t) qp[t] = p0 + t;
+    for (uint32_t m = 0; m < p0 + len; ++m) kp[m] = m;
+    std::vector<float> qs(q.begin() + size_t(p0) * qd, q.begin() + size_t(p0 + len) * qd);
+    std::vector<float> ks(k.begin(), k.begin() + size_t(p0 + len) * kvd);
+    std::vector<float> vs(v.begin(), v.begin() + size_t(p0 + len) * kvd);
+    const std::vector<double> ref = attention_reference(qs, ks, vs, qp, kp, int(H), int(Hkv), int(d), s.ref);
+    for (uint32_t t = 0; t < len; ++t) {
+      const double e = max_abs(out, std::vector<double>(ref.begin() + size_t(t) * qd, ref.begin() + size_t(t + 1) * qd),
+                               size_t(t) * qd, qd);
+      res.add(e, std::string(what) + " row at position " + std::to_string(p0 + t));
+    }
+    return out;
+  };
+
+  uint32_t p0 = 0;
+  auto prefill_all = [&]() {
+    p0 = 0;
+    for (uint32_t len : chunks) {
+      Act qa{&qb, 0, len, qd}, ka{&kb, 0, len, kvd}, va{&vb, 0, len, kvd}, oa{&ob, 0, len, qd};
+      upload_rows(p0, len);
+      CommandList cmd(*g.device);
+      cmd.begin();
+      att.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      cmd.barrier();
+      att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len, sinks);
+      cmd.end();
+      cmd.run();
+      check(p0, len, "prefill");
+      p0 += len;
+    }
+  };
+  prefill_all();
+  const uint32_t p_decode = p0;
+  bool first_variant = true;
+  for (uint32_t variant : decode_steps ? decode_variants : std::vector<uint32_t>{}) {
+    AttentionTuning tv = tuning;
+    tv.decode_variant = variant;
+    Attention dec(*g.device, tv);
+    if (variant == 2 && !dec.lanes_decode_supported()) continue;
+    // A ring cannot be rewound: the previous variant's steps overwrote the
+    // rows the first decode positions need, so prefill again.
+    if (ring && !first_variant) prefill_all();
+    first_variant = false;
+    const std::string what = std::string(fused ? "fused " : "") + "decode (variant " + std::to_string(variant) + ")";
+    Buffer scratch = g.zeros(dec.decode_scratch_bytes(a, cap), "decode scratch");
+    Act qa{&qb, 0, 1, qd}, ka{&kb, 0, 1, kvd}, va{&vb, 0, 1, kvd}, oa{&ob, 0, 1, qd};
+    CommandList cmd(*g.device);   // recorded once, resubmitted
+    cmd.begin();
+    if (fused) {
+      REQUIRE(dec.fused_decode_supported(a, cache));
+      dec.decode_fused(cmd, a, t1, t2, step.range(0, 16), qa, ka, va, cache, oa, scratch.range(), sinks);
+    } else {
+      dec.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      cmd.barrier();
+      dec.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range(), sinks);
+    }
+    cmd.end();
+    p0 = p_decode;
+    for (uint32_t t = 0; t < decode_steps; ++t, ++p0) {
+      upload_rows(p0, 1);
+      cmd.run();
+      check(p0, 1, what.c_str());
+    }
+  }
+  return res;
+}
+
+AttentionTuning small_tiles() {
+  AttentionTuning t;
+  t.texel = 1;
+  t.decode_keys = 8;
+  t.decode_lane_keys = 2;
+  t.split_min = 16;
+  t.max_splits = 256;
+  t.prefill_key_block = 2;   // several online-softmax blocks per prefill tile (GPUs: 8 of 32)
+  return t;
+}
+
+}  // namespace reach::test
