@@ -1,5 +1,6 @@
 // Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, and the weighted sum
 // of the experts' outputs.  The experts themselves are ordinary linear kernels.
+#include <algorithm>
 #include <string>
 
 #include "base/error.hpp"
@@ -112,6 +113,28 @@ void Kernels::moe_scatter(CommandList& cmd, const BufferRange& dense, const Buff
   const auto& p = pipeline(device_, ShaderId::moe_scatter, B::count, sizeof push);
   cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_SLOTS, slots}, {B::B_X, x}, {B::B_Y, y.range()}}), &push,
                sizeof push, stride_groups(n, kGroup), 1, 1, "moe_scatter");
+}
+
+void Kernels::moe_combine(CommandList& cmd, const BufferRange& ids, const BufferRange& weights, uint32_t k,
+                          const Act& x, const Act& y) {
+  const uint64_t slots = uint64_t(y.rows) * k;
+  if (k == 0 || x.rows < slots || x.cols < y.cols || ids.size < slots * 4 || weights.size < slots * 4)
+    throw Error(ErrorCode::internal, "moe_combine: shapes disagree (" + std::to_string(y.rows) + " rows x " +
+                                         std::to_string(k) + " slots)");
+  const uint32_t n = y.rows * y.cols;
+  if (n == 0) return;
+  const uint64_t align = std::max<uint64_t>(device_.caps().min_storage_buffer_offset_alignment, 16);
+  const Bound ib = bind_aligned(ids, slots * 4, 4, align);
+  const Bound wb = bind_aligned(weights, slots * 4, 4, align);
+  const Bound xb = bind_aligned(*x.buffer, x.offset, slots * x.cols * 4, 4, align);
+  const Bound yb = bind_aligned(*y.buffer, y.offset, uint64_t(n) * 4, 4, align);
+  struct { uint32_t n, cols, k, ids_off, w_off, ldx, x_off, y_off; } push{
+      n, y.cols, k, ib.elem_off, wb.elem_off, x.cols, xb.elem_off, yb.elem_off};
+  using B = spec::MoeCombineBindings;
+  const auto& p = pipeline(device_, ShaderId::moe_combine, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_IDS, ib.range}, {B::B_WEIGHTS, wb.range}, {B::B_X, xb.range},
+                                  {B::B_Y, yb.range}}),
+               &push, sizeof push, stride_groups(n, kGroup), 1, 1, "moe_combine");
 }
 
 }  // namespace reach

@@ -80,15 +80,24 @@ class ModelLoader {
   Mat matrix_from(const SourceTensor& t, int64_t rows, int64_t cols, uint64_t heads);
   // A sparse layer's router and experts (moe_weights.cpp), from whichever layout the source holds.
   void moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
-  // The n experts of a 3-D tensor [n, rows_total, cols], each expert's rows [row0, row0 + rows) as a matrix.
-  std::vector<Mat> experts_of(const SourceTensor& t, int64_t n, int64_t rows_total, int64_t row0, int64_t rows,
-                              int64_t cols);
+  // The n experts of a 3-D tensor [n, rows_total, cols], each expert's rows [row0, row0 + rows) as a view.
+  static std::vector<SourceTensor> experts_of(const SourceTensor& t, int64_t n, int64_t rows_total, int64_t row0,
+                                              int64_t rows, int64_t cols);
+  // One projection's experts ([rows, cols] each, same type) stacked in one buffer at a fixed stride (a
+  // multiple of 256 bytes), for the kernels that read any chosen expert from one binding (ExpertStack).
+  std::vector<Mat> stack_experts(const std::vector<SourceTensor>& parts, int64_t rows, int64_t cols);
   Buffer vector_f32(Role role, int64_t layer, int64_t n, const std::string& why, uint64_t heads = 0);
+  // n float values of t (f32 / f16 / bf16) as an f32 buffer (biases stacked by expert).
+  Buffer floats_f32(const SourceTensor& t, uint64_t n);
+  // gpt-oss's router and experts (biased; transformers' transposed, gate / up interleaved layout, or GGUF).
+  void gpt_oss_moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
   WType target_type(const SourceTensor& t, int64_t cols);
-  void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to);
+  // dst_off: where in dst the matrix starts (an expert in its stack).
+  void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to, uint64_t dst_off = 0);
   void upload_quant(const std::byte* blocks, WType t, uint32_t rows, uint32_t cols, const Buffer& dst,
-                    uint64_t src_bytes);
-  void upload_quantized(const std::byte* src, WType from, uint32_t rows, uint32_t cols, const Buffer& dst, WType to);
+                    uint64_t src_bytes, uint64_t dst_off = 0);
+  void upload_quantized(const std::byte* src, WType from, uint32_t rows, uint32_t cols, const Buffer& dst, WType to,
+                        uint64_t dst_off = 0);
   const std::byte* rows_in_order(const SourceTensor& t, uint64_t rows, uint64_t heads, std::vector<std::byte>& tmp);
   uint64_t plan(uint64_t bytes);
   void advance(uint64_t bytes);

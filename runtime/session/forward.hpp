@@ -24,9 +24,9 @@ struct ForwardBuffers {
   // ([layer][moe_ids_stride] int32, readable after a step for checks).
   const Buffer *moe_logits = nullptr, *moe_dense = nullptr, *moe_weights = nullptr, *moe_out = nullptr,
                *moe_ids = nullptr;
-  // Decode rows (n <= ForwardScratch::kMoeDecodeRows): every expert's gate / up [E][stride] and output
-  // [E][stride], the indirect group counts per expert and call, and the counts the calls were recorded with
-  // (host-written, per row count n).
+  // Decode rows (n <= ForwardScratch::kMoeDecodeRows): the chosen slots' [gate | up] [rows * k][2 * ffn] and
+  // outputs [rows * k][hidden] (moe_eu is unused), and for the grouped prefill the indirect group counts per
+  // expert and call, and the counts the calls were recorded with (host-written).
   const Buffer *moe_eg = nullptr, *moe_eu = nullptr, *moe_eout = nullptr, *moe_args = nullptr,
                *moe_grids = nullptr;
   // Prefill rows, kMoeGroupRows at a time grouped by expert: each expert's gathered input, gate, up and output
