@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "kernels/quant_layout.hpp"
+#include "runtime/model/expert_layout.hpp"
 #include "runtime/model/model_loader.hpp"
 
 namespace reach {
@@ -106,27 +107,6 @@ std::string bias_name(const std::string& name, const char* suffix) {
   return name + suffix;
 }
 
-// Float elements (esize bytes each) of src [n][rows][cols] transposed to [n][cols][rows] keeping every
-// `step`-th column from `first`: out[e][j][r] = src[e][r][first + step * j].
-std::vector<std::byte> transpose_pick(const SourceTensor& t, int64_t n, int64_t rows, int64_t cols, int64_t first,
-                                      int64_t step) {
-  const uint64_t es = t.nbytes / uint64_t(n * rows * cols), out_cols = uint64_t((cols - first + step - 1) / step);
-  std::vector<std::byte> out(uint64_t(n) * out_cols * uint64_t(rows) * es);
-  for (int64_t e = 0; e < n; ++e)
-    for (int64_t r = 0; r < rows; ++r)
-      for (uint64_t j = 0; j < out_cols; ++j)
-        std::memcpy(out.data() + ((uint64_t(e) * out_cols + j) * uint64_t(rows) + uint64_t(r)) * es,
-                    t.data + ((uint64_t(e) * uint64_t(rows) + uint64_t(r)) * uint64_t(cols) + uint64_t(first) +
-                              uint64_t(step) * j) * es,
-                    es);
-  return out;
-}
-
-// Every `step`-th element of each row of src [rows][cols] from `first` (the interleaved biases).
-std::vector<std::byte> pick_cols(const SourceTensor& t, int64_t rows, int64_t cols, int64_t first, int64_t step) {
-  return transpose_pick(SourceTensor{t.name, t.type, {}, t.data, t.nbytes, t.file}, rows, 1, cols, first, step);
-}
-
 SourceTensor view(const SourceTensor& t, const std::string& name, const std::vector<std::byte>& bytes,
                   std::vector<int64_t> shape) {
   return SourceTensor{name, t.type, std::move(shape), bytes.data(), bytes.size(), t.file};
@@ -169,8 +149,10 @@ void ModelLoader::gpt_oss_moe_layer(LayerWeights& lw, int64_t i, const std::stri
   const SourceTensor dn = src_.get(down_name, {E, F, H}, why);
   if (!wtype_is_quant(gu.type) && !wtype_is_quant(dn.type)) {
     // x @ W with W [H, 2F]: the kernels' [rows = out, cols = in] is its transpose; gate columns are even.
-    const std::vector<std::byte> g = transpose_pick(gu, E, H, 2 * F, 0, 2), u = transpose_pick(gu, E, H, 2 * F, 1, 2),
-                                 d = transpose_pick(dn, E, F, H, 0, 1);
+    const uint64_t es = wtype_size(gu.type), ds = wtype_size(dn.type);
+    const std::vector<std::byte> g = experts_transposed(gu.data, es, E, H, 2 * F, 0, 2),
+                                 u = experts_transposed(gu.data, es, E, H, 2 * F, 1, 2),
+                                 d = experts_transposed(dn.data, ds, E, F, H, 0, 1);
     lw.expert_gate = stack_experts(experts_of(view(gu, gu_name + " (gate)", g, {E, F, H}), E, F, 0, F, H), F, H);
     lw.expert_up = stack_experts(experts_of(view(gu, gu_name + " (up)", u, {E, F, H}), E, F, 0, F, H), F, H);
     lw.expert_down = stack_experts(experts_of(view(dn, down_name, d, {E, H, F}), E, H, 0, H, F), H, F);
@@ -179,7 +161,13 @@ void ModelLoader::gpt_oss_moe_layer(LayerWeights& lw, int64_t i, const std::stri
                                             "; gpt-oss's experts are read as F32, F16 or BF16 here");
   }
   const SourceTensor gub = src_.get(gu_name + "_bias", {E, 2 * F}, why);
-  const std::vector<std::byte> gb = pick_cols(gub, E, 2 * F, 0, 2), ub = pick_cols(gub, E, 2 * F, 1, 2);
+  if (!wtype_is_quant(gub.type) && gub.nbytes != uint64_t(E * 2 * F) * wtype_size(gub.type))
+    throw Error(ErrorCode::format, "tensor " + gub.name + " in " + gub.file.string() + " has " +
+                                       std::to_string(gub.nbytes) + " bytes for [" + std::to_string(E) + ", " +
+                                       std::to_string(2 * F) + "] (" + why + ")");
+  if (wtype_is_quant(gub.type)) floats_f32(gub, uint64_t(E * 2 * F));   // refused there, naming the tensor
+  const uint64_t bs = wtype_size(gub.type);
+  const std::vector<std::byte> gb = columns_every(gub.data, bs, E, 2 * F, 0, 2), ub = columns_every(gub.data, bs, E, 2 * F, 1, 2);
   lw.expert_gate_bias = floats_f32(view(gub, gub.name + " (gate)", gb, {E, F}), uint64_t(E * F));
   lw.expert_up_bias = floats_f32(view(gub, gub.name + " (up)", ub, {E, F}), uint64_t(E * F));
   lw.expert_down_bias = floats_f32(src_.get(down_name + "_bias", {E, H}, why), uint64_t(E * H));
