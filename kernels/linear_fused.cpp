@@ -169,11 +169,11 @@ class FusedRecorder {
                                     nblocks * planes.quant_bytes, 16, walign_);
       const uint32_t unit = quant_meta_unit_bytes(o.w.type), meta_unit = tex_ && unit == 2 ? meta_texel_ : unit;
       Bound mb = bind_aligned(*o.w.buffer, o.w.offset + quant_total + blocks0 * planes.meta_bytes,
-                                    nblocks * planes.meta_bytes, meta_unit, walign_);
+                              nblocks * planes.meta_bytes, meta_unit, walign_);
+      mb.range.size = (mb.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
       b.w = qb.range;
       b.w_off = qb.elem_off;
       b.meta = mb.range;
-      mb.range.size = (mb.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
       b.m_off = mb.elem_off * meta_unit / unit;
       b.tex = tex_;
     } else {
