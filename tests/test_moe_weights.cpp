@@ -109,3 +109,32 @@ TEST_CASE("mxfp4: OpenAI's *_blocks / *_scales repacked into ggml blocks keep ev
     }
   CHECK(bad == 0);
 }
+
+TEST_CASE("gpt-oss MXFP4 experts: gate_up_proj_blocks' even rows are gate, odd rows up, down_proj's rows kept") {
+  static const float kFp4[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  const int64_t E = 2, rows = 6, cols = 64, bpr = cols / 32;
+  std::vector<uint8_t> codes(size_t(E * rows * bpr * 16)), scales(size_t(E * rows * bpr));
+  uint32_t s = 99;
+  for (auto& c : codes) c = uint8_t((s = s * 1103515245u + 12345u) >> 16);
+  for (auto& c : scales) c = uint8_t(118 + ((s = s * 1103515245u + 12345u) >> 16) % 10);
+  // transformers' unpacking of row r, element k: block k / 32, byte (k % 32) / 2, low nibble for even k.
+  auto openai = [&](int64_t e, int64_t r, int64_t k) {
+    const size_t row = size_t(e * rows + r), b = size_t(k / 32);
+    const uint8_t byte = codes[(row * bpr + b) * 16 + size_t(k % 32) / 2];
+    return float(kFp4[(k % 2) ? byte >> 4 : byte & 15] * std::ldexp(1.0, int(scales[row * bpr + b]) - 127));
+  };
+  for (int64_t first : {0, 1}) {
+    CAPTURE(first);
+    const auto blocks = mxfp4_experts_from_openai(codes.data(), scales.data(), E, rows, cols, first, 2);
+    const int64_t m = rows / 2;
+    REQUIRE(blocks.size() == size_t(E * m * bpr * 17));
+    std::vector<float> got(size_t(E * m * cols));
+    dequantize_mxfp4(blocks.data(), uint64_t(E * m * bpr), got.data());
+    size_t bad = 0;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t j = 0; j < m; ++j)
+        for (int64_t k = 0; k < cols; ++k) bad += got[size_t((e * m + j) * cols + k)] != openai(e, first + 2 * j, k);
+    CHECK(bad == 0);
+  }
+}

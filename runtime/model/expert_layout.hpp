@@ -18,4 +18,10 @@ std::vector<std::byte> experts_transposed(const std::byte* src, uint64_t esize, 
 std::vector<std::byte> columns_every(const std::byte* src, uint64_t esize, int64_t rows, int64_t cols, int64_t first,
                                      int64_t step);
 
+// OpenAI's MXFP4 experts (transformers' *_blocks [n][rows][cols / 32][16] and *_scales [n][rows][cols / 32])
+// as ggml mxfp4 blocks (17 bytes each) of rows first, first + step, ... of each expert: [n][m][cols / 32].
+// gpt-oss's gate_up_proj_blocks hold gate in the even rows and up in the odd ones (step 2).
+std::vector<std::byte> mxfp4_experts_from_openai(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t rows,
+                                                 int64_t cols, int64_t first, int64_t step);
+
 }  // namespace reach

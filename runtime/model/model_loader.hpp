@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/transfer.hpp"
 #include "runtime/config/tensor_names.hpp"
 #include "runtime/model/model.hpp"
@@ -46,6 +47,14 @@ class WeightSource {
   // One expert's own tensor (role expert_gate / expert_up / expert_down) where the format has such a layout
   // (transformers 4's per-expert tensors); empty where experts only come as 3-D tensors (GGUF).
   virtual std::string expert_name(Role, int64_t /*layer*/, int64_t /*expert*/) const { return {}; }
+  // A tensor of raw bytes (safetensors U8: gpt-oss's MXFP4 *_blocks / *_scales), type left f32 and unused;
+  // throws format / unsupported naming it where the format has no such tensors or its dtype is not U8.
+  virtual SourceTensor get_u8(const std::string& name, std::initializer_list<int64_t> shape,
+                              const std::string& why) const {
+    (void)shape;
+    throw Error(ErrorCode::unsupported, "tensor " + name + " in " + where() + ": raw byte tensors are read from "
+                                        "safetensors only (" + why + ")");
+  }
 };
 
 class ModelLoader {
@@ -91,6 +100,7 @@ class ModelLoader {
   Buffer floats_f32(const SourceTensor& t, uint64_t n);
   // gpt-oss's router and experts (biased; transformers' transposed, gate / up interleaved layout, or GGUF).
   void gpt_oss_moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
+  void gpt_oss_biases(LayerWeights& lw, const std::string& gate_up, const std::string& down, const std::string& why);
   WType target_type(const SourceTensor& t, int64_t cols);
   // dst_off: where in dst the matrix starts (an expert in its stack).
   void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to, uint64_t dst_off = 0);

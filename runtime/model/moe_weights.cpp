@@ -141,10 +141,29 @@ void ModelLoader::gpt_oss_moe_layer(LayerWeights& lw, int64_t i, const std::stri
   lw.router = matrix_from(rw, E, H, 0);
   lw.router_bias = floats_f32(src_.get(mlp + "router.bias", {E}, why), uint64_t(E));
   const std::string gu_name = mlp + "experts.gate_up_proj";
-  if (!src_.has(gu_name) && src_.has(gu_name + "_blocks"))
-    throw Error(ErrorCode::unsupported, "tensor " + gu_name + "_blocks in " + src_.where() +
-                                            ": gpt-oss's MXFP4 checkpoint layout is not read yet; load its GGUF "
-                                            "(convert_hf_to_gguf.py keeps the experts MXFP4) or a dequantized copy");
+  if (!src_.has(gu_name) && src_.has(gu_name + "_blocks")) {
+    // OpenAI's MXFP4 checkpoint: [E, out, in / 32, 16] codes and [E, out, in / 32] scales, gate / up rows
+    // interleaved; kept MXFP4 on the device (ggml's block layout).
+    if (H % 32 || F % 32)
+      throw Error(ErrorCode::format, "tensor " + gu_name + "_blocks in " + src_.where() + ": MXFP4 experts need "
+                                         "hidden (" + std::to_string(H) + ") and expert ffn (" + std::to_string(F) +
+                                         ") multiples of 32 (" + why + ")");
+    const SourceTensor gq = src_.get_u8(gu_name + "_blocks", {E, 2 * F, H / 32, 16}, why),
+                       gs = src_.get_u8(gu_name + "_scales", {E, 2 * F, H / 32}, why),
+                       dq = src_.get_u8(down_name + "_blocks", {E, H, F / 32, 16}, why),
+                       ds = src_.get_u8(down_name + "_scales", {E, H, F / 32}, why);
+    auto u8 = [](const SourceTensor& t) { return reinterpret_cast<const uint8_t*>(t.data); };
+    const std::vector<std::byte> g = mxfp4_experts_from_openai(u8(gq), u8(gs), E, 2 * F, H, 0, 2),
+                                 u = mxfp4_experts_from_openai(u8(gq), u8(gs), E, 2 * F, H, 1, 2),
+                                 d = mxfp4_experts_from_openai(u8(dq), u8(ds), E, H, F, 0, 1);
+    auto blocks = [](const SourceTensor& t, const std::string& name, const std::vector<std::byte>& b) {
+      return SourceTensor{name, WType::mxfp4, {}, b.data(), b.size(), t.file};
+    };
+    lw.expert_gate = stack_experts(experts_of(blocks(gq, gu_name + " (gate)", g), E, F, 0, F, H), F, H);
+    lw.expert_up = stack_experts(experts_of(blocks(gq, gu_name + " (up)", u), E, F, 0, F, H), F, H);
+    lw.expert_down = stack_experts(experts_of(blocks(dq, down_name, d), E, H, 0, H, F), H, F);
+    return gpt_oss_biases(lw, gu_name, down_name, why);
+  }
   const SourceTensor gu = src_.get(gu_name, {E, H, 2 * F}, why);
   const SourceTensor dn = src_.get(down_name, {E, F, H}, why);
   if (!wtype_is_quant(gu.type) && !wtype_is_quant(dn.type)) {
@@ -160,6 +179,14 @@ void ModelLoader::gpt_oss_moe_layer(LayerWeights& lw, int64_t i, const std::stri
     throw Error(ErrorCode::unsupported, "tensor " + gu_name + " in " + src_.where() + " is " + wtype_name(gu.type) +
                                             "; gpt-oss's experts are read as F32, F16 or BF16 here");
   }
+  gpt_oss_biases(lw, gu_name, down_name, why);
+}
+
+// gate_up_proj_bias [E, 2F] (gate / up interleaved) and down_proj_bias [E, H].
+void ModelLoader::gpt_oss_biases(LayerWeights& lw, const std::string& gu_name, const std::string& down_name,
+                                 const std::string& why) {
+  const ModelConfig& c = m_.config_;
+  const int64_t H = c.hidden_size, E = c.n_experts, F = c.expert_intermediate_size;
   const SourceTensor gub = src_.get(gu_name + "_bias", {E, 2 * F}, why);
   if (!wtype_is_quant(gub.type) && gub.nbytes != uint64_t(E * 2 * F) * wtype_size(gub.type))
     throw Error(ErrorCode::format, "tensor " + gub.name + " in " + gub.file.string() + " has " +
