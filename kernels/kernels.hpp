@@ -228,15 +228,6 @@ class Kernels {
   // chosen).  1 <= k <= min(E, 32).
   void moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool norm_topk, const BufferRange& ids,
                  const BufferRange& weights, const BufferRange& dense);
-  // y += Σ_{e in [first, first + count)} dense[:, e] * x_e per row (y [T, H]; dense [T, E]; x_e [T, H] starting
-  // (e - first) * x_stride elements after x), in expert order; a zero weight skips x_e's row (it may hold
-  // anything).  x_stride may be 0 when count is 1.
-  void moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t first, uint32_t count,
-                      const Act& x, uint32_t x_stride, const Act& y);
-  // args[e][c] (VkDispatchIndirectCommand) = grids[c] for the experts some token chose (a non-zero weight in
-  // dense [T, E]), 0 groups for the others; grids: `calls` x 3 uint32 (CommandList::indirect_grids()).
-  void moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
-                    const BufferRange& grids, uint32_t calls, const BufferRange& args);
   // Prefill rows grouped by expert, over rows [first, first + rows) (rows <= cap) of ids (int32 [T, k]):
   // moe_group gives each row a slot in each of its experts' blocks (slots [cap, E], in row order) and the
   // experts' indirect group counts (args [E][calls], from grids recorded for

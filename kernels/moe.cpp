@@ -1,5 +1,6 @@
-// Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, and the weighted sum
-// of the experts' outputs.  The experts themselves are ordinary linear kernels.
+// Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, prefill's grouping of
+// rows by expert, and the weighted sums of the experts' outputs.  The experts themselves are linear kernels
+// (prefill) or moe_matvec (decode rows, kernels/moe_matvec.cpp).
 #include <algorithm>
 #include <string>
 
@@ -35,37 +36,6 @@ void Kernels::moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool no
   cmd.dispatch(p, spec::bound<B>({{B::B_LOGITS, logits.range()}, {B::B_IDS, ids}, {B::B_WEIGHTS, weights},
                                   {B::B_DENSE, dense}}),
                &push, sizeof push, stride_groups(T, kGroup), 1, 1, "moe_route");
-}
-
-void Kernels::moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t first,
-                             uint32_t count, const Act& x, uint32_t x_stride, const Act& y) {
-  const uint32_t n = y.rows * y.cols;
-  if (x.rows != y.rows || x.cols != y.cols || count == 0 || first + count > n_experts ||
-      dense.size < uint64_t(y.rows) * n_experts * 4 ||
-      (count > 1 && x.buffer->size() < x.offset + (uint64_t(count - 1) * x_stride + n) * 4))
-    throw Error(ErrorCode::internal, "moe_accumulate: shapes disagree (experts " + std::to_string(first) + "+" +
-                                         std::to_string(count) + " of " + std::to_string(n_experts) + ")");
-  if (n == 0) return;
-  struct { uint32_t n, cols, experts, first, count, x_stride; } push{n, y.cols, n_experts, first, count, x_stride};
-  const BufferRange xr = x.buffer->range(x.offset, (uint64_t(count - 1) * x_stride + n) * 4);
-  using B = spec::MoeAccumulateBindings;
-  const auto& p = pipeline(device_, ShaderId::moe_accumulate, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_X, xr}, {B::B_Y, y.range()}}), &push, sizeof push,
-               stride_groups(n, kGroup), 1, 1, "moe_accumulate");
-}
-
-void Kernels::moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
-                           const BufferRange& grids, uint32_t calls, const BufferRange& args) {
-  if (dense.size < uint64_t(tokens) * n_experts * 4 || grids.size < uint64_t(calls) * 12 ||
-      args.size < uint64_t(n_experts) * calls * 12)
-    throw Error(ErrorCode::internal, "moe_dispatch: buffers smaller than " + std::to_string(n_experts) +
-                                         " experts x " + std::to_string(calls) + " calls");
-  if (n_experts == 0 || calls == 0) return;
-  struct { uint32_t tokens, experts, calls; } push{tokens, n_experts, calls};
-  using B = spec::MoeDispatchBindings;
-  const auto& p = pipeline(device_, ShaderId::moe_dispatch, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_GRIDS, grids}, {B::B_ARGS, args}}), &push, sizeof push,
-               stride_groups(n_experts, kGroup), 1, 1, "moe_dispatch");
 }
 
 void Kernels::moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,

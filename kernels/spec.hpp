@@ -156,14 +156,6 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_BIND_FILE "shaders/spec/moe_route.h"
 #include "kernels/binding_struct.inc"
 
-#define REACH_BIND_NAME MoeAccumulateBindings
-#define REACH_BIND_FILE "shaders/spec/moe_accumulate.h"
-#include "kernels/binding_struct.inc"
-
-#define REACH_BIND_NAME MoeDispatchBindings
-#define REACH_BIND_FILE "shaders/spec/moe_dispatch.h"
-#include "kernels/binding_struct.inc"
-
 #define REACH_BIND_NAME MoeGroupBindings
 #define REACH_BIND_FILE "shaders/spec/moe_group.h"
 #include "kernels/binding_struct.inc"

@@ -1,6 +1,6 @@
 #version 450
 // y[t][j] += Σ_s weights[t][s] · x[t k + s][j] over the k experts row t chose, in expert index order (the
-// order of moe_accumulate and moe_scatter, so decode and prefill sum alike): the chosen experts' outputs
+// order of moe_scatter, so decode and prefill sum alike): the chosen experts' outputs
 // (moe_matvec's slots) added to the residual stream with their routing weights.
 #include "common.glsl"
 #include "contract.glsl"

@@ -15,8 +15,8 @@ namespace {
 struct LayerRecorder {
   CommandList& cmd;
   Kernels K;
-  // The experts' linears: exact activations always, so each is the one dispatch the indirect group counts
-  // (moe_dispatch / moe_group) were written for; the int8 path records a quantize pass before it.
+  // Prefill's expert linears: exact activations always, so each is the one dispatch the indirect group
+  // counts (moe_group) were written for; the int8 path records a quantize pass before it.
   Kernels KX;
   const ModelConfig& c;
   uint32_t n, H, d, qd, kvd, I;
