@@ -346,7 +346,7 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
     m.embed_ = embed;
     m.lm_head_ = lm_head;
     m.final_norm_ = std::move(final_norm);
-    m.weight_bytes_ = L.planned_;
+    m.weight_bytes_ = L.planned_ - L.stack_padding_;   // the weights' own bytes, not the experts' alignment
     if (opt.quantize) {
       std::string note = "quantized " + std::to_string(L.quantized_) + " matrices to " + wtype_name(*opt.quantize);
       if (!L.fallback_q8_.empty())

@@ -121,6 +121,7 @@ class ModelLoader {
   std::map<WType, uint64_t> matrix_bytes_;
   std::vector<std::string> fallback_q8_, kept_float_;   // quantize-at-load exceptions (names)
   uint64_t quantized_ = 0;
+  uint64_t stack_padding_ = 0;   // bytes between stacked experts (stack_experts), planned but not weights
 };
 
 }  // namespace reach

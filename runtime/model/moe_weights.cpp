@@ -42,6 +42,7 @@ std::vector<Mat> ModelLoader::stack_experts(const std::vector<SourceTensor>& par
   // 256: every device's binding and texel offset alignment, so any group of experts binds at its first.
   const uint64_t stride = (mbytes + 255) / 256 * 256, n = parts.size();
   plan(stride * n);
+  stack_padding_ += (stride - mbytes) * n;
   matrix_bytes_[wt] += mbytes * n;
   if (dry_) return std::vector<Mat>(n);
   std::string label = parts[0].name;
