@@ -107,6 +107,9 @@ struct MoeMatvecArgs {
   uint32_t slots = 0;
   Act y;                        // [slots, ldy = y.cols >= N]: slot s's N outputs start row s
   BufferRange bias{};           // f32 [experts, N] added to expert id's outputs; size 0: none
+  // act none only: x' = RMSNorm(x row) · norm (f32 [K]), norm_rms's formula with `eps`; size 0: none.
+  BufferRange norm{};
+  float eps = 0;
 };
 
 // How the linear kernels treat activations against quantized W: as the device's

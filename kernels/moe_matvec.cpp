@@ -16,7 +16,7 @@ namespace reach {
 
 namespace {
 
-static_assert(sizeof(spec::MoeMatvecPush) == 72);
+static_assert(sizeof(spec::MoeMatvecPush) == 80);
 static_assert(uint32_t(MoeActivation::none) == spec::MOE_ACT_NONE && uint32_t(MoeActivation::silu) == spec::MOE_ACT_SILU &&
               uint32_t(MoeActivation::gelu_tanh) == spec::MOE_ACT_GELU_TANH &&
               uint32_t(MoeActivation::swiglu_clamped) == spec::MOE_ACT_SWIGLU_CLAMPED);
@@ -55,7 +55,7 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
   const Capabilities& caps = device_.caps();
   if (a.x.cols != (gated ? 2 * K : K) || a.x_div == 0 || uint64_t(a.x.rows) * a.x_div < a.slots ||
       a.y.cols < N || a.y.rows < a.slots || a.ids.size < uint64_t(a.slots) * 4 ||
-      (a.bias.size && a.bias.size < uint64_t(E) * N * 4))
+      (a.bias.size && a.bias.size < uint64_t(E) * N * 4) || (a.norm.size && (gated || a.norm.size < uint64_t(K) * 4)))
     throw Error(ErrorCode::internal, "moe_matvec: shapes disagree (W [" + std::to_string(N) + ", " + std::to_string(K) +
                                          "], x [" + std::to_string(a.x.rows) + ", " + std::to_string(a.x.cols) +
                                          "], " + std::to_string(a.slots) + " slots)");
@@ -65,6 +65,7 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
   const Bound ib = bind_aligned(a.ids, uint64_t(a.slots) * 4, 4, align);
   const Bound yb = bind_aligned(*a.y.buffer, a.y.offset, (uint64_t(a.slots - 1) * a.y.cols + N) * 4, 4, align);
   const Bound bb = a.bias.size ? bind_aligned(a.bias, a.bias.size, 4, align) : yb;
+  const Bound nb = a.norm.size ? bind_aligned(a.norm, uint64_t(K) * 4, 4, align) : yb;   // unread without a norm
 
   const KernelConfig& cfg = config_;
   const uint32_t mode = cfg.matvec_mode != spec::MATVEC_MODE_ROW_PER_LANE && caps.has_subgroup_arithmetic()
@@ -77,6 +78,7 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
   push.N = N, push.K = K, push.slots = a.slots, push.x_div = a.x_div, push.x_stride = a.x.cols;
   push.x_off = xb.elem_off, push.ids_off = ib.elem_off, push.y_off = yb.elem_off, push.ldy = a.y.cols;
   push.b_off = a.bias.size ? bb.elem_off : 0, push.alpha = a.alpha, push.limit = a.limit;
+  push.eps = a.eps, push.norm_off = a.norm.size ? nb.elem_off : 0;
   const bool quant = wtype_is_quant(w0.type);
   const uint64_t wbytes = w0.bytes();
 
@@ -119,14 +121,14 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
       const bool aligned = xb.elem_off % 4 == 0 && a.x.cols % 4 == 0;
       spec::MoeMatvecQSpec s;
       s.wg = wg, s.rows = rows, s.mode = mode, s.aligned = aligned, s.act = uint32_t(a.act);
-      s.has_bias = a.bias.size != 0, s.qtype = uint32_t(w0.type);
+      s.has_bias = a.bias.size != 0, s.qtype = uint32_t(w0.type), s.has_norm = a.norm.size != 0;
       using B = spec::MoeMatvecQBindings;
       PipelineDesc desc{qb.tex ? ShaderId::moe_matvec_q_tex : ShaderId::moe_matvec_q, B::count, sizeof push,
                         s.constants()};
       if (qb.tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, qb.meta_format);
       cmd.dispatch(device_.pipelines().get(desc),
                    spec::bound<B>({{B::B_X, xb.range}, {B::B_WQUANT, wr}, {B::B_Y, yb.range}, {B::B_WMETA, wr},
-                                   {B::B_IDS, ib.range}, {B::B_BIAS, bb.range}}),
+                                   {B::B_IDS, ib.range}, {B::B_BIAS, bb.range}, {B::B_NORM, nb.range}}),
                    &push, sizeof push, gx, a.slots, 1, "moe_matvec");
     } else {
       const uint32_t es = wtype_size(w0.type);
@@ -136,11 +138,11 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
                            push.w_stride % 4 == 0;
       spec::MoeMatvecSpec s;
       s.wg = wg, s.rows = rows, s.mode = mode, s.aligned = aligned, s.act = uint32_t(a.act);
-      s.has_bias = a.bias.size != 0;
+      s.has_bias = a.bias.size != 0, s.has_norm = a.norm.size != 0;
       using B = spec::MoeMatvecBindings;
       cmd.dispatch(device_.pipelines().get({float_shader(w0.type), B::count, sizeof push, s.constants()}),
                    spec::bound<B>({{B::B_X, xb.range}, {B::B_W, wb.range}, {B::B_Y, yb.range}, {B::B_IDS, ib.range},
-                                   {B::B_BIAS, bb.range}}),
+                                   {B::B_BIAS, bb.range}, {B::B_NORM, nb.range}}),
                    &push, sizeof push, gx, a.slots, 1, "moe_matvec");
     }
   }

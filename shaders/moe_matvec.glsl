@@ -19,6 +19,7 @@ layout(push_constant) uniform MoeMatvecPush {
 layout(binding = B_Y) writeonly buffer Yb { float y[]; };
 layout(binding = B_IDS) readonly buffer Ib { int ids[]; };
 layout(binding = B_BIAS) readonly buffer Bb { float bias[]; };
+layout(binding = B_NORM) readonly buffer Nb { float nrm[]; };
 
 const uint WG = gl_WorkGroupSize.x;
 
@@ -35,14 +36,36 @@ vec4 act4(vec4 g, vec4 u) {
 }
 float act1(float g, float u) { return act4(vec4(g), vec4(u)).x; }
 
+// HAS_NORM: the RMSNorm scale of the slot's X row (main), applied as norm_rms does: x · r · w.
+float g_rms = 1.0;
+
 // Elements k.. of the slot's input row starting at element xb.
 vec4 xin4(uint xb, uint k) {
-  if (ACT == MOE_ACT_NONE) return load_x4(xb + k);
-  return act4(load_x4(xb + k), load_x4(xb + p.K + k));
+  if (ACT != MOE_ACT_NONE) return act4(load_x4(xb + k), load_x4(xb + p.K + k));
+  const vec4 v = load_x4(xb + k);
+  if (!HAS_NORM) return v;
+  const uint n = p.norm_off + k;
+  return v * g_rms * vec4(nrm[n], nrm[n + 1], nrm[n + 2], nrm[n + 3]);
 }
 float xin(uint xb, uint k) {
-  if (ACT == MOE_ACT_NONE) return load_x(xb + k);
-  return act1(load_x(xb + k), load_x(xb + p.K + k));
+  if (ACT != MOE_ACT_NONE) return act1(load_x(xb + k), load_x(xb + p.K + k));
+  const float v = load_x(xb + k);
+  return HAS_NORM ? v * g_rms * nrm[p.norm_off + k] : v;
+}
+
+// Σ x² over this lane's share of the row (4 at a time from 4 lane, stride 4 lanes; then the tail).
+float sumsq_part(uint xb, uint lane, uint lanes) {
+  float s = 0.0;
+  const uint K4 = p.K & ~3u;
+  for (uint k = lane * 4; k < K4; k += lanes * 4) {
+    const vec4 v = load_x4(xb + k);
+    s += dot(v, v);
+  }
+  for (uint k = K4 + lane; k < p.K; k += lanes) {
+    const float v = load_x(xb + k);
+    s += v * v;
+  }
+  return s;
 }
 
 void store(uint slot, int id, uint n, float t) {
@@ -92,6 +115,17 @@ void main() {
   const uint e = uint(id) - p.e0;
   const uint xb = p.x_off + (slot / p.x_div) * p.x_stride;
   const uint N = p.N, K = p.K, l = gl_LocalInvocationID.x;
+  if (HAS_NORM) {
+    // Mode 0: each invocation sums the row alone (no barrier); mode 1: the subgroup's lanes split it.
+    float ss;
+    if (MODE == MATVEC_MODE_ROW_PER_LANE) {
+      ss = sumsq_part(xb, 0, 1);
+    } else {
+      const uint lanes = min(gl_SubgroupSize, WG - gl_SubgroupID * gl_SubgroupSize);
+      ss = subgroupAdd(sumsq_part(xb, gl_SubgroupInvocationID, lanes));
+    }
+    g_rms = inversesqrt(ss / float(K) + p.eps);
+  }
 
   if (MODE == MATVEC_MODE_ROW_PER_LANE) {
     // ROWS W rows per invocation (interleaved by WG), the whole K loop in registers; the input is loaded

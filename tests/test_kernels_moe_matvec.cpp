@@ -107,6 +107,7 @@ struct MvCase {
   int32_t always = -1;      // an expert every row chose
   MoeActivation act = MoeActivation::none;
   bool bias = false;
+  bool norm = false;        // the layer's RMSNorm folded into the input (act none)
 };
 
 // Runs one case through `kern` and checks every slot's outputs (and that the columns beside them are untouched).
@@ -131,13 +132,16 @@ void check_mv(Kernels& kern, const MvCase& c, uint32_t seed, const std::string& 
   std::vector<float> x(size_t(xrows) * xcols), bias(size_t(c.E) * c.N);
   for (float& v : x) v = gated ? 3 * nd(rng) : nd(rng);   // gated: past the clamp limit now and then
   for (float& v : bias) v = nd(rng);
+  std::vector<float> norm(c.K);
+  for (float& v : norm) v = 1.0f + 0.5f * nd(rng);
+  const double eps = 1e-5;
   const auto ids = choose(c.rows, c.k, c.pool, c.always, rng);
   const double alpha = 1.702, limit = 2.5;
 
   // Y: [slots][ldy] with the outputs at column y_col (as up's half of [gate | up]); the rest keeps a sentinel.
   const uint32_t y_col = 3, ldy = c.N + 5;
   const float sentinel = -777.0f;
-  Buffer bx = g.upload_f32(x), bb = g.upload_f32(bias), by = g.upload_f32(std::vector<float>(size_t(slots) * ldy, sentinel));
+  Buffer bn = g.upload_f32(norm), bx = g.upload_f32(x), bb = g.upload_f32(bias), by = g.upload_f32(std::vector<float>(size_t(slots) * ldy, sentinel));
   std::vector<float> ids_f(ids.size());
   std::memcpy(ids_f.data(), ids.data(), ids.size() * 4);
   Buffer bi = g.upload_f32(ids_f);
@@ -148,6 +152,7 @@ void check_mv(Kernels& kern, const MvCase& c, uint32_t seed, const std::string& 
   a.ids = bi.range(), a.slots = slots;
   a.y = Act{&by, y_col * 4, slots, ldy};
   if (c.bias) a.bias = bb.range();
+  if (c.norm) a.norm = bn.range(), a.eps = float(eps);
   g.run([&](CommandList& cmd) { kern.moe_matvec(cmd, st.mats, a); });
   const auto y = g.download_f32(by, size_t(slots) * ldy);
 
@@ -156,6 +161,12 @@ void check_mv(Kernels& kern, const MvCase& c, uint32_t seed, const std::string& 
   for (uint32_t s = 0; s < slots; ++s) {
     const uint32_t e = uint32_t(ids[s]);
     const float* xr = &x[size_t(gated ? s : s / c.k) * xcols];
+    double r = 1;   // norm_rms's scale of the row
+    if (c.norm) {
+      double ss = 0;
+      for (uint32_t kk = 0; kk < c.K; ++kk) ss += double(xr[kk]) * xr[kk];
+      r = 1 / std::sqrt(ss / c.K + eps);
+    }
     for (uint32_t col = 0; col < ldy; ++col) {
       const float got = y[size_t(s) * ldy + col];
       if (col < y_col || col >= y_col + c.N) {
@@ -165,14 +176,17 @@ void check_mv(Kernels& kern, const MvCase& c, uint32_t seed, const std::string& 
       const uint32_t n = col - y_col;
       double acc = 0, mag = 0;
       for (uint32_t kk = 0; kk < c.K; ++kk) {
-        const double xv = gated ? act_ref(c.act, xr[kk], xr[c.K + kk], alpha, limit) : double(xr[kk]);
+        const double xv = gated ? act_ref(c.act, xr[kk], xr[c.K + kk], alpha, limit)
+                                : double(xr[kk]) * (c.norm ? r * norm[kk] : 1.0);
         const size_t wi = (size_t(e) * c.N + n) * c.K + kk;
         acc += xv * st.w[wi];
         mag += std::fabs(xv) * st.mag[wi];
       }
       if (c.bias) acc += bias[size_t(e) * c.N + n];
       // f32 sums: (K + 64) 2^-24 of the magnitudes; the activation's exp a few ulps more (2^-18 of them).
-      const double tol = (c.K + 64) * std::ldexp(1.0, -24) * mag + (gated ? std::ldexp(mag, -18) : 0) + 1e-6;
+      // The norm: its sum of squares over K in f32 rounds the scale by up to ~K 2^-24 more.
+      const double tol = (c.K + 64) * std::ldexp(1.0, -24) * mag + (gated ? std::ldexp(mag, -18) : 0) +
+                         (c.norm ? 2 * c.K * std::ldexp(mag, -24) : 0) + 1e-6;
       worst = std::max(worst, std::fabs(got - acc) / tol);
     }
   }
@@ -212,8 +226,13 @@ TEST_CASE("kernel moe_matvec: activated input (silu, gelu_tanh, clamped SwiGLU) 
         c.act = act, c.bias = bias;
         check_mv(kern, c, seed++, "activated");
       }
-  // Gate / up biases without an activation too.
+  // Gate / up biases without an activation too, and the MoE block's RMSNorm folded into gate / up's input.
   check_mv(kern, {WType::q8_0, 4, 21, 64, 3, 2, 4, -1, MoeActivation::none, true}, seed++, "bias only");
+  for (WType t : {WType::f32, WType::f16, WType::q4_k, WType::q4_0, WType::mxfp4})
+    for (uint32_t K : {k_for(t), wtype_block_elems(t) == 1 ? 83u : k_for(t)}) {   // 83: the f32 tail loop
+      MvCase c{t, 5, 37, K, 3, 2, 5, -1, MoeActivation::none, true, true};
+      check_mv(kern, c, seed++, "norm");
+    }
 }
 
 TEST_CASE("kernel moe_matvec: mat-vec modes, texel and storage weights, stacks split across bindings") {
@@ -231,6 +250,8 @@ TEST_CASE("kernel moe_matvec: mat-vec modes, texel and storage weights, stacks s
         Kernels kern(*gpu().device, cfg);
         const std::string v = str("mode ", mode, texel ? " texel" : " ssbo", split ? " split" : "");
         for (WType t : {WType::f32, WType::f16, WType::q4_0, WType::q5_1, WType::q6_k, WType::mxfp4}) {
+          MvCase normed{t, 4, 9, wtype_block_elems(t) == 256 ? 256u : 96u, 2, 2, 4, -1, MoeActivation::none, false, true};
+          check_mv(kern, normed, seed++, v + " norm");
           if (split && wtype_block_elems(t) == 256) {
             check_mv(kern, {t, 5, 9, 256, 3, 2, 5}, seed++, v);   // 256-weight blocks: a smaller matrix
             continue;

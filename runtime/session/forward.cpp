@@ -113,19 +113,27 @@ struct LayerRecorder {
   //
   // The MoE input (norm(x), or x), the router's logits and moe_route's ids (this layer's slice of moe_ids)
   // and weights (moe_dense, moe_weights).  Returns the input the experts read.
-  const Act& route(const LayerWeights& w, size_t layer) {
+  // fused_norm (decode rows on the fused path): the norm is folded into the router's mat-vec (and the bias
+  // into its epilogue) and into the experts' gate / up (moe_matvec's norm), so the input returned is x.
+  const Act& route(const LayerWeights& w, size_t layer, bool fused_norm = false) {
     const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token);
-    const Act& in = w.mlp_norm ? h : x;
-    if (w.mlp_norm) {
-      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
-      cmd.barrier();
-    }
+    const Act& in = w.mlp_norm && !fused_norm ? h : x;
     const Act logits{b.moe_logits, 0, n, E};
-    K.linear(cmd, in, w.router, logits);
-    cmd.barrier();
-    if (w.router_bias) {   // gpt-oss: top-k of the biased logits
-      K.elementwise_add(cmd, logits.range(), w.router_bias.range(), logits.range(), n * E, E);
+    if (fused_norm) {
+      const MatvecOutput out[] = {{w.router, logits, bias(w.router_bias), false}};
+      K.linear_matvec_fused(cmd, x, pre_norm(w.mlp_norm), out);
       cmd.barrier();
+    } else {
+      if (w.mlp_norm) {
+        K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+        cmd.barrier();
+      }
+      K.linear(cmd, in, w.router, logits);
+      cmd.barrier();
+      if (w.router_bias) {   // gpt-oss: top-k of the biased logits
+        K.elementwise_add(cmd, logits.range(), w.router_bias.range(), logits.range(), n * E, E);
+        cmd.barrier();
+      }
     }
     const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
     // gpt-oss softmaxes over the chosen k only (norm_topk_prob's renormalisation gives the same).
@@ -154,10 +162,12 @@ struct LayerRecorder {
   // experts run, one moe_matvec dispatch per projection over every (row, expert) slot, the expert ids read
   // from moe_route's output on the device.  gate and up write the halves of each slot's [gate | up] row (no
   // barrier between them), down applies the activation as it loads them, and moe_combine adds each row's
-  // slots with their routing weights: 4 dispatches whatever the expert count.
-  void moe_residual_chosen(const LayerWeights& w, size_t layer) {
+  // slots with their routing weights: 4 dispatches whatever the expert count.  fused: the MoE block's norm
+  // goes into the router's mat-vec and gate / up (route), so the block is 6 dispatches from the residual.
+  void moe_residual_chosen(const LayerWeights& w, size_t layer, bool fused = false) {
     const uint32_t k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
-    const Act& in = route(w, layer);
+    const bool fold = fused && w.mlp_norm;
+    const Act& in = route(w, layer, fold);
     const uint64_t ids0 = layer * ForwardScratch::moe_ids_stride(c, n) * 4;
     for (uint32_t first = 0; first < n; first += ForwardScratch::kMoeDecodeRows) {
       const uint32_t rows = std::min(ForwardScratch::kMoeDecodeRows, n - first), slots = rows * k;
@@ -166,6 +176,7 @@ struct LayerRecorder {
       MoeMatvecArgs a;
       a.x = Act{in.buffer, in.offset + uint64_t(first) * H * 4, rows, H};
       a.x_div = k, a.ids = ids, a.slots = slots;
+      if (fold) a.norm = w.mlp_norm.range(), a.eps = eps;
       a.y = gu, a.bias = bias(w.expert_gate_bias);
       K.moe_matvec(cmd, w.expert_gate, a);
       a.y = Act{b.moe_eg, uint64_t(F) * 4, slots, 2 * F}, a.bias = bias(w.expert_up_bias);
@@ -345,7 +356,7 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     if (w.moe()) {   // the experts' steps serve prefill and decode alike
       if (fuse) R.output_residual_fused(w);
       else R.output_residual(w);
-      if (n <= ForwardScratch::kMoeDecodeRows || !R.moe_groupable(w)) R.moe_residual_chosen(w, l);
+      if (n <= ForwardScratch::kMoeDecodeRows || !R.moe_groupable(w)) R.moe_residual_chosen(w, l, fuse);
       else R.moe_residual_grouped(w, l);
     } else if (fuse) {
       R.output_residual_fused(w);

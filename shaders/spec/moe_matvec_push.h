@@ -1,4 +1,4 @@
-// Push constants of moe_matvec.comp and moe_matvec_q.comp (72 bytes).  Units of W: elements (float W) or
+// Push constants of moe_matvec.comp and moe_matvec_q.comp (80 bytes).  Units of W: elements (float W) or
 // quant-plane units of 16 bytes and meta-plane units (16 bits; bytes for mxfp4) for the block types.
 PUSH_UINT(N)          // output rows of one expert's matrix
 PUSH_UINT(K)          // its columns (an activated input row holds [gate | up], 2K wide)
@@ -18,3 +18,5 @@ PUSH_UINT(ldy)
 PUSH_UINT(b_off)      // bias of expert id, row n: bias[b_off + id * N + n] (HAS_BIAS)
 PUSH_FLOAT(alpha)     // MOE_ACT_SWIGLU_CLAMPED
 PUSH_FLOAT(limit)
+PUSH_FLOAT(eps)       // HAS_NORM
+PUSH_UINT(norm_off)
