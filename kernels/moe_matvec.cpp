@@ -61,7 +61,9 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
                                          "], " + std::to_string(a.slots) + " slots)");
   if (a.slots == 0) return;
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 16);
-  const Bound xb = bind_aligned(*a.x.buffer, a.x.offset, uint64_t(a.x.rows) * a.x.cols * 4, 4, align);
+  // X from a start a texel view may take too (moe_matvec_q_xtex).
+  const uint64_t xalign = std::max<uint64_t>(align, caps.min_texel_buffer_offset_alignment);
+  const Bound xb = bind_aligned(*a.x.buffer, a.x.offset, uint64_t(a.x.rows) * a.x.cols * 4, 4, xalign);
   const Bound ib = bind_aligned(a.ids, uint64_t(a.slots) * 4, 4, align);
   const Bound yb = bind_aligned(*a.y.buffer, a.y.offset, (uint64_t(a.slots - 1) * a.y.cols + N) * 4, 4, align);
   const Bound bb = a.bias.size ? bind_aligned(a.bias, a.bias.size, 4, align) : yb;
@@ -119,13 +121,17 @@ void Kernels::moe_matvec(CommandList& cmd, std::span<const Mat> experts, const M
       push.m_off = uint32_t((uint64_t(wq.elem_off) * 16 + qb.quant_total) / meta_unit);
       push.m_stride = uint32_t(st.stride / meta_unit);
       const bool aligned = xb.elem_off % 4 == 0 && a.x.cols % 4 == 0;
+      // X through texels too where the dense mat-vec would (CPU devices: vectorised gathers).
+      const bool xtex = qb.tex && aligned && cfg.activations_texel && arena_texel_readable(a.x.buffer->arena()) &&
+                        xb.range.size % 16 == 0 && xb.range.size / 16 <= caps.max_texel_buffer_elements;
       spec::MoeMatvecQSpec s;
       s.wg = wg, s.rows = rows, s.mode = mode, s.aligned = aligned, s.act = uint32_t(a.act);
       s.has_bias = a.bias.size != 0, s.qtype = uint32_t(w0.type), s.has_norm = a.norm.size != 0;
       using B = spec::MoeMatvecQBindings;
-      PipelineDesc desc{qb.tex ? ShaderId::moe_matvec_q_tex : ShaderId::moe_matvec_q, B::count, sizeof push,
-                        s.constants()};
+      PipelineDesc desc{xtex ? ShaderId::moe_matvec_q_xtex : qb.tex ? ShaderId::moe_matvec_q_tex : ShaderId::moe_matvec_q,
+                        B::count, sizeof push, s.constants()};
       if (qb.tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, qb.meta_format);
+      if (xtex) desc.texel(B::B_X, VK_FORMAT_R32G32B32A32_SFLOAT);
       cmd.dispatch(device_.pipelines().get(desc),
                    spec::bound<B>({{B::B_X, xb.range}, {B::B_WQUANT, wr}, {B::B_Y, yb.range}, {B::B_WMETA, wr},
                                    {B::B_IDS, ib.range}, {B::B_BIAS, bb.range}, {B::B_NORM, nb.range}}),
