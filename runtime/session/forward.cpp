@@ -172,19 +172,33 @@ struct LayerRecorder {
     for (uint32_t first = 0; first < n; first += ForwardScratch::kMoeDecodeRows) {
       const uint32_t rows = std::min(ForwardScratch::kMoeDecodeRows, n - first), slots = rows * k;
       const BufferRange ids = b.moe_ids->range(ids0 + uint64_t(first) * k * 4, uint64_t(slots) * 4);
-      const Act gu{b.moe_eg, 0, slots, 2 * F}, out{b.moe_eout, 0, slots, H};
+      const Act out{b.moe_eout, 0, slots, H};
+      // silu / gelu_tanh: gate and up as two blocks, one elementwise pass, down on the product (the activation
+      // computed once per element, not again by each of down's workgroups); the clamped SwiGLU, which has no
+      // elementwise kernel, keeps [gate | up] rows and down activates them as it loads them.
+      const bool act_pass = c.activation != Activation::swiglu_clamped;
+      const uint64_t up_off = ForwardScratch::moe_up_offset(slots, F);
+      const Act gate = act_pass ? Act{b.moe_eg, 0, slots, F} : Act{b.moe_eg, 0, slots, 2 * F};
+      const Act up = act_pass ? Act{b.moe_eg, up_off, slots, F} : Act{b.moe_eg, uint64_t(F) * 4, slots, 2 * F};
       MoeMatvecArgs a;
       a.x = Act{in.buffer, in.offset + uint64_t(first) * H * 4, rows, H};
       a.x_div = k, a.ids = ids, a.slots = slots;
       if (fold) a.norm = w.mlp_norm.range(), a.eps = eps;
-      a.y = gu, a.bias = bias(w.expert_gate_bias);
+      a.y = gate, a.bias = bias(w.expert_gate_bias);
       K.moe_matvec(cmd, w.expert_gate, a);
-      a.y = Act{b.moe_eg, uint64_t(F) * 4, slots, 2 * F}, a.bias = bias(w.expert_up_bias);
+      a.y = up, a.bias = bias(w.expert_up_bias);
       K.moe_matvec(cmd, w.expert_up, a);
       cmd.barrier();
       MoeMatvecArgs d;
-      d.x = gu, d.ids = ids, d.slots = slots, d.y = out, d.bias = bias(w.expert_down_bias);
-      d.act = moe_activation(), d.alpha = float(c.swiglu_alpha), d.limit = float(c.swiglu_limit);
+      d.x = gate, d.ids = ids, d.slots = slots, d.y = out, d.bias = bias(w.expert_down_bias);
+      if (act_pass) {
+        const BufferRange g = b.moe_eg->range(0, uint64_t(slots) * F * 4), u = b.moe_eg->range(up_off, g.size);
+        if (c.activation == Activation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, g, u, g, slots * F);
+        else K.elementwise_silu_mul(cmd, g, u, g, slots * F);
+        cmd.barrier();
+      } else {
+        d.act = moe_activation(), d.alpha = float(c.swiglu_alpha), d.limit = float(c.swiglu_limit);
+      }
       K.moe_matvec(cmd, w.expert_down, d);
       cmd.barrier();
       K.moe_combine(cmd, ids, b.moe_weights->range(uint64_t(first) * k * 4, uint64_t(slots) * 4), k, out,

@@ -51,6 +51,9 @@ struct ForwardScratch {
   // (prefill chunks) the rows are grouped by expert (moe_group) and each expert's GEMMs see its rows.
   static constexpr uint32_t kMoeDecodeRows = 8;
 
+  // Byte offset of the up block in moe_eg when gate and up are two blocks of `slots` rows x ffn (binding-aligned).
+  static uint64_t moe_up_offset(uint64_t slots, uint64_t ffn) { return (slots * ffn * 4 + 255) / 256 * 256; }
+
   // int32 entries between two layers' expert ids in moe_ids: rows x top-k, rounded up to 64 (aligned ranges).
   static uint64_t moe_ids_stride(const ModelConfig& c, uint64_t rows);
 

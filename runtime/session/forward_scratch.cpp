@@ -35,7 +35,7 @@ uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
   // slots' [gate | up] and outputs (decode rows).
   const uint64_t E = uint64_t(c.n_experts), k = uint64_t(c.experts_per_token);
   const uint64_t r = std::min<uint64_t>(rows, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
-  const uint64_t slot_bytes = saturating_mul({r, k, 4, 2 * F + m.H});
+  const uint64_t slot_bytes = saturating_add(saturating_mul({r, k, 4, 2 * F + m.H}), 256);
   return saturating_add(
       saturating_add(dense, saturating_mul({4, saturating_add(saturating_mul({rows, 2 * E + k + m.H}),
                                                               saturating_mul({uint64_t(c.n_layers),
@@ -69,7 +69,8 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
     s.moe_out = A.allocate(Arena::scratch, n * m.H * 4, prefix + "expert out");
     s.moe_ids = A.allocate(Arena::scratch, uint64_t(c.n_layers) * moe_ids_stride(c, n) * 4, prefix + "expert ids");
     const uint64_t r = std::min<uint64_t>(n, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
-    s.moe_eg = A.allocate(Arena::scratch, r * k * 2 * F * 4, prefix + "chosen experts' [gate | up]");
+    // [gate | up] rows, or a gate block then an up block at moe_up_offset (its alignment: 256 bytes more).
+    s.moe_eg = A.allocate(Arena::scratch, moe_up_offset(r * k, F) + r * k * F * 4, prefix + "chosen experts' gate and up");
     s.moe_eout = A.allocate(Arena::scratch, r * k * m.H * 4, prefix + "chosen experts' out");
     s.moe_args = A.allocate(Arena::scratch, E * 3 * 12, prefix + "experts' group counts");
     s.moe_grids = A.allocate(Arena::staging, (kMoeDecodeRows + 1) * 256, prefix + "experts' recorded group counts");
