@@ -16,6 +16,7 @@ struct WTypeInfo {
 constexpr WTypeInfo kWTypes[kWTypeCount] = {
     {"f32", 1, 4},     {"f16", 1, 2},     {"bf16", 1, 2},    {"q8_0", 32, 34},  {"q4_0", 32, 18},  {"q4_1", 32, 20},
     {"q5_0", 32, 22},  {"q5_1", 32, 24},  {"q4_k", 256, 144}, {"q5_k", 256, 176}, {"q6_k", 256, 210},
+    {"mxfp4", 32, 17},   // OCP microscaling FP4: an E8M0 scale byte, 16 bytes of E2M1 pairs
 };
 const WTypeInfo& info(WType t) {
   const auto i = static_cast<uint32_t>(t);

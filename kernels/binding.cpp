@@ -23,6 +23,11 @@ Bound bind_aligned(const Buffer& buf, VkDeviceSize offset, VkDeviceSize bytes, u
   return b;
 }
 
+Bound bind_aligned(const BufferRange& r, VkDeviceSize bytes, uint32_t esize, uint64_t align) {
+  const VkDeviceSize base = r.offset / align * align;
+  return {BufferRange{r.buffer, base, r.offset - base + bytes}, static_cast<uint32_t>((r.offset - base) / esize)};
+}
+
 std::vector<RowChunk> split_rows(uint32_t n_rows, uint64_t row_bytes, uint64_t max_range, uint64_t align) {
   if (row_bytes > max_range)
     throw Error(ErrorCode::unsupported, "one row of " + std::to_string(row_bytes) +

@@ -37,6 +37,8 @@ struct Bound {
   uint32_t elem_off = 0;
 };
 Bound bind_aligned(const Buffer& buf, VkDeviceSize offset, VkDeviceSize bytes, uint32_t esize, uint64_t align);
+// The same for the first `bytes` of a range (already inside its buffer).
+Bound bind_aligned(const BufferRange& r, VkDeviceSize bytes, uint32_t esize, uint64_t align);
 
 // Rows [first_row, first_row + rows) of a row-major tensor.
 struct RowChunk {

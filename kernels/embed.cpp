@@ -108,8 +108,10 @@ void Kernels::embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids
     const uint64_t b0 = uint64_t(c.first_row) * blocks_per_row, nb = uint64_t(c.rows) * blocks_per_row;
     const Bound qb = bind_aligned(*table.buffer, table.offset + b0 * planes.quant_bytes, nb * planes.quant_bytes, 16,
                                   align);
-    const Bound mb = bind_aligned(*table.buffer, table.offset + quant_total + b0 * planes.meta_bytes,
-                                  nb * planes.meta_bytes, 2, align);
+    // Meta offsets in the kernels' meta units (bytes for mxfp4), bound as whole 16-bit units.
+    Bound mb = bind_aligned(*table.buffer, table.offset + quant_total + b0 * planes.meta_bytes,
+                            nb * planes.meta_bytes, quant_meta_unit_bytes(table.type), align);
+    mb.range.size = (mb.range.size + 1) / 2 * 2;
     const Push push{n_tokens, table.cols, c.first_row, c.rows, table.rows, qb.elem_off, mb.elem_off, yb.elem_off};
     cmd.dispatch(p,
                  spec::bound<B>(

@@ -82,6 +82,37 @@ struct MatvecOutput {
   bool accumulate = false;    // y = y + ...: the residual add (y may be the residual stream itself)
 };
 
+// The experts of one projection stacked in one buffer (as the model loader stores them): expert e's matrix
+// [rows, cols] at first.offset + e * stride bytes, every one of the same type and shape.
+struct ExpertStack {
+  Mat first;
+  uint64_t stride = 0;
+  uint32_t count = 0;
+};
+// `experts` as a stack; throws internal when they are not one (another buffer, type, shape or stride).
+ExpertStack expert_stack(std::span<const Mat> experts);
+
+// An expert's gate and up activation (values: spec::MOE_ACT_*); swiglu_clamped is gpt-oss's (alpha, limit).
+enum class MoeActivation : uint32_t { none, silu, gelu_tanh, swiglu_clamped };
+
+// Kernels::moe_matvec's operands: slot s (of `slots`, moe_route's order: row s / top_k, its (s % top_k)-th
+// choice) multiplies expert ids[s]'s matrix by its input x' and writes y row s:
+//   act none: x' = x row s / x_div (gate, up: the layer's rows, x_div = top_k);
+//   otherwise x rows are [gate | up] (2K wide, one per slot, x_div = 1) and x' = act(gate) · up (down).
+struct MoeMatvecArgs {
+  Act x;
+  uint32_t x_div = 1;
+  MoeActivation act = MoeActivation::none;
+  float alpha = 0, limit = 0;   // swiglu_clamped
+  BufferRange ids;              // int32 [slots]
+  uint32_t slots = 0;
+  Act y;                        // [slots, ldy = y.cols >= N]: slot s's N outputs start row s
+  BufferRange bias{};           // f32 [experts, N] added to expert id's outputs; size 0: none
+  // act none only: x' = RMSNorm(x row) · norm (f32 [K]), norm_rms's formula with `eps`; size 0: none.
+  BufferRange norm{};
+  float eps = 0;
+};
+
 // How the linear kernels treat activations against quantized W: as the device's
 // configuration chooses (KernelConfig::from), exact f32, or rounded to Q8 blocks
 // for integer dot products (KernelConfig::quant_int_dot).
@@ -234,15 +265,6 @@ class Kernels {
   // chosen).  1 <= k <= min(E, 32).
   void moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool norm_topk, const BufferRange& ids,
                  const BufferRange& weights, const BufferRange& dense);
-  // y += Σ_{e in [first, first + count)} dense[:, e] * x_e per row (y [T, H]; dense [T, E]; x_e [T, H] starting
-  // (e - first) * x_stride elements after x), in expert order; a zero weight skips x_e's row (it may hold
-  // anything).  x_stride may be 0 when count is 1.
-  void moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t first, uint32_t count,
-                      const Act& x, uint32_t x_stride, const Act& y);
-  // args[e][c] (VkDispatchIndirectCommand) = grids[c] for the experts some token chose (a non-zero weight in
-  // dense [T, E]), 0 groups for the others; grids: `calls` x 3 uint32 (CommandList::indirect_grids()).
-  void moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
-                    const BufferRange& grids, uint32_t calls, const BufferRange& args);
   // Prefill rows grouped by expert, over rows [first, first + rows) (rows <= cap) of ids (int32 [T, k]):
   // moe_group gives each row a slot in each of its experts' blocks (slots [cap, E], in row order) and the
   // experts' indirect group counts (args [E][calls], from grids recorded for
@@ -257,6 +279,13 @@ class Kernels {
   // y[first + t] += Σ_e dense[first + t][e] * x[e][slots[t][e]], experts in index order, zero weights skipped.
   void moe_scatter(CommandList& cmd, const BufferRange& dense, const BufferRange& slots, uint32_t first,
                    uint32_t rows, uint32_t n_experts, uint32_t cap, const BufferRange& x, const Act& y);
+  // Decode rows (kernels/moe_matvec.cpp): every chosen slot times its expert's matrix in one dispatch (one per
+  // group of experts when the stack exceeds one binding), for every weight type the mat-vec reads.
+  void moe_matvec(CommandList& cmd, std::span<const Mat> experts, const MoeMatvecArgs& args);
+  // y[t] += Σ_s weights[t][s] · x[t · k + s] over the k slots of each row t of y, in expert index order (ids
+  // int32 [T, k], weights f32 [T, k], x [T · k, ldx = x.cols] whose first y.cols columns are read).
+  void moe_combine(CommandList& cmd, const BufferRange& ids, const BufferRange& weights, uint32_t k, const Act& x,
+                   const Act& y);
 
  private:
   void embed_q(CommandList& cmd, const Mat& table, const BufferRange& ids, uint32_t n_tokens, const Act& y) const;

@@ -167,13 +167,14 @@ class FusedRecorder {
       const uint64_t quant_total = uint64_t(N) * bpr * planes.quant_bytes;
       const Bound qb = bind_aligned(*o.w.buffer, o.w.offset + blocks0 * planes.quant_bytes,
                                     nblocks * planes.quant_bytes, 16, walign_);
-      const uint32_t meta_unit = tex_ ? meta_texel_ : 2;
-      const Bound mb = bind_aligned(*o.w.buffer, o.w.offset + quant_total + blocks0 * planes.meta_bytes,
-                                    nblocks * planes.meta_bytes, meta_unit, walign_);
+      const uint32_t unit = quant_meta_unit_bytes(o.w.type), meta_unit = tex_ && unit == 2 ? meta_texel_ : unit;
+      Bound mb = bind_aligned(*o.w.buffer, o.w.offset + quant_total + blocks0 * planes.meta_bytes,
+                              nblocks * planes.meta_bytes, meta_unit, walign_);
+      mb.range.size = (mb.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
       b.w = qb.range;
       b.w_off = qb.elem_off;
       b.meta = mb.range;
-      b.m_off = mb.elem_off * (meta_unit / 2);
+      b.m_off = mb.elem_off * meta_unit / unit;
       b.tex = tex_;
     } else {
       const VkDeviceSize start = o.w.offset + VkDeviceSize(c.first_row) * K_ * esize_;

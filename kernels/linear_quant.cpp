@@ -129,10 +129,12 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
                                     16, walign);
       // Texel meta: bound in whole meta texels (each chunk starts at a block, and
       // meta_texel divides both 16 and the block's meta bytes); the push offset stays in 2-byte units.
-      const uint32_t meta_unit = tex ? meta_texel : 2;
-      const Bound mb = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes,
-                                    nblocks * planes.meta_bytes, meta_unit, walign);
-      const uint32_t m_off = mb.elem_off * (meta_unit / 2);
+      // mxfp4 (1-byte meta) binds byte offsets and its push offset counts bytes.
+      const uint32_t unit = quant_meta_unit_bytes(w.type), meta_unit = tex && unit == 2 ? meta_texel : unit;
+      Bound mb = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes,
+                              nblocks * planes.meta_bytes, meta_unit, walign);
+      mb.range.size = (mb.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
+      const uint32_t m_off = mb.elem_off * meta_unit / unit;
       const LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, m_off, yb.elem_off + c.first_row, N};
       const uint32_t gx = groups_for(c.rows, gx_per);
       const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);

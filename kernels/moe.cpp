@@ -1,5 +1,7 @@
-// Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, and the weighted sum
-// of the experts' outputs.  The experts themselves are ordinary linear kernels.
+// Mixture-of-experts kernels (shaders/moe_*.comp): the router's top-k choice and weights, prefill's grouping of
+// rows by expert, and the weighted sums of the experts' outputs.  The experts themselves are linear kernels
+// (prefill) or moe_matvec (decode rows, kernels/moe_matvec.cpp).
+#include <algorithm>
 #include <string>
 
 #include "base/error.hpp"
@@ -34,37 +36,6 @@ void Kernels::moe_route(CommandList& cmd, const Act& logits, uint32_t k, bool no
   cmd.dispatch(p, spec::bound<B>({{B::B_LOGITS, logits.range()}, {B::B_IDS, ids}, {B::B_WEIGHTS, weights},
                                   {B::B_DENSE, dense}}),
                &push, sizeof push, stride_groups(T, kGroup), 1, 1, "moe_route");
-}
-
-void Kernels::moe_accumulate(CommandList& cmd, const BufferRange& dense, uint32_t n_experts, uint32_t first,
-                             uint32_t count, const Act& x, uint32_t x_stride, const Act& y) {
-  const uint32_t n = y.rows * y.cols;
-  if (x.rows != y.rows || x.cols != y.cols || count == 0 || first + count > n_experts ||
-      dense.size < uint64_t(y.rows) * n_experts * 4 ||
-      (count > 1 && x.buffer->size() < x.offset + (uint64_t(count - 1) * x_stride + n) * 4))
-    throw Error(ErrorCode::internal, "moe_accumulate: shapes disagree (experts " + std::to_string(first) + "+" +
-                                         std::to_string(count) + " of " + std::to_string(n_experts) + ")");
-  if (n == 0) return;
-  struct { uint32_t n, cols, experts, first, count, x_stride; } push{n, y.cols, n_experts, first, count, x_stride};
-  const BufferRange xr = x.buffer->range(x.offset, (uint64_t(count - 1) * x_stride + n) * 4);
-  using B = spec::MoeAccumulateBindings;
-  const auto& p = pipeline(device_, ShaderId::moe_accumulate, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_X, xr}, {B::B_Y, y.range()}}), &push, sizeof push,
-               stride_groups(n, kGroup), 1, 1, "moe_accumulate");
-}
-
-void Kernels::moe_dispatch(CommandList& cmd, const BufferRange& dense, uint32_t tokens, uint32_t n_experts,
-                           const BufferRange& grids, uint32_t calls, const BufferRange& args) {
-  if (dense.size < uint64_t(tokens) * n_experts * 4 || grids.size < uint64_t(calls) * 12 ||
-      args.size < uint64_t(n_experts) * calls * 12)
-    throw Error(ErrorCode::internal, "moe_dispatch: buffers smaller than " + std::to_string(n_experts) +
-                                         " experts x " + std::to_string(calls) + " calls");
-  if (n_experts == 0 || calls == 0) return;
-  struct { uint32_t tokens, experts, calls; } push{tokens, n_experts, calls};
-  using B = spec::MoeDispatchBindings;
-  const auto& p = pipeline(device_, ShaderId::moe_dispatch, B::count, sizeof push);
-  cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_GRIDS, grids}, {B::B_ARGS, args}}), &push, sizeof push,
-               stride_groups(n_experts, kGroup), 1, 1, "moe_dispatch");
 }
 
 void Kernels::moe_group(CommandList& cmd, const BufferRange& ids, uint32_t first, uint32_t rows, uint32_t k,
@@ -112,6 +83,28 @@ void Kernels::moe_scatter(CommandList& cmd, const BufferRange& dense, const Buff
   const auto& p = pipeline(device_, ShaderId::moe_scatter, B::count, sizeof push);
   cmd.dispatch(p, spec::bound<B>({{B::B_DENSE, dense}, {B::B_SLOTS, slots}, {B::B_X, x}, {B::B_Y, y.range()}}), &push,
                sizeof push, stride_groups(n, kGroup), 1, 1, "moe_scatter");
+}
+
+void Kernels::moe_combine(CommandList& cmd, const BufferRange& ids, const BufferRange& weights, uint32_t k,
+                          const Act& x, const Act& y) {
+  const uint64_t slots = uint64_t(y.rows) * k;
+  if (k == 0 || x.rows < slots || x.cols < y.cols || ids.size < slots * 4 || weights.size < slots * 4)
+    throw Error(ErrorCode::internal, "moe_combine: shapes disagree (" + std::to_string(y.rows) + " rows x " +
+                                         std::to_string(k) + " slots)");
+  const uint32_t n = y.rows * y.cols;
+  if (n == 0) return;
+  const uint64_t align = std::max<uint64_t>(device_.caps().min_storage_buffer_offset_alignment, 16);
+  const Bound ib = bind_aligned(ids, slots * 4, 4, align);
+  const Bound wb = bind_aligned(weights, slots * 4, 4, align);
+  const Bound xb = bind_aligned(*x.buffer, x.offset, slots * x.cols * 4, 4, align);
+  const Bound yb = bind_aligned(*y.buffer, y.offset, uint64_t(n) * 4, 4, align);
+  struct { uint32_t n, cols, k, ids_off, w_off, ldx, x_off, y_off; } push{
+      n, y.cols, k, ib.elem_off, wb.elem_off, x.cols, xb.elem_off, yb.elem_off};
+  using B = spec::MoeCombineBindings;
+  const auto& p = pipeline(device_, ShaderId::moe_combine, B::count, sizeof push);
+  cmd.dispatch(p, spec::bound<B>({{B::B_IDS, ib.range}, {B::B_WEIGHTS, wb.range}, {B::B_X, xb.range},
+                                  {B::B_Y, yb.range}}),
+               &push, sizeof push, stride_groups(n, kGroup), 1, 1, "moe_combine");
 }
 
 }  // namespace reach

@@ -31,6 +31,7 @@ Blocks fields(WType t) {
     case WType::q4_k: return {{{0, 16, false}, {16, 128, true}}, 2};                       // d, dmin, scales[12], qs
     case WType::q5_k: return {{{0, 16, false}, {16, 160, true}}, 2};                       // ..., qh[32], qs[128]
     case WType::q6_k: return {{{0, 192, true}, {208, 2, false}, {192, 16, false}}, 3};     // ql, qh, scales, d
+    case WType::mxfp4: return {{{0, 1, false}, {1, 16, true}}, 2};                        // e, qs[16]
     default: throw Error(ErrorCode::internal, std::string("quant layout: ") + wtype_name(t) + " is not a block format");
   }
 }
@@ -48,7 +49,14 @@ uint32_t quant_meta_texel_bytes(WType t) {
   return quant_planes(t).meta_bytes == 16 ? 16 : 2;
 }
 
-uint64_t quant_device_bytes(WType t, uint32_t rows, uint32_t cols) { return uint64_t(rows) * wtype_row_bytes(t, cols); }
+uint32_t quant_meta_unit_bytes(WType t) { return t == WType::mxfp4 ? 1 : 2; }
+
+uint64_t quant_device_bytes(WType t, uint32_t rows, uint32_t cols) {
+  const uint64_t bytes = uint64_t(rows) * wtype_row_bytes(t, cols);
+  // mxfp4's 1-byte meta: padded to whole 16-byte texels, so any range of its meta plane rounds up to whole
+  // 16-bit units (and texels) inside the buffer.
+  return t == WType::mxfp4 ? (bytes + 15) / 16 * 16 : bytes;
+}
 
 void quant_to_device_layout(WType t, uint32_t rows, uint32_t cols, const void* blocks, void* out) {
   const Blocks b = fields(t);

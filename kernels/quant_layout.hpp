@@ -38,7 +38,11 @@ QuantPlanes quant_planes(WType t);   // throws internal for non-block types
 // (R16 units; one R32 fetch of q4_1's d and m measured slower on llvmpipe).
 uint32_t quant_meta_texel_bytes(WType t);
 
-// Bytes the device copy of a [rows, cols] matrix of type t takes (== the file's bytes).
+// Bytes of one meta-plane unit as the kernels address it: 2 (16-bit units), 1 for mxfp4 (its meta is a single
+// E8M0 byte per block, so its unit offsets count bytes).
+uint32_t quant_meta_unit_bytes(WType t);
+
+// Bytes the device copy of a [rows, cols] matrix of type t takes (== the file's bytes; mxfp4 rounded up to 16).
 uint64_t quant_device_bytes(WType t, uint32_t rows, uint32_t cols);
 
 // `blocks` holds rows * cols / wtype_block_elems(t) blocks in file order (row-major);

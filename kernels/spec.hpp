@@ -134,17 +134,33 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_PUSH_FILE "shaders/spec/attention_push.h"
 #include "kernels/push_struct.inc"
 
+#define REACH_SPEC_NAME MoeMatvecSpec
+#define REACH_SPEC_FILE "shaders/spec/moe_matvec.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_SPEC_NAME MoeMatvecQSpec
+#define REACH_SPEC_FILE "shaders/spec/moe_matvec_q.h"
+#include "kernels/spec_struct.inc"
+
+#define REACH_PUSH_NAME MoeMatvecPush
+#define REACH_PUSH_FILE "shaders/spec/moe_matvec_push.h"
+#include "kernels/push_struct.inc"
+
 // Binding numbers, one struct per kernel (shaders/spec/<stem>.h).
+#define REACH_BIND_NAME MoeMatvecBindings
+#define REACH_BIND_FILE "shaders/spec/moe_matvec.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeMatvecQBindings
+#define REACH_BIND_FILE "shaders/spec/moe_matvec_q.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME MoeCombineBindings
+#define REACH_BIND_FILE "shaders/spec/moe_combine.h"
+#include "kernels/binding_struct.inc"
+
 #define REACH_BIND_NAME MoeRouteBindings
 #define REACH_BIND_FILE "shaders/spec/moe_route.h"
-#include "kernels/binding_struct.inc"
-
-#define REACH_BIND_NAME MoeAccumulateBindings
-#define REACH_BIND_FILE "shaders/spec/moe_accumulate.h"
-#include "kernels/binding_struct.inc"
-
-#define REACH_BIND_NAME MoeDispatchBindings
-#define REACH_BIND_FILE "shaders/spec/moe_dispatch.h"
 #include "kernels/binding_struct.inc"
 
 #define REACH_BIND_NAME MoeGroupBindings
@@ -267,6 +283,8 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_CONST_FILE "shaders/spec/linear_matvec_fusion.h"
 #include "kernels/const_list.inc"
 #define REACH_CONST_FILE "shaders/spec/attention_modes.h"
+#include "kernels/const_list.inc"
+#define REACH_CONST_FILE "shaders/spec/moe_act.h"
 #include "kernels/const_list.inc"
 
 // The buffers of one dispatch by binding number, named from the kernel's

@@ -114,7 +114,8 @@ vec4 load_x4(uint e) {
 }
 #endif
 
-#if !defined(FUSED)   // linear_matvec_io.glsl declares the fused kernel's Y and push constants
+// linear_matvec_io.glsl declares the fused kernel's Y and push constants; OWN_IO kernels (moe_matvec) their own.
+#if !defined(FUSED) && !defined(OWN_IO)
 // Y (f32) at binding 2.
 layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 

@@ -17,7 +17,8 @@ vec4 load_x4(uint e) {
 }
 #endif
 float load_x(uint e) { return x1_at(e); }
-#if !defined(FUSED)   // linear_matvec_io.glsl declares the fused kernel's Y and push constants
+// linear_matvec_io.glsl declares the fused kernel's Y and push constants; OWN_IO kernels (moe_matvec) their own.
+#if !defined(FUSED) && !defined(OWN_IO)
 layout(binding = B_Y) writeonly buffer Y1 { float y1[]; };
 
 layout(push_constant) uniform LinearQPush {

@@ -1,7 +1,7 @@
 #version 450
 // y[first + t][j] += Σ_e dense[first + t][e] * x[e][slots[t][e]][j] over the experts in index order, skipping
 // the zero weights (the experts row t did not choose: their slots are stale): the gathered experts' outputs
-// added back to their rows, in moe_accumulate's order.
+// added back to their rows, in expert order (moe_combine's).
 #include "common.glsl"
 #include "contract.glsl"
 #include "spec/moe_scatter.h"

@@ -17,13 +17,15 @@
 #define WTYPE(id, name, NAME) const uint QT_##NAME = id;
 #include "base/wtype_list.h"
 #undef WTYPE
-const bool QK = QTYPE >= QT_Q4_K;              // 256-weight super-blocks of 8 sub-blocks
+const bool QK = QTYPE >= QT_Q4_K && QTYPE <= QT_Q6_K;   // 256-weight super-blocks of 8 sub-blocks
 const uint QSUBS = QK ? 8 : 1;                 // sub-blocks of 32 per block
 const uint QU = QTYPE == QT_Q8_0 ? 2 : QTYPE == QT_Q4_K ? 8 : QTYPE == QT_Q5_K ? 10 : QTYPE == QT_Q6_K ? 12 : 1;
+// Meta units per block: 16-bit units, except mxfp4 whose one E8M0 byte makes its meta units bytes (its
+// meta offsets count bytes: kernels/quant_layout.hpp's quant_meta_unit_bytes).
 const uint MU = QTYPE == QT_Q4_1 ? 2 : QTYPE == QT_Q5_0 ? 3 : QTYPE == QT_Q5_1 ? 4 : QTYPE == QT_Q6_K ? 9 : QK ? 8 : 1;
 const float QOFF = QTYPE == QT_Q4_0 ? 8.0 : QTYPE == QT_Q5_0 ? 16.0 : QTYPE == QT_Q6_K ? 32.0 : 0.0;
-// Whether ab.y / ab.w can be non-zero (all but q8_0).
-const bool QHAS_B = QTYPE != QT_Q8_0;
+// Whether ab.y / ab.w can be non-zero (all but q8_0 and mxfp4).
+const bool QHAS_B = QTYPE != QT_Q8_0 && QTYPE != QT_MXFP4;
 
 // Meta units per meta texel on the texel path (kernels/quant_layout.hpp's
 // quant_meta_texel_bytes / 2): q4_k / q5_k read their whole 16-byte meta (d,
@@ -113,11 +115,33 @@ vec4 bits4(uint v) { return vec4(uvec4(v, v >> 1, v >> 2, v >> 3) & 1u); }
 // Byte k (< 16) of a block's meta from its meta_words.
 uint mbyte(uvec4 mw, uint k) { return (mw[k >> 2] >> ((k & 3u) * 8u)) & 255u; }
 
+// mxfp4's E2M1 codes as ggml's kvalues_mxfp4 (twice the E2M1 values; the scale below is halved to match).
+const float MXFP4_VALUES[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
+                                         0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+vec4 mx_lo(uint v) {
+  return vec4(MXFP4_VALUES[v & 15u], MXFP4_VALUES[(v >> 8) & 15u], MXFP4_VALUES[(v >> 16) & 15u],
+              MXFP4_VALUES[(v >> 24) & 15u]);
+}
+vec4 mx_hi(uint v) { return mx_lo(v >> 4); }
+// ggml_e8m0_to_fp32_half: 2^(e - 128), built from its bits (subnormal below e = 2).
+float e8m0_half(uint e) { return uintBitsToFloat(e < 2u ? (0x00200000u << e) : ((e - 1u) << 23)); }
+
 void decode_sub(QO_P uint qb, uint mb, uint s, out vec4 q[8], out vec4 ab) {
-  // d is meta unit 0 of every type; q6_k reads its scales by unit (below).
-  const uvec4 mw = QTYPE == QT_Q6_K ? uvec4(mload(QO_A mb), 0u, 0u, 0u) : meta_words(QO_A mb);
+  // d is meta unit 0 of every type; q6_k reads its scales by unit (below), mxfp4 its scale byte.
+  const uvec4 mw = QTYPE == QT_Q6_K ? uvec4(mload(QO_A mb), 0u, 0u, 0u)
+                   : QTYPE == QT_MXFP4 ? uvec4(0u) : meta_words(QO_A mb);
   const float d = qf16(mw.x);
-  if (QTYPE == QT_Q8_0) {
+  if (QTYPE == QT_MXFP4) {
+    // qs[i]: low nibble weight i, high nibble weight i + 16 (as q4_0); the meta byte mb is the scale.
+    const uint e = (mload(QO_A mb >> 1) >> ((mb & 1u) * 8u)) & 255u;
+    const uvec4 u = qload(QO_A qb);
+    for (uint w = 0; w < 4; ++w) {
+      q[w] = mx_lo(u[w]);
+      q[w + 4] = mx_hi(u[w]);
+    }
+    const float a = e8m0_half(e);
+    ab = vec4(a, 0.0, a, 0.0);
+  } else if (QTYPE == QT_Q8_0) {
     const uvec4 u0 = qload(QO_A qb), u1 = qload(QO_A qb + 1);
     q[0] = bytes_s(u0.x); q[1] = bytes_s(u0.y); q[2] = bytes_s(u0.z); q[3] = bytes_s(u0.w);
     q[4] = bytes_s(u1.x); q[5] = bytes_s(u1.y); q[6] = bytes_s(u1.z); q[7] = bytes_s(u1.w);

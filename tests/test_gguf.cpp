@@ -489,7 +489,7 @@ TEST_CASE("gguf: the type table agrees with the gguf package's GGML_QUANT_SIZES"
       ++supported;
     }
   }
-  CHECK(supported == 11);
+  CHECK(supported == 12);   // f32 f16 bf16, q8_0 q4_0 q4_1 q5_0 q5_1, q4_k q5_k q6_k, mxfp4
 }
 
 TEST_CASE("gguf: files written by the gguf package read as gguf.GGUFReader reads them") {

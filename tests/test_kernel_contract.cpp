@@ -95,11 +95,12 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::ElementwiseBf16ToF32Bindings>("elementwise_bf16_to_f32");
   check_bindings<spec::ElementwiseF32ToF16Bindings>("elementwise_f32_to_f16");
   check_bindings<spec::MoeRouteBindings>("moe_route");
-  check_bindings<spec::MoeAccumulateBindings>("moe_accumulate");
-  check_bindings<spec::MoeDispatchBindings>("moe_dispatch");
   check_bindings<spec::MoeGroupBindings>("moe_group");
   check_bindings<spec::MoeGatherBindings>("moe_gather");
   check_bindings<spec::MoeScatterBindings>("moe_scatter");
+  check_bindings<spec::MoeMatvecBindings>("moe_matvec");
+  check_bindings<spec::MoeMatvecQBindings>("moe_matvec_q");
+  check_bindings<spec::MoeCombineBindings>("moe_combine");
   check_bindings<spec::EmbedBindings>("embed");
   check_bindings<spec::EmbedQBindings>("embed_q");
   check_bindings<spec::NormRmsBindings>("norm_rms");

@@ -331,7 +331,7 @@ TEST_CASE("linear_matvec_fused: weights, X and Y split over several bindings") {
       cfg.max_binding = max_binding;
       cfg.weights_texel = cfg.weights_texel && texel;
       Kernels k(*gpu().device, cfg);
-      for (WType t : {WType::f16, WType::q4_1, WType::q6_k}) {
+      for (WType t : {WType::f16, WType::q4_1, WType::q6_k, WType::mxfp4}) {
         FCase c;
         c.types = {t, t};
         c.ns = {150, 41};

@@ -493,3 +493,29 @@ TEST_CASE("quant linear: M = 1..8 uses matvec, above it GEMM; both correct") {
   for (WType t : {WType::q8_0, WType::q4_1})
     for (uint32_t M = 1; M <= 10; ++M) check_case(k, {Op::linear, M, 67, 96, t}, "default", seed++);
 }
+
+TEST_CASE("quant mxfp4: matvec, gemm and linear against the OCP values, storage and texel weights, offsets") {
+  // mxfp4's meta plane is one byte per block (its meta offsets count bytes): odd block counts and row chunks
+  // that start mid 16-bit unit are the cases its binding must get right.
+  uint32_t seed = 900;
+  for (bool texel : kTexel) {
+    KernelConfig cfg = base_config();
+    cfg.weights_texel = texel;
+    Kernels k(*gpu().device, cfg);
+    for (Op op : {Op::matvec, Op::gemm, Op::linear})
+      for (uint32_t K : {32u, 96u, 160u})
+        for (uint32_t M : {1u, 3u}) {
+          check_case(k, Case{op, M, 67, K, WType::mxfp4}, "mxfp4" + wpath(texel), seed++);
+          check_case(k, Case{op, M, 5, K, WType::mxfp4, 4, 16, 8}, "mxfp4 offsets" + wpath(texel), seed++);
+        }
+  }
+  // Row chunks: a binding span of a few rows, so chunks start at odd blocks of the meta plane.
+  for (bool texel : kTexel) {
+    KernelConfig cfg = base_config();
+    cfg.weights_texel = texel;
+    cfg.max_binding = 512;
+    Kernels k(*gpu().device, cfg);
+    check_case(k, Case{Op::matvec, 2, 61, 96, WType::mxfp4}, "mxfp4 chunks" + wpath(texel), seed++);
+    check_case(k, Case{Op::gemm, 9, 61, 96, WType::mxfp4}, "mxfp4 chunks" + wpath(texel), seed++);
+  }
+}

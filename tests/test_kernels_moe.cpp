@@ -1,7 +1,7 @@
-// moe_route and moe_accumulate (kernels/moe.cpp) on the Vulkan device vs plain C++ references: the top-k
-// choice in torch.topk's order (larger first, the lower index on equal logits) with many ties, the softmax
-// weights with and without renormalising over the chosen, k = 1 and k = E; the weighted sum with an expert no
-// token chose and one that every token chose.
+// moe_route and prefill's moe_group / moe_gather / moe_scatter (kernels/moe.cpp) on the Vulkan device vs plain
+// C++ references: the top-k choice in torch.topk's order (larger first, the lower index on equal logits) with
+// many ties, the softmax weights with and without renormalising over the chosen, k = 1 and k = E; rows grouped
+// by expert and added back with their weights.  (moe_combine: test_kernels_moe_matvec.cpp.)
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -93,67 +93,6 @@ TEST_CASE("kernel moe_route: top-k order, ties to the lower index, softmax weigh
                 CHECK(got_dense[size_t(t) * E + e] == expect);
               }
           }
-}
-
-TEST_CASE("kernel moe_accumulate: y += weight of expert e per row; unchosen rows and experts unchanged") {
-  auto& g = gpu();
-  const uint32_t T = 9, H = 67, E = 4;
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0, 1);
-  std::vector<float> x(size_t(T) * H), y0(size_t(T) * H), dense(size_t(T) * E, 0.0f);
-  for (float& v : x) v = nd(rng);
-  for (float& v : y0) v = nd(rng);
-  for (uint32_t t = 0; t < T; ++t) {
-    dense[t * E + 0] = 0.25f + 0.05f * float(t);     // expert 0: every token
-    if (t % 3 == 0) dense[t * E + 2] = 0.5f;         // expert 2: every third token
-  }                                                  // expert 1: none; expert 3: none
-  for (uint32_t e = 0; e < E; ++e) {
-    CAPTURE(e);
-    Buffer bd = g.upload_f32(dense), bx = g.upload_f32(x), by = g.upload_f32(y0);
-    g.run([&](CommandList& cmd) { g.kernels->moe_accumulate(cmd, bd.range(), E, e, 1, Act{&bx, 0, T, H}, 0, Act{&by, 0, T, H}); });
-    const auto y = g.download_f32(by, size_t(T) * H);
-    size_t changed = 0;
-    for (uint32_t t = 0; t < T; ++t)
-      for (uint32_t j = 0; j < H; ++j) {
-        const size_t i = size_t(t) * H + j;
-        const float w = dense[t * E + e];
-        if (w == 0) {
-          CHECK(y[i] == y0[i]);   // bit for bit: a row the expert did not take
-        } else {
-          CHECK(std::fabs(double(y[i]) - (double(y0[i]) + double(w) * double(x[i]))) <= 1e-6 * (1 + std::fabs(y0[i])));
-          ++changed;
-        }
-      }
-    CHECK(changed == (e == 0 ? size_t(T) * H : e == 2 ? size_t(3) * H : 0));
-  }
-}
-
-TEST_CASE("kernel moe_route refuses k = 0 and k > experts") {
-  auto& g = gpu();
-  Buffer bl = g.zeros(4 * 4), o = g.zeros(64 * 4);
-  for (uint32_t k : {0u, 5u})
-    CHECK_THROWS_AS(g.run([&](CommandList& cmd) {
-                      g.kernels->moe_route(cmd, Act{&bl, 0, 1, 4}, k, true, o.range(), o.range(), o.range());
-                    }),
-                    Error);
-}
-
-TEST_CASE("kernel moe_dispatch: chosen experts get the recorded group counts, the others 0") {
-  auto& g = gpu();
-  const uint32_t T = 3, E = 5, C = 3;
-  // Expert 0: tokens 0 and 2; expert 3: token 1; experts 1, 2, 4: none.
-  std::vector<float> dense(size_t(T) * E, 0.0f);
-  dense[0 * E + 0] = 0.7f, dense[2 * E + 0] = 0.1f, dense[1 * E + 3] = 1.0f;
-  const std::vector<uint32_t> grids = {4, 1, 1, 4, 1, 1, 9, 2, 1};
-  Buffer bd = g.upload_f32(dense), bg = g.upload_bytes(grids.data(), grids.size() * 4),
-         args = g.upload_f32(std::vector<float>(size_t(E) * C * 3, 1.0f));   // stale values are overwritten
-  g.run([&](CommandList& cmd) { g.kernels->moe_dispatch(cmd, bd.range(), T, E, bg.range(), C, args.range()); });
-  const auto got = as_ints(g.download_f32(args, size_t(E) * C * 3));
-  for (uint32_t e = 0; e < E; ++e) {
-    CAPTURE(e);
-    const bool chosen = e == 0 || e == 3;
-    for (uint32_t i = 0; i < C * 3; ++i) CHECK(got[e * C * 3 + i] == (chosen ? int32_t(grids[i]) : 0));
-  }
 }
 
 TEST_CASE("kernel moe_group, moe_gather, moe_scatter: rows grouped by expert and added back with their weights") {

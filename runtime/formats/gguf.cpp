@@ -22,7 +22,7 @@ constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType::f32, "F32", 1, 4},       {GgmlType::f16, "F16", 1, 2},       {GgmlType::bf16, "BF16", 1, 2},
     {GgmlType::q8_0, "Q8_0", 32, 34},   {GgmlType::q4_0, "Q4_0", 32, 18},   {GgmlType::q4_1, "Q4_1", 32, 20},
     {GgmlType::q5_0, "Q5_0", 32, 22},   {GgmlType::q5_1, "Q5_1", 32, 24},   {GgmlType::q4_k, "Q4_K", 256, 144},
-    {GgmlType::q5_k, "Q5_K", 256, 176}, {GgmlType::q6_k, "Q6_K", 256, 210},
+    {GgmlType::q5_k, "Q5_K", 256, 176}, {GgmlType::q6_k, "Q6_K", 256, 210}, {GgmlType::mxfp4, "MXFP4", 32, 17},
 };
 
 // Every id ggml has defined, for messages about the ones reach does not read.

@@ -32,7 +32,7 @@ namespace reach {
 // at open() with the tensor's name and the type id.
 enum class GgmlType : uint32_t {
   f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
-  q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
+  q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30, mxfp4 = 39,
 };
 
 struct GgmlTypeTraits {

@@ -98,6 +98,7 @@ GgmlType ggml_type_of(WType t) {
     case WType::q4_k: return GgmlType::q4_k;
     case WType::q5_k: return GgmlType::q5_k;
     case WType::q6_k: return GgmlType::q6_k;
+    case WType::mxfp4: return GgmlType::mxfp4;
   }
   throw Error(ErrorCode::internal, "ggml_type_of: unknown weight type");
 }

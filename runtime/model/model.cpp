@@ -77,6 +77,14 @@ class SafetensorsSource : public WeightSource {
     }
     return s;
   }
+  SourceTensor get_u8(const std::string& name, std::initializer_list<int64_t> shape,
+                      const std::string& why) const override {
+    const TensorInfo& t = w_.get(name, shape, why);
+    if (t.dtype != DType::U8)
+      throw Error(ErrorCode::format, "tensor " + t.name + " in " + t.file.string() + " has dtype " +
+                                         dtype_name(t.dtype) + " where MXFP4 blocks and scales are U8 (" + why + ")");
+    return SourceTensor{t.name, WType::f32, t.shape, t.data, t.nbytes, t.file};
+  }
   uint64_t total_bytes() const override { return w_.total_bytes(); }
   uint64_t n_params() const override {
     uint64_t n = 0;

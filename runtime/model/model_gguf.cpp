@@ -29,6 +29,7 @@ WType wtype_of(GgmlType t) {
     case GgmlType::q4_k: return WType::q4_k;
     case GgmlType::q5_k: return WType::q5_k;
     case GgmlType::q6_k: return WType::q6_k;
+    case GgmlType::mxfp4: return WType::mxfp4;
   }
   return WType::f32;   // unreachable: GgufFile::open refuses other ids
 }

@@ -198,7 +198,20 @@ Buffer ModelLoader::vector_f32(Role role, int64_t layer, int64_t n, const std::s
   return buf;
 }
 
-void ModelLoader::upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to) {
+Buffer ModelLoader::floats_f32(const SourceTensor& t, uint64_t n) {
+  if (!is_float(t.type) || t.nbytes != n * wtype_size(t.type))
+    throw Error(ErrorCode::unsupported, "tensor " + t.name + " in " + t.file.string() + " is " + wtype_name(t.type) +
+                                            " of " + std::to_string(t.nbytes) + " bytes; reach reads it as " +
+                                            std::to_string(n) + " F32, F16 or BF16 values: re-export the file");
+  const uint64_t bytes = plan(saturating_mul({n, 4}));
+  if (dry_) return {};
+  Buffer buf = m_.allocator_.allocate(Arena::weights, bytes, t.name);
+  upload_float(t.data, t.type, n, buf, WType::f32);
+  return buf;
+}
+
+void ModelLoader::upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to,
+                               uint64_t dst_off) {
   auto tick = [](uint64_t) {};
   const uint64_t esize = wtype_size(from);
   if (from == to) {
@@ -206,7 +219,7 @@ void ModelLoader::upload_float(const std::byte* src, WType from, uint64_t n, con
     const uint64_t nbytes = n * esize, chunk = 16ull << 20;
     for (uint64_t off = 0; off < nbytes; off += chunk) {
       const uint64_t len = std::min(chunk, nbytes - off);
-      transfer_->upload(dst, off, src + off, len, tick);
+      transfer_->upload(dst, dst_off + off, src + off, len, tick);
       advance(len);
     }
     return;
@@ -220,17 +233,17 @@ void ModelLoader::upload_float(const std::byte* src, WType from, uint64_t n, con
     const uint64_t len = std::min(step, n - off);
     to_f32(src + off * esize, from, len, f32.data());
     if (to == WType::f32) {
-      transfer_->upload(dst, off * 4, f32.data(), len * 4, tick);
+      transfer_->upload(dst, dst_off + off * 4, f32.data(), len * 4, tick);
     } else {
       for (uint64_t i = 0; i < len; ++i) h[i] = to == WType::f16 ? f32_to_f16_bits(f32[i]) : f32_to_bf16_bits(f32[i]);
-      transfer_->upload(dst, off * 2, h.data(), len * 2, tick);
+      transfer_->upload(dst, dst_off + off * 2, h.data(), len * 2, tick);
     }
     advance(len * esize);
   }
 }
 
 void ModelLoader::upload_quant(const std::byte* blocks, WType t, uint32_t rows, uint32_t cols, const Buffer& dst,
-                               uint64_t src_bytes) {
+                               uint64_t src_bytes, uint64_t dst_off) {
   // The device layout may regroup blocks across rows, so the whole matrix goes through it at once (host memory:
   // one copy of the tensor's bytes, never expanded).
   const uint64_t bytes = quant_device_bytes(t, rows, cols);
@@ -239,14 +252,14 @@ void ModelLoader::upload_quant(const std::byte* blocks, WType t, uint32_t rows, 
   const uint64_t chunk = 16ull << 20;
   for (uint64_t off = 0; off < bytes; off += chunk) {
     const uint64_t len = std::min(chunk, bytes - off);
-    transfer_->upload(dst, off, dev.data() + off, len, [](uint64_t) {});
+    transfer_->upload(dst, dst_off + off, dev.data() + off, len, [](uint64_t) {});
     // Progress counts source bytes (the float ones when quantizing at load).
     advance(src_bytes / bytes * len + (src_bytes % bytes) * (off + len) / bytes - (src_bytes % bytes) * off / bytes);
   }
 }
 
 void ModelLoader::upload_quantized(const std::byte* src, WType from, uint32_t rows, uint32_t cols, const Buffer& dst,
-                                   WType to) {
+                                   WType to, uint64_t dst_off) {
   // f32 a band of rows at a time (quantize_matrix works row by row), blocks for the whole matrix.
   std::vector<std::byte> blocks(size_t(quant_device_bytes(to, rows, cols)));
   const uint64_t row_bytes = wtype_row_bytes(to, cols), esize = wtype_size(from);
@@ -257,7 +270,7 @@ void ModelLoader::upload_quantized(const std::byte* src, WType from, uint32_t ro
     to_f32(src + uint64_t(r) * cols * esize, from, uint64_t(n) * cols, f32.data());
     quantize_matrix(to, f32.data(), n, cols, blocks.data() + r * row_bytes);
   }
-  upload_quant(blocks.data(), to, rows, cols, dst, uint64_t(rows) * cols * esize);
+  upload_quant(blocks.data(), to, rows, cols, dst, uint64_t(rows) * cols * esize, dst_off);
 }
 
 void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& opt, const std::string& why) {
@@ -334,7 +347,7 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
     m.embed_ = embed;
     m.lm_head_ = lm_head;
     m.final_norm_ = std::move(final_norm);
-    m.weight_bytes_ = L.planned_;
+    m.weight_bytes_ = L.planned_ - L.stack_padding_;   // the weights' own bytes, not the experts' alignment
     if (opt.quantize) {
       std::string note = "quantized " + std::to_string(L.quantized_) + " matrices to " + wtype_name(*opt.quantize);
       if (!L.fallback_q8_.empty())

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/transfer.hpp"
 #include "runtime/config/tensor_names.hpp"
 #include "runtime/model/model.hpp"
@@ -46,6 +47,14 @@ class WeightSource {
   // One expert's own tensor (role expert_gate / expert_up / expert_down) where the format has such a layout
   // (transformers 4's per-expert tensors); empty where experts only come as 3-D tensors (GGUF).
   virtual std::string expert_name(Role, int64_t /*layer*/, int64_t /*expert*/) const { return {}; }
+  // A tensor of raw bytes (safetensors U8: gpt-oss's MXFP4 *_blocks / *_scales), type left f32 and unused;
+  // throws format / unsupported naming it where the format has no such tensors or its dtype is not U8.
+  virtual SourceTensor get_u8(const std::string& name, std::initializer_list<int64_t> shape,
+                              const std::string& why) const {
+    (void)shape;
+    throw Error(ErrorCode::unsupported, "tensor " + name + " in " + where() + ": raw byte tensors are read from "
+                                        "safetensors only (" + why + ")");
+  }
 };
 
 class ModelLoader {
@@ -80,15 +89,25 @@ class ModelLoader {
   Mat matrix_from(const SourceTensor& t, int64_t rows, int64_t cols, uint64_t heads);
   // A sparse layer's router and experts (moe_weights.cpp), from whichever layout the source holds.
   void moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
-  // The n experts of a 3-D tensor [n, rows_total, cols], each expert's rows [row0, row0 + rows) as a matrix.
-  std::vector<Mat> experts_of(const SourceTensor& t, int64_t n, int64_t rows_total, int64_t row0, int64_t rows,
-                              int64_t cols);
+  // The n experts of a 3-D tensor [n, rows_total, cols], each expert's rows [row0, row0 + rows) as a view.
+  static std::vector<SourceTensor> experts_of(const SourceTensor& t, int64_t n, int64_t rows_total, int64_t row0,
+                                              int64_t rows, int64_t cols);
+  // One projection's experts ([rows, cols] each, same type) stacked in one buffer at a fixed stride (a
+  // multiple of 256 bytes), for the kernels that read any chosen expert from one binding (ExpertStack).
+  std::vector<Mat> stack_experts(const std::vector<SourceTensor>& parts, int64_t rows, int64_t cols);
   Buffer vector_f32(Role role, int64_t layer, int64_t n, const std::string& why, uint64_t heads = 0);
+  // n float values of t (f32 / f16 / bf16) as an f32 buffer (biases stacked by expert).
+  Buffer floats_f32(const SourceTensor& t, uint64_t n);
+  // gpt-oss's router and experts (biased; transformers' transposed, gate / up interleaved layout, or GGUF).
+  void gpt_oss_moe_layer(LayerWeights& lw, int64_t layer, const std::string& why);
+  void gpt_oss_biases(LayerWeights& lw, const std::string& gate_up, const std::string& down, const std::string& why);
   WType target_type(const SourceTensor& t, int64_t cols);
-  void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to);
+  // dst_off: where in dst the matrix starts (an expert in its stack).
+  void upload_float(const std::byte* src, WType from, uint64_t n, const Buffer& dst, WType to, uint64_t dst_off = 0);
   void upload_quant(const std::byte* blocks, WType t, uint32_t rows, uint32_t cols, const Buffer& dst,
-                    uint64_t src_bytes);
-  void upload_quantized(const std::byte* src, WType from, uint32_t rows, uint32_t cols, const Buffer& dst, WType to);
+                    uint64_t src_bytes, uint64_t dst_off = 0);
+  void upload_quantized(const std::byte* src, WType from, uint32_t rows, uint32_t cols, const Buffer& dst, WType to,
+                        uint64_t dst_off = 0);
   const std::byte* rows_in_order(const SourceTensor& t, uint64_t rows, uint64_t heads, std::vector<std::byte>& tmp);
   uint64_t plan(uint64_t bytes);
   void advance(uint64_t bytes);
@@ -102,6 +121,7 @@ class ModelLoader {
   std::map<WType, uint64_t> matrix_bytes_;
   std::vector<std::string> fallback_q8_, kept_float_;   // quantize-at-load exceptions (names)
   uint64_t quantized_ = 0;
+  uint64_t stack_padding_ = 0;   // bytes between stacked experts (stack_experts), planned but not weights
 };
 
 }  // namespace reach

@@ -15,8 +15,8 @@ namespace {
 struct LayerRecorder {
   CommandList& cmd;
   Kernels K;
-  // The experts' linears: exact activations always, so each is the one dispatch the indirect group counts
-  // (moe_dispatch / moe_group) were written for; the int8 path records a quantize pass before it.
+  // Prefill's expert linears: exact activations always, so each is the one dispatch the indirect group
+  // counts (moe_group) were written for; the int8 path records a quantize pass before it.
   Kernels KX;
   const ModelConfig& c;
   uint32_t n, H, d, qd, kvd, I;
@@ -113,18 +113,31 @@ struct LayerRecorder {
   //
   // The MoE input (norm(x), or x), the router's logits and moe_route's ids (this layer's slice of moe_ids)
   // and weights (moe_dense, moe_weights).  Returns the input the experts read.
-  const Act& route(const LayerWeights& w, size_t layer) {
+  // fused_norm (decode rows on the fused path): the norm is folded into the router's mat-vec (and the bias
+  // into its epilogue) and into the experts' gate / up (moe_matvec's norm), so the input returned is x.
+  const Act& route(const LayerWeights& w, size_t layer, bool fused_norm = false) {
     const uint32_t E = uint32_t(c.n_experts), k = uint32_t(c.experts_per_token);
-    const Act& in = w.mlp_norm ? h : x;
-    if (w.mlp_norm) {
-      K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
-      cmd.barrier();
-    }
+    const Act& in = w.mlp_norm && !fused_norm ? h : x;
     const Act logits{b.moe_logits, 0, n, E};
-    K.linear(cmd, in, w.router, logits);
-    cmd.barrier();
+    if (fused_norm) {
+      const MatvecOutput out[] = {{w.router, logits, bias(w.router_bias), false}};
+      K.linear_matvec_fused(cmd, x, pre_norm(w.mlp_norm), out);
+      cmd.barrier();
+    } else {
+      if (w.mlp_norm) {
+        K.norm_rms(cmd, x, w.mlp_norm.range(), h, eps);
+        cmd.barrier();
+      }
+      K.linear(cmd, in, w.router, logits);
+      cmd.barrier();
+      if (w.router_bias) {   // gpt-oss: top-k of the biased logits
+        K.elementwise_add(cmd, logits.range(), w.router_bias.range(), logits.range(), n * E, E);
+        cmd.barrier();
+      }
+    }
     const uint64_t stride = ForwardScratch::moe_ids_stride(c, n) * 4;
-    K.moe_route(cmd, logits, k, c.norm_topk_prob, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
+    // gpt-oss softmaxes over the chosen k only (norm_topk_prob's renormalisation gives the same).
+    K.moe_route(cmd, logits, k, c.norm_topk_prob || c.arch == ModelArch::gpt_oss, b.moe_ids->range(layer * stride, uint64_t(n) * k * 4),
                 b.moe_weights->range(0, uint64_t(n) * k * 4), b.moe_dense->range(0, uint64_t(n) * E * 4));
     cmd.barrier();
     return in;
@@ -145,43 +158,69 @@ struct LayerRecorder {
     cmd.clear_indirect();
   }
 
-  // Decode rows: only the experts some row chose run.  moe_dispatch turns the router's weights into indirect
-  // group counts (0 for the others); every expert writes its own slice of the expert scratch, so the experts
-  // need no barriers between them: gate and up of all, one activation, down of all, one weighted sum.
-  void moe_residual_chosen(const LayerWeights& w, size_t layer) {
-    const uint32_t E = uint32_t(c.n_experts), F = uint32_t(c.expert_intermediate_size);
-    const Act& in = route(w, layer);
-    const BufferRange dense = b.moe_dense->range(0, uint64_t(n) * E * 4);
-    const BufferRange grids = b.moe_grids->range(uint64_t(n - 1) * 256, 36);   // 256: binding alignment
-    K.moe_dispatch(cmd, dense, n, E, grids, 3, b.moe_args->range(0, uint64_t(E) * 36));
-    cmd.barrier();
-    const uint64_t sf = ForwardScratch::moe_expert_stride(n, F), sh = ForwardScratch::moe_expert_stride(n, H);
-    std::array<std::array<uint32_t, 3>, 3> recorded{};
-    auto indirect = [&](uint32_t e, uint32_t call, uint32_t calls) {
-      cmd.set_indirect(b.moe_args->range(uint64_t(e * 3 + call) * 12, uint64_t(calls) * 12));
-    };
-    // The group counts each call was recorded with; every expert's must be expert 0's (one grid per call).
-    auto keep = [&](uint32_t e, uint32_t call, uint32_t calls) { keep_grids(recorded, e, call, calls); };
-    for (uint32_t e = 0; e < E; ++e) {
-      indirect(e, 0, 2);
-      KX.linear(cmd, in, w.expert_gate[e], Act{b.moe_eg, e * sf, n, F});
-      KX.linear(cmd, in, w.expert_up[e], Act{b.moe_eu, e * sf, n, F});
-      keep(e, 0, 2);
+  // Decode rows (and gpt-oss's prefill, ForwardScratch::kMoeDecodeRows rows at a time): only the chosen
+  // experts run, one moe_matvec dispatch per projection over every (row, expert) slot, the expert ids read
+  // from moe_route's output on the device.  gate and up write the halves of each slot's [gate | up] row (no
+  // barrier between them), down applies the activation as it loads them, and moe_combine adds each row's
+  // slots with their routing weights: 4 dispatches whatever the expert count.  fused: the MoE block's norm
+  // goes into the router's mat-vec and gate / up (route), so the block is 6 dispatches from the residual.
+  void moe_residual_chosen(const LayerWeights& w, size_t layer, bool fused = false) {
+    const uint32_t k = uint32_t(c.experts_per_token), F = uint32_t(c.expert_intermediate_size);
+    const bool fold = fused && w.mlp_norm;
+    const Act& in = route(w, layer, fold);
+    const uint64_t ids0 = layer * ForwardScratch::moe_ids_stride(c, n) * 4;
+    for (uint32_t first = 0; first < n; first += ForwardScratch::kMoeDecodeRows) {
+      const uint32_t rows = std::min(ForwardScratch::kMoeDecodeRows, n - first), slots = rows * k;
+      const BufferRange ids = b.moe_ids->range(ids0 + uint64_t(first) * k * 4, uint64_t(slots) * 4);
+      const Act out{b.moe_eout, 0, slots, H};
+      // silu / gelu_tanh: gate and up as two blocks, one elementwise pass, down on the product (the activation
+      // computed once per element, not again by each of down's workgroups); the clamped SwiGLU, which has no
+      // elementwise kernel, keeps [gate | up] rows and down activates them as it loads them.
+      const bool act_pass = c.activation != Activation::swiglu_clamped;
+      const uint64_t up_off = ForwardScratch::moe_up_offset(slots, F);
+      const Act gate = act_pass ? Act{b.moe_eg, 0, slots, F} : Act{b.moe_eg, 0, slots, 2 * F};
+      const Act up = act_pass ? Act{b.moe_eg, up_off, slots, F} : Act{b.moe_eg, uint64_t(F) * 4, slots, 2 * F};
+      MoeMatvecArgs a;
+      a.x = Act{in.buffer, in.offset + uint64_t(first) * H * 4, rows, H};
+      a.x_div = k, a.ids = ids, a.slots = slots;
+      if (fold) a.norm = w.mlp_norm.range(), a.eps = eps;
+      a.y = gate, a.bias = bias(w.expert_gate_bias);
+      K.moe_matvec(cmd, w.expert_gate, a);
+      a.y = up, a.bias = bias(w.expert_up_bias);
+      K.moe_matvec(cmd, w.expert_up, a);
+      cmd.barrier();
+      MoeMatvecArgs d;
+      d.x = gate, d.ids = ids, d.slots = slots, d.y = out, d.bias = bias(w.expert_down_bias);
+      if (act_pass) {
+        const BufferRange g = b.moe_eg->range(0, uint64_t(slots) * F * 4), u = b.moe_eg->range(up_off, g.size);
+        if (c.activation == Activation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, g, u, g, slots * F);
+        else K.elementwise_silu_mul(cmd, g, u, g, slots * F);
+        cmd.barrier();
+      } else {
+        d.act = moe_activation(), d.alpha = float(c.swiglu_alpha), d.limit = float(c.swiglu_limit);
+      }
+      K.moe_matvec(cmd, w.expert_down, d);
+      cmd.barrier();
+      K.moe_combine(cmd, ids, b.moe_weights->range(uint64_t(first) * k * 4, uint64_t(slots) * 4), k, out,
+                    Act{x.buffer, x.offset + uint64_t(first) * H * 4, rows, H});
+      cmd.barrier();
     }
-    cmd.barrier();
-    // Across the experts' slices at once; an unchosen expert's slice holds stale values, never read below.
-    K.elementwise_silu_mul(cmd, b.moe_eg->range(0, E * sf), b.moe_eu->range(0, E * sf), b.moe_eg->range(0, E * sf),
-                           uint32_t(E * sf / 4));
-    cmd.barrier();
-    for (uint32_t e = 0; e < E; ++e) {
-      indirect(e, 2, 1);
-      KX.linear(cmd, Act{b.moe_eg, e * sf, n, F}, w.expert_down[e], Act{b.moe_eout, e * sh, n, H});
-      keep(e, 2, 1);
+  }
+
+  MoeActivation moe_activation() const {
+    switch (c.activation) {
+      case Activation::silu: return MoeActivation::silu;
+      case Activation::gelu_tanh: return MoeActivation::gelu_tanh;
+      case Activation::swiglu_clamped: return MoeActivation::swiglu_clamped;
     }
-    cmd.barrier();
-    K.moe_accumulate(cmd, dense, E, 0, E, Act{b.moe_eout, 0, n, H}, uint32_t(sh / 4), x);
-    cmd.barrier();
-    std::memcpy(static_cast<std::byte*>(b.moe_grids->mapped()) + grids.offset, recorded.data(), 36);
+    return MoeActivation::silu;
+  }
+
+  // Whether the grouped prefill path computes this layer's experts: it has no biases and applies silu or
+  // gelu_tanh (gpt-oss's biased, clamped experts take the chosen-slot path in chunks of decode rows).
+  bool moe_groupable(const LayerWeights& w) const {
+    return !w.expert_gate_bias && !w.expert_up_bias && !w.expert_down_bias &&
+           c.activation != Activation::swiglu_clamped;
   }
 
   // Prefill rows: kMoeGroupRows rows at a time, each expert's products over only the rows that chose it.
@@ -214,8 +253,12 @@ struct LayerRecorder {
       }
       cmd.barrier();
       // Across every expert's block at once; slots no row filled hold stale values, never read below.
-      K.elementwise_silu_mul(cmd, b.moe_gg->range(0, E * sf), b.moe_gu->range(0, E * sf),
-                             b.moe_gg->range(0, E * sf), uint32_t(E * sf / 4));
+      if (c.activation == Activation::gelu_tanh)
+        K.elementwise_gelu_tanh_mul(cmd, b.moe_gg->range(0, E * sf), b.moe_gu->range(0, E * sf),
+                                    b.moe_gg->range(0, E * sf), uint32_t(E * sf / 4));
+      else
+        K.elementwise_silu_mul(cmd, b.moe_gg->range(0, E * sf), b.moe_gu->range(0, E * sf),
+                               b.moe_gg->range(0, E * sf), uint32_t(E * sf / 4));
       cmd.barrier();
       for (uint32_t e = 0; e < E; ++e) {
         cmd.set_indirect(b.moe_args->range(uint64_t(e) * 36 + 24, 12));
@@ -337,7 +380,7 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     if (w.moe()) {   // the experts' steps serve prefill and decode alike
       if (fuse) R.output_residual_fused(w);
       else R.output_residual(w);
-      if (n <= ForwardScratch::kMoeDecodeRows) R.moe_residual_chosen(w, l);
+      if (n <= ForwardScratch::kMoeDecodeRows || !R.moe_groupable(w)) R.moe_residual_chosen(w, l, fuse);
       else R.moe_residual_grouped(w, l);
     } else if (fuse) {
       R.output_residual_fused(w);

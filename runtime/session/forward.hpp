@@ -25,10 +25,10 @@ struct ForwardBuffers {
   // ([layer][moe_ids_stride] int32, readable after a step for checks).
   const Buffer *moe_logits = nullptr, *moe_dense = nullptr, *moe_weights = nullptr, *moe_out = nullptr,
                *moe_ids = nullptr;
-  // Decode rows (n <= ForwardScratch::kMoeDecodeRows): every expert's gate / up [E][stride] and output
-  // [E][stride], the indirect group counts per expert and call, and the counts the calls were recorded with
-  // (host-written, per row count n).
-  const Buffer *moe_eg = nullptr, *moe_eu = nullptr, *moe_eout = nullptr, *moe_args = nullptr,
+  // Decode rows (n <= ForwardScratch::kMoeDecodeRows at a time): the chosen slots' [gate | up]
+  // [rows * k][2 * ffn] and outputs [rows * k][hidden]; for the grouped prefill the indirect group counts per
+  // expert and call, and the counts the calls were recorded with (host-written).
+  const Buffer *moe_eg = nullptr, *moe_eout = nullptr, *moe_args = nullptr,
                *moe_grids = nullptr;
   // Prefill rows, kMoeGroupRows at a time grouped by expert: each expert's gathered input, gate, up and output
   // [E][kMoeGroupRows][cols], and each row's slots in its experts' blocks (null without prefill rows).
@@ -41,19 +41,19 @@ struct ForwardBuffers {
 struct ForwardScratch {
   Buffer ids, x, h, q, k, v, o, g, u, logits;
   Buffer moe_logits, moe_dense, moe_weights, moe_out, moe_ids;   // allocated for a mixture of experts only
-  Buffer moe_eg, moe_eu, moe_eout, moe_args, moe_grids;          // and these with decode rows (see below)
+  Buffer moe_eg, moe_eout, moe_args, moe_grids;             // and these with decode rows (see below)
   Buffer moe_xg, moe_gg, moe_gu, moe_gout, moe_slots;  // and these with more rows than decode's
 
   // Prefill rows go through the experts this many at a time, grouped by expert: every expert's matrix
   // products over only the rows that chose it (indirect row groups), gathered into its own block.
   static constexpr uint32_t kMoeGroupRows = 32;
 
-  // Up to this many rows, a MoE layer runs only the chosen experts (indirect dispatches, every expert's
-  // intermediates kept apart); above it (prefill chunks) every expert runs over all rows.
+  // Up to this many rows, a MoE layer runs only the chosen (row, expert) slots (moe_matvec); above it
+  // (prefill chunks) the rows are grouped by expert (moe_group) and each expert's GEMMs see its rows.
   static constexpr uint32_t kMoeDecodeRows = 8;
-  // Bytes between two experts' rows in moe_eg / moe_eu (cols = expert ffn) or moe_eout (cols = hidden) for n
-  // rows: aligned for binding offsets.
-  static uint64_t moe_expert_stride(uint64_t rows, uint64_t cols) { return (rows * cols * 4 + 255) / 256 * 256; }
+
+  // Byte offset of the up block in moe_eg when gate and up are two blocks of `slots` rows x ffn (binding-aligned).
+  static uint64_t moe_up_offset(uint64_t slots, uint64_t ffn) { return (slots * ffn * 4 + 255) / 256 * 256; }
 
   // int32 entries between two layers' expert ids in moe_ids: rows x top-k, rounded up to 64 (aligned ranges).
   static uint64_t moe_ids_stride(const ModelConfig& c, uint64_t rows);
@@ -71,7 +71,7 @@ struct ForwardScratch {
     ForwardBuffers b{&ids, &x, &h, &q, &k, &v, &o, &g, &u, &logits};
     if (moe_ids) b.moe_logits = &moe_logits, b.moe_dense = &moe_dense, b.moe_weights = &moe_weights,
                  b.moe_out = &moe_out, b.moe_ids = &moe_ids;
-    if (moe_args) b.moe_eg = &moe_eg, b.moe_eu = &moe_eu, b.moe_eout = &moe_eout, b.moe_args = &moe_args,
+    if (moe_args) b.moe_eg = &moe_eg, b.moe_eout = &moe_eout, b.moe_args = &moe_args,
                   b.moe_grids = &moe_grids;
     if (moe_slots) b.moe_xg = &moe_xg, b.moe_gg = &moe_gg, b.moe_gu = &moe_gu, b.moe_gout = &moe_gout,
                    b.moe_slots = &moe_slots;

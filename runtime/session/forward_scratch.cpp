@@ -31,15 +31,16 @@ uint64_t ForwardScratch::activation_bytes(const ModelConfig& c, uint64_t rows) {
   const uint64_t dense = saturating_add(
       saturating_mul({rows, 4, m.H + std::max(m.H, m.qd) + 2 * (m.qd + m.kvd + m.I)}), saturating_mul({m.I, 4}));
   if (!c.is_moe()) return dense;
-  // Router logits, routing weights (dense and top-k), one expert's output, every layer's ids.
+  // Router logits, routing weights (dense and top-k), one expert's output, every layer's ids; the chosen
+  // slots' [gate | up] and outputs (decode rows).
   const uint64_t E = uint64_t(c.n_experts), k = uint64_t(c.experts_per_token);
   const uint64_t r = std::min<uint64_t>(rows, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
-  const uint64_t per_expert = saturating_add(2 * moe_expert_stride(r, F), moe_expert_stride(r, m.H));
+  const uint64_t slot_bytes = saturating_add(saturating_mul({r, k, 4, 2 * F + m.H}), 256);
   return saturating_add(
       saturating_add(dense, saturating_mul({4, saturating_add(saturating_mul({rows, 2 * E + k + m.H}),
                                                               saturating_mul({uint64_t(c.n_layers),
                                                                               moe_ids_stride(c, rows)}))})),
-      saturating_add(saturating_mul({E, per_expert}),
+      saturating_add(saturating_add(slot_bytes, E * 36),
                      rows > kMoeDecodeRows ? saturating_mul({E, kMoeGroupRows, 4, 2 * (m.H + F) + 1}) : 0));
 }
 
@@ -68,9 +69,9 @@ ForwardScratch ForwardScratch::allocate(Allocator& A, const ModelConfig& c, uint
     s.moe_out = A.allocate(Arena::scratch, n * m.H * 4, prefix + "expert out");
     s.moe_ids = A.allocate(Arena::scratch, uint64_t(c.n_layers) * moe_ids_stride(c, n) * 4, prefix + "expert ids");
     const uint64_t r = std::min<uint64_t>(n, kMoeDecodeRows), F = uint64_t(c.expert_intermediate_size);
-    s.moe_eg = A.allocate(Arena::scratch, E * moe_expert_stride(r, F), prefix + "experts' gate");
-    s.moe_eu = A.allocate(Arena::scratch, E * moe_expert_stride(r, F), prefix + "experts' up");
-    s.moe_eout = A.allocate(Arena::scratch, E * moe_expert_stride(r, m.H), prefix + "experts' out");
+    // [gate | up] rows, or a gate block then an up block at moe_up_offset (its alignment: 256 bytes more).
+    s.moe_eg = A.allocate(Arena::scratch, moe_up_offset(r * k, F) + r * k * F * 4, prefix + "chosen experts' gate and up");
+    s.moe_eout = A.allocate(Arena::scratch, r * k * m.H * 4, prefix + "chosen experts' out");
     s.moe_args = A.allocate(Arena::scratch, E * 3 * 12, prefix + "experts' group counts");
     s.moe_grids = A.allocate(Arena::staging, (kMoeDecodeRows + 1) * 256, prefix + "experts' recorded group counts");
     if (n > kMoeDecodeRows) {

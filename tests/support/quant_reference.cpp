@@ -116,6 +116,22 @@ void block_q6_k(const uint8_t* b, float* y, float* g) {
 
 }  // namespace
 
+// mxfp4 from the OCP MX specification: an E8M0 scale 2^(e - 127) times E2M1 values (sign, 2-bit exponent,
+// 1-bit mantissa: 0, 0.5, 1, 1.5, 2, 3, 4, 6); weight i in the low nibble of byte 1 + i, i + 16 the high one.
+float e2m1(uint32_t c) {
+  static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  return (c & 8) ? -mag[c & 7] : mag[c & 7];
+}
+void block_mxfp4(const uint8_t* b, float* y, float* g) {
+  const double scale = std::ldexp(1.0, int(b[0]) - 127);
+  for (int i = 0; i < 16; ++i) {
+    y[i] = float(scale * e2m1(b[1 + i] & 0xF));
+    y[i + 16] = float(scale * e2m1(b[1 + i] >> 4));
+    g[i] = std::fabs(y[i]);
+    g[i + 16] = std::fabs(y[i + 16]);
+  }
+}
+
 std::vector<float> quant_dequantize(WType t, const uint8_t* blocks, size_t n_blocks, std::vector<float>* mag) {
   const uint32_t be = wtype_block_elems(t), bb = wtype_block_bytes(t);
   std::vector<float> y(n_blocks * be), g(n_blocks * be);
@@ -132,6 +148,7 @@ std::vector<float> quant_dequantize(WType t, const uint8_t* blocks, size_t n_blo
       case WType::q4_k: block_k45(b, o, og, false); break;
       case WType::q5_k: block_k45(b, o, og, true); break;
       case WType::q6_k: block_q6_k(b, o, og); break;
+      case WType::mxfp4: block_mxfp4(b, o, og); break;
       default: throw Error(ErrorCode::internal, std::string("quant_dequantize: ") + wtype_name(t));
     }
   }
@@ -164,6 +181,7 @@ std::vector<uint8_t> quant_random_blocks(WType t, size_t n_blocks, uint32_t seed
         put_f16(b + 2);
         break;
       case WType::q6_k: put_f16(b + 208); break;
+      case WType::mxfp4: b[0] = uint8_t(118 + next() % 8); break;   // scales 2^-10 .. 2^-3: weights up to ~1.5
       default: put_f16(b);
     }
   }
