@@ -454,19 +454,22 @@ DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const 
 }  // namespace
 
 namespace {
-// The scratch of decode: partials at 0, the fused kernel's arrival counters
-// (one u32 per head: at most kv heads x head chunks are used) at an offset a
-// storage binding may start at.
+// The scratch of decode: the fused kernel's arrival counters at 0 (one u32 per
+// head: at most kv heads x head chunks are used), the partials after them at an
+// offset a storage binding may start at.
 struct ScratchLayout {
-  uint64_t partials, counters_at, counters, total;
+  uint64_t counters, partials_at, partials, total;
 };
+// The counters come first, at a place no layer's partials reach: a session's layers share one scratch, and a
+// sliding-window layer splits fewer keys (fewer partials) than a global one, so counters placed after the
+// partials would sit inside another layer's partials, which would overwrite them between its decodes.
 ScratchLayout scratch_layout(const DecodeShape& d, const AttentionSpec& spec, const Capabilities& caps) {
   ScratchLayout l;
-  l.partials = uint64_t(d.n_splits) * spec.n_heads * (spec.head_dim + 2) * 4;
   const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 4);
-  l.counters_at = (l.partials + align - 1) / align * align;
   l.counters = uint64_t(spec.n_heads) * 4;
-  l.total = l.counters_at + l.counters;
+  l.partials_at = (l.counters + align - 1) / align * align;
+  l.partials = uint64_t(d.n_splits) * spec.n_heads * (spec.head_dim + 2) * 4;
+  l.total = l.partials_at + l.partials;
   return l;
 }
 }  // namespace
@@ -561,8 +564,8 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   push.qk_norm_eps = qk_norm.eps;
   const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
-  const BufferRange part{scratch.buffer, scratch.offset, sl.partials};
-  const BufferRange counters{scratch.buffer, scratch.offset + sl.counters_at, sl.counters};
+  const BufferRange part{scratch.buffer, scratch.offset + sl.partials_at, sl.partials};
+  const BufferRange counters{scratch.buffer, scratch.offset, sl.counters};
   const BufferRange sk = sink_range(spec, sinks, step, what);
   const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
   const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};

@@ -106,9 +106,11 @@ double rel_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 // Prefill a prompt, then decode token by token with both paths; the worst relative logit difference.
-double fused_vs_unfused(Model& model, const SchemeOverrides& o, size_t prompt, size_t steps, uint32_t seed) {
+double fused_vs_unfused(Model& model, const SchemeOverrides& o, size_t prompt, size_t steps, uint32_t seed,
+                        bool full_kv = false) {
   const auto ids = tokens(prompt + steps, model.config().vocab_size, seed);
   SessionOptions a, b;
+  a.full_kv = b.full_kv = full_kv;
   a.context = b.context = uint32_t(prompt + steps + 1);
   a.chunk = b.chunk = 5;
   a.overrides = b.overrides = o;
@@ -241,6 +243,20 @@ TEST_CASE("fused decode layer: at most 6 dispatches and 5 barriers per plain lay
   }
 }
 
+// Past a sliding window (the family sweep's prompts stay inside theirs): Mistral's 16 keys, ring and full caches.
+// (The Gemma 3 case below is the one that needs global and local layers together: their decode scratch is shared.)
+TEST_CASE("fused decode equals the unfused layer past the sliding window") {
+  Gpu& g = gpu();
+  LoadOptions lo;
+  lo.require_tokenizer = false;
+  auto model = Model::load(*g.device, *g.allocator, source_root() / "tests/data/families/mistral/hf", lo);
+  for (const bool full_kv : {false, true}) {
+    const double w = fused_vs_unfused(*model, {}, 40, 12, 11, full_kv);
+    MESSAGE("mistral past its window, " << (full_kv ? "full" : "ring") << " caches: worst relative difference " << w);
+    CHECK(w <= kRelTol);
+  }
+}
+
 TEST_CASE("fused decode equals the unfused layer on Gemma 3 270M Q4_K_M") {
   const auto path = gemma3_gguf();
   if (!path) return;
@@ -251,6 +267,15 @@ TEST_CASE("fused decode equals the unfused layer on Gemma 3 270M Q4_K_M") {
   const double w = fused_vs_unfused(*model, {}, 40, 16, 7);
   MESSAGE("Gemma 3 270M Q4_K_M fused vs unfused: worst relative logit difference " << w);
   CHECK(w <= kRelTol);
+  // Past the local layers' 512-key window (their caches rings of window + chunk - 1 rows, then full caches): the
+  // local layers split fewer keys than the global ones, and all share one decode scratch; its arrival counters
+  // once sat where another layer's partials go.
+  const double wr = fused_vs_unfused(*model, {}, 600, 8, 9);
+  MESSAGE("Gemma 3 270M Q4_K_M past the window (ring caches): worst relative logit difference " << wr);
+  CHECK(wr <= kRelTol);
+  const double wf = fused_vs_unfused(*model, {}, 600, 8, 9, /*full_kv=*/true);
+  MESSAGE("Gemma 3 270M Q4_K_M past the window (full caches): worst relative logit difference " << wf);
+  CHECK(wf <= kRelTol);
 }
 
 TEST_CASE("int8 activations (SessionOptions::activations): near the exact path, and exact when asked") {
