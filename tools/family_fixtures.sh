@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate tests/data/families (tools/family_fixtures.py): tiny random checkpoints of eleven model families,
+# Regenerate tests/data/families (tools/family_fixtures.py): tiny random checkpoints of twelve model families,
 # their GGUF conversions and transformers' float64 reference outputs.
 #
 # usage: tools/family_fixtures.sh [family_fixtures.py options]   (--family F, --seed N, --out DIR, ...)
