@@ -26,9 +26,11 @@ Variants variants(const Capabilities& caps) {
                 " f16 x f16 -> f32, tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + ", " +
                 std::to_string(t.sg_m * t.sg_n) + " subgroups of " + std::to_string(t.subgroup) +
                 (t.pin_subgroup ? " (pinned)" : "") +
-                (k.coopmat_auto ? ", for M >= " + std::to_string(k.coopmat_min_m) + " (REACH_COOPMAT=0 turns it off)"
-                                : std::string(", not used by default on a CPU device (slower there; REACH_COOPMAT=1 "
-                                              "uses it)"));
+                (k.coopmat_auto ? ", every weight type, for M >= " + std::to_string(k.coopmat_min_m) + " (REACH_COOPMAT=1)"
+                 : k.coopmat_auto_quant
+                     ? ", quantized weights, for M >= " + std::to_string(k.coopmat_min_m) +
+                           " (float weights keep the f32 GEMM; REACH_COOPMAT=1: every type, =0: none)"
+                     : std::string(", not used by default on a CPU device (slower there; REACH_COOPMAT=1 uses it)"));
   } else {
     v.coopmat = k.coopmat_why;
   }

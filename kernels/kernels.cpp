@@ -1,6 +1,7 @@
 #include "kernels/kernels.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "base/error.hpp"
@@ -16,6 +17,7 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   c.max_binding = binding_span(caps);
   c.matvec_rows = c.cpu_device ? 4 : 8;
   c.choose_linear(caps);
+  c.env_overrides(caps);
   c.choose_coopmat(caps);
   if (c.cpu_device) {
     // Quantized GEMM (register tiles): 4 X rows share each decoded W sub-block.
@@ -40,6 +42,43 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   c.matvec_fused = caps.max_stage_storage_buffers >= fused_bindings && caps.max_stage_resources >= fused_bindings &&
                    (!c.weights_texel || caps.max_stage_sampled >= fused_bindings);
   return c;
+}
+
+namespace {
+// A positive integer from the environment, or 0 when unset or not one.
+uint32_t env_count(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(v, &end, 10);
+  return *end || n == 0 || n > 4096 ? 0 : static_cast<uint32_t>(n);
+}
+}  // namespace
+
+void KernelConfig::env_overrides(const Capabilities& caps) {
+  if (const char* x = std::getenv("REACH_MATVEC_XSHARED"); x && *x)
+    matvec_xshared = std::string(x) != "0" && matvec_mode != spec::MATVEC_MODE_ROW_PER_LANE;
+  // A workgroup size the kernels accept: a power of two, at least one subgroup, within the device's limit.
+  if (const uint32_t wg = env_count("REACH_MATVEC_WG");
+      wg && !(wg & (wg - 1)) && wg >= std::max(subgroup, 1u) && wg <= caps.max_workgroup_invocations) {
+    matvec_wg = wg;
+    if (matvec_mode == spec::MATVEC_MODE_SUBGROUP) matvec_rows = std::max(1u, wg / std::max(subgroup, 1u));
+  }
+  if (const uint32_t rows = env_count("REACH_MATVEC_ROWS"); rows && rows <= 64) matvec_rows = rows;
+  // The shared-memory GEMM's tile: REACH_GEMM_TILE (square), REACH_GEMM_TM / _TN (per invocation),
+  // REACH_GEMM_BK; ignored unless the result is a tile the kernel and the device take.
+  if (gemm_shared) {
+    const uint32_t tile = env_count("REACH_GEMM_TILE"), tm = env_count("REACH_GEMM_TM"),
+                   tn = env_count("REACH_GEMM_TN"), bk = env_count("REACH_GEMM_BK");
+    const uint32_t t = tile ? tile : gemm_tile_m, m = tm ? tm : gemm_tm, n = tn ? tn : gemm_tn, b = bk ? bk : gemm_bk;
+    const uint64_t wg = t % m || t % n ? 0 : uint64_t(t / m) * (t / n);
+    if ((tile || tm || tn || bk) && gemm_tile_m == gemm_tile_n && wg && wg <= caps.max_workgroup_invocations &&
+        uint64_t(2 * t) * (b + 1) * 4 <= caps.max_shared_memory && m <= 8 && n <= 8) {
+      gemm_tile_m = gemm_tile_n = t;
+      gemm_tm = m, gemm_tn = n, gemm_bk = b;
+      gemm_wg = static_cast<uint32_t>(wg);
+    }
+  }
 }
 
 Kernels::Kernels(Device& device) : Kernels(device, KernelConfig::from(device.caps())) {}

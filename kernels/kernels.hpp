@@ -169,6 +169,10 @@ struct KernelConfig {
   // squares (RMSNorm) where the device has subgroup arithmetic; false: every
   // invocation sums the row alone (tests force it to cover that path).
   bool matvec_norm_subgroup = true;
+  // Modes 1 and 2: the workgroup stages its X rows, after the fused input transform, in shared
+  // memory once where they fit (XSH in shaders/linear_matvec_io.glsl).  GPUs: re-reading X per
+  // W row, not W, bounded their decode.
+  bool matvec_xshared = false;
   uint64_t max_binding = 0;       // bytes one binding may span (maxStorageBufferRange)
   // Linear kernels read W (in Arena::weights) through uniform texel buffers
   // (linear_gemm_tex_* / linear_matvec_tex_*) where the format supports it: CPU devices,
@@ -187,18 +191,27 @@ struct KernelConfig {
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   // Cooperative-matrix GEMM (linear_coopmat.cpp): coopmat is the tile where the device and the build
   // have it (else invalid, and coopmat_why says what is missing, or that env REACH_COOPMAT=0 turned it
-  // off).  With coopmat_auto, linear() uses it for M >= coopmat_min_m (prefill, and batched
-  // decode past the mat-vec limit).  coopmat_auto is off on CPU devices, where the cooperative
-  // matrices are emulated (kernels/linear_coopmat.cpp has the measurement); REACH_COOPMAT=1 turns it on.
+  // off).  linear() uses it for M >= coopmat_min_m (prefill, and batched decode past the mat-vec
+  // limit) for every weight type with coopmat_auto (REACH_COOPMAT=1), and for the block types with
+  // coopmat_auto_quant (GPUs' default).  kernels/linear_coopmat.cpp has the measurements: float
+  // weights keep the f32 GEMM (as fast on an H100, and X stays f32), CPU devices emulate the matrices.
   CoopmatTile coopmat;
   bool coopmat_auto = false;
+  bool coopmat_auto_quant = false;
   uint32_t coopmat_min_m = 16;
   std::string coopmat_why;
   static KernelConfig from(const Capabilities& caps);
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
   // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
   void matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const;
-  void choose_linear(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
+  // The XSH spec value of a mat-vec over K columns and xrows X rows: XROWS · K / 4 vec4s of
+  // shared memory, or 0 (X read from memory) where matvec_xshared is off or it does not fit.
+  uint32_t matvec_xsh(uint32_t K, uint32_t xrows, uint32_t rows, const Capabilities& caps) const;
+  void choose_linear(const Capabilities& caps);
+  // REACH_MATVEC_WG, REACH_MATVEC_ROWS, REACH_MATVEC_XSHARED, REACH_GEMM_TILE / _TM / _TN / _BK:
+  // the mat-vec's and the shared-memory GEMM's shapes from the environment, to compare shapes on
+  // a device without rebuilding (tools/gpu_check.sh's sweep).
+  void env_overrides(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
   void choose_coopmat(const Capabilities& caps);  // coopmat and coopmat_why (linear_coopmat.cpp)
   // quant_int_dot as `a` asks; int8 on a device without integer dot products throws unsupported.
   void set_activations(QuantActivations a, const Capabilities& caps);
@@ -292,8 +305,9 @@ class Kernels {
   // linear's integer-dot path (quantize X, then linear_q8); false where it does not apply.
   bool linear_int8(CommandList& cmd, const Act& x, const Mat& w, const Act& y);
   // Whether linear() takes the cooperative-matrix GEMM for x.
-  bool use_coopmat(const Act& x) const {
-    return config_.coopmat_auto && config_.coopmat.valid() && x.rows >= config_.coopmat_min_m;
+  bool use_coopmat(const Act& x, const Mat& w) const {
+    return (config_.coopmat_auto || (config_.coopmat_auto_quant && wtype_is_quant(w.type))) &&
+           config_.coopmat.valid() && x.rows >= config_.coopmat_min_m;
   }
   Device& device_;
   KernelConfig config_;

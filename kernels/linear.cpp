@@ -84,7 +84,11 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     }
     const uint32_t sg = std::max(caps.subgroup_size, 1u);
     matvec_mode = caps.has_subgroup_arithmetic() ? spec::MATVEC_MODE_SUBGROUP : spec::MATVEC_MODE_SHARED;
-    matvec_wg = std::min(std::max(sg, 64u), max_inv);
+    // X staged once per workgroup in shared memory, read by 256 lanes' rows (8 subgroups of
+    // 32): on an H100, with 64-lane workgroups re-reading X per row, 1B f16 decode moved 975 GB/s
+    // of weights and Q4_0 only 186.
+    matvec_xshared = true;
+    matvec_wg = std::min(std::max(sg, 256u), max_inv);
     // One row per subgroup: 8 rows per 64-lane workgroup left an H200 at a few
     // percent occupancy on a 4096-row decode matvec (512 workgroups), 588 GB/s.
     matvec_rows = matvec_mode == spec::MATVEC_MODE_SUBGROUP ? std::max(1u, matvec_wg / sg) : 8;
@@ -95,6 +99,14 @@ void KernelConfig::choose_linear(const Capabilities& caps) {
     weights_texel = false;   // SSBO loads are coalesced on GPUs
     activations_texel = false;
   }
+}
+
+uint32_t KernelConfig::matvec_xsh(uint32_t K, uint32_t xrows, uint32_t rows, const Capabilities& caps) const {
+  // Subgroups of at least 8 lanes: the shader keeps one partial sum per 8 invocations.
+  if (!matvec_xshared || matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE || K % 4 || caps.subgroup_min < 8) return 0;
+  const uint64_t red = matvec_mode == spec::MATVEC_MODE_SHARED ? uint64_t(rows) * matvec_wg * 4 : 4;
+  const uint64_t bytes = uint64_t(xrows) * K * 4 + uint64_t(xrows) * ((matvec_wg + 7) / 8) * 4 + red;
+  return bytes <= caps.max_shared_memory ? xrows * (K / 4) : 0;
 }
 
 void KernelConfig::matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const {
@@ -220,6 +232,7 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
     mv.rows = rows;
     mv.mode = cfg.matvec_mode;   // a spec::MATVEC_MODE_* value
     mv.xrows = xrows;
+    mv.xsh = cfg.matvec_xsh(K, xrows, rows, caps);
   } else {
     const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
     uint32_t wg = cfg.gemm_wg;
@@ -311,7 +324,7 @@ void Kernels::linear_matvec(CommandList& cmd, const Act& x, const Mat& w, const 
 void Kernels::linear(CommandList& cmd, const Act& x, const Mat& w, const Act& y) {
   if (linear_int8(cmd, x, w, y)) return;
   const bool matvec = x.rows <= config_.linear_matvec_max_m;
-  if (!matvec && use_coopmat(x)) return linear_gemm_coopmat(cmd, x, w, y);
+  if (!matvec && use_coopmat(x, w)) return linear_gemm_coopmat(cmd, x, w, y);
   record_linear(device_, config_, cmd, x, w, y, matvec);
 }
 

@@ -87,7 +87,7 @@ CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
 
 void KernelConfig::choose_coopmat(const Capabilities& caps) {
   coopmat = {};
-  coopmat_auto = false;
+  coopmat_auto = coopmat_auto_quant = false;
   const char* env = std::getenv("REACH_COOPMAT");
   if (env && std::strcmp(env, "0") == 0) {
     coopmat_why = "off (REACH_COOPMAT=0)";
@@ -106,10 +106,16 @@ void KernelConfig::choose_coopmat(const Capabilities& caps) {
   std::string why;
   coopmat = choose_coopmat_tile(caps, why);
   coopmat_why = coopmat.valid() ? "" : "absent (" + why + ")";
-  // CPU devices emulate the matrices lane by lane: on lavapipe (Mesa 26.1, 2 cores) SmolLM2-135M f16
-  // pp512 ran at 14.1 tok/s with them and 119.5 tok/s with the f32 register-tile GEMM (8.6 vs 48.5 on a
-  // busier machine).  So there they are used only when asked for (REACH_COOPMAT=1).
-  coopmat_auto = coopmat.valid() && (!caps.is_cpu() || (env && std::strcmp(env, "1") == 0));
+  // On an H100 (NVIDIA 580.159), pp512 of a 1B-shaped model, this kernel / the f32 shared-memory GEMM:
+  //   f16 weights 5975 / 6719 tok/s, Q4_0 7444 / 5800, Q4_K 6792 / 773 (tok/s);
+  // and X rounded to f16 moved an f32 model's prefill logits by 8.7e-3 x max|logit| (the f32 GEMM:
+  // under 1e-3) and the family fixtures' next-token log-probs by 3e-3, far below what 4-bit weights
+  // move them.  So GPUs use it for the block types only, every type with REACH_COOPMAT=1.  CPU
+  // devices emulate the matrices lane by lane (lavapipe, Mesa 26.1, 2 cores: SmolLM2-135M f16 pp512
+  // 14.1 tok/s with them, 119.5 without): there only with REACH_COOPMAT=1.
+  const bool asked = env && std::strcmp(env, "1") == 0;
+  coopmat_auto = coopmat.valid() && asked;
+  coopmat_auto_quant = coopmat.valid() && (asked || !caps.is_cpu());
 }
 
 namespace {

@@ -249,13 +249,14 @@ class FusedRecorder {
                           : cfg_.matvec_norm_subgroup && caps_.has_subgroup_arithmetic() ? spec::NORM_SUBGROUP
                                                                                           : spec::NORM_LANE;
     const uint32_t gate = static_cast<uint32_t>(in_.gate);
+    const uint32_t xsh = cfg_.matvec_xsh(K_, xrows, rows, caps_);
     const uint32_t gy = groups_for(mc, xrows);
     const uint32_t ldy[3] = {set[0].out->w.rows, outs > 1 ? set[1].out->w.rows : 0u, outs > 2 ? set[2].out->w.rows : 0u};
     if (quant_) {
       spec::MatvecFusedQSpec s;
       s.wg = wg, s.rows = rows, s.mode = cfg_.matvec_mode, s.aligned = aligned, s.xrows = xrows;
       s.qtype = static_cast<uint32_t>(set[0].out->w.type);
-      s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask;
+      s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask, s.xsh = xsh;
       static constexpr ShaderId kShaders[3] = {ShaderId::linear_matvec_fused_q, ShaderId::linear_matvec_fused_q_tex,
                                                ShaderId::linear_matvec_fused_q_xtex};
       PipelineDesc desc{kShaders[xtex ? 2 : tex ? 1 : 0], QB::count, sizeof(spec::LinearFusedQPush), s.constants()};
@@ -279,7 +280,7 @@ class FusedRecorder {
     } else {
       spec::MatvecFusedSpec s;
       s.wg = wg, s.rows = rows, s.mode = cfg_.matvec_mode, s.aligned = aligned, s.xrows = xrows;
-      s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask;
+      s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask, s.xsh = xsh;
       static constexpr ShaderId kShaders[3][3] = {
           {ShaderId::linear_matvec_fused_f32, ShaderId::linear_matvec_fused_f16, ShaderId::linear_matvec_fused_bf16},
           {ShaderId::linear_matvec_fused_tex_f32, ShaderId::linear_matvec_fused_tex_f16,

@@ -74,6 +74,7 @@ void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& c
     mv.mode = cfg.matvec_mode;
     mv.qtype = qtype;
     mv.xrows = xrows;
+    mv.xsh = cfg.matvec_xsh(K, xrows, rows, caps);
   } else {
     // The register variant has its own tile for quantized W (KernelConfig::qgemm_*).
     const bool own = !cfg.gemm_shared;

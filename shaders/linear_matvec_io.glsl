@@ -8,6 +8,16 @@
 // Needs before inclusion: XROWS, MODE, load_x4(e), load_x(e), the push block p.
 uint g_xb[XROWS];   // first element of each X row of the workgroup
 
+// XSH > 0 (GPUs, where it fits): main() stages the workgroup's X rows, after the fused input
+// transform, in shared memory once (stage_x_shared), and every row of the workgroup reads them
+// there.  Without it each subgroup re-reads X (and the norm weights, and recomputes the gate) for
+// its one W row: on an H100 that traffic, not W's, bounded decode, worst for the block types (a
+// Q4 row is 0.56 bytes per column against 4 of X).
+shared vec4 xsh[XSH > 0 ? XSH : 1];
+// Per-subgroup partial sums of squares for the norm (subgroups are at least 8 wide where XSH is set).
+const uint XSH_SUBGROUPS = (gl_WorkGroupSize.x + 7) / 8;
+shared float xsh_part[XSH > 0 ? XROWS * XSH_SUBGROUPS : 1];
+
 #if defined(FUSED)
 layout(binding = B_Y) buffer Yo0 { float y_0[]; };   // read too: accumulate
 layout(binding = B_Y1) buffer Yo1 { float y_1[]; };
@@ -56,11 +66,11 @@ vec4 norm4(uint k) {
   return vec4(nrm1[e], nrm1[e + 1], nrm1[e + 2], nrm1[e + 3]);
 }
 // x · r · w in norm_rms.comp's order.
-vec4 xin4(uint j, uint k) {
+vec4 xin4_mem(uint j, uint k) {
   const vec4 v = raw_x4(j, k);
   return NORM != NORM_NONE ? v * g_xs[j] * norm4(k) : v;
 }
-float xin(uint j, uint k) {
+float xin_mem(uint j, uint k) {
   const float v = raw_x(j, k);
   return NORM != NORM_NONE ? v * g_xs[j] * nrm1[p.norm_off + k] : v;
 }
@@ -97,7 +107,45 @@ void store_y(uint o, uint m, uint n, float t) {
 #else
 uint x_stride() { return p.K; }
 uint out_n(uint o) { return p.N; }
-vec4 xin4(uint j, uint k) { return load_x4(g_xb[j] + k); }
-float xin(uint j, uint k) { return load_x(g_xb[j] + k); }
+vec4 raw_x4(uint j, uint k) { return load_x4(g_xb[j] + k); }
+vec4 xin4_mem(uint j, uint k) { return load_x4(g_xb[j] + k); }
+float xin_mem(uint j, uint k) { return load_x(g_xb[j] + k); }
 void store_y(uint o, uint m, uint n, float t) { y1[p.y_off + m * p.ldy + n] = t; }
 #endif
+
+// Element k.. of X row j after the input transform (k % 4 == 0 for xin4; K % 4 == 0 where XSH > 0).
+vec4 xin4(uint j, uint k) { return XSH > 0 ? xsh[j * (p.K >> 2) + (k >> 2)] : xin4_mem(j, k); }
+float xin(uint j, uint k) { return XSH > 0 ? xsh[j * (p.K >> 2) + (k >> 2)][k & 3u] : xin_mem(j, k); }
+
+// XSH > 0: the whole workgroup fills xsh, the norm's sums reduced across it; values are
+// xin4_mem's (the same expression), so only the order of the sum of squares differs.
+void stage_x_shared() {
+  const uint l = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, K4 = p.K >> 2;
+  for (uint j = 0; j < XROWS; ++j) {
+    float ss = 0.0;
+    for (uint i = l; i < K4; i += wg) {
+      const vec4 v = raw_x4(j, 4 * i);
+      xsh[j * K4 + i] = v;
+      ss += dot(v, v);
+    }
+#if defined(FUSED)
+    if (NORM != NORM_NONE) {
+      ss = subgroupAdd(ss);
+      if (subgroupElect()) xsh_part[j * XSH_SUBGROUPS + gl_SubgroupID] = ss;
+    }
+#endif
+  }
+#if defined(FUSED)
+  if (NORM != NORM_NONE) {
+    barrier();
+    for (uint j = 0; j < XROWS; ++j) {
+      float ss = 0.0;
+      for (uint s = 0; s < gl_NumSubgroups; ++s) ss += xsh_part[j * XSH_SUBGROUPS + s];
+      g_xs[j] = rms_scale(ss);
+      // Each invocation rescales the elements it wrote: no barrier between.
+      for (uint i = l; i < K4; i += wg) xsh[j * K4 + i] = xsh[j * K4 + i] * g_xs[j] * norm4(4 * i);
+    }
+  }
+#endif
+  barrier();
+}

@@ -5,8 +5,11 @@ void main() {
   const uint m0 = gl_WorkGroupID.y * XROWS;
   // Rows past M repeat the last row (loads stay in range) and are not stored.
   for (uint j = 0; j < XROWS; ++j) g_xb[j] = p.x_off + min(m0 + j, p.M - 1) * x_stride();
+  if (XSH > 0) {
+    stage_x_shared();
+  }
 #if defined(FUSED)
-  if (NORM != NORM_NONE) {
+  else if (NORM != NORM_NONE) {
     const uint l = gl_LocalInvocationID.x;
     for (uint j = 0; j < XROWS; ++j) {
       float ss;
@@ -31,6 +34,8 @@ void main() {
     }
     if (MODE == MATVEC_MODE_SHARED) barrier();   // run() reuses red
   }
+#endif
+#if defined(FUSED)
   const uint gx = gl_WorkGroupID.x;
   if (OUTS > 2 && gx >= p.g2) run(2, gx - p.g2);
   else if (OUTS > 1 && gx >= p.g1) run(1, gx - p.g1);

@@ -222,7 +222,7 @@ TEST_CASE("coopmat tile: limits shrink the tile; unusable lists give none, with 
   CHECK(why.find("limits") != std::string::npos);
 }
 
-TEST_CASE("coopmat selection: REACH_COOPMAT=0 turns the variant off, =1 on for CPU devices too") {
+TEST_CASE("coopmat selection: block types by default on GPUs, REACH_COOPMAT=1 every type, =0 none") {
   const Capabilities& caps = gpu().device->caps();
   const char* old = std::getenv("REACH_COOPMAT");
   const std::string saved = old ? old : "";
@@ -237,9 +237,13 @@ TEST_CASE("coopmat selection: REACH_COOPMAT=0 turns the variant off, =1 on for C
   const KernelConfig off = with_env("0"), on = with_env("1"), dflt = with_env(nullptr);
   CHECK_FALSE(off.coopmat.valid());
   CHECK_FALSE(off.coopmat_auto);
+  CHECK_FALSE(off.coopmat_auto_quant);
   CHECK(off.coopmat_why.find("REACH_COOPMAT=0") != std::string::npos);
-  // By default linear() uses it where it exists, except on CPU devices (emulated there); =1 there too.
-  CHECK(dflt.coopmat_auto == (dflt.coopmat.valid() && !caps.is_cpu()));
+  // By default: quantized weights on GPUs only; float weights keep the f32 GEMM (as fast on an H100,
+  // X not rounded to f16); =1 every type on every device.
+  CHECK_FALSE(dflt.coopmat_auto);
+  CHECK(dflt.coopmat_auto_quant == (dflt.coopmat.valid() && !caps.is_cpu()));
+  CHECK(on.coopmat_auto_quant == dflt.coopmat.valid());
   CHECK(on.coopmat_auto == dflt.coopmat.valid());
   // Without the capability the reason names what is missing.
   if (!dflt.coopmat.valid()) CHECK_FALSE(dflt.coopmat_why.empty());
@@ -324,7 +328,8 @@ TEST_CASE("coopmat gemm: row chunks of small bindings, and offsets of X, W and Y
 }
 
 // The kernels linear() records for M rows (labels of a profiled command list; empty without timestamps).
-static std::vector<std::string> linear_kernels(Kernels& k, uint32_t M) {
+// W's bytes are 0.5f's whatever the type (a q4_0 block's scale is then 0): only the labels matter.
+static std::vector<std::string> linear_kernels(Kernels& k, uint32_t M, WType t = WType::f32) {
   auto& g = gpu();
   const uint32_t K = 64, N = 40;
   Buffer bx = g.upload_f32(std::vector<float>(size_t(M) * K, 0.25f));
@@ -332,7 +337,7 @@ static std::vector<std::string> linear_kernels(Kernels& k, uint32_t M) {
   Buffer by = g.zeros(size_t(M) * N * 4);
   CommandList cmd(*g.device, true);
   cmd.begin();
-  k.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, WType::f32, N, K}, Act{&by, 0, M, N});
+  k.linear(cmd, Act{&bx, 0, M, K}, Mat{&bw, 0, t, N, K}, Act{&by, 0, M, N});
   cmd.end();
   cmd.run();
   std::vector<std::string> out;
@@ -358,4 +363,10 @@ TEST_CASE("coopmat linear: linear() takes the cooperative-matrix GEMM from coopm
   cfg.coopmat_auto = false;
   Kernels manual(*gpu().device, cfg);
   CHECK(linear_kernels(manual, m) == Labels{"linear_gemm"});
+  // GPUs' default: the block types only.
+  cfg.coopmat_auto_quant = true;
+  Kernels quant(*gpu().device, cfg);
+  CHECK(linear_kernels(quant, m) == Labels{"linear_gemm"});
+  CHECK(linear_kernels(quant, m, WType::q4_0) == Labels{"linear_gemm_coopmat"});
+  CHECK(linear_kernels(manual, m, WType::q4_0) == Labels{"linear_gemm_q"});
 }

@@ -291,6 +291,10 @@ TEST_CASE("linear_matvec_fused: GPU modes (subgroup, shared tree), mode 0 summin
     cfg.matvec_max_acc = 0;
     cfg.weights_texel = false;
     cfg.activations_texel = false;
+    cfg.matvec_xshared = false;
+    cfgs.push_back(cfg);
+    // X (after the norm or gate) staged once per workgroup in shared memory: GPUs' default.
+    cfg.matvec_xshared = true;
     cfgs.push_back(cfg);
   }
   // Both kernel bodies, the three float types, blocks of 32 and of 256; the
@@ -360,7 +364,10 @@ TEST_CASE("linear_matvec_fused: nothing fused is linear_matvec bit for bit") {
     cfg.matvec_wg = 32;
     cfg.matvec_rows = 4;
     cfg.weights_texel = cfg.activations_texel = false;
-    cfgs.push_back(cfg);
+    for (bool xshared : {false, true}) {
+      cfg.matvec_xshared = xshared;
+      cfgs.push_back(cfg);
+    }
   }
   for_sample("fused bitwise", {cfgs.size(), std::size(kAllTypes), 2}, 0, [&](const SweepPick& p) {
     Kernels k(*g.device, cfgs[p[0]]);

@@ -264,14 +264,16 @@ TEST_CASE("quant matvec: GPU modes (subgroupAdd, shared-memory tree)") {
   const auto& caps = gpu().device->caps();
   for (uint32_t mode : {spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
     if (mode == spec::MATVEC_MODE_SUBGROUP && !caps.has_subgroup_arithmetic()) continue;
-    for (uint32_t wg : {8u, 64u}) {
-      KernelConfig cfg = base_config();
-      cfg.weights_texel = false;
-      cfg.matvec_mode = mode;
-      cfg.matvec_wg = wg;
-      cfg.matvec_rows = 4;
-      matvec_sweep(cfg, str("mode", mode, " wg", wg, " rows4"), false);
-    }
+    for (uint32_t wg : {8u, 64u})
+      for (bool xshared : {false, true}) {
+        KernelConfig cfg = base_config();
+        cfg.weights_texel = false;
+        cfg.matvec_mode = mode;
+        cfg.matvec_wg = wg;
+        cfg.matvec_rows = 4;
+        cfg.matvec_xshared = xshared;
+        matvec_sweep(cfg, str("mode", mode, " wg", wg, " rows4", xshared ? " X in shared memory" : ""), false);
+      }
   }
 }
 
@@ -482,8 +484,11 @@ TEST_CASE("quant matvec: M X rows per call equal M one-row calls bit for bit") {
     cfg.matvec_mode = mode;
     cfg.matvec_wg = 32;
     cfg.matvec_rows = 4;
-    batched_bitwise(cfg, str("mode", mode, " wg32 rows4"), seed);
-    seed += 100;
+    for (bool xshared : {false, true}) {
+      cfg.matvec_xshared = xshared;
+      batched_bitwise(cfg, str("mode", mode, " wg32 rows4", xshared ? " X in shared memory" : ""), seed);
+      seed += 100;
+    }
   }
 }
 
