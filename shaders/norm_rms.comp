@@ -68,7 +68,9 @@ void main() {
   i = lid;
   for (; i + 3u * wg < n; i += 4u * wg) {
     const float a = x[base + i], b = x[base + i + wg], c = x[base + i + 2u * wg], d = x[base + i + 3u * wg];
-    const float ya = a * r * w[i], yb = b * r * w[i + wg], yc = c * r * w[i + 2u * wg], yd = d * r * w[i + 3u * wg];
+    // precise: y += v must round v first, as norm_rms then elementwise_add does; a GPU compiler
+    // would otherwise fuse it into one fma (seen on NVIDIA) and the two paths would differ.
+    precise float ya = a * r * w[i], yb = b * r * w[i + wg], yc = c * r * w[i + 2u * wg], yd = d * r * w[i + 3u * wg];
     if (ADD_TO_Y != 0) {
       y[base + i] += ya;
       y[base + i + wg] += yb;
@@ -82,7 +84,7 @@ void main() {
     }
   }
   for (; i < n; i += wg) {
-    const float v = x[base + i] * r * w[i];
+    precise float v = x[base + i] * r * w[i];
     if (ADD_TO_Y != 0) y[base + i] += v;
     else y[base + i] = v;
   }

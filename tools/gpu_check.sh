@@ -3,7 +3,7 @@
 #
 #   bash tools/gpu_check.sh prepare     on a Debian 12 CPU machine with the project set up
 #                                       (tools/setup.sh --test): a release build, stripped and
-#                                       packed into .gpu/bundle.tar.gz, and the Vulkan loader
+#                                       packed into .gpu/bundle.tar.xz, and the Vulkan loader
 #                                       packages into .gpu/debs (ignored by git); prints
 #                                       the paths to carry to the GPU machine.
 #   bash tools/gpu_check.sh run [OUT]   on the GPU machine, from the repository root with .gpu/
@@ -12,7 +12,7 @@
 #                                       REACH_VALIDATION=0 (several at a time), `reach bench` on
 #                                       random models of SmolLM2-135M's and Llama-3.2-1B's shapes
 #                                       (f16, Q4_0, Q4_K; -p 512 -n 128, -d 0,8192, --parallel 1,8;
-#                                       f16 prefill again without the cooperative-matrix GEMM; for
+#                                       f16 prefill again with the cooperative-matrix GEMM; for
 #                                       the Q4 models `reach tune --dry-run`, exact vs int8
 #                                       activations) and `reach-bench-kernels --quick`; writes OUT/summary.json,
 #                                       OUT/summary.md and the logs (default OUT: $OUT, else
@@ -23,9 +23,12 @@
 # short lease.  Real checkpoints are too large to carry, so the models are random weights of
 # the real shapes (tools/make_tiny_model.py); speed does not depend on the values.
 #
-# Environment: GPU_CHECK_SUITE_TIMEOUT (s per suite, default 150), GPU_CHECK_JOBS (suites at
-# a time, default 8), GPU_CHECK_SKIP (space-separated stages to skip: suites bench kernels),
-# GPU_CHECK_TINY=1 (bench one tiny shape: to try the script on a CPU device).
+# Environment: GPU_CHECK_SUITE_TIMEOUT (s per suite, default 240), GPU_CHECK_JOBS (suites at
+# a time, default 16), GPU_CHECK_SUITES (a regex: only the suites it matches), GPU_CHECK_SHAPES
+# (a regex: only those bench shapes), GPU_CHECK_SKIP (space-separated stages to skip: bench sweep
+# kernels suites), GPU_CHECK_TINY=1 (bench one tiny shape: to try the script on a CPU device).
+# The sweep stage times prefill and decode under kernel shapes given by REACH_MATVEC_WG / _ROWS /
+# _XSHARED and REACH_GEMM_TILE / _TM / _TN / _BK.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,24 +42,28 @@ prepare() {
   say "configuring and building the release build in build-gpu (a few minutes on 2 cores)"
   [ -f build-gpu/build.ninja ] || meson setup build-gpu --buildtype=release >/dev/null
   ninja -C build-gpu >/dev/null
-  say "packing the executables (stripped) into .gpu/bundle.tar.gz"
+  say "packing the executables (stripped) into .gpu/bundle.tar.xz"
   local stage
   stage="$(mktemp -d)"
-  (cd build-gpu && find cli tools tests capi examples -maxdepth 1 -type f \
+  # Links too: the C API suites load libreach.so.0, a link to the versioned library.
+  (cd build-gpu && find cli tools tests capi examples -maxdepth 1 \( -type f -o -type l \) \
      \( -perm -u+x -o -name '*.so*' \) ! -name '*.py' -print) >"$stage/list"
   while read -r f; do
     mkdir -p "$stage/build-gpu/$(dirname "$f")"
     cp -P "build-gpu/$f" "$stage/build-gpu/$f"
     [ -L "build-gpu/$f" ] || strip --strip-unneeded "$stage/build-gpu/$f" 2>/dev/null || true
   done <"$stage/list"
-  tar -C "$stage" -czf .gpu/bundle.tar.gz build-gpu
+  # xz with a large window: the suites share most of their bytes (the engine and its
+  # SPIR-V), so 290 MB of executables pack into about 13 MB, inside what a call may carry.
+  rm -f .gpu/bundle.tar.gz
+  tar -C "$stage" -cf - build-gpu | xz -T2 -9 >.gpu/bundle.tar.xz
   rm -rf "$stage"
   say "downloading the Vulkan loader packages into .gpu/debs"
   mkdir -p .gpu/debs /tmp/gpu-check-apt/partial
   local o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/gpu-check-apt)
   apt-get "${o[@]}" update -qq
   (cd .gpu/debs && apt-get "${o[@]}" download -qq libvulkan1 >/dev/null)
-  du -sh .gpu/bundle.tar.gz .gpu/debs >&2
+  du -sh .gpu/bundle.tar.xz .gpu/debs >&2
   say "carry: .gpu   then run: bash tools/gpu_check.sh run \"\$OUT\""
 }
 
@@ -79,38 +86,60 @@ bring_loader() {
 # Runs each suite executable directly (the meson files name paths of the machine that built
 # them); writes "name status seconds" lines.
 run_suites() {
-  local out=$1 jobs=${GPU_CHECK_JOBS:-8} limit=${GPU_CHECK_SUITE_TIMEOUT:-150}
+  local out=$1 jobs=${GPU_CHECK_JOBS:-16} limit=${GPU_CHECK_SUITE_TIMEOUT:-240}
   mkdir -p "$out/suites"
   export REACH_VALIDATION=0 REACH_SOURCE_ROOT=$root REACH_BUILD_ROOT=$root/build-gpu
   export REACH_TEST_PYTHON=${REACH_TEST_PYTHON:-python3}
-  find build-gpu/tests -maxdepth 1 -type f -name 'test_*' -perm -u+x | sort |
+  : >"$out/suites.txt"
+  # Each line is appended as its suite ends, so a check stopped at its limit still says
+  # which suites passed; the logs travel back as one archive (the tool returns few files).
+  # The longest suites (float64 references on one core each) start first.  The LeakSanitizer
+  # build of the C API suite is left out: it checks the host code, which the GPU does not
+  # change, and under a GPU driver's threads it runs past any limit.
+  local first='test_kernels_attention|test_attention_fused|test_forward_fused|test_kernels_linear$|test_model_gemma3|test_kernels_linear_quant'
+  { find build-gpu/tests -maxdepth 1 -type f -name 'test_*' -perm -u+x | grep -E "/($first)" ;
+    find build-gpu/tests -maxdepth 1 -type f -name 'test_*' -perm -u+x | grep -v -E "/($first)|_lsan$" | sort; } |
+    grep -E "/(${GPU_CHECK_SUITES:-.*})$" |
     xargs -P "$jobs" -I{} bash -c '
       name=$(basename "$1"); t0=$(date +%s.%N)
       timeout "$2" "$1" >"$3/suites/$name.log" 2>&1; rc=$?
       t1=$(date +%s.%N)
       case $rc in 0) s=pass ;; 124) s=timeout ;; *) s="fail($rc)" ;; esac
-      awk -v n="$name" -v s="$s" -v a="$t0" -v b="$t1" "BEGIN { printf \"%s %s %.1f\\n\", n, s, b - a }"' _ {} "$limit" "$out" \
-    | sort >"$out/suites.txt"
+      awk -v n="$name" -v s="$s" -v a="$t0" -v b="$t1" "BEGIN { printf \"%s %s %.1f\\n\", n, s, b - a }" >>"$3/suites.txt"' _ {} "$limit" "$out"
+  sort -o "$out/suites.txt" "$out/suites.txt"
+}
+
+# The bench shapes: name, make_tiny_model.py shape flags (SmolLM2-135M and Llama-3.2-1B, tied
+# embeddings); GPU_CHECK_TINY=1: one small shape, to try the script itself on a CPU device;
+# GPU_CHECK_SHAPES: only the names matching that regex.
+bench_shapes() {
+  local -a shapes=(
+    "llama1b-shape|--hidden 2048 --intermediate 8192 --layers 16 --heads 32 --kv-heads 8 --vocab 128256 --max-pos 16384 --rope-theta 500000"
+    "smollm2-shape|--hidden 576 --intermediate 1536 --layers 30 --heads 9 --kv-heads 3 --vocab 49152 --max-pos 16384 --rope-theta 100000"
+  )
+  [ -n "${GPU_CHECK_TINY:-}" ] && shapes=("tiny|--hidden 128 --intermediate 256 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --max-pos 16384")
+  local x
+  for x in "${shapes[@]}"; do [[ ${x%%|*} =~ ${GPU_CHECK_SHAPES:-.} ]] && echo "$x"; done
+}
+
+# Writes the random f16 weights of shape line $1 under .gpu/models once; prints the folder.
+shape_model() {
+  local models=$root/.gpu/models name=${1%%|*} flags=${1#*|}
+  if [ ! -f "$models/$name/config.json" ]; then
+    say "writing random weights of $name"
+    mkdir -p "$models"
+    # shellcheck disable=SC2086
+    "${REACH_TEST_PYTHON:-python3}" tools/make_tiny_model.py "$models/$name" --dtype f16 --tie $flags >/dev/null || return 1
+  fi
+  echo "$models/$name"
 }
 
 bench_models() {
-  local out=$1 models=$root/.gpu/models py=${REACH_TEST_PYTHON:-python3}
-  mkdir -p "$models"
-  # name, make_tiny_model.py shape flags (SmolLM2-135M and Llama-3.2-1B, tied embeddings)
-  local -a shapes=(
-    "smollm2-shape|--hidden 576 --intermediate 1536 --layers 30 --heads 9 --kv-heads 3 --vocab 49152 --max-pos 16384 --rope-theta 100000"
-    "llama1b-shape|--hidden 2048 --intermediate 8192 --layers 16 --heads 32 --kv-heads 8 --vocab 128256 --max-pos 16384 --rope-theta 500000"
-  )
-  # GPU_CHECK_TINY=1: one small shape, to try the script itself on a CPU device.
-  [ -n "${GPU_CHECK_TINY:-}" ] && shapes=("tiny|--hidden 128 --intermediate 256 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --max-pos 16384")
+  local out=$1 models=$root/.gpu/models s
   : >"$out/bench.md"
-  for s in "${shapes[@]}"; do
-    local name=${s%%|*} flags=${s#*|}
-    if [ ! -f "$models/$name/config.json" ]; then
-      say "writing random weights of $name"
-      # shellcheck disable=SC2086
-      "$py" tools/make_tiny_model.py "$models/$name" --dtype f16 --tie $flags >/dev/null || return 1
-    fi
+  while read -r s <&3; do
+    local name=${s%%|*}
+    shape_model "$s" >/dev/null || return 1
     for q in none q4_0 q4_k; do
       local qa=()
       [ "$q" = none ] || qa=(--quantize "$q")
@@ -121,9 +150,9 @@ bench_models() {
       build-gpu/cli/reach bench -m "$models/$name" "${qa[@]}" -p 64 -n 64 -r 1 --parallel 1,8 \
         >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench --parallel failed)" >>"$out/bench.md"
       if [ "$q" = none ]; then
-        # Prefill without the cooperative-matrix GEMM, beside the row above that may use it.
-        echo "### $name f16, REACH_COOPMAT=0" >>"$out/bench.md"
-        REACH_COOPMAT=0 build-gpu/cli/reach bench -m "$models/$name" -p 512 -n 0 -r 2 \
+        # Prefill with the cooperative-matrix GEMM (off by default), beside the row above without it.
+        echo "### $name f16, REACH_COOPMAT=1" >>"$out/bench.md"
+        REACH_COOPMAT=1 build-gpu/cli/reach bench -m "$models/$name" -p 512 -n 0 -r 2 \
           >>"$out/bench.md" 2>>"$out/bench.log" || echo "(bench failed: see bench.log)" >>"$out/bench.md"
       else
         # Exact vs int8 activations on this device (reach tune measures both; the file is left alone).
@@ -132,7 +161,46 @@ bench_models() {
           >>"$out/bench.md" 2>>"$out/bench.log" || echo "(tune failed: see bench.log)" >>"$out/bench.md"
       fi
     done
+  done 3< <(bench_shapes)
+}
+
+# Prefill (pp512) and decode (tg128) of the first shape at f16, Q4_0 and Q4_K under kernel shapes from
+# the environment (KernelConfig::env_overrides).  Mat-vec shapes change only decode and GEMM tiles
+# only prefill, so each run tries one of each: the first is the 64-lane mat-vec re-reading X of
+# before, the second the defaults.
+sweep_shapes() {
+  local out=$1 line dir name
+  line=$(bench_shapes | head -n 1)
+  name=${line%%|*}
+  dir=$(shape_model "$line") || return 1
+  local -a variants=(
+    "REACH_MATVEC_XSHARED=0 REACH_MATVEC_WG=64"
+    ""
+    "REACH_MATVEC_WG=128 REACH_GEMM_TILE=128 REACH_GEMM_TM=8 REACH_GEMM_TN=8"
+    "REACH_MATVEC_WG=256 REACH_MATVEC_ROWS=16 REACH_GEMM_TILE=128 REACH_GEMM_TM=8 REACH_GEMM_TN=8 REACH_GEMM_BK=8"
+    "REACH_MATVEC_WG=512 REACH_GEMM_TILE=64 REACH_GEMM_TM=8 REACH_GEMM_TN=4")
+  echo "| weights | environment | pp512 t/s | tg128 t/s |" >"$out/sweep.md"
+  echo "| --- | --- | ---: | ---: |" >>"$out/sweep.md"
+  local q v rows n
+  for q in none q4_0 q4_k; do
+    n=0
+    for v in "${variants[@]}"; do
+      # Q4_K: before and default only.
+      n=$((n + 1)); [ "$q" = q4_k ] && [ $n -gt 2 ] && continue
+      local qa=()
+      [ "$q" = none ] || qa=(--quantize "$q")
+      say "sweep $name ${q/none/f16} ${v:-default}"
+      # shellcheck disable=SC2086
+      rows=$(env $v build-gpu/cli/reach bench -m "$dir" "${qa[@]}" -p 512 -n 128 -r 2 2>>"$out/bench.log" |
+             awk -F'|' '$8 ~ /pp512/ { split($9, a, " "); pp = a[1] } $8 ~ /tg128/ { split($9, a, " "); tg = a[1] }
+                        END { printf "%s | %s", pp ? pp : "failed", tg ? tg : "failed" }')
+      echo "| ${q/none/f16} | ${v:-(default)} | $rows |" >>"$out/sweep.md"
+    done
   done
+  say "sweep $name f16 --parallel 1,8"
+  echo >>"$out/sweep.md"
+  build-gpu/cli/reach bench -m "$dir" -p 64 -n 64 -r 1 --parallel 1,8 >>"$out/sweep.md" 2>>"$out/bench.log" ||
+    echo "(bench --parallel failed)" >>"$out/sweep.md"
 }
 
 summarize() {
@@ -153,9 +221,10 @@ rates = []
 unit = {'K': 1e3, 'M': 1e6, 'B': 1e9}
 for line in text('bench.md').splitlines():
     c = [x.strip() for x in line.strip('|').split('|')]
-    if len(c) != 8 or not c[1].endswith('MiB') or not c[7][:1].isdigit():
+    if len(c) != 8 or not c[1].endswith(('MiB', 'GiB')) or not c[7][:1].isdigit():
         continue
-    size_mib, params, test, tps = float(c[1].split()[0]), c[2].split(), c[6], float(c[7].split()[0])
+    size_mib = float(c[1].split()[0]) * (1024 if c[1].endswith('GiB') else 1)
+    params, test, tps = c[2].split(), c[6], float(c[7].split()[0])
     n = float(params[0]) * unit.get(params[1][:1], 1) if len(params) == 2 else 0
     if test.startswith('tg'):
         rates.append({'model': c[0], 'dtype': c[4], 'test': test, 't/s': tps, 'GB/s': round(size_mib * 1048576 * tps / 1e9, 1)})
@@ -168,6 +237,7 @@ summary = {
                'not_passed': [{'suite': s[0], 'status': s[1]} for s in suites if s[1] != 'pass']},
     'bench_md': text('bench.md'),
     'kernels': text('kernels.txt').splitlines(),
+    'matvec_sweep': text('sweep.md'),
     'stage_seconds': json.loads(text('stages.json') or '{}'),
     'rates': rates,
 }
@@ -178,43 +248,54 @@ md += [f'- {s[0]}: {s[1]} ({s[2]} s)' for s in suites if s[1] != 'pass']
 md += ['', '## decode bandwidth (weight bytes x tokens/s) and prefill throughput (2 x params x tokens/s)', '']
 md += [f"- {r['model']} {r['dtype']} {r['test']}: {r['t/s']} t/s, " +
        (f"{r['GB/s']} GB/s" if 'GB/s' in r else f"{r['TFLOP/s']} TFLOP/s") for r in rates]
+md += ['', '## kernel shapes (REACH_MATVEC_*, REACH_GEMM_*)', '', summary['matvec_sweep']]
 md += ['', '## reach bench', '', summary['bench_md'], '', '## reach-bench-kernels --quick', '', '```']
 md += summary['kernels'] + ['```', '', 'stage seconds: ' + json.dumps(summary['stage_seconds'])]
 (out / 'summary.md').write_text('\n'.join(md) + '\n')
-print('\n'.join(md[:8]))
+print('\n'.join(md[:md.index('## reach bench')]))
 EOF
 }
 
 run() {
   local out=${2:-${OUT:-$root/gpu-check-out}}
   mkdir -p "$out"
-  [ -f .gpu/bundle.tar.gz ] || { say "no .gpu/bundle.tar.gz: run 'tools/gpu_check.sh prepare' first and carry .gpu"; exit 2; }
+  [ -f .gpu/bundle.tar.xz ] || { say "no .gpu/bundle.tar.xz: run 'tools/gpu_check.sh prepare' first and carry .gpu"; exit 2; }
   say "unpacking the build"
-  tar -xzf .gpu/bundle.tar.gz
+  if command -v xz >/dev/null; then
+    tar -xJf .gpu/bundle.tar.xz
+  else
+    "${REACH_TEST_PYTHON:-python3}" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(".")' .gpu/bundle.tar.xz
+  fi
   bring_loader || { say "could not bring the Vulkan loader"; exit 1; }
   local stages="{" t
-  stage() { stages+="\"$1\": $2, "; }
-  t=$SECONDS; build-gpu/cli/reach info >"$out/info.txt" 2>&1 || say "reach info failed (see info.txt)"
+  stage() { stages+="\"$1\": $2, "; echo "${stages%, }}" >"$out/stages.json"; }
+  t=$SECONDS; build-gpu/cli/reach info >"$out/info.txt" 2>&1 || { say "reach info failed: no Vulkan device, nothing else can run"; cat "$out/info.txt" >&2; exit 1; }
   stage info $((SECONDS - t))
-  head -n 20 "$out/info.txt" >&2
-  case " ${GPU_CHECK_SKIP:-} " in *" suites "*) ;; *)
-    say "running the suites, ${GPU_CHECK_JOBS:-8} at a time"
-    t=$SECONDS; run_suites "$out"; stage suites $((SECONDS - t)) ;;
-  esac
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 || true; } >>"$out/info.txt"
+  head -n 24 "$out/info.txt" >&2
   case " ${GPU_CHECK_SKIP:-} " in *" bench "*) ;; *)
     t=$SECONDS; bench_models "$out"; stage bench $((SECONDS - t)) ;;
+  esac
+  case " ${GPU_CHECK_SKIP:-} " in *" sweep "*) ;; *)
+    t=$SECONDS; sweep_shapes "$out"; stage sweep $((SECONDS - t)) ;;
   esac
   case " ${GPU_CHECK_SKIP:-} " in *" kernels "*) ;; *)
     say "reach-bench-kernels --quick"
     t=$SECONDS; build-gpu/tools/reach-bench-kernels --quick >"$out/kernels.txt" 2>&1; stage kernels $((SECONDS - t)) ;;
   esac
-  echo "${stages%, }}" >"$out/stages.json"
+  case " ${GPU_CHECK_SKIP:-} " in *" suites "*) ;; *)
+    say "running the suites, ${GPU_CHECK_JOBS:-16} at a time"
+    t=$SECONDS; run_suites "$out"; stage suites $((SECONDS - t)) ;;
+  esac
   summarize "$out"
+  # Few files: the logs and what summary.json repeats go as one archive.
+  tar -C "$out" -czf "$out/logs.tar.gz" --remove-files $(cd "$out" && ls -d suites bench.log stages.json 2>/dev/null)
   say "wrote $out/summary.md and $out/summary.json"
 }
 
 case "$mode" in
   prepare) prepare ;;
   run) run "$@" ;;
-  *) echo "usage: bash tools/gpu_check.sh prepare | run [OUT]" >&2; exit 2 ;;
+  summarize) summarize "${2:?summarize DIR}" ;;
+  *) echo "usage: bash tools/gpu_check.sh prepare | run [OUT] | summarize OUT" >&2; exit 2 ;;
 esac
