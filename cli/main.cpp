@@ -35,8 +35,12 @@ void usage(FILE* out) {
                "  REACH_CACHE_DIR=DIR     where the pipeline cache is kept (default ~/.cache/reach; - = none)\n"
                "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n"
                "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n"
-               "  REACH_COOPMAT=0|1       prefill GEMMs without cooperative matrices, or with them on a CPU device\n"
-               "                          too (`reach info` lists the variant)\n");
+               "  REACH_COOPMAT=0|1       prefill GEMMs without cooperative matrices, or with them for float weights\n"
+               "                          and on a CPU device too (`reach info` lists the variant)\n"
+               "  REACH_MATVEC_WG, REACH_MATVEC_ROWS, REACH_MATVEC_XSHARED=0\n"
+               "                          the decode mat-vec's shape on a GPU (to compare shapes)\n"
+               "  REACH_GEMM_TILE, REACH_GEMM_TM, REACH_GEMM_TN, REACH_GEMM_BK\n"
+               "                          the shared-memory GEMM's tile on a GPU (to compare shapes)\n");
 }
 
 // An error message printed as "reach CMD: error: MESSAGE".  A message that starts with the prefix

@@ -197,6 +197,17 @@ sweep_shapes() {
       echo "| ${q/none/f16} | ${v:-(default)} | $rows |" >>"$out/sweep.md"
     done
   done
+  # GPU time per kernel beside the wall time of a decode step: whether the gaps between
+  # dispatches (barriers, host round trips) or the kernels themselves hold decode back.
+  for q in none q4_0; do
+    local qa=()
+    [ "$q" = none ] || qa=(--quantize "$q")
+    say "profile $name ${q/none/f16}"
+    printf '\n### %s %s: reach bench --profile\n\n' "$name" "${q/none/f16}" >>"$out/sweep.md"
+    # The per-kernel tables go to stderr: both streams, without the load lines.
+    { build-gpu/cli/reach bench -m "$dir" "${qa[@]}" -p 16 -n 64 -r 1 --profile 2>&1 ||
+        echo "(bench --profile failed)"; } | grep -v '^load: ' >>"$out/sweep.md"
+  done
   say "sweep $name f16 --parallel 1,8"
   echo >>"$out/sweep.md"
   build-gpu/cli/reach bench -m "$dir" -p 64 -n 64 -r 1 --parallel 1,8 >>"$out/sweep.md" 2>>"$out/bench.log" ||
