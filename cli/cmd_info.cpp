@@ -23,7 +23,8 @@ Variants variants(const Capabilities& caps) {
   if (k.coopmat.valid()) {
     const CoopmatTile& t = k.coopmat;
     v.coopmat = std::to_string(t.cm) + "x" + std::to_string(t.cn) + "x" + std::to_string(t.ck) +
-                " f16 x f16 -> f32, tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + ", " +
+                " f16 x f16 -> f32" + (t.xsplit ? std::string(" (X as two f16 halves)") : std::string(" (X as one f16)")) +
+                ", tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + ", " +
                 std::to_string(t.sg_m * t.sg_n) + " subgroups of " + std::to_string(t.subgroup) +
                 (t.pin_subgroup ? " (pinned)" : "") +
                 (k.coopmat_auto ? ", every weight type, for M >= " + std::to_string(k.coopmat_min_m) + " (REACH_COOPMAT=1)"

@@ -127,6 +127,8 @@ struct CoopmatTile {
   uint32_t sg_m = 1, sg_n = 1;
   uint32_t subgroup = 0;             // the lanes the shader's subgroups have
   bool pin_subgroup = false;         // the device's size varies: the pipeline requires `subgroup`
+  // X as f16 hi + lo halves (two products per slab): near-f32 X; REACH_COOPMAT_XSPLIT=0 rounds X to f16.
+  bool xsplit = true;
   bool valid() const { return cm != 0; }
   uint32_t workgroup() const { return sg_m * sg_n * subgroup; }
   uint64_t shared_bytes() const;     // what the shader declares for this tile

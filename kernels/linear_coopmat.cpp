@@ -27,15 +27,15 @@ namespace {
 constexpr ShaderId kCoopmatFloat[3] = {ShaderId::linear_gemm_coopmat_f32, ShaderId::linear_gemm_coopmat_f16,
                                        ShaderId::linear_gemm_coopmat_bf16};
 
-// The shaders' shared arrays (linear_gemm_coopmat.glsl): X and W slabs of f16 with rows of BK + 8,
-// and one f32 CM x CN patch per subgroup.
-uint64_t shared_bytes_for(uint32_t bm, uint32_t bn, uint32_t bk, uint32_t sg, uint32_t cm, uint32_t cn) {
-  return uint64_t(bm + bn) * (bk + 8) * 2 + uint64_t(sg) * cm * cn * 4;
+// The shaders' shared arrays (linear_gemm_coopmat.glsl): X (twice with xsplit) and W slabs of f16
+// with rows of BK + 8, and one f32 CM x CN patch per subgroup.
+uint64_t shared_bytes_for(uint32_t bm, uint32_t bn, uint32_t bk, uint32_t sg, uint32_t cm, uint32_t cn, bool xsplit) {
+  return uint64_t((xsplit ? 2 : 1) * bm + bn) * (bk + 8) * 2 + uint64_t(sg) * cm * cn * 4;
 }
 
 }  // namespace
 
-uint64_t CoopmatTile::shared_bytes() const { return shared_bytes_for(bm, bn, bk, sg_m * sg_n, cm, cn); }
+uint64_t CoopmatTile::shared_bytes() const { return shared_bytes_for(bm, bn, bk, sg_m * sg_n, cm, cn, xsplit); }
 
 CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
   CoopmatTile t;
@@ -74,7 +74,7 @@ CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
       const uint32_t wg = sg * sg * sub;
       const uint32_t bm = sg * f * t.cm, bn = sg * f * t.cn;
       if (wg > caps.max_workgroup_invocations || wg > caps.max_workgroup_size[0]) continue;
-      if (shared_bytes_for(bm, bn, t.bk, sg * sg, t.cm, t.cn) > caps.max_shared_memory) continue;
+      if (shared_bytes_for(bm, bn, t.bk, sg * sg, t.cm, t.cn, t.xsplit) > caps.max_shared_memory) continue;
       t.sg_m = t.sg_n = sg;
       t.bm = bm;
       t.bn = bn;
@@ -105,17 +105,19 @@ void KernelConfig::choose_coopmat(const Capabilities& caps) {
   }
   std::string why;
   coopmat = choose_coopmat_tile(caps, why);
+  // X in one f16 half only (to compare: twice fewer products, 11 bits of X).
+  if (const char* x = std::getenv("REACH_COOPMAT_XSPLIT"); x && std::strcmp(x, "0") == 0) coopmat.xsplit = false;
   coopmat_why = coopmat.valid() ? "" : "absent (" + why + ")";
-  // On an H100 (NVIDIA 580.159), pp512 of a 1B-shaped model, this kernel / the f32 shared-memory GEMM:
-  //   f16 weights 5975 / 6719 tok/s, Q4_0 7444 / 5800, Q4_K 6792 / 773 (tok/s);
-  // and X rounded to f16 moved an f32 model's prefill logits by 8.7e-3 x max|logit| (the f32 GEMM:
-  // under 1e-3) and the family fixtures' next-token log-probs by 3e-3, far below what 4-bit weights
-  // move them.  So GPUs use it for the block types only, every type with REACH_COOPMAT=1.  CPU
+  // On an H100 (NVIDIA 580.159), pp512 of a 1B-shaped model, this kernel (X as one f16 then) / the
+  // f32 shared-memory GEMM: f16 weights 5975 / 6719 tok/s, Q4_0 7444 / 5800, Q4_K 6792 / 773.  So
+  // GPUs use it for the block types only, every type with REACH_COOPMAT=1.  (X as one f16 also moved
+  // f32 models' logits 8.7e-3 of their range: X is now two halves, tile.xsplit.)  CPU
   // devices emulate the matrices lane by lane (lavapipe, Mesa 26.1, 2 cores: SmolLM2-135M f16 pp512
   // 14.1 tok/s with them, 119.5 without): there only with REACH_COOPMAT=1.
-  const bool asked = env && std::strcmp(env, "1") == 0;
+  // REACH_COOPMAT=quant: the block types only, on any device (a CPU device then runs what a GPU would).
+  const bool asked = env && std::strcmp(env, "1") == 0, quant = env && std::strcmp(env, "quant") == 0;
   coopmat_auto = coopmat.valid() && asked;
-  coopmat_auto_quant = coopmat.valid() && (asked || !caps.is_cpu());
+  coopmat_auto_quant = coopmat.valid() && (asked || quant || !caps.is_cpu());
 }
 
 namespace {
@@ -139,6 +141,7 @@ Spec tile_spec(const CoopmatTile& t, bool aligned) {
   s.sg_m = t.sg_m;
   s.sg_n = t.sg_n;
   s.aligned = aligned ? 1u : 0u;
+  s.xsplit = t.xsplit ? 1u : 0u;
   return s;
 }
 

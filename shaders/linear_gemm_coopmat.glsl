@@ -1,5 +1,6 @@
 // The body of linear_gemm_coopmat.comp and linear_gemm_coopmat_q.comp: Y[M, N] = X[M, K] · Wᵀ on the
-// device's cooperative matrices (GL_KHR_cooperative_matrix), f16 inputs and f32 accumulation.
+// device's cooperative matrices (GL_KHR_cooperative_matrix), f16 inputs (X as two halves with
+// XSPLIT) and f32 accumulation.
 //
 // A workgroup of SG_M x SG_N subgroups computes the BM x BN tile of Y at (gl_WorkGroupID.y * BM,
 // gl_WorkGroupID.x * BN).  Per BK-deep slab of K, every invocation helps stage X (f32 -> f16) and W
@@ -24,13 +25,25 @@ const uint SK = BK + 8;
 const uint FM = BM / (SG_M * CM);   // accumulators per subgroup along M
 const uint FN = BN / (SG_N * CN);   // ... along N
 shared float16_t xs[BM * SK];
+// XSPLIT: x = hi + lo with hi = f16(x), each half multiplied with W: X keeps about 22 bits instead
+// of 11 (rounding X alone to f16 put an f32 model's logits 8.7e-3 of their range off on an H100,
+// and flipped a near-tied MoE router), for twice the matrix products.  lo is staged as
+// f16((x - hi) · 2^11), in f16's normal range (a driver may flush f16 subnormals, and lavapipe does),
+// into accumulators of its own scaled back by 2^-11 at the end.
+shared float16_t xs_lo[XSPLIT != 0 ? BM * SK : 1];
+const float LO_SCALE = 2048.0;
 shared float16_t ws[BN * SK];
 shared float ys[SG_M * SG_N * CM * CN];   // one CM x CN ypatch per subgroup, for the bounded store
 
 void stage_x(uint m0, uint k0) {
   for (uint idx = gl_LocalInvocationID.x; idx < BM * BK; idx += WG) {
     const uint r = idx / BK, k = idx % BK, m = m0 + r, kk = k0 + k;
-    xs[r * SK + k] = float16_t(m < p.M && kk < p.K ? load_x(p.x_off + m * p.K + kk) : 0.0);
+    const float v = m < p.M && kk < p.K ? load_x(p.x_off + m * p.K + kk) : 0.0;
+    // hi through packHalf2x16: a compiler may fold f32(f16(v)) back to v (lavapipe's does, even
+    // under precise), which would make lo zero.
+    const float hi = unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x;
+    xs[r * SK + k] = float16_t(hi);   // exact
+    if (XSPLIT != 0) xs_lo[r * SK + k] = float16_t((v - hi) * LO_SCALE);   // v - hi is exact in f32
   }
 }
 
@@ -41,6 +54,9 @@ void gemm_coopmat() {
   const uint sg = gl_SubgroupID, sm = sg / SG_N, sn = sg % SG_N;
   coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> acc[FM * FN];
   for (uint t = 0; t < FM * FN; ++t) acc[t] = coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>(0.0);
+  coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> acc_lo[XSPLIT != 0 ? FM * FN : 1];
+  for (uint t = 0; t < (XSPLIT != 0 ? FM * FN : 1); ++t)
+    acc_lo[t] = coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>(0.0);
 
   for (uint k0 = 0; k0 < p.K; k0 += BK) {
     stage_x(m0, k0);
@@ -55,11 +71,19 @@ void gemm_coopmat() {
         coopmat<float16_t, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB> b;
         coopMatLoad(b, ws, (sn * FN + j) * CN * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
         for (uint i = 0; i < FM; ++i) acc[i * FN + j] = coopMatMulAdd(a[i], b, acc[i * FN + j]);
+        if (XSPLIT != 0)
+          for (uint i = 0; i < FM; ++i) {
+            coopmat<float16_t, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA> lo;
+            coopMatLoad(lo, xs_lo, (sm * FM + i) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+            acc_lo[i * FN + j] = coopMatMulAdd(lo, b, acc_lo[i * FN + j]);
+          }
       }
     }
     barrier();
   }
 
+  if (XSPLIT != 0)
+    for (uint t = 0; t < FM * FN; ++t) acc[t] = acc[t] + acc_lo[t] * (1.0 / LO_SCALE);
   const uint ypatch = sg * CM * CN;
   for (uint i = 0; i < FM; ++i)
     for (uint j = 0; j < FN; ++j) {

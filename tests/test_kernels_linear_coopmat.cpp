@@ -60,18 +60,21 @@ void check_tile(const CoopmatTile& t, uint32_t cm, uint32_t cn, uint32_t ck, uin
 
 // ---- GEMM cases ---------------------------------------------------------------
 
-// The kernel rounds X (and W, where it is not f16 already) to f16, multiplies exactly (an f16 x f16
-// product fits f32) and accumulates in f32 in an order the hardware chooses.  Per term that is at
-// most 2^-11 |x||w| from X, 2^-11 |x||w| from W (quantized W: relative to the rounding magnitude
-// |a·q| + |b|, which bounds |w| and the f32 dequantization's own error), plus the f16 subnormal
-// step 2^-25 for values below 2^-14; the f32 sum adds (K + 64)·2^-24 of Σ|x||w|.  So
-//   |y - ref| <= S·(2^-10 + (K + 64)·2^-24) + K·2^-24·max|w|,   S = max over outputs of Σ_k |x_k|·m_k,
-// where ref is the exact product of the unrounded inputs.  With inputs in [-1, 1) the bound is
-// ~2^-10·K/4 (0.15 at K = 576), while a missing 32-deep slab moves an output by ~1.6 and a wrong
-// row or column by the size of the output itself (~0.3·sqrt(K)).
-const char* const kWhy = "f16 inputs: <= S*(2^-10 + (K+64)*2^-24) + K*2^-24*max|w|, S = max over outputs of "
-                         "sum_k |x_k|*m_k (m: |w|, or |a*q|+|b| for blocks): X and W each rounded to f16 "
-                         "(2^-11 relative), f32 accumulation";
+// The kernel stages X as two f16 halves, hi = f16(x) and lo = f16((x - hi)·2^11) (xsplit; one half,
+// x rounded to f16, without), rounds W to f16 where it is not f16 or bf16 already (those are exact),
+// multiplies exactly (an f16 x f16 product fits f32) and accumulates in f32 in an order the hardware
+// chooses.  Per term that is at most 2^-21 |x||w| from X (2^-11 without xsplit), 2^-11 |x||w| from
+// a rounded W (quantized W: relative to the rounding magnitude |a·q| + |b|, which bounds |w| and the
+// f32 dequantization's own error), plus the f16 subnormal step 2^-25 for values below 2^-14; the
+// f32 sum adds (K + 64)·2^-24 of Σ|x||w|.  So
+//   |y - ref| <= S·(ex + ew + (K + 64)·2^-24) + K·2^-24·max|w|,   S = max over outputs of Σ_k |x_k|·m_k,
+// where ref is the exact product of the unrounded inputs.  With inputs in [-1, 1) the bound for f16
+// W is ~2^-21·K/4 plus the sum's rounding, 2^-10·K/4 (0.15 at K = 576) for rounded W without
+// xsplit, while a missing 32-deep slab moves an output by ~1.6 and a wrong row or column by the
+// size of the output itself (~0.3·sqrt(K)).
+const char* const kWhy = "f16 inputs: <= S*(ex + ew + (K+64)*2^-24) + K*2^-24*max|w|, S = max over outputs of "
+                         "sum_k |x_k|*m_k (m: |w|, or |a*q|+|b| for blocks): X as f16 hi + lo (ex 2^-21; "
+                         "2^-11 as one f16), W rounded to f16 (ew 2^-11; 0 for f16, bf16), f32 accumulation";
 
 struct Case {
   uint32_t M, N, K;
@@ -120,7 +123,12 @@ void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t 
       ref[size_t(m) * N + n] = acc;
       s = std::max(s, mag);
     }
-  const double tol = s * (std::ldexp(1.0, -10) + (K + 64) * std::ldexp(1.0, -24)) + K * std::ldexp(1.0, -24) * wmax;
+  // X: hi + lo f16 halves, about 2^-21 relative (rounded to one f16, 2^-11, without xsplit).  W: f16 and
+  // bf16 values are exact in f16, f32 and the block types' dequantized values are rounded (2^-11).
+  const bool w_exact = c.type == WType::f16 || c.type == WType::bf16;
+  const double x_round = k.config().coopmat.xsplit ? std::ldexp(1.0, -21) : std::ldexp(1.0, -11);
+  const double tol = s * (x_round + (w_exact ? 0.0 : std::ldexp(1.0, -11)) + (K + 64) * std::ldexp(1.0, -24)) +
+                     K * std::ldexp(1.0, -24) * wmax;
   const size_t front = c.y_off / 4, back = 5, y_total = front + size_t(M) * N + back;
   const float sentinel = -12345.0f;
   check_kernel({
@@ -205,9 +213,9 @@ TEST_CASE("coopmat tile: lavapipe's 8x8x8 (f16 and f32 accumulators, subgroup 8,
 
 TEST_CASE("coopmat tile: limits shrink the tile; unusable lists give none, with the reason") {
   std::string why;
-  // 4 KiB of shared memory: 64 x 64 (14 KiB), 32 x 32 of 4 subgroups (9 KiB) and of 1 subgroup (6 KiB) do not
-  // fit; one subgroup with one 16 x 16 matrix (3.5 KiB) does.
-  check_tile(choose_coopmat_tile(synthetic({{16, 16, 16, false}}, 32, 32, 32, false, 4096, 1024), why), 16, 16, 16, 16,
+  // 5 KiB of shared memory (X staged twice, hi and lo): 64 x 64 (19.5 KiB), 32 x 32 of 4 subgroups
+  // (11.5 KiB) and of 1 subgroup (8.5 KiB) do not fit; one subgroup with one 16 x 16 matrix (4.75 KiB) does.
+  check_tile(choose_coopmat_tile(synthetic({{16, 16, 16, false}}, 32, 32, 32, false, 5120, 1024), why), 16, 16, 16, 16,
              16, 1, 32, false);
   // 64 invocations: one subgroup of 32 (two would be 4 x 32 = 128).
   check_tile(choose_coopmat_tile(synthetic({{16, 16, 16, false}}, 32, 32, 32, false, 49152, 64), why), 16, 16, 16, 32,

@@ -4,7 +4,8 @@
 #
 # usage: tools/coopmat_check.sh [fetch | suite | info | bench MODEL [PROMPT_TOKENS]]   (default: suite)
 #   fetch   only fetch and unpack the driver (cached), and say which coop-matrix shapes it lists
-#   suite   fetch, then run ./build/tests/test_kernels_linear_coopmat on that driver
+#   suite   fetch, then run ./build/tests/test_kernels_linear_coopmat on that driver, and
+#           ./build/tests/test_families with REACH_COOPMAT=1 (every prefill GEMM on the matrices)
 #   info    fetch, then `reach info` on that driver
 #   bench   fetch, then `reach bench -m MODEL -p 512 -n 0 -r 1` on it with REACH_COOPMAT=0, then =1 (on a
 #           CPU device the variant is used only when asked for)
@@ -92,9 +93,15 @@ case "$mode" in
   fetch) ;;
   info) echo "$info" ;;
   suite)
-    exe=./build/tests/test_kernels_linear_coopmat
-    [ -x "$exe" ] || { echo "coopmat_check: $exe is not built (ninja -C build)" >&2; exit 1; }
-    REACH_VALIDATION=0 REACH_SOURCE_ROOT="$PWD" REACH_BUILD_ROOT="$PWD/build" private "$exe" ;;
+    for exe in ./build/tests/test_kernels_linear_coopmat ./build/tests/test_families; do
+      [ -x "$exe" ] || { echo "coopmat_check: $exe is not built (ninja -C build)" >&2; exit 1; }
+    done
+    export REACH_VALIDATION=0 REACH_SOURCE_ROOT="$PWD" REACH_BUILD_ROOT="$PWD/build"
+    private ./build/tests/test_kernels_linear_coopmat
+    # Every family's prefill GEMMs on cooperative matrices against transformers' float64 forward:
+    # X rounded to one f16 put them 2e-3..9e-3 off in log-prob and flipped gpt-oss's MXFP4 router.
+    echo "coopmat_check: test_families with REACH_COOPMAT=1" >&2
+    REACH_COOPMAT=1 REACH_TUNING_FILE="$PWD/build/tests-tuning.json" private ./build/tests/test_families ;;
   bench)
     model="${2:?usage: tools/coopmat_check.sh bench MODEL [PROMPT_TOKENS]}"
     pp="${3:-512}"

@@ -167,7 +167,8 @@ bench_models() {
 # Prefill (pp512) and decode (tg128) of the first shape at f16, Q4_0 and Q4_K under kernel shapes from
 # the environment (KernelConfig::env_overrides).  Mat-vec shapes change only decode and GEMM tiles
 # only prefill, so each run tries one of each: the first is the 64-lane mat-vec re-reading X of
-# before, the second the defaults.
+# before, the second the defaults; the last two compare the cooperative-matrix GEMM with X as one
+# f16 (block types) and on float weights too.
 sweep_shapes() {
   local out=$1 line dir name
   line=$(bench_shapes | head -n 1)
@@ -178,15 +179,17 @@ sweep_shapes() {
     ""
     "REACH_MATVEC_WG=128 REACH_GEMM_TILE=128 REACH_GEMM_TM=8 REACH_GEMM_TN=8"
     "REACH_MATVEC_WG=256 REACH_MATVEC_ROWS=16 REACH_GEMM_TILE=128 REACH_GEMM_TM=8 REACH_GEMM_TN=8 REACH_GEMM_BK=8"
-    "REACH_MATVEC_WG=512 REACH_GEMM_TILE=64 REACH_GEMM_TM=8 REACH_GEMM_TN=4")
+    "REACH_MATVEC_WG=512 REACH_GEMM_TILE=64 REACH_GEMM_TM=8 REACH_GEMM_TN=4"
+    "REACH_COOPMAT_XSPLIT=0"
+    "REACH_COOPMAT=1")
   echo "| weights | environment | pp512 t/s | tg128 t/s |" >"$out/sweep.md"
   echo "| --- | --- | ---: | ---: |" >>"$out/sweep.md"
   local q v rows n
   for q in none q4_0 q4_k; do
     n=0
     for v in "${variants[@]}"; do
-      # Q4_K: before and default only.
-      n=$((n + 1)); [ "$q" = q4_k ] && [ $n -gt 2 ] && continue
+      # Q4_K: before, default and X as one f16 only.
+      n=$((n + 1)); [ "$q" = q4_k ] && [ $n -gt 2 ] && [ $n -ne 6 ] && continue
       local qa=()
       [ "$q" = none ] || qa=(--quantize "$q")
       say "sweep $name ${q/none/f16} ${v:-default}"

@@ -137,7 +137,7 @@ stage_end main-suites
 # The cooperative-matrix GEMM suite again, on a lavapipe that has VK_KHR_cooperative_matrix (Mesa 26,
 # unpacked privately by tools/coopmat_check.sh: the suites above keep the machine's driver, where it
 # skips).  Skipped with a note when the driver cannot be fetched; a failing suite fails the run.
-stage_begin coopmat "kernels_linear_coopmat on Mesa 26's lavapipe (tools/coopmat_check.sh; about 70 MB fetched once)" 40
+stage_begin coopmat "kernels_linear_coopmat and families (REACH_COOPMAT=1) on Mesa 26's lavapipe (tools/coopmat_check.sh; about 70 MB fetched once)" 60
 bash tools/coopmat_check.sh suite >build/coopmat_check.log 2>&1
 rc=$?
 case $rc in

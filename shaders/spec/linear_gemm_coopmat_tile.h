@@ -12,3 +12,4 @@ SPEC_UINT(6, CK, ck, 16)
 SPEC_UINT(7, SG_M, sg_m, 2)               // subgroups along M
 SPEC_UINT(8, SG_N, sg_n, 2)               // subgroups along N
 SPEC_UINT(9, ALIGNED, aligned, 0)         // K % 4 == 0 and offsets % 4 == 0: vec4 loads
+SPEC_UINT(11, XSPLIT, xsplit, 1)          // X staged as two f16 halves, hi + lo: products near f32 precision
