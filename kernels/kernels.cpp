@@ -57,7 +57,7 @@ uint32_t env_count(const char* name) {
 
 void KernelConfig::env_overrides(const Capabilities& caps) {
   if (const char* x = std::getenv("REACH_MATVEC_XSHARED"); x && *x)
-    matvec_xshared = std::string(x) != "0" && matvec_mode != spec::MATVEC_MODE_ROW_PER_LANE;
+    matvec_xshared = std::string(x) != "0";   // matvec_xsh() takes it only in modes 1 and 2
   // A workgroup size the kernels accept: a power of two, at least one subgroup, within the device's limit.
   if (const uint32_t wg = env_count("REACH_MATVEC_WG");
       wg && !(wg & (wg - 1)) && wg >= std::max(subgroup, 1u) && wg <= caps.max_workgroup_invocations) {

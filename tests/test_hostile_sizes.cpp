@@ -74,8 +74,8 @@ void write_all(int fd, const std::string& s) {
 
 // Runs body(device, allocator) in a child capped at its size after creating
 // the device + as_margin bytes of address space.
-// Set once the tiny-model helpers below exist: runs a sane model on a GPU device before measuring.
-std::function<void(Device&, Allocator&)> warm_up;
+// Runs a sane tiny model (defined below, with the model helpers).
+void warm_up(Device& device, Allocator& allocator);
 
 Outcome run_isolated(const std::function<void(Device&, Allocator&)>& body, uint64_t as_margin = 3 * kGiB) {
   int fds[2];
@@ -101,7 +101,7 @@ Outcome run_isolated(const std::function<void(Device&, Allocator&)>& body, uint6
       // A GPU driver's shader compiler stays resident once used (NVIDIA's: 260-560 MiB, seen on
       // an H100). That is paid once per process whatever the input, so on such a device a sane
       // tiny model runs first and the peak is measured from after it.
-      if (!device->caps().is_cpu() && warm_up) warm_up(*device, *allocator);
+      if (!device->caps().is_cpu()) warm_up(*device, *allocator);
       const long vm_kib = proc_status_kib("VmSize");
       rlimit lim{};
       lim.rlim_cur = lim.rlim_max = rlim_t(vm_kib) * 1024 + as_margin;
@@ -210,14 +210,11 @@ SessionOptions with(const std::function<void(SessionOptions&)>& f) {
   return so;
 }
 
-const bool warm_up_set = [] {
-  warm_up = [](Device& d, Allocator& a) {
-    SessionOptions so;
-    so.context = 64;
-    load_and_run(d, a, tiny_model(kTinyArgs), so);
-  };
-  return true;
-}();
+void warm_up(Device& device, Allocator& allocator) {
+  SessionOptions so;
+  so.context = 64;
+  load_and_run(device, allocator, tiny_model(kTinyArgs), so);
+}
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kernel_check.hpp"
+#include "tests/support/linear_check.hpp"
 
 using namespace reach;
 using namespace reach::test;
@@ -70,7 +71,6 @@ struct Case {
 // Runs one case on `k`: Y is pre-filled with a sentinel, and the elements
 // around [y_off, y_off + M*N) must keep it.
 void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t seed) {
-  auto& g = gpu();
   const uint32_t M = c.M, N = c.N, K = c.K;
   std::vector<float> x(size_t(M) * K);
   for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
@@ -78,47 +78,22 @@ void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t 
   float maxx = 0, maxw = 0;
   for (float v : x) maxx = std::max(maxx, std::fabs(v));
   for (float v : w.deq) maxw = std::max(maxw, std::fabs(v));
-  const size_t front = c.y_off / 4, back = 5, y_total = front + size_t(M) * N + back;
-  const float sentinel = -12345.0f;
-  check_kernel({
+  check_linear({
       .op = op_name(c.op),
       .params = str("M=", M, " N=", N, " K=", K, " ", wtype_name(c.type), " variant=", variant,
                     " offsets(x,w,y)=", c.x_off, ",", c.w_off, ",", c.y_off, " (x hash seed ", seed * 7 + 1,
                     ", w hash seed ", seed * 7 + 2, ")"),
       .seed = seed,
       .tol = Tolerance::max_abs(1e-5 * K * maxx * maxw + 1e-30, kWhy),
-      .device =
-          [&] {
-            std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
-            std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
-            std::vector<uint8_t> wbytes(c.w_off + w.bytes.size(), 0xCD);
-            std::memcpy(wbytes.data() + c.w_off, w.bytes.data(), w.bytes.size());
-            Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
-            Buffer bw = g.upload_bytes(wbytes.data(), wbytes.size(), Arena::weights);
-            Buffer by = g.upload_f32(std::vector<float>(y_total, sentinel));
-            Act ax{&bx, c.x_off, M, K};
-            Mat mw{&bw, c.w_off, c.type, N, K};
-            Act ay{&by, c.y_off, M, N};
-            g.run([&](CommandList& cmd) {
-              if (c.op == Op::gemm) k.linear_gemm(cmd, ax, mw, ay);
-              else if (c.op == Op::matvec) k.linear_matvec(cmd, ax, mw, ay);
-              else k.linear(cmd, ax, mw, ay);
-            });
-            return Values::of(g.download_f32(by, y_total));
+      .M = M, .N = N, .K = K, .type = c.type, .x_off = c.x_off, .w_off = c.w_off, .y_off = c.y_off,
+      .x = &x, .w = &w.bytes,
+      .reference = [&] { return linear_ref(x, w.deq, M, N, K); },
+      .record =
+          [&](CommandList& cmd, const Act& ax, const Mat& mw, const Act& ay) {
+            if (c.op == Op::gemm) k.linear_gemm(cmd, ax, mw, ay);
+            else if (c.op == Op::matvec) k.linear_matvec(cmd, ax, mw, ay);
+            else k.linear(cmd, ax, mw, ay);
           },
-      .reference =
-          [&] {
-            std::vector<double> y(y_total, sentinel);
-            const auto inner = linear_ref(x, w.deq, M, N, K);
-            std::copy(inner.begin(), inner.end(), y.begin() + ptrdiff_t(front));
-            return Values::of(std::move(y));
-          },
-      .guard_front = front,
-      .guard_back = back,
-      .where = [front, M, N](size_t i) {
-        if (i < front || i >= front + size_t(M) * N) return str("element ", i, " of the Y buffer, outside Y");
-        return str("(m,n)=(", (i - front) / N, ",", (i - front) % N, ")");
-      },
   });
 }
 

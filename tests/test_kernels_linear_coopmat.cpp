@@ -19,6 +19,7 @@
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kernel_check.hpp"
+#include "tests/support/linear_check.hpp"
 #include "tests/support/quant_reference.hpp"
 
 using namespace reach;
@@ -104,7 +105,6 @@ Weights make_weights(WType t, uint32_t N, uint32_t K, uint32_t seed) {
 }
 
 void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t seed, bool through_linear = false) {
-  auto& g = gpu();
   const uint32_t M = c.M, N = c.N, K = c.K;
   std::vector<float> x(size_t(M) * K);
   for (size_t i = 0; i < x.size(); ++i) x[i] = hash_value(i, seed * 7 + 1);
@@ -129,44 +129,20 @@ void check_case(Kernels& k, const Case& c, const std::string& variant, uint32_t 
   const double x_round = k.config().coopmat.xsplit ? std::ldexp(1.0, -21) : std::ldexp(1.0, -11);
   const double tol = s * (x_round + (w_exact ? 0.0 : std::ldexp(1.0, -11)) + (K + 64) * std::ldexp(1.0, -24)) +
                      K * std::ldexp(1.0, -24) * wmax;
-  const size_t front = c.y_off / 4, back = 5, y_total = front + size_t(M) * N + back;
-  const float sentinel = -12345.0f;
-  check_kernel({
+  check_linear({
       .op = through_linear ? "linear" : "linear_gemm_coopmat",
       .params = str("M=", M, " N=", N, " K=", K, " ", wtype_name(c.type), " variant=", variant,
                     " offsets(x,w,y)=", c.x_off, ",", c.w_off, ",", c.y_off),
       .seed = seed,
       .tol = Tolerance::max_abs(tol, kWhy),
-      .device =
-          [&] {
-            std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
-            std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
-            std::vector<uint8_t> wbytes(c.w_off + w.device.size() + 16, 0xCD);
-            std::memcpy(wbytes.data() + c.w_off, w.device.data(), w.device.size());
-            Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
-            Buffer bw = g.upload_bytes(wbytes.data(), wbytes.size(), Arena::weights);
-            Buffer by = g.upload_f32(std::vector<float>(y_total, sentinel));
-            Act ax{&bx, c.x_off, M, K};
-            Mat mw{&bw, c.w_off, c.type, N, K};
-            Act ay{&by, c.y_off, M, N};
-            g.run([&](CommandList& cmd) {
-              if (through_linear) k.linear(cmd, ax, mw, ay);
-              else k.linear_gemm_coopmat(cmd, ax, mw, ay);
-            });
-            return Values::of(g.download_f32(by, y_total));
+      .M = M, .N = N, .K = K, .type = c.type, .x_off = c.x_off, .w_off = c.w_off, .y_off = c.y_off,
+      .x = &x, .w = &w.device, .w_tail = 16,
+      .reference = [&] { return ref; },
+      .record =
+          [&](CommandList& cmd, const Act& ax, const Mat& mw, const Act& ay) {
+            if (through_linear) k.linear(cmd, ax, mw, ay);
+            else k.linear_gemm_coopmat(cmd, ax, mw, ay);
           },
-      .reference =
-          [&] {
-            std::vector<double> y(y_total, sentinel);
-            std::copy(ref.begin(), ref.end(), y.begin() + ptrdiff_t(front));
-            return Values::of(std::move(y));
-          },
-      .guard_front = front,
-      .guard_back = back,
-      .where = [front, M, N](size_t i) {
-        if (i < front || i >= front + size_t(M) * N) return str("element ", i, " of the Y buffer, outside Y");
-        return str("(m,n)=(", (i - front) / N, ",", (i - front) % N, ")");
-      },
   });
 }
 
