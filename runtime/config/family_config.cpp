@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/checked.hpp"
 #include "base/error.hpp"
+#include "base/half.hpp"
 #include "runtime/config/config_reader.hpp"
 
 namespace reach::config_detail {
@@ -19,17 +19,9 @@ namespace {
 // normalizer in the weights' dtype (bfloat16: sqrt(640) = 25.298 becomes 25.25).
 float gemma_embed_scale(int64_t hidden, const std::string& dtype) {
   const float s = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
-  uint32_t bits;
-  std::memcpy(&bits, &s, 4);
-  if (dtype == "bfloat16") {
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;   // round to nearest even
-  } else if (dtype == "float16") {
-    // sqrt of a real hidden size is a normal f16 (< 65504): keep 10 mantissa bits, nearest even.
-    bits = (bits + 0xfffu + ((bits >> 13) & 1u)) & 0xffffe000u;
-  }
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return r;
+  if (dtype == "bfloat16") return bf16_to_f32(f32_to_bf16_bits(s));   // nearest even, base/half
+  if (dtype == "float16") return f16_to_f32(f32_to_f16_bits(s));
+  return s;
 }
 
 // The Gemma MLP's activation (hidden_activation, else hidden_act): GELU(tanh) only.

@@ -2,6 +2,17 @@
 
 namespace reach {
 
+HfNaming hf_naming_of(const std::function<bool(const std::string& name)>& has) {
+  HfNaming n;
+  if (has("model.embed_tokens.weight")) return n;
+  for (const char* pre : {"language_model.model.", "model.language_model."})
+    if (has(std::string(pre) + "embed_tokens.weight")) {
+      n.model = pre;
+      n.lm_head = n.model == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
+    }
+  return n;
+}
+
 std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& n) {
   const std::string p = n.model + "layers." + std::to_string(layer) + ".";
   switch (role) {

@@ -3,6 +3,7 @@
 // names of a safetensors folder and llama.cpp's GGUF names, by role.  The one
 // table the loader (runtime/model) and `reach quantize` (runtime/quant) read.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace reach {
@@ -28,6 +29,12 @@ struct HfNaming {
   // under transformers 4, whose experts are w1 / w3 / w2 for gate / up / down).
   std::string moe_block = "mlp";
 };
+
+// The naming of a safetensors checkpoint whose tensors `has` reports: "model." and "lm_head.weight", or,
+// where there is no model.embed_tokens.weight but a prefixed one, the language model's prefix of Gemma 3's
+// multimodal checkpoints ("language_model.model." with "language_model.lm_head.weight", or
+// "model.language_model." with "lm_head.weight").  The other fields keep their defaults.
+HfNaming hf_naming_of(const std::function<bool(const std::string& name)>& has);
 
 // "model.layers.3.self_attn.q_proj.weight", ...  `layer` is ignored for the model-wide roles.
 std::string hf_tensor_name(Role role, int64_t layer, const HfNaming& naming = {});

@@ -21,10 +21,7 @@ namespace {
 // How many layers the weights hold: the first index i from 0 with no tensor
 // named model.layers.<i>.*.
 int64_t layers_in_weights(const ModelWeights& w) {
-  std::string prefix = "model.layers.";
-  for (const char* pre : {"language_model.model.", "model.language_model."})
-    if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight"))
-      prefix = std::string(pre) + "layers.";
+  const std::string prefix = hf_naming_of([&](const std::string& n) { return w.find(n) != nullptr; }).model + "layers.";
   std::set<int64_t> seen;
   for (const auto& name : w.names()) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -43,13 +40,9 @@ int64_t layers_in_weights(const ModelWeights& w) {
 class SafetensorsSource : public WeightSource {
  public:
   SafetensorsSource(const ModelWeights& w, const ModelConfig& c) : w_(w) {
-    naming_.gemma = c.arch == ModelArch::gemma3 || c.arch == ModelArch::gemma2;
     // Gemma 3's multimodal checkpoints keep the language model under a prefix.
-    for (const char* pre : {"language_model.model.", "model.language_model."})
-      if (!w.find("model.embed_tokens.weight") && w.find(std::string(pre) + "embed_tokens.weight")) {
-        naming_.model = pre;
-        naming_.lm_head = naming_.model == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
-      }
+    naming_ = hf_naming_of([&](const std::string& n) { return w.find(n) != nullptr; });
+    naming_.gemma = c.arch == ModelArch::gemma3 || c.arch == ModelArch::gemma2;
     // Mixtral under transformers 4 keeps its experts in block_sparse_moe.
     if (c.arch == ModelArch::mixtral && !w.find(naming_.model + "layers.0.mlp.gate.weight")) naming_.moe_block = "block_sparse_moe";
     // Float matrices take the embedding's type (16-bit files stay 16-bit).
