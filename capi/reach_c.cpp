@@ -1,9 +1,11 @@
 // The C API (include/reach.h): status, errors, logging, devices, models, text.
 // Sessions are in reach_c_session.cpp.
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <unordered_map>
 
+#include "base/settings.hpp"
 #include "capi/capi_internal.hpp"
 #include "engine/capabilities.hpp"
 
@@ -164,6 +166,14 @@ LogCallback validation_to_log() {
   };
 }
 
+// The host asked for the REACH_* variables (use_environment): read them now, the one place the C API
+// reads the environment, and say in the log which values were not taken.
+Settings settings_from_environment() {
+  Settings s = settings_from(std::getenv);
+  for (const std::string& why : s.ignored) log(REACH_LOG_WARN, why);
+  return s;
+}
+
 std::unique_lock<std::recursive_mutex> lock(reach_device* d) { return std::unique_lock<std::recursive_mutex>(d->mu); }
 
 }  // namespace
@@ -232,6 +242,7 @@ reach_status reach_device_create(const reach_device_params* params, reach_device
     need(p.index >= -1, REACH_ERROR_INVALID_ARGUMENT,
          "index is " + std::to_string(p.index) + ": it must be -1 (choose) or a device index >= 0");
     DeviceOptions o;
+    if (p.use_environment) o.settings = settings_from_environment();
     o.index = p.index;
     if (p.name) o.name = p.name;
     o.validation = p.validation != 0;
@@ -278,6 +289,7 @@ reach_status reach_device_adopt(const reach_adopt_params* params, reach_device**
     h.cooperative_matrix_enabled = p.cooperative_matrix_enabled != 0;
     if (p.pipeline_cache_dir) h.pipeline_cache_dir = p.pipeline_cache_dir;
     h.on_validation = validation_to_log();
+    if (p.use_environment) h.settings = settings_from_environment();
     d->dev = Device::adopt(h);
     log(REACH_LOG_INFO, "adopted device: " + d->dev->caps().summary());
     registry_add(d.get(), Kind::device);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "engine/device.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/model/model.hpp"
@@ -18,7 +19,7 @@ struct Variants {
   std::string coopmat, int_dot, fused;
 };
 Variants variants(const Capabilities& caps) {
-  const KernelConfig k = KernelConfig::from(caps);
+  const KernelConfig k = KernelConfig::from(caps, cli_settings().kernels);
   Variants v;
   if (k.coopmat.valid()) {
     const CoopmatTile& t = k.coopmat;
@@ -86,7 +87,7 @@ int cmd_info(const Args& args) {
   }
   // The layer is on exactly when run / bench / eval would turn it on; its
   // messages (here about the enumeration itself) go to stderr.
-  const bool requested = validation_requested_by_env();
+  const bool requested = cli_settings().validation;
   const bool installed = requested && validation_layer_installed();
   const bool validation = requested && installed;
   if (requested && !installed)

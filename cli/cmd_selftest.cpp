@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "base/half.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "engine/command.hpp"
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
@@ -82,7 +83,9 @@ int cmd_selftest(const Args& args) {
     return 2;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  auto dev = Device::create();
+  DeviceOptions opt;
+  opt.settings = cli_settings();
+  auto dev = Device::create(opt);
   Allocator alloc(*dev);
   Transfer tr(alloc);
   Kernels k(*dev);

@@ -142,12 +142,13 @@ int cmd_tune(const Args& args) {
   row(("pp" + std::to_string(n_prompt)).c_str(), t.prefill, t.choice.prefill);
   row(("tg" + std::to_string(n_gen)).c_str(), t.decode, t.choice.decode);
   std::printf("key: %s\n", key.c_str());
+  const std::string& file = cli_settings().tuning_file;
   if (dry) {
-    std::printf("--dry-run: the tuning file (%s) is unchanged\n", tuning_file().string().c_str());
+    std::printf("--dry-run: the tuning file (%s) is unchanged\n", file.c_str());
     return 0;
   }
-  save_tuning(tuning_file(), key, t);
-  std::printf("written to %s\n", tuning_file().string().c_str());
+  save_tuning(file, key, t);
+  std::printf("written to %s\n", file.c_str());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 namespace {
 
@@ -75,6 +76,8 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   reach::cli::Args args(argv + 2, argv + argc);
+  // The environment is read once, here; a variable whose value is not taken is said once.
+  for (const std::string& why : reach::cli::cli_settings().ignored) std::fprintf(stderr, "reach: %s\n", why.c_str());
   try {
     if (cmd == "info") return reach::cli::cmd_info(args);
     if (cmd == "selftest") return reach::cli::cmd_selftest(args);

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/error.hpp"
@@ -10,6 +11,11 @@
 #include "runtime/quant/quantize.hpp"
 
 namespace reach::cli {
+
+const Settings& cli_settings() {
+  static const Settings settings = settings_from(std::getenv);
+  return settings;
+}
 
 const std::string& value_of(const Args& args, size_t& i) {
   if (i + 1 >= args.size()) missing_flag_value(args[i]);
@@ -88,6 +94,7 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
                                              "model.safetensors and tokenizer.json) or -m FILE.gguf");
   Engine e;
   DeviceOptions opt;
+  opt.settings = cli_settings();
   if (!device.empty()) {
     const std::optional<int64_t> idx = to_integer(device);
     if (idx && *idx >= INT_MIN && *idx <= INT_MAX) opt.index = int(*idx);

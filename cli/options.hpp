@@ -22,6 +22,10 @@ int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi);
 // A finite number in [lo, hi]; `expected` words the error.
 double float_of(const Args& args, size_t& i, double lo, double hi, const std::string& expected);
 
+// The REACH_* settings (base/settings.hpp), read from the environment on the first call and kept: the
+// one place the CLI reads them.  main() reports the values it ignored.
+const Settings& cli_settings();
+
 struct Engine {
   std::unique_ptr<Device> device;
   std::unique_ptr<Allocator> allocator;
@@ -43,7 +47,8 @@ std::string full_kv_flag_help(size_t column);
 std::string activations_flag_help(size_t column);
 bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out);
 
-// --device N|NAME overrides REACH_DEVICE.  `quantize` sets LoadOptions::quantize.
+// --device N|NAME overrides REACH_DEVICE; the device gets cli_settings().  `quantize` sets
+// LoadOptions::quantize.
 Engine open_engine(const std::string& model_dir, const std::string& device, bool require_tokenizer = true,
                    std::optional<WType> quantize = std::nullopt);
 

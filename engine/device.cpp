@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/pipeline.hpp"
@@ -11,11 +10,6 @@
 namespace reach {
 
 namespace {
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
 
 bool has_layer(const char* name) {
   uint32_t n = 0;
@@ -63,8 +57,9 @@ InstanceBundle make_instance(bool validation, const VkDebugUtilsMessengerCreateI
   if (validation) {
     if (!has_layer("VK_LAYER_KHRONOS_validation"))
       throw Error(ErrorCode::unsupported,
-                  "validation was requested (REACH_VALIDATION=1) but VK_LAYER_KHRONOS_validation is not installed: "
-                  "apt-get install vulkan-validationlayers, or unset REACH_VALIDATION");
+                  "validation was requested (the validation option, or REACH_VALIDATION=1 where read) but "
+                  "VK_LAYER_KHRONOS_validation is not installed: apt-get install vulkan-validationlayers, or "
+                  "turn validation off (unset REACH_VALIDATION)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
   }
   if (has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME) && validation) {
@@ -103,8 +98,6 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
-
-bool validation_requested_by_env() { return env_flag("REACH_VALIDATION"); }
 
 bool validation_layer_installed() { return has_layer("VK_LAYER_KHRONOS_validation"); }
 
@@ -192,7 +185,7 @@ VkDebugUtilsMessengerEXT Device::create_messenger(VkInstance instance, MessageSi
 
 std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   std::unique_ptr<Device> dev(new Device());
-  const bool validation = options.validation || validation_requested_by_env();
+  const bool validation = options.validation || options.settings.validation;
   dev->sink_.on_message = options.on_validation;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&dev->sink_);
   InstanceBundle inst = make_instance(validation, &mi);
@@ -205,16 +198,12 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     throw Error(ErrorCode::unsupported,
                 "no Vulkan device found: install a GPU driver, or mesa-vulkan-drivers for the CPU (lavapipe)");
 
-  // Selection: explicit name, explicit index, REACH_DEVICE, else best type.
+  // Selection: explicit name, explicit index, the settings' (REACH_DEVICE), else best type.
   std::string name = options.name;
   int index = options.index;
   if (name.empty() && index < 0) {
-    if (const char* env = std::getenv("REACH_DEVICE"); env && *env) {
-      char* end = nullptr;
-      long v = std::strtol(env, &end, 10);
-      if (end && *end == '\0') index = static_cast<int>(v);
-      else name = env;
-    }
+    name = options.settings.device_name;
+    index = options.settings.device_index;
   }
   auto available = [&] {   // "\n  INDEX: NAME" per device, for the errors below
     std::string all;
@@ -312,7 +301,9 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   vk_check(vkCreateDevice(dev->phys_, &dci, nullptr, &dev->device_), "vkCreateDevice");
   dev->owns_device_ = true;
   vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
-  dev->pipeline_cache_dir_ = options.pipeline_cache_dir;
+  dev->settings_ = options.settings;
+  dev->pipeline_cache_dir_ =
+      options.pipeline_cache_dir.empty() ? options.settings.pipeline_cache_dir : options.pipeline_cache_dir;
   dev->init_common();
   return dev;
 }
@@ -350,7 +341,8 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
                                   h.cooperative_matrix_enabled;
   dev->caps_.storage_8bit = false;
   dev->caps_.int8_arithmetic = false;
-  dev->pipeline_cache_dir_ = h.pipeline_cache_dir;
+  dev->settings_ = h.settings;
+  dev->pipeline_cache_dir_ = h.pipeline_cache_dir.empty() ? h.settings.pipeline_cache_dir : h.pipeline_cache_dir;
   dev->init_common();
   return dev;
 }

@@ -12,6 +12,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include "base/settings.hpp"
 #include "engine/capabilities.hpp"
 
 namespace reach {
@@ -23,18 +24,19 @@ class PipelineCache;
 // each message to stderr as one line ("reach: vulkan validation error: ...").
 using LogCallback = std::function<void(int severity /*0 info,1 warn,2 error*/, const std::string& message)>;
 
-// REACH_VALIDATION set to something other than "" or "0".
-bool validation_requested_by_env();
 // Whether the loader lists VK_LAYER_KHRONOS_validation.
 bool validation_layer_installed();
 
 struct DeviceOptions {
-  int index = -1;              // -1: choose (env REACH_DEVICE: an index or a name substring)
+  int index = -1;              // -1: settings.device_index / device_name, else the best type
   std::string name;            // substring of the device name; overrides index when set
-  bool validation = false;     // also on when env REACH_VALIDATION=1
+  bool validation = false;     // also on when settings.validation
   bool low_priority = false;   // ask for a low queue priority (embedding next to a renderer)
-  std::string pipeline_cache_dir;   // "" = env REACH_CACHE_DIR, else $XDG_CACHE_HOME/reach, else ~/.cache/reach; "-" disables
+  std::string pipeline_cache_dir;   // "" = settings.pipeline_cache_dir; "-" disables
   LogCallback on_validation;   // called for every validation message (tests fail on them)
+  // The REACH_* knobs (base/settings.hpp), kept by the device for its pipelines, kernels and
+  // sessions.  Default: none; an edge fills it from the environment with settings_from(std::getenv).
+  Settings settings;
 };
 
 // A host app's handles.  reach never destroys them.  queue_lock, if set, is
@@ -60,6 +62,8 @@ struct AdoptedDevice {
   // cannot receive them (creating a messenger would itself be invalid).
   bool debug_utils_enabled = false;
   LogCallback on_validation;
+  // As DeviceOptions::settings (the device choice and validation do not apply: the host made them).
+  Settings settings;
 };
 
 // One memory heap now.  With VK_EXT_memory_budget (Capabilities::memory_budget)
@@ -108,6 +112,8 @@ class Device {
   void wait_idle();
 
   PipelineCache& pipelines();
+  // The settings the device was created with (DeviceOptions::settings, AdoptedDevice::settings).
+  const Settings& settings() const { return settings_; }
   // Whether validation messages reach this device's callback: the layer is on
   // (owned) or the host's instance has VK_EXT_debug_utils (adopted).
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
@@ -137,6 +143,7 @@ class Device {
   std::function<void(bool)> queue_lock_;
   std::mutex queue_mutex_;
   std::string pipeline_cache_dir_;
+  Settings settings_;
   std::unique_ptr<PipelineCache> pipelines_;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,

@@ -3,7 +3,6 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,15 +19,8 @@ bool PipelineDesc::operator<(const PipelineDesc& o) const {
          std::tie(o.kernel, o.buffers, o.push_bytes, o.spec, o.required_subgroup, o.texel_buffers, o.texel_formats);
 }
 
-static std::string default_cache_dir() {
-  if (const char* d = std::getenv("REACH_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/reach";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/reach";
-  return "";
-}
-
-PipelineCache::PipelineCache(Device& device, std::string cache_dir) : device_(device) {
-  if (cache_dir.empty()) cache_dir = default_cache_dir();
+PipelineCache::PipelineCache(Device& device, const std::string& cache_dir)
+    : device_(device), log_(device.settings().pipeline_log) {
   std::vector<char> initial;
   if (!cache_dir.empty() && cache_dir != "-") {
     const auto& c = device.caps();
@@ -186,9 +178,9 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   r = vkCreateComputePipelines(d, cache_, 1, &ci, nullptr, &p->pipeline);
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   create_seconds_ += dt;
-  // REACH_PIPELINE_LOG=1: one line per pipeline created, to find the variant a
-  // driver's compiler is slow on (a cold start is the sum of these).
-  if (const char* log = std::getenv("REACH_PIPELINE_LOG"); log && *log && *log != '0') {
+  // Settings::pipeline_log (REACH_PIPELINE_LOG=1): one line per pipeline created, to find the
+  // variant a driver's compiler is slow on (a cold start is the sum of these).
+  if (log_) {
     std::string spec;
     for (const auto& e : desc.spec) spec += " " + std::to_string(e.id) + "=" + std::to_string(e.value);
     std::fprintf(stderr, "pipeline %s [%s ] %.1f ms\n", name.c_str(), spec.c_str(), dt * 1e3);

@@ -62,7 +62,9 @@ struct Pipeline {
 
 class PipelineCache {
  public:
-  PipelineCache(Device& device, std::string cache_dir);
+  // cache_dir "" or "-": no cache on disk.  Logs pipeline creation times when the device's settings
+  // ask (Settings::pipeline_log).
+  PipelineCache(Device& device, const std::string& cache_dir);
   ~PipelineCache();   // saves the VkPipelineCache
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -80,6 +82,7 @@ class PipelineCache {
   Device& device_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::string file_;
+  bool log_ = false;
   double create_seconds_ = 0;
   size_t loaded_cache_bytes_ = 0;
   std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;

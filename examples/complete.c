@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   reach_set_log_callback(on_log, NULL);
 
   reach_device_params dp = reach_device_default_params();
+  /* A command-line program: let REACH_DEVICE, REACH_VALIDATION, REACH_CACHE_DIR, ... choose, as they do for
+   * the reach CLI.  Without this line reach reads no environment variable. */
+  dp.use_environment = 1;
   CHECK(reach_device_create(&dp, &device));
 
   reach_model_params mp = reach_model_default_params();

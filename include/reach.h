@@ -36,6 +36,10 @@
  *    Text calls (reach_tokenize, reach_detokenize, reach_model_is_eos) run
  *    without it, in parallel; calls on one stream are serialized by its own
  *    lock.
+ *  - reach reads no environment variable unless the host asks for it
+ *    (reach_device_params.use_environment, reach_adopt_params.use_environment):
+ *    a program that embeds reach is not changed by a REACH_* variable it did
+ *    not opt into.
  *  - A session call that fails its checks (a bad id, the wrong state, a full
  *    context: prefill, decode, step, step_async, begin_decode, rewind,
  *    set_sampling) changes nothing: the position, the logits and the sampler
@@ -163,14 +167,26 @@ REACH_API reach_status reach_device_get_info(uint32_t index, reach_device_info* 
 
 typedef struct reach_device_params {
   uint32_t size;
-  int32_t index;              /* -1 (default): env REACH_DEVICE, else the best type (discrete > integrated > ... > CPU);
-                                 other negative values are INVALID_ARGUMENT */
+  int32_t index;              /* -1 (default): the best type (discrete > integrated > ... > CPU), or REACH_DEVICE
+                                 with use_environment; other negative values are INVALID_ARGUMENT */
   const char* name;           /* case-insensitive substring of the device name; overrides index; NULL = unused */
   int32_t low_priority;       /* 1: lowest queue priority (share the GPU with a renderer) */
-  int32_t validation;         /* 1: Khronos validation layer (also env REACH_VALIDATION=1); each message goes to
-                                 the log (REACH_LOG_WARN / _ERROR, "vulkan: ..."): stderr without a callback */
-  const char* pipeline_cache_dir; /* NULL: env REACH_CACHE_DIR, else ~/.cache/reach; "-" disables the disk cache */
-  uint32_t reserved[16];
+  int32_t validation;         /* 1: Khronos validation layer (also REACH_VALIDATION=1 with use_environment); each
+                                 message goes to the log (REACH_LOG_WARN / _ERROR, "vulkan: ..."): stderr without
+                                 a callback */
+  const char* pipeline_cache_dir; /* NULL: no disk cache, or with use_environment REACH_CACHE_DIR, else
+                                     $XDG_CACHE_HOME/reach, else ~/.cache/reach; "-" disables the disk cache */
+  /* ---- settings from the environment (took reserved[0]: the struct's size and layout are unchanged, and
+   * a caller built against an older header passes 0) ---- */
+  /* 0 (default): reach reads no environment variable; the device is what these fields say.
+   * 1: the REACH_* variables apply as they do to the reach CLI (README, "Environment"): REACH_DEVICE and
+   * REACH_VALIDATION (for the fields left at their defaults), REACH_CACHE_DIR (pipeline_cache_dir NULL),
+   * REACH_PIPELINE_LOG, the kernel shapes and variants (REACH_MATVEC_*, REACH_GEMM_*, REACH_COOPMAT,
+   * REACH_COOPMAT_XSPLIT) and REACH_TUNING_FILE (the choices of `reach tune`, which sessions of this device's
+   * models then follow; without it they run exact activations).  Read once, when the device is made; a value
+   * reach does not take is reported to the log (REACH_LOG_WARN) with the reason. */
+  int32_t use_environment;
+  uint32_t reserved[15];
 } reach_device_params;
 
 REACH_API reach_device_params reach_device_default_params(void);
@@ -208,7 +224,11 @@ typedef struct reach_adopt_params {
    * feature (and shaderFloat16 and vulkanMemoryModel): prefill GEMMs may then use cooperative
    * matrices (`reach info` lists the variant). */
   int32_t cooperative_matrix_enabled;
-  uint32_t reserved[14];
+  /* ---- settings from the environment (took reserved[0]; size and layout unchanged) ---- */
+  /* As reach_device_params.use_environment, without REACH_DEVICE and REACH_VALIDATION (the host chose
+   * the device and its layers): 0 (default) reads no environment variable. */
+  int32_t use_environment;
+  uint32_t reserved[13];
 } reach_adopt_params;
 
 REACH_API reach_adopt_params reach_adopt_default_params(void);

@@ -1,7 +1,6 @@
 #include "kernels/kernels.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "base/error.hpp"
@@ -10,15 +9,15 @@
 
 namespace reach {
 
-KernelConfig KernelConfig::from(const Capabilities& caps) {
+KernelConfig KernelConfig::from(const Capabilities& caps, const KernelSettings& settings) {
   KernelConfig c;
   c.subgroup = caps.subgroup_size;
   c.cpu_device = caps.is_cpu();
   c.max_binding = binding_span(caps);
   c.matvec_rows = c.cpu_device ? 4 : 8;
   c.choose_linear(caps);
-  c.env_overrides(caps);
-  c.choose_coopmat(caps);
+  c.shape_overrides(caps, settings);
+  c.choose_coopmat(caps, settings);
   if (c.cpu_device) {
     // Quantized GEMM (register tiles): 4 X rows share each decoded W sub-block.
     // Measured on lavapipe (2 cores), SmolLM2-135M MLP shapes at M = 128, CPU
@@ -44,32 +43,19 @@ KernelConfig KernelConfig::from(const Capabilities& caps) {
   return c;
 }
 
-namespace {
-// A positive integer from the environment, or 0 when unset or not one.
-uint32_t env_count(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const unsigned long n = std::strtoul(v, &end, 10);
-  return *end || n == 0 || n > 4096 ? 0 : static_cast<uint32_t>(n);
-}
-}  // namespace
-
-void KernelConfig::env_overrides(const Capabilities& caps) {
-  if (const char* x = std::getenv("REACH_MATVEC_XSHARED"); x && *x)
-    matvec_xshared = std::string(x) != "0";   // matvec_xsh() takes it only in modes 1 and 2
+void KernelConfig::shape_overrides(const Capabilities& caps, const KernelSettings& s) {
+  if (s.matvec_xshared) matvec_xshared = *s.matvec_xshared;   // matvec_xsh() takes it only in modes 1 and 2
   // A workgroup size the kernels accept: a power of two, at least one subgroup, within the device's limit.
-  if (const uint32_t wg = env_count("REACH_MATVEC_WG");
+  if (const uint32_t wg = s.matvec_wg;
       wg && !(wg & (wg - 1)) && wg >= std::max(subgroup, 1u) && wg <= caps.max_workgroup_invocations) {
     matvec_wg = wg;
     if (matvec_mode == spec::MATVEC_MODE_SUBGROUP) matvec_rows = std::max(1u, wg / std::max(subgroup, 1u));
   }
-  if (const uint32_t rows = env_count("REACH_MATVEC_ROWS"); rows && rows <= 64) matvec_rows = rows;
+  if (const uint32_t rows = s.matvec_rows; rows && rows <= 64) matvec_rows = rows;
   // The shared-memory GEMM's tile: REACH_GEMM_TILE (square), REACH_GEMM_TM / _TN (per invocation),
   // REACH_GEMM_BK; ignored unless the result is a tile the kernel and the device take.
   if (gemm_shared) {
-    const uint32_t tile = env_count("REACH_GEMM_TILE"), tm = env_count("REACH_GEMM_TM"),
-                   tn = env_count("REACH_GEMM_TN"), bk = env_count("REACH_GEMM_BK");
+    const uint32_t tile = s.gemm_tile, tm = s.gemm_tm, tn = s.gemm_tn, bk = s.gemm_bk;
     const uint32_t t = tile ? tile : gemm_tile_m, m = tm ? tm : gemm_tm, n = tn ? tn : gemm_tn, b = bk ? bk : gemm_bk;
     const uint64_t wg = t % m || t % n ? 0 : uint64_t(t / m) * (t / n);
     if ((tile || tm || tn || bk) && gemm_tile_m == gemm_tile_n && wg && wg <= caps.max_workgroup_invocations &&
@@ -81,7 +67,7 @@ void KernelConfig::env_overrides(const Capabilities& caps) {
   }
 }
 
-Kernels::Kernels(Device& device) : Kernels(device, KernelConfig::from(device.caps())) {}
+Kernels::Kernels(Device& device) : Kernels(device, KernelConfig::from(device.caps(), device.settings().kernels)) {}
 Kernels::Kernels(Device& device, const KernelConfig& config) : device_(device), config_(config) {}
 
 }  // namespace reach

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.hpp"
 #include "base/wtype.hpp"
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
@@ -192,8 +193,8 @@ struct KernelConfig {
   bool quant_int_dot = false;
   uint32_t reduce_wg = 8;         // workgroup of the one-row-per-workgroup kernels (norm_rms, norm_softmax, embed)
   // Cooperative-matrix GEMM (linear_coopmat.cpp): coopmat is the tile where the device and the build
-  // have it (else invalid, and coopmat_why says what is missing, or that env REACH_COOPMAT=0 turned it
-  // off).  linear() uses it for M >= coopmat_min_m (prefill, and batched decode past the mat-vec
+  // have it (else invalid, and coopmat_why says what is missing, or that REACH_COOPMAT=0 (KernelSettings::
+  // coopmat) turned it off).  linear() uses it for M >= coopmat_min_m (prefill, and batched decode past the mat-vec
   // limit) for every weight type with coopmat_auto (REACH_COOPMAT=1), and for the block types with
   // coopmat_auto_quant (GPUs' default).  kernels/linear_coopmat.cpp has the measurements: float
   // weights keep the f32 GEMM (as fast on an H100, and X stays f32), CPU devices emulate the matrices.
@@ -202,7 +203,9 @@ struct KernelConfig {
   bool coopmat_auto_quant = false;
   uint32_t coopmat_min_m = 16;
   std::string coopmat_why;
-  static KernelConfig from(const Capabilities& caps);
+  // `settings`: the shapes and variants asked for (REACH_MATVEC_*, REACH_GEMM_*, REACH_COOPMAT*); the
+  // default asks for none.  Kernels(Device&) passes the device's (Device::settings().kernels).
+  static KernelConfig from(const Capabilities& caps, const KernelSettings& settings = {});
   // Matvec tiling for an M-row call: X rows per workgroup (a power of two,
   // at most matvec_xrows) and output rows per workgroup (mode 0: per invocation).
   void matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const;
@@ -211,16 +214,18 @@ struct KernelConfig {
   uint32_t matvec_xsh(uint32_t K, uint32_t xrows, uint32_t rows, const Capabilities& caps) const;
   void choose_linear(const Capabilities& caps);
   // REACH_MATVEC_WG, REACH_MATVEC_ROWS, REACH_MATVEC_XSHARED, REACH_GEMM_TILE / _TM / _TN / _BK:
-  // the mat-vec's and the shared-memory GEMM's shapes from the environment, to compare shapes on
+  // the mat-vec's and the shared-memory GEMM's shapes from the settings, to compare shapes on
   // a device without rebuilding (tools/gpu_check.sh's sweep).
-  void env_overrides(const Capabilities& caps);   // the linear tunables above (ops_linear.cpp)
-  void choose_coopmat(const Capabilities& caps);  // coopmat and coopmat_why (linear_coopmat.cpp)
+  void shape_overrides(const Capabilities& caps, const KernelSettings& s);   // the linear tunables above
+  // coopmat and coopmat_why (linear_coopmat.cpp)
+  void choose_coopmat(const Capabilities& caps, const KernelSettings& s);
   // quant_int_dot as `a` asks; int8 on a device without integer dot products throws unsupported.
   void set_activations(QuantActivations a, const Capabilities& caps);
 };
 
 class Kernels {
  public:
+  // The configuration KernelConfig::from chooses for the device and its settings.
   explicit Kernels(Device& device);
   Kernels(Device& device, const KernelConfig& config);
   Device& device() const { return device_; }

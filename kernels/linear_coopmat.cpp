@@ -85,11 +85,10 @@ CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
   return {};
 }
 
-void KernelConfig::choose_coopmat(const Capabilities& caps) {
+void KernelConfig::choose_coopmat(const Capabilities& caps, const KernelSettings& s) {
   coopmat = {};
   coopmat_auto = coopmat_auto_quant = false;
-  const char* env = std::getenv("REACH_COOPMAT");
-  if (env && std::strcmp(env, "0") == 0) {
+  if (s.coopmat == CoopmatUse::off) {
     coopmat_why = "off (REACH_COOPMAT=0)";
     return;
   }
@@ -106,7 +105,7 @@ void KernelConfig::choose_coopmat(const Capabilities& caps) {
   std::string why;
   coopmat = choose_coopmat_tile(caps, why);
   // X in one f16 half only (to compare: twice fewer products, 11 bits of X).
-  if (const char* x = std::getenv("REACH_COOPMAT_XSPLIT"); x && std::strcmp(x, "0") == 0) coopmat.xsplit = false;
+  if (!s.coopmat_xsplit) coopmat.xsplit = false;   // REACH_COOPMAT_XSPLIT=0
   coopmat_why = coopmat.valid() ? "" : "absent (" + why + ")";
   // On an H100 (NVIDIA 580.159), pp512 of a 1B-shaped model, this kernel (X as one f16 then) / the
   // f32 shared-memory GEMM: f16 weights 5975 / 6719 tok/s, Q4_0 7444 / 5800, Q4_K 6792 / 773.  So
@@ -115,7 +114,7 @@ void KernelConfig::choose_coopmat(const Capabilities& caps) {
   // devices emulate the matrices lane by lane (lavapipe, Mesa 26.1, 2 cores: SmolLM2-135M f16 pp512
   // 14.1 tok/s with them, 119.5 without): there only with REACH_COOPMAT=1.
   // REACH_COOPMAT=quant: the block types only, on any device (a CPU device then runs what a GPU would).
-  const bool asked = env && std::strcmp(env, "1") == 0, quant = env && std::strcmp(env, "quant") == 0;
+  const bool asked = s.coopmat == CoopmatUse::all, quant = s.coopmat == CoopmatUse::quant;
   coopmat_auto = coopmat.valid() && asked;
   coopmat_auto_quant = coopmat.valid() && (asked || quant || !caps.is_cpu());
 }

@@ -4,15 +4,17 @@
 // session asked for that choice explicitly, and differ from the other choice's.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "base/error.hpp"
+#include "engine/device.hpp"
+#include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/activation_tuning.hpp"
 #include "runtime/session/session.hpp"
@@ -35,16 +37,23 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
 
-// REACH_TUNING_FILE for one scope (the suite's environment sets its own).
-struct TuningFileEnv {
-  std::optional<std::string> old;
-  explicit TuningFileEnv(const fs::path& p) {
-    if (const char* v = std::getenv("REACH_TUNING_FILE")) old = v;
-    ::setenv("REACH_TUNING_FILE", p.c_str(), 1);
-  }
-  ~TuningFileEnv() {
-    if (old) ::setenv("REACH_TUNING_FILE", old->c_str(), 1);
-    else ::unsetenv("REACH_TUNING_FILE");
+// A device whose settings name `file` as its tuning file (as REACH_TUNING_FILE does for the CLI's; "": none),
+// and the test model on it, its float weights quantized to `quantize`.
+struct TunedModel {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Allocator> allocator;
+  std::unique_ptr<Model> model;
+  TunedModel(const fs::path& file, WType quantize) {
+    DeviceOptions opt;
+    opt.settings.tuning_file = file.string();
+    opt.validation = validation_wanted();
+    opt.on_validation = on_validation_message;
+    device = Device::create(opt);
+    allocator = std::make_unique<Allocator>(*device);
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    lo.quantize = quantize;
+    model = Model::load(*device, *allocator, source_root() / "tests/data/families/qwen2/hf", lo);
   }
 };
 
@@ -95,32 +104,36 @@ TEST_CASE("tuning file: a broken file is an error naming it, and a session then 
       CHECK(std::string(e.what()).find("reach tune") != std::string::npos);
     }
   }
-  Gpu& g = gpu();
-  LoadOptions lo;
-  lo.require_tokenizer = false;
-  lo.quantize = WType::q8_0;
-  auto model = Model::load(*g.device, *g.allocator, source_root() / "tests/data/families/qwen2/hf", lo);
   write(f, "{not json");
-  TuningFileEnv env(f);
+  TunedModel t(f, WType::q8_0);
+  const Model& model = *t.model;
   std::string source;
-  const PhaseActivations p = resolve_activations(*model, QuantActivations::device, &source);
+  const PhaseActivations p = resolve_activations(model, QuantActivations::device, &source);
   CHECK(p.prefill == QuantActivations::exact);
   CHECK(p.decode == QuantActivations::exact);
   CHECK(source.find(f.string()) != std::string::npos);
   // An explicit choice never reads the file.
-  CHECK(resolve_activations(*model, QuantActivations::exact).decode == QuantActivations::exact);
+  CHECK(resolve_activations(model, QuantActivations::exact).decode == QuantActivations::exact);
+}
+
+TEST_CASE("tuning file: a device whose settings name none runs exact and reads no file") {
+  TunedModel t("", WType::q8_0);
+  std::string source;
+  const PhaseActivations p = resolve_activations(*t.model, QuantActivations::device, &source);
+  CHECK(p.prefill == QuantActivations::exact);
+  CHECK(p.decode == QuantActivations::exact);
+  CHECK(source.find("no tuning file") != std::string::npos);
 }
 
 TEST_CASE("tuning file: a session asked for the device's default runs each phase as the file says") {
-  Gpu& g = gpu();
-  if (!g.device->caps().integer_dot) {
+  if (!gpu().device->caps().integer_dot) {
     MESSAGE("the device has no integer dot product: int8 activations cannot run here");
     return;
   }
-  LoadOptions lo;
-  lo.require_tokenizer = false;
-  lo.quantize = WType::q4_0;
-  auto model = Model::load(*g.device, *g.allocator, source_root() / "tests/data/families/qwen2/hf", lo);
+  const fs::path f = temp_file("session.json");
+  fs::remove(f);
+  TunedModel tm(f, WType::q4_0);
+  const std::unique_ptr<Model>& model = tm.model;
   const int64_t V = model->config().vocab_size;
   std::vector<int32_t> ids;
   for (int i = 0; i < 20; ++i) ids.push_back(int32_t((i * 37 + 11) % V));
@@ -146,12 +159,9 @@ TEST_CASE("tuning file: a session asked for the device's default runs each phase
   REQUIRE(exact[0] != int8[0]);   // the two choices are distinguishable at all
   REQUIRE(exact[1] != int8[1]);
 
-  const fs::path f = temp_file("session.json");
-  fs::remove(f);
   TunedEntry t;
   t.choice = {QuantActivations::int8, QuantActivations::exact};
   save_tuning(f, tuning_key(*model), t);
-  TuningFileEnv env(f);
   const auto [tuned, pt] = run(QuantActivations::device);
   CHECK(pt.prefill == QuantActivations::int8);
   CHECK(pt.decode == QuantActivations::exact);

@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_ERROR_INVALID_ARGUMENT);
   dp = reach_device_default_params();
   dp.low_priority = 1;
+  dp.use_environment = 1; /* the suite's REACH_VALIDATION=1 applies */
   EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_OK);
   if (!dev) {
     fprintf(stderr, "no device: cannot go on\n%d passed, %d failed\n", g_passed, g_failed + 1);

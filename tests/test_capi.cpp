@@ -43,6 +43,17 @@ void on_log(void*, int level, const char* message) {
     CHECK(std::strlen(reach_last_error()) > 0);                                               \
   } while (0)
 
+// The suite's environment (REACH_VALIDATION=1, REACH_TUNING_FILE: tests/meson.build) applies to its devices:
+// the C API reads it only when asked (use_environment).
+const reach_device_params* env_params() {
+  static const reach_device_params p = [] {
+    reach_device_params d = reach_device_default_params();
+    d.use_environment = 1;
+    return d;
+  }();
+  return &p;
+}
+
 std::string tiny() { return reach::test::tiny_model("").string(); }
 
 using reach::test::HostVulkan;
@@ -98,7 +109,7 @@ TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync,
   static std::vector<int32_t> owned_tokens;
   if (owned_tokens.empty()) {
     reach_device* dev = nullptr;
-    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_device_create(env_params(), &dev));
     reach_model* m = nullptr;
     REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
     reach_session* s = greedy_session(m);
@@ -113,6 +124,7 @@ TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync,
   Counts counts;
   {
     reach_adopt_params ap = reach_adopt_default_params();
+    ap.use_environment = 1;
     ap.instance = host.instance;
     ap.physical_device = host.phys;
     ap.device = host.device;
@@ -253,7 +265,7 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
   }
 
   SUBCASE("files: missing folder, malformed config, cancelled load") {
-    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_device_create(env_params(), &dev));
     CHECK_FAILS(reach_model_load(dev, "/no/such/model", nullptr, &m), REACH_ERROR_IO);
     CHECK(m == nullptr);
     const auto bad = reach::test::temp_dir("capi-bad-model");
@@ -268,7 +280,7 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
   }
 
   SUBCASE("a sliding-window ring cannot rewind past what it overwrote; full_kv can") {
-    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_device_create(env_params(), &dev));
     REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &m));
     std::vector<int32_t> ids(40, 5);
     for (int32_t full : {0, 1}) {
@@ -298,7 +310,7 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
   }
 
   SUBCASE("wrong order, context overflow, freed handles") {
-    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_device_create(env_params(), &dev));
     REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &m));
     reach_session_params sp = reach_session_default_params();
     sp.context = 8;
@@ -343,7 +355,7 @@ TEST_CASE("capi: reach_batch_decode steps several sessions as each would step al
   g_vulkan_errors = 0;
   const std::string dir = tiny();
   reach_device* dev = nullptr;
-  REQUIRE_OK(reach_device_create(nullptr, &dev));
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
   reach_model* m = nullptr;
   REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
   const std::vector<int32_t> ids = prompt_ids(m);

@@ -53,6 +53,17 @@ namespace fs = std::filesystem;
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// The suite's environment (REACH_VALIDATION=1, REACH_TUNING_FILE: tests/meson.build) applies to its devices:
+// the C API reads it only when asked (use_environment).
+const reach_device_params* env_params() {
+  static const reach_device_params p = [] {
+    reach_device_params d = reach_device_default_params();
+    d.use_environment = 1;
+    return d;
+  }();
+  return &p;
+}
+
 std::string tiny() { return reach::test::tiny_model("").string(); }
 
 // Owned device + tiny model, freed in order.
@@ -61,7 +72,7 @@ struct Loaded {
   reach_model* model = nullptr;
   int32_t vocab = 0;
   Loaded() {
-    REQUIRE_OK(reach_device_create(nullptr, &dev));
+    REQUIRE_OK(reach_device_create(env_params(), &dev));
     REQUIRE_OK(reach_model_load(dev, tiny().c_str(), nullptr, &model));
     reach_model_info info{};
     info.size = sizeof info;
@@ -149,6 +160,7 @@ void provoke_validation_error(VkDevice device) {
 // Adopt parameters for a host's raw Vulkan objects.
 reach_adopt_params adopt_params(const reach::test::HostVulkan& host, bool debug_utils) {
   reach_adopt_params ap = reach_adopt_default_params();
+  ap.use_environment = 1;
   ap.instance = host.instance;
   ap.physical_device = host.phys;
   ap.device = host.device;
@@ -390,7 +402,7 @@ TEST_CASE("config.json: reach_attention.sinks without a window is a format error
   cfg["reach_attention"] = {{"sinks", 4}};
   std::ofstream(dir / "config.json") << cfg.dump();
   reach_device* dev = nullptr;
-  REQUIRE_OK(reach_device_create(nullptr, &dev));
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
   reach_model* m = nullptr;
   CHECK_FAILS_WITH(reach_model_load(dev, dir.string().c_str(), nullptr, &m), REACH_ERROR_FORMAT, "'sinks'");
   CHECK(std::string(reach_last_error()).find("window") != std::string::npos);

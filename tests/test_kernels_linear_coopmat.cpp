@@ -208,17 +208,12 @@ TEST_CASE("coopmat tile: limits shrink the tile; unusable lists give none, with 
 
 TEST_CASE("coopmat selection: block types by default on GPUs, REACH_COOPMAT=1 every type, =0 none") {
   const Capabilities& caps = gpu().device->caps();
-  const char* old = std::getenv("REACH_COOPMAT");
-  const std::string saved = old ? old : "";
-  auto with_env = [&](const char* value) {
-    if (value) setenv("REACH_COOPMAT", value, 1);
-    else unsetenv("REACH_COOPMAT");
-    const KernelConfig c = KernelConfig::from(caps);
-    if (old) setenv("REACH_COOPMAT", saved.c_str(), 1);
-    else unsetenv("REACH_COOPMAT");
-    return c;
+  auto with = [&](CoopmatUse use) {
+    KernelSettings s;
+    s.coopmat = use;
+    return KernelConfig::from(caps, s);
   };
-  const KernelConfig off = with_env("0"), on = with_env("1"), dflt = with_env(nullptr);
+  const KernelConfig off = with(CoopmatUse::off), on = with(CoopmatUse::all), dflt = with(CoopmatUse::device);
   CHECK_FALSE(off.coopmat.valid());
   CHECK_FALSE(off.coopmat_auto);
   CHECK_FALSE(off.coopmat_auto_quant);

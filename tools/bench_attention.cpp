@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    auto dev = Device::create({});
+    DeviceOptions opt;   // a tool, like the CLI: the REACH_* variables apply
+    opt.settings = settings_from(std::getenv);
+    auto dev = Device::create(opt);
     Allocator alloc(*dev);
     Transfer xfer(alloc);
     Attention att(*dev, tune);

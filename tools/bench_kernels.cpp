@@ -123,10 +123,13 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    auto device = Device::create({});
+    // A tool, like the CLI: the REACH_* variables (REACH_DEVICE, kernel shapes) apply.
+    DeviceOptions opt;
+    opt.settings = settings_from(std::getenv);
+    auto device = Device::create(opt);
     Allocator alloc(*device);
     Transfer transfer(alloc);
-    KernelConfig cfg = KernelConfig::from(device->caps());
+    KernelConfig cfg = KernelConfig::from(device->caps(), device->settings().kernels);
     for (auto& [k, v] : overrides) {
       const uint32_t u = static_cast<uint32_t>(v);
       if (k == "gemm-wg") cfg.gemm_wg = u;

@@ -1,6 +1,5 @@
 #include "runtime/session/activation_tuning.hpp"
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -69,13 +68,6 @@ const char* activations_name(QuantActivations a) {
   return "?";
 }
 
-fs::path tuning_file() {
-  if (const char* f = std::getenv("REACH_TUNING_FILE"); f && *f) return f;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "reach" / "tuning.json";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "reach" / "tuning.json";
-  return fs::path(".reach-tuning.json");
-}
-
 std::string tuning_key(const Model& model) {
   const Capabilities& caps = model.device().caps();
   return caps.device_name + " | " + caps.driver_name + " " + caps.driver_info + " | " + model.weight_types() +
@@ -117,7 +109,7 @@ void save_tuning(const fs::path& file, const std::string& key, const TunedEntry&
     out << j.dump(2) << "\n";
     if (!out.flush())
       throw Error(ErrorCode::io, "cannot write the tuning file " + tmp.string() + " - is its folder writable? "
-                                 "(REACH_TUNING_FILE names another place)");
+                                 "(REACH_TUNING_FILE, Settings::tuning_file, names another place)");
   }
   fs::rename(tmp, file, ec);
   if (ec) {
@@ -131,7 +123,11 @@ PhaseActivations resolve_activations(const Model& model, QuantActivations asked,
     if (source) *source = "asked";
     return {asked, asked};
   }
-  const fs::path file = tuning_file();
+  const fs::path file = model.device().settings().tuning_file;
+  if (file.empty()) {
+    if (source) *source = "exact: no tuning file in the device's settings (REACH_TUNING_FILE)";
+    return {};
+  }
   std::optional<TunedEntry> e;
   try {
     e = load_tuning(file, tuning_key(model));

@@ -6,8 +6,9 @@
 // exact where nothing was measured.
 //
 // The file is JSON: {"version": 1, "entries": {KEY: {"prefill": "int8"|"exact", "decode": ..., "measured": {...}}}}
-// with KEY = device | driver | weight types | hidden size (tuning_key).  It lives at $REACH_TUNING_FILE, else
-// $XDG_CACHE_HOME/reach/tuning.json, else ~/.cache/reach/tuning.json.
+// with KEY = device | driver | weight types | hidden size (tuning_key).  Sessions read the file the device's
+// settings name (Settings::tuning_file: REACH_TUNING_FILE, else $XDG_CACHE_HOME/reach/tuning.json, else
+// ~/.cache/reach/tuning.json where an edge read the environment; none by default).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -34,7 +35,6 @@ struct TunedEntry {
   std::string when;   // ISO date of the measurement
 };
 
-std::filesystem::path tuning_file();
 std::string tuning_key(const Model& model);
 
 // The entry for `key` in `file`; nullopt when the file or the key is absent.  A file that is not the JSON above
@@ -44,7 +44,7 @@ std::optional<TunedEntry> load_tuning(const std::filesystem::path& file, const s
 void save_tuning(const std::filesystem::path& file, const std::string& key, const TunedEntry& entry);
 
 // The activations a session runs for each phase: `asked` itself unless it is QuantActivations::device, else the
-// tuning file's choice for this model (exact where none).  `source` (optional) says where the choice came from.
+// choice for this model in the tuning file of the model's device's settings (exact where none).  `source` (optional) says where the choice came from.
 PhaseActivations resolve_activations(const Model& model, QuantActivations asked, std::string* source = nullptr);
 
 const char* activations_name(QuantActivations a);

@@ -34,7 +34,7 @@ struct LayerRecorder {
     K.use_scratch(model.allocator());   // the int8 path's Q8 activations
   }
   static KernelConfig kernel_config(Device& device, QuantActivations activations) {
-    KernelConfig kc = KernelConfig::from(device.caps());
+    KernelConfig kc = KernelConfig::from(device.caps(), device.settings().kernels);
     kc.set_activations(activations, device.caps());
     return kc;
   }

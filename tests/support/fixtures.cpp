@@ -33,6 +33,9 @@ Gpu& gpu() {
   if (!g_gpu) {
     auto g = std::make_unique<Gpu>();
     DeviceOptions opt;
+    // The suites' device is the CLI's: REACH_COOPMAT=1, REACH_MATVEC_WG, REACH_TUNING_FILE, ... apply
+    // (tools/coopmat_check.sh, tools/gpu_check.sh run suites under them).
+    opt.settings = settings_from(std::getenv);
     opt.validation = validation_wanted();
     opt.on_validation = on_validation_message;
     g->device = Device::create(opt);

@@ -181,7 +181,7 @@ std::vector<uint32_t> sizes_around(uint32_t tile, std::initializer_list<uint32_t
   return v;
 }
 
-KernelConfig base_config() { return KernelConfig::from(gpu().device->caps()); }
+KernelConfig base_config() { return KernelConfig::from(gpu().device->caps(), gpu().device->settings().kernels); }
 
 Kernels kernels_with(const KernelConfig& cfg) { return Kernels(*gpu().device, cfg); }
 

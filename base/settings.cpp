@@ -1,0 +1,107 @@
+#include "base/settings.hpp"
+
+#include <charconv>
+#include <climits>
+#include <cstring>
+
+namespace reach {
+
+namespace {
+
+// The value of `name`, or nullptr when unset or empty (an empty variable counts as unset).
+const char* value_of(const EnvLookup& env, const char* name) {
+  const char* v = env(name);
+  return v && *v ? v : nullptr;
+}
+
+void ignore(Settings& s, const char* name, const char* value, const std::string& why) {
+  s.ignored.push_back(std::string(name) + "='" + value + "' ignored: " + why);
+}
+
+// A whole number from 1 to 4096 (the kernel-shape variables), else 0 and a note.
+uint32_t count_of(Settings& s, const EnvLookup& env, const char* name) {
+  const char* v = value_of(env, name);
+  if (!v) return 0;
+  uint32_t n = 0;
+  const char* end = v + std::strlen(v);
+  const auto r = std::from_chars(v, end, n);
+  if (r.ec != std::errc() || r.ptr != end || n == 0 || n > 4096) {
+    ignore(s, name, v, "not a whole number from 1 to 4096");
+    return 0;
+  }
+  return n;
+}
+
+// "0" or "1" (an on/off switch whose default is on); anything else keeps the default.
+bool switch_of(Settings& s, const EnvLookup& env, const char* name, bool dflt) {
+  const char* v = value_of(env, name);
+  if (!v) return dflt;
+  if (std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  ignore(s, name, v, "expected 0 or 1");
+  return dflt;
+}
+
+// $XDG_CACHE_HOME/reach, else $HOME/.cache/reach, else "".
+std::string cache_home(const EnvLookup& env) {
+  if (const char* x = value_of(env, "XDG_CACHE_HOME")) return std::string(x) + "/reach";
+  if (const char* h = value_of(env, "HOME")) return std::string(h) + "/.cache/reach";
+  return "";
+}
+
+}  // namespace
+
+const std::vector<const char*>& settings_variables() {
+  static const std::vector<const char*> names = {
+      "REACH_DEVICE",       "REACH_VALIDATION",  "REACH_CACHE_DIR",      "REACH_COOPMAT",
+      "REACH_COOPMAT_XSPLIT", "REACH_MATVEC_WG", "REACH_MATVEC_ROWS",    "REACH_MATVEC_XSHARED",
+      "REACH_GEMM_TILE",    "REACH_GEMM_TM",     "REACH_GEMM_TN",        "REACH_GEMM_BK",
+      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE"};
+  return names;
+}
+
+Settings settings_from(const EnvLookup& env) {
+  Settings s;
+
+  // REACH_DEVICE: an index (a whole number), else a name substring.
+  if (const char* v = value_of(env, "REACH_DEVICE")) {
+    long long n = 0;
+    const char* end = v + std::strlen(v);
+    const auto r = std::from_chars(v, end, n);
+    if (r.ptr == end && r.ec == std::errc::result_out_of_range) s.device_index = INT_MAX;   // "out of range" later
+    else if (r.ptr != end || r.ec != std::errc()) s.device_name = v;
+    else if (n < 0) ignore(s, "REACH_DEVICE", v, "a device index is 0 or more (reach info lists them)");
+    else s.device_index = n > INT_MAX ? INT_MAX : int(n);
+  }
+
+  // On unless unset, empty or "0" (as before: any other value turns them on).
+  if (const char* v = value_of(env, "REACH_VALIDATION")) s.validation = std::strcmp(v, "0") != 0;
+  if (const char* v = value_of(env, "REACH_PIPELINE_LOG")) s.pipeline_log = *v != '0';
+
+  if (const char* d = value_of(env, "REACH_CACHE_DIR")) s.pipeline_cache_dir = d;
+  else s.pipeline_cache_dir = cache_home(env);
+
+  if (const char* f = value_of(env, "REACH_TUNING_FILE")) s.tuning_file = f;
+  else if (const std::string home = cache_home(env); !home.empty()) s.tuning_file = home + "/tuning.json";
+  else s.tuning_file = ".reach-tuning.json";
+
+  KernelSettings& k = s.kernels;
+  if (const char* v = value_of(env, "REACH_COOPMAT")) {
+    if (std::strcmp(v, "0") == 0) k.coopmat = CoopmatUse::off;
+    else if (std::strcmp(v, "1") == 0) k.coopmat = CoopmatUse::all;
+    else if (std::strcmp(v, "quant") == 0) k.coopmat = CoopmatUse::quant;
+    else ignore(s, "REACH_COOPMAT", v, "expected 0, 1 or quant");
+  }
+  k.coopmat_xsplit = switch_of(s, env, "REACH_COOPMAT_XSPLIT", true);
+  // Any value but "0" asks for X in shared memory (the kernel takes it only in the modes that can).
+  if (const char* v = value_of(env, "REACH_MATVEC_XSHARED")) k.matvec_xshared = std::strcmp(v, "0") != 0;
+  k.matvec_wg = count_of(s, env, "REACH_MATVEC_WG");
+  k.matvec_rows = count_of(s, env, "REACH_MATVEC_ROWS");
+  k.gemm_tile = count_of(s, env, "REACH_GEMM_TILE");
+  k.gemm_tm = count_of(s, env, "REACH_GEMM_TM");
+  k.gemm_tn = count_of(s, env, "REACH_GEMM_TN");
+  k.gemm_bk = count_of(s, env, "REACH_GEMM_BK");
+  return s;
+}
+
+}  // namespace reach
