@@ -109,7 +109,7 @@ void save_tuning(const fs::path& file, const std::string& key, const TunedEntry&
     out << j.dump(2) << "\n";
     if (!out.flush())
       throw Error(ErrorCode::io, "cannot write the tuning file " + tmp.string() + " - is its folder writable? "
-                                 "(REACH_TUNING_FILE, Settings::tuning_file, names another place)");
+                                 "(REACH_TUNING_FILE names another place)");
   }
   fs::rename(tmp, file, ec);
   if (ec) {
