@@ -186,6 +186,7 @@ class Tree:
         self.sources = [f for f in self.files if f.endswith(SOURCE)]
         self.lines = {f: (root / f).read_text(encoding='utf-8', errors='replace').splitlines()
                       for f in self.sources}
+        self.included_by = None   # file -> the files including it, built on first need
         self.build_defines = {}
         for f in self.files:
             if f.endswith('meson.build'):
@@ -222,11 +223,19 @@ class Tree:
         own = self.defines(rel, macro)
         if own:
             return [(rel, n, v) for n, v in own]
-        values = []
-        for other in self.sources:
-            if other != rel and any(k != 'macro' and self.resolve(other, k, nm) == rel
-                                    for _, k, nm in self.includes(other)):
-                values += [(other, n, v) for n, v in self.defines(other, macro)]
+        if self.included_by is None:
+            self.included_by = {}
+            for other in self.sources:
+                for _, k, nm in self.includes(other):
+                    if k != 'macro' and (target := self.resolve(other, k, nm)) is not None:
+                        self.included_by.setdefault(target, set()).add(other)
+        values, seen, todo = [], {rel}, [rel]
+        while todo:   # the files including rel, directly or through others
+            for other in sorted(self.included_by.get(todo.pop(), ())):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+                    values += [(other, n, v) for n, v in self.defines(other, macro)]
         if values:
             return values
         return [(None, 0, v) for v in sorted(self.build_defines.get(macro, ()))]

@@ -69,6 +69,15 @@ BREACHES = {
     'macro include of a definer in another room': (
         {'runtime/config/c.hpp': '#define REACH_SPEC_FILE "shaders/spec/norm.h"\n#include "kernels/spec_struct.inc"\n'},
         'runtime/config/c.hpp'),
+    'bad macro include, defined two includes up': (
+        {'kernels/outer.hpp': '#define REACH_SPEC_FILE "runtime/text/a_impl.hpp"\n#include "kernels/middle.hpp"\n',
+         'kernels/middle.hpp': '#include "kernels/spec_struct.inc"\n'},
+        'is runtime/text/a_impl.hpp: kernels/'),
+    'macro include from a -D define': ({'kernels/d.inc': '#include REACH_D_FILE\n',
+                                        'kernels/meson.build': "args = ['-DREACH_D_FILE=\"engine/device.hpp\"']\n",
+                                        'runtime/formats/d.cpp': '#include REACH_D_FILE\n'},
+                                       'runtime/formats/d.cpp:1: #include REACH_D_FILE ("engine/device.hpp" from a '
+                                       'meson.build -D define)'),
     'unresolvable macro include': ({'kernels/m.inc': '#include REACH_NOWHERE_FILE\n'},
                                    'kernels/m.inc:1: #include REACH_NOWHERE_FILE: no #define'),
     'GLSL include out of shaders': ({'shaders/x.glsl': '#include "engine/device.hpp"\n'}, 'shaders/x.glsl:1'),
