@@ -53,7 +53,7 @@ CONTRACTS = 'shaders/spec/'                     # the kernels' contract lists, s
 ENGINE = BASE + ('engine/', SHADER_IDS)
 KERNELS = ENGINE + ('kernels/', CONTRACTS)
 MODEL = KERNELS + QUANT[len(BASE):] + ('runtime/model/',)
-SESSION = MODEL + ('runtime/constrain/', 'runtime/session/')
+SESSION = MODEL + CONSTRAIN[len(TEXT):] + ('runtime/session/',)
 SERVE = SESSION + ('runtime/serve/',)
 RUNTIME_ALL = BASE + ('runtime/',)
 LIBRARY = SERVE + ('server/', 'capi/', 'include/')   # every room a program can link
@@ -241,8 +241,23 @@ class Tree:
         return [(None, 0, v) for v in sorted(self.build_defines.get(macro, ()))]
 
 
-def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
+def check_rooms() -> list:
+    """What is wrong with ROOMS itself: a folder twice, an include that names no room (a typo allows
+    nothing) and lies in none."""
     bad = []
+    folders = [r.folder for r in ROOMS]
+    for f in sorted({f for f in folders if folders.count(f) > 1}):
+        bad.append(f'tools/check_layers.py: ROOMS lists {f} twice')
+    rooms = [r.folder for r in ROOMS if r.includes is not None]
+    for room in ROOMS:
+        for entry in room.includes or ():
+            if not any(r == entry or r.startswith(entry) or entry.startswith(r) for r in rooms):
+                bad.append(f'tools/check_layers.py: {room.folder} may include {entry}, which is no room and in none')
+    return bad
+
+
+def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
+    bad = check_rooms()
     tree = tree or Tree(root)
     for rel in tree.sources:
         room = room_of(rel)
@@ -262,14 +277,14 @@ def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
                     continue
                 for definer, line, value in values:
                     where = f'{definer}:{line}' if definer else 'a meson.build -D define'
-                    kind, target_name = value[0], value[1:-1]
-                    target = tree.resolve(rel, kind, target_name)
-                    check_one(bad, rel, n, f'#include {name} ({value} from {where})', kind, target_name, target,
-                              room)
+                    value_kind, value_name = value[0], value[1:-1]
+                    target = tree.resolve(rel, value_kind, value_name)
+                    check_one(bad, rel, n, f'#include {name} ({value} from {where})', value_kind, value_name,
+                              target, room)
                     other = room_of(definer) if definer else None
                     if other is not None and other != room:
                         # The defining file chooses the file: its own room's rule holds too.
-                        check_one(bad, definer, line, f'{name} {value}, included by {rel}', kind, target_name,
+                        check_one(bad, definer, line, f'{name} {value}, included by {rel}', value_kind, value_name,
                                   target, other)
                 continue
             check_one(bad, rel, n, f'{kind}{name}{">" if kind == "<" else kind}', kind, name,

@@ -4,7 +4,7 @@
 Each breach is planted in a copy of a small clean tree (and one in a copy of the repository's own
 sources): a bad include at any depth, a folder no rule covers, a bad or unresolvable macro include,
 a GLSL include, a relative include, a quoted include that names no file, and the rooms of tests/,
-tests/support, tests/fuzz, examples/ and the runtime/serve room.
+tests/support, tests/fuzz, examples/ and the runtime/serve room; and a typo in ROOMS itself.
 """
 import pathlib
 import shutil
@@ -139,9 +139,15 @@ def main() -> int:
         r = run(repo)
         if r.returncode != 1 or 'kernels/spec_struct.inc' not in r.stdout or 'runtime/session/session.hpp' not in r.stdout:
             failures.append(f'the repository with a planted macro breach passed (exit {r.returncode}): {r.stdout!r}')
+    # A typo in ROOMS allows nothing, silently: the checker names it.
+    rooms = check_layers.ROOMS
+    check_layers.ROOMS = rooms + [check_layers.Room('runtime/new/', 'a new room', ('base/', 'runtime/sesion/'))]
+    if not any('runtime/sesion/' in b for b in check_layers.check_rooms()):
+        failures.append('a ROOMS entry naming no room passed')
+    check_layers.ROOMS = rooms
     for f in failures:
         print('FAIL', f)
-    total = len(BREACHES) + 3
+    total = len(BREACHES) + 4
     print(f'test_check_layers: {total - len(failures)} of {total} cases as expected')
     return 1 if failures else 0
 
