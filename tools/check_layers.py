@@ -93,8 +93,9 @@ ROOMS = [
          'Generation: the session, sampler, text decoder and stop ids that `reach run`, the server and the '
          'C API share', SESSION, True),
     Room('runtime/serve/', 'the protocol-free serving engine: requests, the continuous-batching scheduler, '
-         'reply assembly', SERVE, True),
-    Room('server/', '`reach serve`: its own HTTP/1.1 server (epoll), the OpenAI API\'s JSON, stop strings',
+         'reply assembly (moving here from server/)', SERVE, True),
+    Room('server/', '`reach serve`: its own HTTP/1.1 server (epoll), the OpenAI API\'s JSON, the '
+         'continuous-batching Scheduler, stop strings',
          RUNTIME_ALL + ('server/',), False, 'the model through runtime/, never engine or kernels'),
     Room('capi/', 'the C API behind include/reach.h: libreach.so / .a, reach.pc',
          RUNTIME_ALL + ('engine/', 'capi/', 'include/'), True),
