@@ -116,6 +116,10 @@ class ChatTemplate {
   bool takes_reasoning_effort() const { return family_ == ChatFamily::harmony; }
 
  private:
+  // Each family's renderer (chat_render.cpp) reads the settings below; chat_template.cpp's family
+  // table picks it.
+  friend struct ChatRender;
+
   ChatFamily family_ = ChatFamily::chatml;
   std::string origin_;
   std::string bos_, eos_;

@@ -1,42 +1,154 @@
 #!/usr/bin/python3
-"""tools/check_layers.py must flag a breach of the room rules and pass a clean tree."""
+"""tools/check_layers.py must pass a clean tree and flag every planted breach of the room rules.
+
+Each breach is planted in a copy of a small clean tree (and one in a copy of the repository's own
+sources): a bad include at any depth, a folder no rule covers, a bad or unresolvable macro include,
+a GLSL include, a relative include, a quoted include that names no file, and the rooms of tests/,
+tests/support, tests/fuzz, examples/ and the runtime/serve room; and a typo in ROOMS itself.
+"""
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
 
-CHECKER = pathlib.Path(__file__).resolve().parents[2] / 'tools' / 'check_layers.py'
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CHECKER = REPO / 'tools' / 'check_layers.py'
+sys.path.insert(0, str(CHECKER.parent))
+import check_layers  # noqa: E402
+
+# A tree that follows the rules; runtime/serve/ has a rule but no folder here, which is no error.
+CLEAN = {
+    'base/error.hpp': '#pragma once\n#include <string>\n',
+    'base/wtype_list.h': 'WTYPE(f32, 0)\n',
+    'runtime/formats/gguf.hpp': '#include "base/error.hpp"\n',
+    'runtime/text/a.cpp': '#include "runtime/formats/gguf.hpp"\n#include "base/error.hpp"\n#include <string>\n'
+                          '#include "a_impl.hpp"\n',                       # relative to its own folder
+    'runtime/text/a_impl.hpp': '#pragma once\n',
+    'engine/device.hpp': '#include <vulkan/vulkan.h>\n#include "shaders/embedded_shaders.hpp"\n',  # generated
+    'engine/deep/er/e.cpp': '#include "engine/device.hpp"\n#include "../../device.hpp"\n',
+    'kernels/spec.hpp': '#define REACH_SPEC_FILE "shaders/spec/norm.h"\n#include "kernels/spec_struct.inc"\n'
+                        '#define REACH_SPEC_FILE "shaders/spec/embed.h"\n#include "kernels/spec_struct.inc"\n',
+    'kernels/spec_struct.inc': 'struct S {\n#include REACH_SPEC_FILE\n};\n#undef REACH_SPEC_FILE\n',
+    'kernels/push.inc': '#define REACH_PUSH_FILE "shaders/spec/norm.h"\n#include REACH_PUSH_FILE\n',
+    'shaders/spec/norm.h': '#include "common.h"\n',                          # shaders/spec/common.h
+    'shaders/spec/common.h': 'SPEC_WG(wg)\n',
+    'shaders/spec/embed.h': '#include "norm.h"\n',
+    'shaders/common.glsl': '#include "base/wtype_list.h"\n',
+    'shaders/norm_rms.comp': '#version 450\n#include "common.glsl"\n#include "spec/norm.h"\n',
+    'runtime/session/session.hpp': '#include "kernels/spec.hpp"\n#include "runtime/text/a_impl.hpp"\n',
+    'server/s.cpp': '#include "runtime/session/session.hpp"\n#include "runtime/serve/engine.hpp"\n',
+    'runtime/serve/engine.hpp': '#include "runtime/session/session.hpp"\n',
+    'include/reach.h': '#include <stdint.h>\n',
+    'examples/ex.c': '#include <reach.h>\n#include <stdio.h>\n',
+    'cli/main.cpp': '#include "server/s.cpp"\n',
+    'tools/bench.cpp': '#include "kernels/spec.hpp"\n',
+    'tests/support/fixtures.hpp': '#include "runtime/session/session.hpp"\n',
+    'tests/test_all.cpp': '#include "tests/support/fixtures.hpp"\n#include "cli/main.cpp"\n#include "include/reach.h"\n',
+    'tests/fuzz/fuzz_gguf.cpp': '#include "runtime/formats/gguf.hpp"\n',
+    'docs/notes.md': '#include "kernels/spec.hpp" in prose is not code\n',
+}
+del CLEAN['runtime/serve/engine.hpp']   # the room's rule exists before its folder does
+CLEAN['server/s.cpp'] = '#include "runtime/session/session.hpp"\n'
+
+# name -> (files added to the clean tree, text the report must hold)
+BREACHES = {
+    'bad include': ({'runtime/formats/f.cpp': '#include "kernels/spec.hpp"\n'}, 'runtime/formats/f.cpp:1'),
+    'bad include, deep': ({'runtime/text/a/b/c/t.hpp': '#include "engine/device.hpp"\n'},
+                          'runtime/text/a/b/c/t.hpp:1'),
+    'Vulkan in base': ({'base/b.hpp': '#include <vulkan/vulkan.h>\n'}, 'base/b.hpp:1'),
+    'engine knows no model': ({'engine/e.cpp': '  #  include "runtime/session/session.hpp"\n'}, 'engine/e.cpp:1'),
+    'server goes through runtime': ({'server/t.cpp': '#include "kernels/spec.hpp"\n'}, 'server/t.cpp:1'),
+    'unlisted folder': ({'newroom/x.cpp': 'int x;\n'}, 'newroom/x.cpp: under no rule'),
+    'unlisted room in runtime': ({'runtime/newroom/x.hpp': '#include "base/error.hpp"\n'},
+                                 'runtime/newroom/x.hpp: under no rule (runtime/ holds no source'),
+    'source at the top': ({'x.c': 'int x;\n'}, 'x.c: under no rule'),
+    'bad macro include': ({'kernels/bad.hpp': '#define REACH_SPEC_FILE "runtime/session/session.hpp"\n'
+                                              '#include "kernels/spec_struct.inc"\n'},
+                          'is runtime/session/session.hpp: kernels/'),
+    'macro include of a definer in another room': (
+        {'runtime/config/c.hpp': '#define REACH_SPEC_FILE "shaders/spec/norm.h"\n#include "kernels/spec_struct.inc"\n'},
+        'runtime/config/c.hpp'),
+    'bad macro include, defined two includes up': (
+        {'kernels/outer.hpp': '#define REACH_SPEC_FILE "runtime/text/a_impl.hpp"\n#include "kernels/middle.hpp"\n',
+         'kernels/middle.hpp': '#include "kernels/spec_struct.inc"\n'},
+        'is runtime/text/a_impl.hpp: kernels/'),
+    'macro include from a -D define': ({'kernels/d.inc': '#include REACH_D_FILE\n',
+                                        'kernels/meson.build': "args = ['-DREACH_D_FILE=\"engine/device.hpp\"']\n",
+                                        'runtime/formats/d.cpp': '#include REACH_D_FILE\n'},
+                                       'runtime/formats/d.cpp:1: #include REACH_D_FILE ("engine/device.hpp" from a '
+                                       'meson.build -D define)'),
+    'unresolvable macro include': ({'kernels/m.inc': '#include REACH_NOWHERE_FILE\n'},
+                                   'kernels/m.inc:1: #include REACH_NOWHERE_FILE: no #define'),
+    'GLSL include out of shaders': ({'shaders/x.glsl': '#include "engine/device.hpp"\n'}, 'shaders/x.glsl:1'),
+    'spec list out of shaders': ({'shaders/spec/y.h': '#include "../../kernels/spec.hpp"\n'}, 'shaders/spec/y.h:1'),
+    'relative include out of the room': ({'runtime/text/r.cpp': '#include "../session/session.hpp"\n'},
+                                         'runtime/text/r.cpp:1'),
+    'include of no file': ({'runtime/text/n.cpp': '#include "runtime/text/missing.hpp"\n'},
+                           'runtime/text/n.cpp:1: "runtime/text/missing.hpp" names no file'),
+    'example beyond the C API': ({'examples/e.cpp': '#include <engine/device.hpp>\n'}, 'examples/e.cpp:1'),
+    'tools bench reaching the model': ({'tools/b.cpp': '#include "runtime/session/session.hpp"\n'}, 'tools/b.cpp:1'),
+    'support reaching the server': ({'tests/support/s.cpp': '#include "server/s.cpp"\n'}, 'tests/support/s.cpp:1'),
+    'support reaching a suite': ({'tests/support/t.cpp': '#include "tests/test_all.cpp"\n'}, 'tests/support/t.cpp:1'),
+    'suites share through support': ({'tests/test_b.cpp': '#include "tests/test_all.cpp"\n'}, 'tests/test_b.cpp:1'),
+    'fuzz target with Vulkan': ({'tests/fuzz/f.cpp': '#include <vulkan/vulkan.h>\n'}, 'tests/fuzz/f.cpp:1'),
+    'fuzz target with kernels': ({'tests/fuzz/g.cpp': '#include "kernels/spec.hpp"\n'}, 'tests/fuzz/g.cpp:1'),
+    'serve room below the protocol': ({'runtime/serve/r.cpp': '#include "server/s.cpp"\n'}, 'runtime/serve/r.cpp:1'),
+}
 
 
-def run(files: dict) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory() as d:
-        for name, text in files.items():
-            p = pathlib.Path(d) / name
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        return subprocess.run([sys.executable, str(CHECKER), d], capture_output=True, text=True)
+def write(d: pathlib.Path, files: dict):
+    for name, text in files.items():
+        p = d / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def run(d: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CHECKER), str(d)], capture_output=True, text=True)
 
 
 def main() -> int:
     failures = []
-    clean = run({'runtime/text/a.cpp': '#include "runtime/formats/gguf.hpp"\n#include "base/error.hpp"\n#include <string>\n',
-                 'kernels/k.cpp': '#include "engine/device.hpp"\n#include <vulkan/vulkan.h>\n'})
-    if clean.returncode != 0:
-        failures.append(f'clean tree rejected: {clean.stdout}')
-    cases = {
-        'runtime/formats/f.cpp': '#include "kernels/kernels.hpp"\n',        # formats -> kernels
-        'base/b.hpp': '#include <vulkan/vulkan.h>\n',                        # base is Vulkan-free
-        'runtime/config/c.cpp': '#include "runtime/text/tokenizer.hpp"\n',   # config does not read text
-        'engine/e.cpp': '  #  include "runtime/session/session.hpp"\n',      # engine knows no model
-        'server/s.cpp': '#include "kernels/attention.hpp"\n',                # server goes through runtime
-    }
-    for name, text in cases.items():
-        r = run({name: text})
-        if r.returncode != 1 or name not in r.stdout:
-            failures.append(f'{name}: breach not reported (exit {r.returncode}): {r.stdout!r}')
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        clean = tmp / 'clean'
+        write(clean, CLEAN)
+        r = run(clean)
+        if r.returncode != 0:
+            failures.append(f'clean tree rejected: {r.stdout}')
+        for i, (what, (files, expect)) in enumerate(BREACHES.items()):
+            d = tmp / f'breach{i}'
+            shutil.copytree(clean, d)
+            write(d, files)
+            r = run(d)
+            if r.returncode != 1 or expect not in r.stdout:
+                failures.append(f'{what}: not reported as {expect!r} (exit {r.returncode}): {r.stdout!r}')
+
+        # The repository's own sources: they pass, and a breach planted among them fails.
+        repo = tmp / 'repo'
+        for rel in check_layers.source_files(REPO):
+            if rel.endswith(check_layers.SOURCE + ('meson.build',)):
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(REPO / rel, repo / rel)
+        r = run(repo)
+        if r.returncode != 0:
+            failures.append(f'a copy of the repository rejected: {r.stdout}')
+        spec = repo / 'kernels/spec.hpp'
+        spec.write_text(spec.read_text().replace('"shaders/spec/norm.h"', '"runtime/session/session.hpp"', 1))
+        r = run(repo)
+        if r.returncode != 1 or 'kernels/spec_struct.inc' not in r.stdout or 'runtime/session/session.hpp' not in r.stdout:
+            failures.append(f'the repository with a planted macro breach passed (exit {r.returncode}): {r.stdout!r}')
+    # A typo in ROOMS allows nothing, silently: the checker names it.
+    rooms = check_layers.ROOMS
+    check_layers.ROOMS = rooms + [check_layers.Room('runtime/new/', 'a new room', ('base/', 'runtime/sesion/'))]
+    if not any('runtime/sesion/' in b for b in check_layers.check_rooms()):
+        failures.append('a ROOMS entry naming no room passed')
+    check_layers.ROOMS = rooms
     for f in failures:
         print('FAIL', f)
-    print(f'test_check_layers: {len(cases) + 1 - len(failures)} of {len(cases) + 1} cases as expected')
+    total = len(BREACHES) + 4
+    print(f'test_check_layers: {total - len(failures)} of {total} cases as expected')
     return 1 if failures else 0
 
 

@@ -1,0 +1,389 @@
+// The renderer of each chat family (the table of chat_template.cpp picks one): each writes what its
+// family's Jinja template writes, byte for byte (tests/test_chat_template.cpp runs jinja2 on the real
+// templates).
+#include "runtime/text/chat_render.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include "base/error.hpp"
+
+namespace reach {
+
+namespace chat {
+
+bool has(std::string_view text, std::string_view marker) { return text.find(marker) != std::string_view::npos; }
+
+[[noreturn]] void raise(const std::string& origin, const std::string& what) {
+  throw Error(ErrorCode::invalid_argument, origin + ": " + what);
+}
+
+}  // namespace chat
+
+namespace {
+
+using chat::has;
+using chat::raise;
+
+// Length of the Python-whitespace character (str.isspace, which Jinja's trim and str.strip use)
+// starting at s[i], 0 when it is not one.
+size_t space_at(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return 1;
+  auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  if (c == 0xC2 && (b(1) == 0x85 || b(1) == 0xA0)) return 2;                            // U+0085, U+00A0
+  if (c == 0xE1 && b(1) == 0x9A && b(2) == 0x80) return 3;                              // U+1680
+  if (c == 0xE2 && b(1) == 0x80 && (b(2) <= 0x8A || b(2) == 0xA8 || b(2) == 0xA9 || b(2) == 0xAF))
+    return 3;                                                                            // U+2000..200A, 2028/9, 202F
+  if (c == 0xE2 && b(1) == 0x81 && b(2) == 0x9F) return 3;                              // U+205F
+  if (c == 0xE3 && b(1) == 0x80 && b(2) == 0x80) return 3;                              // U+3000
+  return 0;
+}
+
+// Python's str.strip(): leading and trailing whitespace removed.
+std::string strip(std::string_view s) {
+  size_t a = 0;
+  while (a < s.size())
+    if (size_t n = space_at(s, a)) a += n;
+    else break;
+  size_t e = a, i = a;  // end of the last non-space character
+  while (i < s.size())
+    if (size_t n = space_at(s, i)) i += n;
+    else e = ++i;
+  return std::string(s.substr(a, e - a));
+}
+
+// Python's str.rstrip(): trailing whitespace removed.
+std::string rstrip(std::string_view s) {
+  size_t e = 0, i = 0;
+  while (i < s.size())
+    if (size_t n = space_at(s, i)) i += n;
+    else e = ++i;
+  return std::string(s.substr(0, e));
+}
+
+// Python's str.lstrip(chars) / rstrip(chars) / strip(chars) for one character.
+std::string_view lstrip_char(std::string_view s, char c) {
+  while (!s.empty() && s.front() == c) s.remove_prefix(1);
+  return s;
+}
+std::string_view rstrip_char(std::string_view s, char c) {
+  while (!s.empty() && s.back() == c) s.remove_suffix(1);
+  return s;
+}
+
+// Python's str.replace(from, to), every occurrence.
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t at = 0;
+  for (size_t hit; (hit = s.find(from, at)) != std::string_view::npos; at = hit + from.size())
+    out.append(s.substr(at, hit - at)).append(to);
+  out.append(s.substr(at));
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// Today's local date, as transformers' strftime_now (datetime.now()) sees it.
+ChatDate local_today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  return {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday};
+}
+
+void check_day(ChatDate d) {
+  if (d.month < 1 || d.month > 12 || d.day < 1 || d.day > 31)
+    throw Error(ErrorCode::invalid_argument, "chat template date " + std::to_string(d.year) + "-" +
+                                                 std::to_string(d.month) + "-" + std::to_string(d.day) +
+                                                 " is not a calendar day");
+}
+
+// strftime's "%Y-%m-%d" ("2025-07-08").
+std::string iso_date(ChatDate d) {
+  check_day(d);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", d.year, d.month, d.day);
+  return buf;
+}
+
+// strftime's "%d %b %Y" (full_month false: "08 Jul 2025") or "%d %B %Y" ("08 July 2025"), C locale.
+std::string format_date(ChatDate d, bool full_month) {
+  static const char* const names[] = {"January", "February", "March",     "April",   "May",      "June",
+                                      "July",    "August",   "September", "October", "November", "December"};
+  check_day(d);
+  std::string month = names[d.month - 1];
+  if (!full_month) month.resize(3);
+  char day[4];
+  std::snprintf(day, sizeof day, "%02d", d.day);
+  return std::string(day) + " " + month + " " + std::to_string(d.year);
+}
+
+// The user/assistant alternation Gemma's and Llama 2's templates enforce from `first` on: they raise
+// when a message is a user message at an odd place or another role at an even one.
+void check_alternation(std::span<const ChatMessage> m, size_t first, const std::string& origin) {
+  for (size_t i = first; i < m.size(); ++i)
+    if ((m[i].role == "user") != ((i - first) % 2 == 0))
+      raise(origin, "message " + std::to_string(i + 1) + " has role '" + m[i].role +
+                        "': the template wants roles alternating user/assistant/user/... after an optional system "
+                        "message");
+}
+
+// The families added with Llama 3.1 render system, user and assistant messages; their templates'
+// other roles (tool results, ipython) carry fields a ChatMessage does not have.
+void check_roles(std::span<const ChatMessage> m, const std::string& origin) {
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i].role != "system" && m[i].role != "user" && m[i].role != "assistant")
+      throw Error(ErrorCode::unsupported, origin + ": message " + std::to_string(i + 1) + " has role '" + m[i].role +
+                                              "': reach renders system, user and assistant messages of this template");
+}
+
+// Qwen3: the reasoning of an assistant message written as "<think>...</think>" in its text, and the
+// text after it (the template's split on '</think>').
+struct Thought {
+  std::string reasoning, content;
+};
+Thought split_thought(std::string_view text) {
+  const size_t close = text.find("</think>");
+  if (close == std::string_view::npos) return {"", std::string(text)};
+  const size_t last_close = text.rfind("</think>");
+  std::string_view before = rstrip_char(text.substr(0, close), '\n');
+  if (size_t open = before.rfind("<think>"); open != std::string_view::npos) before = before.substr(open + 7);
+  return {std::string(lstrip_char(before, '\n')), std::string(lstrip_char(text.substr(last_close + 8), '\n'))};
+}
+
+}  // namespace
+
+std::string ChatRender::chatml(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  if (t.known_roles_only_) check_roles(m, t.origin_);
+  if (!has_system && t.has_default_system_) out += "<|im_start|>system\n" + t.default_system_ + "<|im_end|>\n";
+  for (const auto& msg : m) out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  if (has_system && !t.system_role_)
+    raise(t.origin_, "this Gemma template has no system role; drop the system message");
+  const size_t first = has_system ? 1 : 0;
+  check_alternation(m, first, t.origin_);
+  if (t.writes_bos_) out += t.bos_;
+  for (size_t i = first; i < m.size(); ++i) {
+    out += "<start_of_turn>" + std::string(m[i].role == "assistant" ? "model" : m[i].role) + "\n";
+    if (i == first && has_system) out += m[0].content + t.system_separator_;
+    out += strip(m[i].content) + "<end_of_turn>\n";
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (i == 0 && t.writes_bos_) out += t.bos_;
+    out += "<|start_header_id|>" + m[i].role + "<|end_header_id|>\n\n" + strip(m[i].content) + "<|eot_id|>";
+  }
+  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+// The reply follows "[/INST]" directly: the template has no generation prompt.
+std::string ChatRender::llama2(const ChatTemplate& t, std::span<const ChatMessage> m, bool) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  const size_t first = has_system ? 1 : 0;
+  check_alternation(m, first, t.origin_);
+  for (size_t i = first; i < m.size(); ++i) {
+    std::string content = m[i].content;
+    if (i == first && has_system) content = "<<SYS>>\n" + m[0].content + "\n<</SYS>>\n\n" + content;
+    if (m[i].role == "user") out += t.bos_ + "[INST] " + strip(content) + " [/INST]";
+    else out += " " + strip(content) + " " + t.eos_;
+  }
+  return out;
+}
+
+std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  check_roles(m, t.origin_);
+  if (t.writes_bos_) out += t.bos_;
+  out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ";
+  out += t.date_string_.empty() ? format_date(t.today_ ? *t.today_ : local_today(), false) : t.date_string_;
+  out += "\n\n";
+  if (has_system) out += strip(m[0].content);
+  out += "<|eot_id|>";
+  for (size_t i = has_system ? 1 : 0; i < m.size(); ++i)
+    out += "<|start_header_id|>" + m[i].role + "<|end_header_id|>\n\n" + strip(m[i].content) + "<|eot_id|>";
+  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  check_roles(m, t.origin_);
+  if (m[0].role == "system") out += "<|im_start|>system\n" + m[0].content + "<|im_end|>\n";
+  // The last user message (a tool response in a user message would not count; reach has none):
+  // assistant turns after it keep their reasoning.
+  size_t last_query = m.size() - 1;
+  for (size_t i = m.size(); i-- > 0;)
+    if (m[i].role == "user" &&
+        !(starts_with(m[i].content, "<tool_response>") && ends_with(m[i].content, "</tool_response>"))) {
+      last_query = i;
+      break;
+    }
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i].role == "user" || (m[i].role == "system" && i != 0)) {
+      out += "<|im_start|>" + m[i].role + "\n" + m[i].content + "<|im_end|>\n";
+    } else if (m[i].role == "assistant") {
+      const Thought thought = split_thought(m[i].content);
+      if (i > last_query && (i + 1 == m.size() || !thought.reasoning.empty()))
+        out += "<|im_start|>assistant\n<think>\n" +
+               std::string(rstrip_char(lstrip_char(thought.reasoning, '\n'), '\n')) + "\n</think>\n\n" +
+               std::string(lstrip_char(thought.content, '\n'));
+      else
+        out += "<|im_start|>assistant\n" + thought.content;
+      out += "<|im_end|>\n";
+    }
+  }
+  if (add_generation_prompt) {
+    out += "<|im_start|>assistant\n";
+    if (t.thinking_ == false) out += "<think>\n\n</think>\n\n";
+  }
+  return out;
+}
+
+std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  check_roles(m, t.origin_);
+  bool think = t.thinking_.value_or(true);
+  std::string instructions;
+  if (has_system) {
+    const std::string& sys = m[0].content;
+    if (has(sys, "/no_think")) think = false;
+    else if (has(sys, "/think")) think = true;
+    instructions = rstrip(replace_all(replace_all(sys, "/no_think", ""), "/think", ""));
+  }
+  out += "<|im_start|>system\n";
+  if (has_system && has(m[0].content, "/system_override")) {
+    out += rstrip(replace_all(instructions, "/system_override", "")) + "<|im_end|>\n";
+  } else {
+    // Without tools the template closes no system turn: no <|im_end|> here, as it renders.
+    const ChatDate today = t.today_ ? *t.today_ : local_today();
+    out += "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: " + format_date(today, true) +
+           "\nReasoning Mode: " + (think ? "/think" : "/no_think") + "\n\n## Custom Instructions\n\n";
+    out += !instructions.empty() ? instructions + "\n\n" : think ? t.think_instructions_ : t.plain_instructions_;
+  }
+  for (const auto& msg : m) {
+    if (msg.role == "user") {
+      out += "<|im_start|>user\n" + msg.content + "<|im_end|>\n";
+    } else if (msg.role == "assistant") {
+      out += "<|im_start|>assistant\n";
+      if (!think) out += "<think>\n\n</think>\n";
+      out += std::string(lstrip_char(msg.content, '\n')) + "<|im_end|>\n";
+    }
+  }
+  if (add_generation_prompt) {
+    out += "<|im_start|>assistant\n";
+    if (!think) out += "<think>\n\n</think>\n";
+  }
+  return out;
+}
+
+// The reply follows "[/INST]" directly: the template has no generation prompt.
+std::string ChatRender::mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  const size_t first = has_system ? 1 : 0;
+  check_alternation(m, first, t.origin_);
+  const std::string inst = t.inst_space_ ? "[INST] " : "[INST]";
+  out += t.bos_;
+  for (size_t i = first; i < m.size(); ++i) {
+    if (m[i].role == "user") {
+      // The system message goes into the last user message only (none when the conversation
+      // ends on the assistant's turn).
+      out += inst + (i + 1 == m.size() && has_system ? m[0].content + "\n\n" : "") + m[i].content + "[/INST]";
+    } else if (m[i].role == "assistant") {
+      out += (t.assistant_trim_ ? " " + strip(m[i].content) : m[i].content) + t.eos_;
+    } else {
+      raise(t.origin_, "message " + std::to_string(i + 1) + " has role '" + m[i].role +
+                           "': the template supports user and assistant roles after an optional first system "
+                           "message");
+    }
+  }
+  return out;
+}
+
+std::string ChatRender::phi(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                            bool newlines) {
+  std::string out;
+  check_roles(m, t.origin_);
+  for (const auto& msg : m) {
+    if (newlines && t.skip_empty_system_ && msg.role == "system" && msg.content.empty()) continue;
+    out += "<|" + msg.role + "|>" + (newlines ? "\n" : "") + msg.content + "<|end|>" + (newlines ? "\n" : "");
+  }
+  out += add_generation_prompt ? (newlines ? "<|assistant|>\n" : "<|assistant|>") : t.eos_;
+  return out;
+}
+
+std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  return phi(t, m, add_generation_prompt, true);
+}
+
+std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  return phi(t, m, add_generation_prompt, false);
+}
+
+std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  check_roles(m, t.origin_);
+  if (t.writes_bos_) out += t.bos_;
+  for (size_t i = 0; i < m.size(); ++i) {
+    out += "<|" + m[i].role + "|>\n" + m[i].content;
+    if (m[i].role == "assistant") out += t.eos_;
+    if (m[i].role != "assistant" || i + 1 < m.size()) out += "\n";
+  }
+  if (add_generation_prompt) out += "<|assistant|>\n";
+  return out;
+}
+
+std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+  std::string out;
+  const ChatDate today = t.today_ ? *t.today_ : local_today();
+  out += "<|start|>system<|message|>" + t.model_identity_ + "\nKnowledge cutoff: 2024-06\nCurrent date: " +
+         iso_date(today) + "\n\nReasoning: " + t.reasoning_effort_.value_or("medium") +
+         "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  const bool developer = m[0].role == "system" || m[0].role == "developer";
+  if (developer && !m[0].content.empty())
+    out += "<|start|>developer<|message|># Instructions\n\n" + m[0].content + "\n\n<|end|>";
+  for (size_t i = developer ? 1 : 0; i < m.size(); ++i) {
+    const ChatMessage& msg = m[i];
+    if (msg.role == "assistant") {
+      if (has(msg.content, "<|channel|>analysis<|message|>") || has(msg.content, "<|channel|>final<|message|>"))
+        raise(t.origin_, "message " + std::to_string(i + 1) +
+                             " has <|channel|> tags in its content: pass the final channel's text only");
+      // <|return|> ends a reply (training data); a turn the conversation continues after ends in <|end|>.
+      const bool last = i + 1 == m.size() && !add_generation_prompt;
+      out += "<|start|>assistant<|channel|>final<|message|>" + msg.content + (last ? "<|return|>" : "<|end|>");
+    } else if (msg.role == "user") {
+      out += "<|start|>user<|message|>" + msg.content + "<|end|>";
+    } else if (msg.role == "tool") {
+      raise(t.origin_, "message " + std::to_string(i + 1) +
+                           " has role 'tool': the template wants an assistant tool call before it, and reach "
+                           "renders no tool calls");
+    }
+    // The template writes nothing for other roles (a system message after the first).
+  }
+  if (add_generation_prompt) out += "<|start|>assistant";
+  return out;
+}
+
+}  // namespace reach

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""tools/design_tables.py --check must pass the repository and fail when a generated table drifts.
+
+Works on a copy of the repository's sources, tools and docs: a size pushed past its rounding and a
+hand edit inside a generated region fail the check, --write mends both, and an edit outside the
+regions is left alone.
+"""
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / 'tools'))
+import check_layers  # noqa: E402
+import design_tables  # noqa: E402
+
+
+def run(root: pathlib.Path, mode: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / 'tools/design_tables.py'), mode, str(root)],
+                          capture_output=True, text=True)
+
+
+def main() -> int:
+    failures = []
+
+    def expect(what, r, code, text=''):
+        if r.returncode != code or text not in r.stdout:
+            failures.append(f'{what}: exit {r.returncode}, want {code} and {text!r}: {r.stdout[-2000:]!r}')
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        for rel in check_layers.source_files(REPO):
+            if rel.endswith(design_tables.COUNTED) or rel.startswith(('docs/', 'tools/')) or rel.endswith('meson.build'):
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(REPO / rel, root / rel)
+        expect('the repository', run(root, '--check'), 0)
+
+        # 100 more lines in base/ move its size by 0.1k: past its rounding whatever it was.
+        (root / 'base/padding.hpp').write_text('// padding\n' * 100)
+        expect('base/ 100 lines larger', run(root, '--check'), 1, '+base/')
+        expect('--write', run(root, '--write'), 0, 'rewritten')
+        expect('after --write', run(root, '--check'), 0)
+
+        design = root / 'docs/DESIGN.md'
+        text = design.read_text()
+        design.write_text(text.replace('| runtime/text/ |', '| runtime/text/ | base |', 1))
+        expect('a hand edit of the include table', run(root, '--check'), 1, '-| runtime/text/ | base |')
+        design.write_text(text.replace('## Layout', '## Layout of the tree', 1))
+        expect('an edit outside the tables', run(root, '--check'), 0)
+
+        # A new room is one row in ROOMS; the tables must then name it.
+        layers = root / 'tools/check_layers.py'
+        layers.write_text(layers.read_text().replace(
+            "    Room('docs/',", "    Room('runtime/newroom/', 'a room just added', BASE + ('runtime/newroom/',)),\n"
+            "    Room('docs/',", 1))
+        expect('a room added to ROOMS', run(root, '--check'), 1, '| runtime/newroom/ |')
+    for f in failures:
+        print('FAIL', f)
+    print(f'test_design_tables: {6 - len(failures)} of 6 cases as expected')
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
