@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/openai_api.hpp"
+#include "server/http_error.hpp"
 
 namespace reach::server {
 

@@ -20,6 +20,8 @@ ENGINE = BASE + ['engine/', 'shaders/embedded_shaders.hpp']
 KERNELS = ENGINE + ['kernels/']
 MODEL = KERNELS + QUANT + ['runtime/model/']
 SESSION = MODEL + CONSTRAIN + ['runtime/session/']
+# The serving engine: requests, the Scheduler, reply assembly; over sessions, protocol-free (never server/).
+SERVE = CONSTRAIN + ['runtime/session/', 'runtime/serve/']
 RUNTIME_ALL = BASE + ['runtime/']
 
 # folder -> (allowed include prefixes, Vulkan headers allowed)
@@ -32,11 +34,12 @@ RULES = {
     'runtime/quant/': (QUANT, False),
     'runtime/model/': (MODEL, True),
     'runtime/session/': (SESSION, True),
+    'runtime/serve/': (SERVE, False),
     'engine/': (ENGINE, True),
     'kernels/': (KERNELS, True),
-    'server/': (RUNTIME_ALL + ['server/'], False),
+    'server/': (RUNTIME_ALL + ['server/'], False),   # runtime/* holds runtime/serve, the engine it drives
     'capi/': (RUNTIME_ALL + ['engine/', 'capi/', 'include/'], True),
-    'cli/': (SESSION + ['server/', 'cli/'], True),
+    'cli/': (SESSION + ['runtime/serve/', 'server/', 'cli/'], True),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

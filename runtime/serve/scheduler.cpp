@@ -1,37 +1,11 @@
-#include "server/scheduler.hpp"
+#include "runtime/serve/scheduler.hpp"
 
 #include <algorithm>
 #include <chrono>
 
 #include "base/error.hpp"
 
-namespace reach::server {
-
-namespace {
-// Code points in UTF-8 text: the bytes that do not continue a character.
-size_t utf8_chars(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-}  // namespace
-
-void Job::push(JobEvent e) {
-  {
-    std::lock_guard lock(mu_);
-    events_.push_back(std::move(e));
-  }
-  cv_.notify_one();
-}
-
-std::optional<JobEvent> Job::pop(int timeout_ms) {
-  std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !events_.empty(); }))
-    return std::nullopt;
-  JobEvent e = std::move(events_.front());
-  events_.pop_front();
-  return e;
-}
+namespace reach::serve {
 
 Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue,
                      bool prefix_cache)
@@ -154,9 +128,6 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   slot.job = std::move(job);
   slot.sampled = 0;
   slot.next.reset();
-  slot.logprobs.clear();
-  slot.text_chars = 0;
-  slot.emitted_chars = 0;
   try {
     // Position `keep`, a new sampler and decoder.
     slot.gen->restart(slot.job->sampling, slot.job->stop_ids, keep);
@@ -164,8 +135,8 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     slot.prefilled = keep;
     slot.gen->set_logprobs(slot.job->logprobs);
     slot.gen->set_constraint(slot.job->json);
-    slot.reply = std::make_unique<ReplyText>(slot.job->stop,
-                                             slot.job->channels ? slot.gen->model().tokenizer() : nullptr);
+    slot.reply = std::make_unique<ReplyAssembly>(slot.job->stop,
+                                                 slot.job->channels ? slot.gen->model().tokenizer() : nullptr);
     // The rest of the prompt fits, every id is valid.
     slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));
   } catch (const std::exception& e) {
@@ -209,41 +180,20 @@ void Scheduler::sample_and_emit(Slot& slot) {
   Job& job = *slot.job;
   try {
     GeneratedToken tok = slot.gen->next();
+    const int32_t id = tok.id;
     ++slot.sampled;
     if (tok.stop) {   // an end token is not part of the reply: no logprob entry either
       finish(slot, FinishReason::stop, slot.gen->flush());
       return;
     }
-    if (tok.logprob) {
-      // Where the token's text starts in the reply: the characters decoded before it (a token that ends
-      // no character yet starts at the one it helps complete).
-      tok.logprob->text_offset = slot.text_chars;
-      slot.logprobs.push_back(std::move(*tok.logprob));
-    }
-    slot.text_chars += utf8_chars(tok.text);
-    ReplyPiece piece = slot.reply->push(tok.id, tok.text);
-    slot.emitted_chars += utf8_chars(piece.content);
-    JobEvent e;
-    e.text = std::move(piece.content);
-    e.reasoning = std::move(piece.reasoning);
-    e.logprobs = take_logprobs(slot, false);
+    JobEvent e = slot.reply->push(std::move(tok));
     if (!e.text.empty() || !e.reasoning.empty() || !e.logprobs.empty()) job.push(std::move(e));
     if (slot.reply->stopped()) { finish(slot, FinishReason::stop, ""); return; }
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
-    slot.next = tok.id;
+    slot.next = id;
   } catch (const std::exception& e) {
     fail(slot, std::string("sampling failed: ") + e.what());
   }
-}
-
-std::vector<TokenLogprob> Scheduler::take_logprobs(Slot& slot, bool all) {
-  std::vector<TokenLogprob> out;
-  size_t n = 0;
-  while (n < slot.logprobs.size() && (all || slot.logprobs[n].text_offset < slot.emitted_chars)) ++n;
-  out.assign(std::make_move_iterator(slot.logprobs.begin()), std::make_move_iterator(slot.logprobs.begin() + ptrdiff_t(n)));
-  slot.logprobs.erase(slot.logprobs.begin(), slot.logprobs.begin() + ptrdiff_t(n));
-  if (all) slot.logprobs.clear();
-  return out;
 }
 
 void Scheduler::advance(std::vector<Slot*>& active) {
@@ -271,25 +221,14 @@ void Scheduler::advance(std::vector<Slot*>& active) {
 }
 
 void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail) {
-  Job& job = *slot.job;
-  JobEvent e;
-  ReplyPiece piece = slot.reply->finish(tail);
-  if (slot.reply->stopped()) reason = FinishReason::stop;
-  e.text = std::move(piece.content);
-  e.reasoning = std::move(piece.reasoning);
-  e.done = true;
-  e.finish = reason;
-  slot.emitted_chars += utf8_chars(e.text);
-  // A stop string cut the reply: the tokens past the cut are left out, as their text is.
-  e.logprobs = take_logprobs(slot, !slot.reply->stopped());
+  JobEvent e = slot.reply->finish(reason, tail);
   // Tokens sampled, the end token included when one ended the reply (the OpenAI API counts it too).
-  e.usage = {int64_t(job.ids.size()), slot.sampled};
+  e.usage = {int64_t(slot.job->ids.size()), slot.sampled};
   release(slot, std::move(e));
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
   slot.cached.clear();   // the cache may hold a half-written step: the next job starts at 0
-  slot.logprobs.clear();
   release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
 }
 
@@ -305,4 +244,4 @@ void Scheduler::release(Slot& slot, JobEvent last) {
   job->push(std::move(last));
 }
 
-}  // namespace reach::server
+}  // namespace reach::serve
