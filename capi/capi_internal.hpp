@@ -15,6 +15,7 @@
 #include "engine/memory.hpp"
 #include "include/reach.h"
 #include "runtime/model/model.hpp"
+#include "runtime/serve/reply_text.hpp"
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -39,6 +40,17 @@ struct reach_stream {
   std::mutex mu;   // streams belong to no device: their own lock
   std::unique_ptr<reach::Tokenizer::StreamDecoder> dec;   // shares the tokenizer: may outlive the model
   std::string text;
+};
+
+struct reach_reply {
+  std::mutex mu;   // replies belong to no device: their own lock
+  reach::Tokenizer tokenizer;   // a copy (shares the vocabulary): may outlive the model
+  std::vector<std::string> stops;
+  bool channels = false;
+  std::unique_ptr<reach::Tokenizer::StreamDecoder> dec;
+  std::unique_ptr<reach::serve::ReplyText> text;
+  std::string content, reasoning;   // the last call's texts
+  explicit reach_reply(const reach::Tokenizer& t) : tokenizer(t) {}
 };
 
 struct reach_session {
@@ -66,7 +78,7 @@ struct ApiError {
 // are released before the object is deleted.  So a call racing a free of the
 // same handle on another thread either completes first or is rejected; it
 // never touches freed memory.
-enum class Kind { device, model, session, stream };
+enum class Kind { device, model, session, stream, reply };
 void registry_add(const void* p, Kind k);
 // Throws ApiError(INVALID_ARGUMENT) for a pointer that is not a live handle of
 // kind k, or one being freed; else counts a call in flight on it.

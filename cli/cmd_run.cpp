@@ -12,9 +12,9 @@
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
 #include "runtime/formats/file_read.hpp"
+#include "runtime/serve/reply_text.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/chat_template.hpp"
-#include "runtime/text/harmony_reply.hpp"
 
 namespace reach::cli {
 
@@ -37,6 +37,7 @@ void run_usage() {
       "                      --reasoning, else is dropped\n"
       "  --reasoning         with --chat: print the reply's analysis channel to stderr (as -v does)\n"
       "  -n N                tokens to generate (default 64)\n"
+      "  --stop TEXT         end the reply before TEXT (repeatable; in a harmony reply's final channel)\n"
       "  --temp T            temperature, 0 = greedy (default 0.8)\n"
       "  --top-k K           0 = no cut (default 40)   --top-p P in (0, 1] (default 0.95)   --seed S (default 0)\n"
       "  --ctx N             context (KV cache) length (default prompt + n)\n"
@@ -65,12 +66,13 @@ std::string describe_chat(const ChatTemplate& t) {
          ", stops at " + t.end_of_turn();
 }
 
-// A harmony reply (gpt-oss) on the terminal: the final channel to stdout, the analysis to stderr
-// (when asked) after a "reasoning:" label, dimmed on a terminal so that it reads as an aside.
-class ChannelPrinter {
+// The reply on the terminal, as the serving engine's ReplyText splits it: the content (a harmony
+// reply's final channel) to stdout, a harmony reply's analysis to stderr (when asked) after a
+// "reasoning:" label, dimmed on a terminal so that it reads as an aside.
+class ReplyPrinter {
  public:
-  explicit ChannelPrinter(bool show_reasoning) : show_(show_reasoning), dim_(isatty(STDERR_FILENO) != 0) {}
-  void print(const HarmonyDelta& d) {
+  explicit ReplyPrinter(bool show_reasoning) : show_(show_reasoning), dim_(isatty(STDERR_FILENO) != 0) {}
+  void print(const serve::ReplyPiece& d) {
     if (show_ && !d.reasoning.empty()) {
       if (!in_reasoning_) std::fprintf(stderr, "%sreasoning: ", dim_ ? "\x1b[2m" : "");
       in_reasoning_ = true;
@@ -105,6 +107,7 @@ int cmd_run(const Args& args) {
   std::optional<WType> quantize;
   std::string json_schema_file;
   bool json_object = false;
+  std::vector<std::string> stops;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { run_usage(); return 0; }
@@ -119,6 +122,10 @@ int cmd_run(const Args& args) {
                     "--reasoning-effort '" + *reasoning_effort + "': pass low, medium or high");
     }
     else if (a == "--reasoning") show_reasoning = true;
+    else if (a == "--stop") {
+      stops.push_back(value_of(args, i));
+      if (stops.back().empty()) throw Error(ErrorCode::invalid_argument, "--stop '': a stop string is not empty");
+    }
     else if (a == "-n") n_predict = int_of(args, i, 0, 1 << 24);
     // Bounds that keep the float finite and in the sampler's ranges (validate_sampler_params).
     else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, FLT_MAX, "a finite number >= 0 (0 = greedy)"));
@@ -167,8 +174,8 @@ int cmd_run(const Args& args) {
   const Tokenizer& tk = *model.tokenizer();
   GenerationOptions go;
   std::vector<int32_t> ids;
-  std::optional<HarmonyReply> harmony;   // the reply is in channels: only the final one is the answer
-  ChannelPrinter channel_printer(verbose || show_reasoning);
+  bool channels = false;   // the reply is in harmony's channels: only the final one is the answer
+  ReplyPrinter printer(verbose || show_reasoning);
   if (have_chat) {
     // The chat template applied to [system,] user with the assistant's turn opened; the reply ends
     // at the end of that turn.
@@ -185,7 +192,7 @@ int cmd_run(const Args& args) {
         throw Error(ErrorCode::invalid_argument,
                     "--json / --json-schema with a harmony chat (this model's template): the reply opens with its "
                     "analysis channel, which the grammar would forbid; ask for JSON in the message instead");
-      harmony.emplace();
+      channels = true;
     }
     std::vector<ChatMessage> messages;
     if (have_system) messages.push_back({"system", system});
@@ -236,6 +243,7 @@ int cmd_run(const Args& args) {
   const double t_prefill = seconds_since(t0);
 
   std::vector<int32_t> generated;
+  serve::ReplyText reply(stops, channels ? &tk : nullptr);
   t0 = std::chrono::steady_clock::now();
   double t_first_token = 0;
   for (int64_t i = 0; i < n_predict; ++i) {
@@ -243,23 +251,13 @@ int cmd_run(const Args& args) {
     if (i == 0) t_first_token = seconds_since(t_start);
     generated.push_back(next.id);
     if (next.stop) break;
-    if (harmony) {
-      channel_printer.print(harmony->push(harmony_piece(tk, next.id, next.text)));
-    } else {
-      std::fwrite(next.text.data(), 1, next.text.size(), stdout);
-      std::fflush(stdout);
-    }
+    printer.print(reply.push(next.id, next.text));
+    if (reply.stopped()) break;   // a stop string: the text after it is not the reply's
     if (i + 1 < n_predict) session.decode(next.id);
   }
   const double t_decode = seconds_since(t0);
-  const std::string rest = gen.flush();
-  if (harmony) {
-    channel_printer.print(harmony->push(rest));
-    channel_printer.print(harmony->flush());
-    channel_printer.end_reasoning();
-  } else {
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
-  }
+  printer.print(reply.finish(gen.flush()));
+  printer.end_reasoning();
   std::printf("\n");
   std::fflush(stdout);
 

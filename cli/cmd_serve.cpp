@@ -11,9 +11,10 @@
 
 #include "base/error.hpp"
 #include "cli/options.hpp"
+#include "runtime/serve/scheduler.hpp"
 #include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
-#include "server/scheduler.hpp"
+#include "server/openai_routes.hpp"
 
 namespace reach::cli {
 
@@ -59,6 +60,7 @@ int cmd_serve(const Args& args) {
   std::string model_dir, device, alias;
   int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0;
   server::HttpOptions ho;
+  server::ApiOptions ao;
   SessionOptions so;
   std::optional<WType> quantize;
   bool prefix_cache = true;
@@ -72,7 +74,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--queue") queue = int_of(args, i, 0, 1 << 16);
     else if (a == "--ctx") ctx = int_of(args, i, 2, 1 << 24);
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);
-    else if (a == "--api-key") ho.api_key = value_of(args, i);
+    else if (a == "--api-key") ao.api_key = value_of(args, i);
     else if (a == "--alias") alias = value_of(args, i);
     else if (a == "--max-body") ho.max_body = size_t(int_of(args, i, 1024, int64_t(1) << 32));
     else if (a == "--threads") threads = int_of(args, i, 1, 1024);
@@ -83,8 +85,8 @@ int cmd_serve(const Args& args) {
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
   }
-  if (ho.api_key.empty() && std::getenv("REACH_API_KEY")) ho.api_key = std::getenv("REACH_API_KEY");
-  ho.model_id = alias.empty() ? default_model_id(model_dir) : alias;
+  if (ao.api_key.empty() && std::getenv("REACH_API_KEY")) ao.api_key = std::getenv("REACH_API_KEY");
+  ao.model_id = alias.empty() ? default_model_id(model_dir) : alias;
   ho.threads = size_t(threads ? threads : 4 * parallel + 8);
 
   // Signals go to one thread that stops the server; every other thread (the HTTP threads, the scheduler)
@@ -108,10 +110,11 @@ int cmd_serve(const Args& args) {
   so.chunk = uint32_t(chunk);
   // so.l_test stays 0: dynamic position scaling takes each slot's whole context as its test length, since
   // the server cannot know a request's length when the slot is made.
-  server::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache);
-  server::HttpServer http(*e.model, scheduler, ho);
+  serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache);
+  server::OpenAiRoutes routes(*e.model, scheduler, ao);
+  server::HttpServer http(routes, ho);
   const int port = http.bind();
-  std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ho.model_id.c_str(),
+  std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ao.model_id.c_str(),
                (long long)parallel, scheduler.context(), e.load_seconds);
   std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
   std::fflush(stderr);

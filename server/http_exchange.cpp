@@ -1,14 +1,16 @@
 #include "server/http_exchange.hpp"
 
+#include <utility>
+
 namespace reach::server {
 
 void Exchange::reply(const HttpResponse& r) {
-  metrics_.count_request(request_.path, r.status);
+  answered_(request_.path, r.status);
   post_(serialize(r, request_.keep_alive), true);
 }
 
 void Exchange::start_stream(int status, const std::string& content_type, const HeaderList& headers) {
-  metrics_.count_request(request_.path, status);
+  answered_(request_.path, status);
   post_(stream_head(status, content_type, headers, request_.keep_alive, chunked()), false);
 }
 
@@ -18,16 +20,16 @@ void Exchange::send_chunk(std::string_view data) {
 
 void Exchange::end_stream() { post_(chunked() ? std::string(last_chunk) : std::string(), true); }
 
-void Exchange::watch(std::shared_ptr<Job> job) {
+void Exchange::on_gone(std::function<void()> cancel) {
   std::lock_guard lock(mu_);
-  job_ = std::move(job);
-  if (gone_) job_->cancelled = true;
+  cancel_ = std::move(cancel);
+  if (gone_ && cancel_) std::exchange(cancel_, nullptr)();
 }
 
 void Exchange::client_left() {
   std::lock_guard lock(mu_);
   gone_ = true;
-  if (job_) job_->cancelled = true;
+  if (cancel_) std::exchange(cancel_, nullptr)();
 }
 
 }  // namespace reach::server

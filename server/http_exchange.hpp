@@ -1,8 +1,9 @@
 #pragma once
 // One request and its response, shared between the I/O thread (which owns the connection) and the
 // worker that produces the answer.  The worker hands response bytes over through `post` (the I/O
-// thread writes them); the I/O thread reports a client that left, which cancels the request's Job so
-// that its slot comes free at the scheduler's next step, and which the worker sees as gone().
+// thread writes them); the I/O thread reports a client that left, which runs the worker's cancel
+// callback (the OpenAI routes cancel the request's Job, so that its slot comes free at the
+// scheduler's next step), and which the worker sees as gone().
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -10,10 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/http_metrics.hpp"
 #include "server/http_request.hpp"
 #include "server/http_response.hpp"
-#include "server/scheduler.hpp"
 
 namespace reach::server {
 
@@ -21,9 +20,11 @@ class Exchange {
  public:
   // Hands bytes to the I/O thread; last: the response is complete.  Never blocks.
   using Post = std::function<void(std::string bytes, bool last)>;
+  // Told the status of the answer when it starts (for the request counters).
+  using Answered = std::function<void(std::string_view path, int status)>;
 
-  Exchange(HttpRequest request, Post post, Metrics& metrics)
-      : request_(std::move(request)), post_(std::move(post)), metrics_(metrics) {}
+  Exchange(HttpRequest request, Post post, Answered answered)
+      : request_(std::move(request)), post_(std::move(post)), answered_(std::move(answered)) {}
 
   const HttpRequest& request() const { return request_; }
 
@@ -34,8 +35,8 @@ class Exchange {
 
   // The client closed its connection, or the server is stopping: nothing more will be sent.
   bool gone() const { return gone_; }
-  // Cancels `job` when the client leaves (at once if it already has).
-  void watch(std::shared_ptr<Job> job);
+  // Runs `cancel` when the client leaves (at once if it already has), once.
+  void on_gone(std::function<void()> cancel);
   // The I/O thread: the connection is closed.
   void client_left();
 
@@ -44,10 +45,10 @@ class Exchange {
   bool chunked() const { return request_.minor_version >= 1; }
   HttpRequest request_;
   Post post_;
-  Metrics& metrics_;
+  Answered answered_;
   std::atomic<bool> gone_{false};
   std::mutex mu_;
-  std::shared_ptr<Job> job_;
+  std::function<void()> cancel_;
 };
 
 }  // namespace reach::server

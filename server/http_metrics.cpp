@@ -30,7 +30,7 @@ void Metrics::count_request(std::string_view path, int status) {
   ++requests_[{std::string(endpoint_label(path)), status}];
 }
 
-std::string Metrics::render(const SchedulerStats& s) const {
+std::string Metrics::render(const serve::SchedulerStats& s) const {
   std::string out;
   family(out, "reach_http_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
   {

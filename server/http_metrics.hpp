@@ -1,5 +1,5 @@
 #pragma once
-// GET /metrics: the server's counters and the scheduler's totals in the Prometheus text format
+// GET /metrics (served by openai_routes): the server's counters and the scheduler's totals in the Prometheus text format
 // (version 0.0.4).  Requests are counted by route and status; any path that is not a route counts as
 // "other", so that clients cannot grow the label set.
 #include <cstdint>
@@ -9,14 +9,14 @@
 #include <string_view>
 #include <utility>
 
-#include "server/scheduler.hpp"
+#include "runtime/serve/counters.hpp"
 
 namespace reach::server {
 
 class Metrics {
  public:
   void count_request(std::string_view path, int status);
-  std::string render(const SchedulerStats& s) const;
+  std::string render(const serve::SchedulerStats& s) const;
 
  private:
   mutable std::mutex mu_;

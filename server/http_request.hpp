@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "server/http_inflate.hpp"
-#include "server/openai_api.hpp"
+#include "server/http_error.hpp"
 
 namespace reach::server {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/openai_api.hpp"
+#include "server/http_error.hpp"
 
 namespace reach::server {
 
@@ -23,7 +23,7 @@ struct HttpResponse {
 };
 
 HttpResponse json_response(const nlohmann::json& j, int status = 200);
-// The OpenAI error body (error_json); a 503 says when to retry.
+// The error body (http_error.hpp: error_json); a 503 says when to retry.
 HttpResponse error_response(const ApiError& e);
 
 const char* reason_phrase(int status);

@@ -27,9 +27,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "server/http_api.hpp"
 #include "server/http_exchange.hpp"
-#include "server/http_metrics.hpp"
+#include "server/http_handler.hpp"
 #include "server/http_request.hpp"
 #include "server/http_workers.hpp"
 
@@ -82,10 +81,8 @@ struct Posted {
 }  // namespace
 
 struct HttpServer::Impl {
-  Scheduler& scheduler;
+  HttpHandler& handler;
   HttpOptions options;
-  Metrics metrics;
-  ApiRoutes api;
   WorkerPool workers;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   std::atomic<bool> stopping{false};
@@ -97,8 +94,8 @@ struct HttpServer::Impl {
   std::mutex posted_mu;
   std::vector<Posted> posted;
 
-  Impl(Model& m, Scheduler& s, const HttpOptions& o)
-      : scheduler(s), options(o), api(m, s, o, metrics), workers(std::max<size_t>(o.threads, 1), o.worker_backlog) {
+  Impl(HttpHandler& h, const HttpOptions& o)
+      : handler(h), options(o), workers(std::max<size_t>(o.threads, 1), o.worker_backlog) {
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (epoll_fd < 0 || wake_fd < 0) throw Error(ErrorCode::io, std::string("epoll/eventfd: ") + std::strerror(errno));
@@ -339,7 +336,7 @@ struct HttpServer::Impl {
       if (c.reader.take_continue()) c.out += "HTTP/1.1 100 Continue\r\n\r\n";
       if (st == RequestReader::State::failed) {
         const HttpRequest& req = c.reader.request();
-        metrics.count_request(req.path, c.reader.failure().status);
+        handler.answered(req.path, c.reader.failure().status);
         respond_and_close(c, error_response(c.reader.failure()));
         return;
       }
@@ -360,8 +357,8 @@ struct HttpServer::Impl {
 
   void dispatch(Conn& c, HttpRequest req) {
     c.keep_alive = req.keep_alive && !stopping;
-    if (std::optional<HttpResponse> r = api.quick(req)) {
-      metrics.count_request(req.path, r->status);
+    if (std::optional<HttpResponse> r = handler.quick(req)) {
+      handler.answered(req.path, r->status);
       c.out += serialize(*r, c.keep_alive);
       if (!c.keep_alive) c.phase = Conn::Phase::closing;
       c.idle_since = Clock::now();
@@ -369,13 +366,14 @@ struct HttpServer::Impl {
     }
     const uint64_t id = c.id;
     auto ex = std::make_shared<Exchange>(
-        std::move(req), [this, id](std::string bytes, bool last) { post(id, std::move(bytes), last); }, metrics);
-    if (!workers.try_submit([this, ex] { api.generate(*ex); })) {
+        std::move(req), [this, id](std::string bytes, bool last) { post(id, std::move(bytes), last); },
+        [this](std::string_view path, int status) { handler.answered(path, status); });
+    if (!workers.try_submit([this, ex] { handler.respond(*ex); })) {
       const HttpResponse busy = error_response({503,
                                                 "every request thread is busy and their queue is full: retry "
                                                 "later (or start the server with a larger --threads)",
                                                 "server_busy", "", "server_busy"});
-      metrics.count_request(ex->request().path, busy.status);
+      handler.answered(ex->request().path, busy.status);
       c.out += serialize(busy, c.keep_alive);
       if (!c.keep_alive) c.phase = Conn::Phase::closing;
       return;
@@ -458,7 +456,7 @@ struct HttpServer::Impl {
     }
     for (uint64_t id : drop) destroy(id);
     for (Conn* c : late) {
-      metrics.count_request(c->reader.request().path, 408);
+      handler.answered(c->reader.request().path, 408);
       respond_and_close(*c, error_response({408,
                                             "the request did not arrive within " +
                                                 std::to_string(options.request_timeout_s) + " s",
@@ -467,8 +465,8 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(Model& model, Scheduler& scheduler, const HttpOptions& options)
-    : impl_(std::make_unique<Impl>(model, scheduler, options)) {}
+HttpServer::HttpServer(HttpHandler& handler, const HttpOptions& options)
+    : impl_(std::make_unique<Impl>(handler, options)) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -1,23 +1,21 @@
 #pragma once
 // The HTTP side of `reach serve`: one I/O thread owns every connection (epoll, non-blocking sockets)
-// and enforces the limits where the bytes arrive; worker threads answer generation requests (see
-// http_api.hpp) and hand their response bytes back to the I/O thread.
+// and enforces the limits where the bytes arrive; worker threads answer the requests the handler
+// does not answer at once (HttpHandler: the routes, e.g. openai_routes.hpp) and hand their response
+// bytes back to the I/O thread.  The server knows no route.
 #include <cstddef>
 #include <memory>
 #include <string>
 
-#include "runtime/model/model.hpp"
-#include "server/scheduler.hpp"
+#include "server/http_handler.hpp"
 
 namespace reach::server {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;            // 0: any free port (printed)
-  std::string api_key;        // non-empty: every route but /health and /metrics needs "Authorization: Bearer KEY"
-  std::string model_id;       // the name /v1/models lists and requests must use (or omit)
   size_t max_body = 1 << 20;  // bytes, after Content-Encoding is undone; larger bodies get 413
-  size_t threads = 16;        // generation requests served at once; up to worker_backlog more wait, beyond: 503
+  size_t threads = 16;        // requests served on workers at once; up to worker_backlog more wait, beyond: 503
   size_t worker_backlog = 64;
   size_t max_connections = 1024;  // open connections; beyond, new ones are closed at once
   int request_timeout_s = 10;     // for a whole request (head and body) to arrive from its first byte: 408
@@ -27,7 +25,8 @@ struct HttpOptions {
 
 class HttpServer {
  public:
-  HttpServer(Model& model, Scheduler& scheduler, const HttpOptions& options);
+  // `handler` answers every request; it outlives the server.
+  HttpServer(HttpHandler& handler, const HttpOptions& options);
   ~HttpServer();
   // Binds and listens; returns the port (useful with port 0).  Throws Error(io) when the address is taken.
   int bind();

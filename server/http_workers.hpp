@@ -1,7 +1,7 @@
 #pragma once
-// The threads that answer generation requests (parse, tokenize, submit the Job, relay its events), off
-// the I/O thread.  The backlog of requests waiting for a thread is bounded: try_submit refuses beyond
-// it, and the server answers 503.
+// The threads that answer requests off the I/O thread (HttpHandler::respond; for the OpenAI routes:
+// parse, tokenize, submit the Job, relay its events).  The backlog of requests waiting for a thread
+// is bounded: try_submit refuses beyond it, and the server answers 503.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>

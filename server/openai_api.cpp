@@ -228,14 +228,7 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
   return r;
 }
 
-const char* finish_reason_name(FinishReason r) { return r == FinishReason::stop ? "stop" : "length"; }
-
-json error_json(const ApiError& e) {
-  json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
-  if (!e.param.empty()) err["param"] = e.param;
-  if (!e.code.empty()) err["code"] = e.code;
-  return json{{"error", err}};
-}
+const char* finish_reason_name(serve::FinishReason r) { return r == serve::FinishReason::stop ? "stop" : "length"; }
 
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
@@ -337,7 +330,5 @@ json models_json(const std::string& model, int64_t created) {
   return {{"object", "list"},
           {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "reach"}}})}};
 }
-
-std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace reach::server

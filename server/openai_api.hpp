@@ -1,6 +1,7 @@
 #pragma once
 // The OpenAI HTTP API's JSON: request bodies of /v1/completions and /v1/chat/completions parsed and
-// checked into a GenerationRequest, and the response bodies (whole and streamed chunks, errors).
+// checked into a GenerationRequest (openai_routes maps it to the engine's serve::Request), and the
+// response bodies (whole and streamed chunks) from the engine's events and finish reasons.
 // No I/O and no device here: the parts a test can check on their own.
 #include <cstdint>
 #include <memory>
@@ -11,20 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/constrain/json_grammar.hpp"
+#include "runtime/serve/request.hpp"
 #include "runtime/session/sampler.hpp"
 #include "runtime/session/token_logprobs.hpp"
 #include "runtime/text/chat_template.hpp"
+#include "server/http_error.hpp"
 
 namespace reach::server {
-
-// An error answered as {"error": {"message", "type", "param", "code"}} with an HTTP status.
-struct ApiError {
-  int status = 400;
-  std::string message;
-  std::string type = "invalid_request_error";
-  std::string param;   // the request field at fault; "" = null
-  std::string code;    // "" = null
-};
 
 enum class Endpoint { completions, chat };
 
@@ -55,14 +49,10 @@ struct GenerationRequest {
 // those whose non-default value would change the answer (n > 1, echo, best_of): 400.
 GenerationRequest parse_generation_request(const std::string& body, Endpoint endpoint);
 
-enum class FinishReason { stop, length };
+using serve::FinishReason;
+using serve::Usage;
 const char* finish_reason_name(FinishReason r);
 
-struct Usage {
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-};
-
-nlohmann::json error_json(const ApiError& e);
 nlohmann::json usage_json(const Usage& u);
 // A whole (non-streamed) answer.
 // logprobs: the reply's tokens when the request asked for them (null: "logprobs": null).
@@ -85,8 +75,5 @@ nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>&
 nlohmann::json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                 const Usage& usage);
 nlohmann::json models_json(const std::string& model, int64_t created);
-
-// JSON text, invalid UTF-8 replaced rather than thrown on.
-std::string dump_json(const nlohmann::json& j);
 
 }  // namespace reach::server

@@ -1,7 +1,7 @@
 #include "server/response_format.hpp"
 
 #include "base/error.hpp"
-#include "server/openai_api.hpp"
+#include "server/http_error.hpp"
 
 namespace reach::server {
 

@@ -54,6 +54,37 @@ static int on_progress(void* user, uint64_t done, uint64_t total) {
   return done <= total && *(int*)user; /* *user == 0: cancel */
 }
 
+/* A reply (reach_reply) fed the tokens of `text` as if they were sampled: the content and reasoning it
+ * hands out, concatenated, and whether a stop string ended it.  Each push's content must never show
+ * part of a stop string (checked by the callers through the totals). */
+typedef struct {
+  char content[512], reasoning[512];
+  int stopped, pushes_after_stop;
+} reply_result;
+
+static reply_result reply_of(reach_model* model, reach_reply* reply, const char* text) {
+  reply_result r;
+  memset(&r, 0, sizeof r);
+  int32_t ids[256];
+  size_t n = 0;
+  EXPECT_STATUS(reach_tokenize(model, text, strlen(text), 0, ids, 256, &n), REACH_OK);
+  reach_reply_text t;
+  memset(&t, 0, sizeof t);
+  t.size = sizeof t;
+  for (size_t i = 0; i < n; ++i) {
+    if (r.stopped) r.pushes_after_stop++;
+    EXPECT_STATUS(reach_reply_push(reply, ids[i], &t), REACH_OK);
+    strncat(r.content, t.content, t.content_len);
+    strncat(r.reasoning, t.reasoning, t.reasoning_len);
+    r.stopped = t.stopped;
+  }
+  EXPECT_STATUS(reach_reply_finish(reply, &t), REACH_OK);
+  strncat(r.content, t.content, t.content_len);
+  strncat(r.reasoning, t.reasoning, t.reasoning_len);
+  r.stopped = r.stopped || t.stopped;
+  return r;
+}
+
 static int argmax(const float* v, size_t n) {
   size_t best = 0;
   for (size_t i = 1; i < n; ++i)
@@ -276,6 +307,81 @@ int main(int argc, char** argv) {
   }
   EXPECT(strcmp(streamed, text) == 0);
   EXPECT_STATUS(reach_stream_free(st), REACH_OK);
+
+  /* Replies: stop strings (held back while they may still complete) and harmony's channels. */
+  {
+    const char* plain = "Hello there. STOP and more";
+    const char* harmony = "<|channel|>analysis<|message|>Think: STOP? no.<|end|>"
+                          "<|start|>assistant<|channel|>final<|message|>The answer. STOP here";
+    const char* stops[] = {"STOP", "never seen"};
+    reach_reply* reply = NULL;
+    reach_reply_params rp = reach_reply_default_params();
+    EXPECT(rp.size == sizeof rp && rp.n_stop == 0 && rp.channels == 0);
+    EXPECT_STATUS(reach_reply_create(model, NULL, &reply), REACH_OK);   /* no stops, no channels */
+    reply_result r = reply_of(model, reply, plain);
+    EXPECT(strcmp(r.content, plain) == 0 && r.reasoning[0] == '\0' && !r.stopped);
+    EXPECT_STATUS(reach_reply_free(reply), REACH_OK);
+
+    rp.stop = stops;
+    rp.n_stop = 2;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_OK);
+    r = reply_of(model, reply, plain);
+    EXPECT(strcmp(r.content, "Hello there. ") == 0);
+    EXPECT(r.stopped);
+    EXPECT(r.pushes_after_stop > 0);   /* pushes after the stop add nothing */
+    EXPECT_STATUS(reach_reply_reset(reply), REACH_OK);   /* the next generation: same stops */
+    r = reply_of(model, reply, "no stop in this one, ST");
+    EXPECT(strcmp(r.content, "no stop in this one, ST") == 0 && !r.stopped);   /* the tail comes at finish */
+    EXPECT_STATUS(reach_reply_free(reply), REACH_OK);
+
+    /* Harmony: the final channel is the content, the analysis the reasoning; stops end the final
+     * channel only, and the headers are in neither. */
+    rp.channels = 1;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_OK);
+    r = reply_of(model, reply, harmony);
+    EXPECT(strcmp(r.reasoning, "Think: STOP? no.") == 0);
+    EXPECT(strcmp(r.content, "The answer. ") == 0);
+    EXPECT(r.stopped);
+    EXPECT_STATUS(reach_reply_free(reply), REACH_OK);
+    rp.n_stop = 0;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_OK);
+    r = reply_of(model, reply, harmony);
+    EXPECT(strcmp(r.content, "The answer. STOP here") == 0 && !r.stopped);
+    EXPECT_STATUS(reach_reply_free(reply), REACH_OK);
+    /* AUTO: this model's chat format has no channels: the text is all content, markers included. */
+    rp.channels = REACH_REPLY_CHANNELS_AUTO;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_OK);
+    r = reply_of(model, reply, harmony);
+    EXPECT(strcmp(r.content, harmony) == 0 && r.reasoning[0] == '\0');
+    /* Misuse: codes with messages, the reply unchanged. */
+    reach_reply_text t;
+    memset(&t, 0, sizeof t);
+    EXPECT_STATUS(reach_reply_push(reply, ids[0], &t), REACH_ERROR_INVALID_ARGUMENT);   /* size 0 */
+    t.size = sizeof t;
+    EXPECT_STATUS(reach_reply_push(reply, ids[0], NULL), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_reply_push(reply, -1, &t), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_reply_push(reply, 1 << 30, &t), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_reply_push(NULL, ids[0], &t), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_reply_free(reply), REACH_OK);
+    EXPECT_STATUS(reach_reply_push(reply, ids[0], &t), REACH_ERROR_INVALID_ARGUMENT);   /* freed */
+    EXPECT_STATUS(reach_reply_free(NULL), REACH_OK);
+    const char* empty[] = {""};
+    rp = reach_reply_default_params();
+    rp.stop = empty;
+    rp.n_stop = 1;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_ERROR_INVALID_ARGUMENT);
+    rp.n_stop = REACH_REPLY_MAX_STOP + 1;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_ERROR_INVALID_ARGUMENT);
+    rp.stop = NULL;
+    rp.n_stop = 1;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_ERROR_INVALID_ARGUMENT);
+    rp = reach_reply_default_params();
+    rp.channels = 2;
+    EXPECT_STATUS(reach_reply_create(model, &rp, &reply), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT(reply == NULL);
+    EXPECT_STATUS(reach_reply_create(NULL, NULL, &reply), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT_STATUS(reach_reply_create(model, NULL, NULL), REACH_ERROR_INVALID_ARGUMENT);
+  }
 
   /* Context overflow. */
   reach_session* small = NULL;

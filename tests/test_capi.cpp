@@ -452,3 +452,83 @@ TEST_CASE("capi: reach_batch_decode steps several sessions as each would step al
   REQUIRE_OK(reach_device_free(dev));
   CHECK(g_vulkan_errors == 0);
 }
+
+// reach_reply on gpt-oss's vocabulary, where harmony's markers are special tokens (dropped by the text
+// decoder, restored for the channel split) and, with gpt-oss's chat template, REACH_REPLY_CHANNELS_AUTO
+// finds the channels.  tests/test_capi.c checks the rest from C.
+TEST_CASE("capi: reach_reply splits a gpt-oss reply into its channels and stops in the final one") {
+  const std::filesystem::path fixture = reach::test::source_root() / "tests/data/families/gpt_oss/hf";
+  reach::test::TempDir dir("capi_reply");
+  for (const auto& e : std::filesystem::directory_iterator(fixture))
+    std::filesystem::copy_file(e.path(), dir.path / e.path().filename());
+  {
+    // The fixture's tokenizer_config.json with gpt-oss's template in it, as the harmony serve test does.
+    std::string config = reach::test::read_text(fixture / "tokenizer_config.json");
+    std::string tmpl = reach::test::read_text(reach::test::source_root() / "tests/data/chat_templates/gpt_oss.jinja");
+    std::string quoted = "\"";
+    for (char c : tmpl) {
+      if (c == '"' || c == '\\') quoted += '\\', quoted += c;
+      else if (c == '\n') quoted += "\\n";
+      else if (c == '\t') quoted += "\\t";
+      else quoted += c;
+    }
+    quoted += "\"";
+    const size_t brace = config.rfind('}');
+    REQUIRE(brace != std::string::npos);
+    config = config.substr(0, brace) + ", \"chat_template\": " + quoted + "}\n";
+    std::ofstream(dir.path / "tokenizer_config.json") << config;
+  }
+  reach_device* dev = nullptr;
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_device_create(nullptr, &dev));
+  REQUIRE_OK(reach_model_load(dev, dir.path.string().c_str(), nullptr, &m));
+
+  const std::string reply_text =
+      "<|channel|>analysis<|message|>Think: the answer is 4. STOP? No.<|end|>"
+      "<|start|>assistant<|channel|>final<|message|>2 + 2 = 4. STOP here, not shown.";
+  size_t n = 0;
+  REQUIRE_OK(reach_tokenize(m, reply_text.data(), reply_text.size(), 0, nullptr, 0, &n));
+  std::vector<int32_t> ids(n);
+  REQUIRE_OK(reach_tokenize(m, reply_text.data(), reply_text.size(), 0, ids.data(), ids.size(), &n));
+
+  struct Got {
+    std::string content, reasoning;
+    bool stopped = false;
+  };
+  auto run = [&](int32_t channels, std::vector<const char*> stops) {
+    reach_reply_params rp = reach_reply_default_params();
+    rp.channels = channels;
+    rp.stop = stops.data();
+    rp.n_stop = stops.size();
+    reach_reply* r = nullptr;
+    REQUIRE_OK(reach_reply_create(m, &rp, &r));
+    Got g;
+    reach_reply_text t{};
+    t.size = sizeof t;
+    for (int32_t id : ids) {
+      REQUIRE_OK(reach_reply_push(r, id, &t));
+      g.content.append(t.content, t.content_len);
+      g.reasoning.append(t.reasoning, t.reasoning_len);
+      g.stopped = t.stopped != 0;
+    }
+    REQUIRE_OK(reach_reply_finish(r, &t));
+    g.content.append(t.content, t.content_len);
+    g.reasoning.append(t.reasoning, t.reasoning_len);
+    REQUIRE_OK(reach_reply_free(r));
+    return g;
+  };
+  Got g = run(REACH_REPLY_CHANNELS_AUTO, {"STOP"});
+  CHECK(g.reasoning == "Think: the answer is 4. STOP? No.");   // stops are not looked for in the analysis
+  CHECK(g.content == "2 + 2 = 4. ");
+  CHECK(g.stopped);
+  g = run(1, {"final", "assistant"});   // header words are not the reply's text
+  CHECK(g.content == "2 + 2 = 4. STOP here, not shown.");
+  CHECK(!g.stopped);
+  g = run(0, {});   // no channels: the decoded text (special tokens dropped) is all content
+  CHECK(g.reasoning.empty());
+  CHECK(g.content.find("2 + 2 = 4.") != std::string::npos);
+  CHECK(g.content.find("<|channel|>") == std::string::npos);
+
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+}

@@ -1,4 +1,4 @@
-// The server's reply text (server/reply_text.*) and the chat response shapes of a harmony reply
+// The server's reply text (runtime/serve/reply_text.*) and the chat response shapes of a harmony reply
 // (server/openai_api.*), without a model: the reply's tokens come from encoding a written reply with the
 // gpt-oss fixture's tokenizer and decoding them as a generation does.  A harmony reply's final channel is
 // the content, its analysis the reasoning (message.reasoning_content, delta.reasoning_content), and stop
@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "runtime/text/tokenizer.hpp"
+#include "runtime/serve/reply_text.hpp"
 #include "server/openai_api.hpp"
-#include "server/reply_text.hpp"
 #include "tests/support/files.hpp"
 
 using nlohmann::json;
 using reach::Tokenizer;
-using reach::server::ReplyPiece;
-using reach::server::ReplyText;
+using reach::serve::ReplyPiece;
+using reach::serve::ReplyText;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The server's Scheduler (server/scheduler.hpp) driven directly, no HTTP: prompt-prefix reuse gives the
+// The server's Scheduler (runtime/serve/scheduler.hpp) driven directly, no HTTP: prompt-prefix reuse gives the
 // same greedy replies as prefilling every prompt whole (a second Scheduler with the prefix cache off is
 // the reference), the reuse counters move by the prefix lengths worked out here from the ids, and the
 // per-token logprobs are the log-softmax of a plain Session's logits over the same ids.
@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "runtime/model/model.hpp"
-#include "server/scheduler.hpp"
+#include "runtime/serve/scheduler.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
-using namespace reach::server;
+using namespace reach::serve;
 using namespace reach::test;
 
 namespace {

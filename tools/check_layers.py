@@ -93,11 +93,18 @@ ROOMS = [
          'cache, chunked prefill, decode), DecodeBatch (several sessions per step), the sampler, and '
          'Generation: the session, sampler, text decoder and stop ids that `reach run`, the server and the '
          'C API share', SESSION, True),
-    Room('runtime/serve/', 'the protocol-free serving engine: requests, the continuous-batching scheduler, '
-         'reply assembly (moving here from server/)', SERVE, True),
-    Room('server/', '`reach serve`: its own HTTP/1.1 server (epoll), the OpenAI API\'s JSON, the '
-         'continuous-batching Scheduler, stop strings',
-         RUNTIME_ALL + ('server/',), False, 'the model through runtime/, never engine or kernels'),
+    Room('runtime/serve/', 'the serving engine, protocol-free (no JSON, no HTTP; as MLC-LLM\'s cpp/serve): '
+         'requests with their sampling, stops, constraint and logprob options and their events (request.hpp), '
+         'the continuous-batching Scheduler (one file per step), reply assembly (stop strings with held-back '
+         'text, harmony channels, logprob entries, finish reasons: reply_text, reply_assembly) and the '
+         'counters; the server, the C API (reach_reply) and `reach run` use it', SERVE, False,
+         'sessions from below, never server/: the engine knows no protocol'),
+    Room('server/', '`reach serve`: transport and protocol only. Transport: its own HTTP/1.1 server (epoll; '
+         'http_*), which hands every request to an HttpHandler and knows no route, and the drain on SIGTERM '
+         '(drain.*). Protocol: the OpenAI API\'s JSON <-> engine requests (openai_api, response_format) and '
+         'its routes (openai_routes: the handler, with the /metrics counters)',
+         RUNTIME_ALL + ('server/',), False, 'the model through runtime/ (runtime/serve drives it), never engine '
+         'or kernels'),
     Room('capi/', 'the C API behind include/reach.h: libreach.so / .a, reach.pc',
          RUNTIME_ALL + ('engine/', 'capi/', 'include/'), True),
     Room('include/', 'reach.h, the one public header', ('include/',), False,

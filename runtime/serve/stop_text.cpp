@@ -1,8 +1,8 @@
-#include "server/stop_text.hpp"
+#include "runtime/serve/stop_text.hpp"
 
 #include <algorithm>
 
-namespace reach::server {
+namespace reach::serve {
 
 std::string StopText::push(const std::string& piece) {
   if (stopped_) return "";
@@ -37,4 +37,4 @@ std::string StopText::flush() {
   return stopped_ ? std::string() : out;
 }
 
-}  // namespace reach::server
+}  // namespace reach::serve

@@ -1,4 +1,4 @@
-#include "server/http_api.hpp"
+#include "server/openai_routes.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -38,11 +38,10 @@ constexpr Route kRoutes[] = {{"/health", "GET", true},
 
 }  // namespace
 
-ApiRoutes::ApiRoutes(Model& model, Scheduler& scheduler, const HttpOptions& options, Metrics& metrics)
+OpenAiRoutes::OpenAiRoutes(Model& model, serve::Scheduler& scheduler, const ApiOptions& options)
     : model_(model),
       scheduler_(scheduler),
       options_(options),
-      metrics_(metrics),
       tokenizer_(*model.tokenizer()),
       started_(std::time(nullptr)),
       id_salt_(std::random_device{}()) {
@@ -55,14 +54,14 @@ ApiRoutes::ApiRoutes(Model& model, Scheduler& scheduler, const HttpOptions& opti
   }
 }
 
-std::string ApiRoutes::new_id(Endpoint ep) {
+std::string OpenAiRoutes::new_id(Endpoint ep) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%s-%08llx%06llx", ep == Endpoint::chat ? "chatcmpl" : "cmpl",
                 (unsigned long long)(id_salt_ & 0xffffffffu), (unsigned long long)next_id_++);
   return buf;
 }
 
-bool ApiRoutes::authorized(const HttpRequest& req) const {
+bool OpenAiRoutes::authorized(const HttpRequest& req) const {
   const std::string* auth = req.header("authorization");
   if (!auth) return false;
   // "Bearer KEY": the scheme is case-insensitive (RFC 9110 11.1).
@@ -72,7 +71,7 @@ bool ApiRoutes::authorized(const HttpRequest& req) const {
   return same_secret(std::string(trim(v.substr(sp))), options_.api_key);
 }
 
-std::optional<HttpResponse> ApiRoutes::quick(const HttpRequest& req) {
+std::optional<HttpResponse> OpenAiRoutes::quick(const HttpRequest& req) {
   const Route* route = nullptr;
   for (const Route& r : kRoutes)
     if (req.path == r.path) route = &r;
@@ -90,7 +89,7 @@ std::optional<HttpResponse> ApiRoutes::quick(const HttpRequest& req) {
     return r;
   }
   if (req.path == "/health") {
-    const SchedulerStats s = scheduler_.stats();
+    const serve::SchedulerStats s = scheduler_.stats();
     return json_response({{"status", "ok"}, {"slots", s.slots}, {"slots_busy", s.busy}, {"queued", s.queued}});
   }
   if (req.path == "/metrics") {
@@ -104,8 +103,8 @@ std::optional<HttpResponse> ApiRoutes::quick(const HttpRequest& req) {
 }
 
 // The prompt's token ids and end tokens, as `reach run` builds them (encode_chat).
-std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
-  auto job = std::make_shared<Job>();
+std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r) {
+  auto job = std::make_shared<serve::Job>();
   if (r.endpoint == Endpoint::chat) {
     if (!chat_template_)
       throw ApiError{400, "this model has no chat template (use /v1/completions)", "invalid_request_error", "messages",
@@ -162,9 +161,9 @@ std::shared_ptr<Job> ApiRoutes::make_job(const GenerationRequest& r) {
   return job;
 }
 
-void ApiRoutes::generate(Exchange& ex) {
+void OpenAiRoutes::respond(Exchange& ex) {
   const Endpoint ep = ex.request().path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completions;
-  std::shared_ptr<Job> job;
+  std::shared_ptr<serve::Job> job;
   GenerationRequest r;
   try {
     r = parse_generation_request(ex.request().body, ep);
@@ -183,7 +182,7 @@ void ApiRoutes::generate(Exchange& ex) {
                                     "all slots are busy and the queue is full: retry later (or start the server "
                                     "with a larger --parallel or --queue)",
                                     "server_busy", "", "server_busy"}));
-  ex.watch(job);
+  ex.on_gone([job] { job->cancelled = true; });
   const std::string id = new_id(ep);
   const int64_t created = std::time(nullptr);
   const std::string& model_id = options_.model_id;
@@ -193,7 +192,7 @@ void ApiRoutes::generate(Exchange& ex) {
     std::string text, reasoning;
     std::vector<TokenLogprob> logprobs;
     while (!ex.gone()) {
-      std::optional<JobEvent> e = job->pop(kPollMs);
+      std::optional<serve::JobEvent> e = job->pop(kPollMs);
       if (!e) continue;
       text += e->text;
       reasoning += e->reasoning;
@@ -209,7 +208,7 @@ void ApiRoutes::generate(Exchange& ex) {
   ex.start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
   if (ep == Endpoint::chat) ex.send_chunk(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, true)));
   while (!ex.gone()) {
-    std::optional<JobEvent> e = job->pop(kPollMs);
+    std::optional<serve::JobEvent> e = job->pop(kPollMs);
     if (!e) continue;  // queued, or a long prefill
     if (!e->error.empty()) {
       ex.send_chunk(sse(error_json({500, e->error, "server_error", "", ""})) + "data: [DONE]\n\n");

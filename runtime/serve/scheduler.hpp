@@ -1,7 +1,7 @@
 #pragma once
-// The scheduler: owns N slots, each with its own reach Session, and is the only thread that touches the
-// device.  HTTP handler threads submit Jobs (token ids, sampling, limits) and read each Job's event
-// queue.  Each iteration of the scheduler thread (continuous batching):
+// The continuous-batching scheduler: owns N slots, each with its own reach Session, and is the only
+// thread that touches the device.  Other threads (the server's request threads) submit Jobs (token ids,
+// sampling, limits: request.hpp) and read each Job's event queue.  Each iteration of the scheduler thread (continuous batching):
 //   1. admits queued jobs into free slots (no device work yet);
 //   2. prefills one chunk of one admitted prompt, so that a long prompt never stalls running streams
 //      for more than a chunk;
@@ -18,7 +18,6 @@
 // LongRoPE's tables do not follow the prompt length; log n, CosA and Self-Extend's grouping depend on the
 // query's position, applied at attention time, not stored).  Sliding-window ring caches limit how far
 // back a session can rewind (Session::rewind_floor): a shorter match than that reuses nothing.
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,60 +28,13 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/serve/counters.hpp"
+#include "runtime/serve/reply_assembly.hpp"
+#include "runtime/serve/request.hpp"
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/generation.hpp"
-#include "server/openai_api.hpp"
-#include "server/reply_text.hpp"
 
-namespace reach::server {
-
-// What a handler thread reads from its Job: text deltas, then one final event.
-struct JobEvent {
-  std::string text;
-  bool done = false;
-  FinishReason finish = FinishReason::stop;
-  Usage usage;
-  std::string error;   // non-empty: generation failed (done is true)
-  // The tokens sampled since the previous event, when the job asked for logprobs.  An event may carry
-  // tokens whose text is still held back (an incomplete character, a possible stop string).
-  std::vector<TokenLogprob> logprobs;
-  std::string reasoning;   // a harmony reply's analysis text (Job::channels), sent before `text`; empty otherwise
-};
-
-struct Job {
-  std::vector<int32_t> ids;          // the prompt, checked against the context by the submitter
-  std::vector<int32_t> stop_ids;     // tokens that end generation besides the model's EOS (end of turn); not emitted
-  std::vector<std::string> stop;     // stop strings
-  SamplerParams sampling;
-  int64_t max_tokens = 1;            // sampled tokens at most, the end token included
-  int logprobs = -1;                 // alternatives per token in JobEvent::logprobs; -1: no logprobs
-  bool cache_prompt = true;          // false: prefill the whole prompt even if a slot holds a prefix of it
-  std::shared_ptr<const JsonConstraint> json;   // response_format: the reply is a JSON document; null: free text
-  // The reply is in harmony's channels (a gpt-oss chat): JobEvent::text is its final channel, reasoning its
-  // analysis, and stop strings apply to the final channel (ReplyText).
-  bool channels = false;
-
-  // Set by the handler when its client went away: the scheduler frees the slot at its next step.
-  std::atomic<bool> cancelled{false};
-
-  void push(JobEvent e);
-  // Waits up to timeout_ms for an event; nullopt on timeout.
-  std::optional<JobEvent> pop(int timeout_ms);
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<JobEvent> events_;
-};
-
-struct SchedulerStats {
-  size_t slots = 0, busy = 0, queued = 0;
-  // Totals since the server started (GET /metrics): tokens through prefill and decode, the device time
-  // each took, and the prompts that reused a prefix a slot already held (and how many tokens that skipped).
-  uint64_t prompt_tokens = 0, generated_tokens = 0;
-  double prefill_seconds = 0, decode_seconds = 0;
-  uint64_t prefix_hits = 0, prefix_tokens_reused = 0;
-};
+namespace reach::serve {
 
 class Scheduler {
  public:
@@ -103,18 +55,13 @@ class Scheduler {
   struct Slot {
     std::unique_ptr<Generation> gen;   // its session lives as long as the slot; restarted per job
     std::shared_ptr<Job> job;      // null: free
-    std::unique_ptr<ReplyText> reply;
+    std::unique_ptr<ReplyAssembly> reply;   // the job's text, logprob entries and finish reason
     int64_t sampled = 0;
     size_t prefilled = 0;          // prompt tokens in the cache; < ids.size(): still prefilling
     std::optional<int32_t> next;   // the token advance() feeds, set by sample_and_emit
     // The ids the session's KV cache holds, position by position (size == session position); cleared
     // when a failed step leaves the cache in doubt.  Outlives the job: the next prompt may share a prefix.
     std::vector<int32_t> cached;
-    // Logprob entries sampled and not yet handed to the job: an entry goes out once the reply text
-    // sent reaches its token (text held back for a possible stop string holds its entries back too).
-    std::vector<TokenLogprob> logprobs;
-    size_t text_chars = 0;      // characters of the reply decoded so far (the next text_offset)
-    size_t emitted_chars = 0;   // characters of reply text sent to the job so far
   };
 
   void loop();
@@ -126,8 +73,6 @@ class Scheduler {
   void sample_and_emit(Slot& slot);
   void advance(std::vector<Slot*>& active);
   void finish(Slot& slot, FinishReason reason, const std::string& tail);
-  // The entries whose token starts within the text sent so far (all: every entry); the rest stay.
-  std::vector<TokenLogprob> take_logprobs(Slot& slot, bool all);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot, JobEvent last);
 
@@ -148,4 +93,4 @@ class Scheduler {
   std::thread thread_;
 };
 
-}  // namespace reach::server
+}  // namespace reach::serve

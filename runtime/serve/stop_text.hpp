@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace reach::server {
+namespace reach::serve {
 
 class StopText {
  public:
@@ -23,4 +23,4 @@ class StopText {
   bool stopped_ = false;
 };
 
-}  // namespace reach::server
+}  // namespace reach::serve

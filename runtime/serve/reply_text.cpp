@@ -1,8 +1,8 @@
-#include "server/reply_text.hpp"
+#include "runtime/serve/reply_text.hpp"
 
 #include "runtime/text/tokenizer.hpp"
 
-namespace reach::server {
+namespace reach::serve {
 
 ReplyText::ReplyText(std::vector<std::string> stops, const Tokenizer* channels)
     : stop_(std::move(stops)), channels_(channels) {
@@ -34,4 +34,4 @@ ReplyPiece ReplyText::split(const std::string& text, bool end) {
   return out;
 }
 
-}  // namespace reach::server
+}  // namespace reach::serve

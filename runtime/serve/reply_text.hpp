@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/serve/stop_text.hpp"
 #include "runtime/text/harmony_reply.hpp"
-#include "server/stop_text.hpp"
 
 namespace reach {
 class Tokenizer;
 }
 
-namespace reach::server {
+namespace reach::serve {
 
 struct ReplyPiece {
   std::string reasoning;   // harmony's analysis channel; always empty for other replies
@@ -43,4 +43,4 @@ class ReplyText {
   std::optional<HarmonyReply> harmony_;
 };
 
-}  // namespace reach::server
+}  // namespace reach::serve

@@ -1,0 +1,18 @@
+#pragma once
+// The serving engine's counters: what the Scheduler has done since it started (server/http_metrics
+// renders them for GET /metrics, /health reports the slots).
+#include <cstddef>
+#include <cstdint>
+
+namespace reach::serve {
+
+struct SchedulerStats {
+  size_t slots = 0, busy = 0, queued = 0;
+  // Totals since the server started (GET /metrics): tokens through prefill and decode, the device time
+  // each took, and the prompts that reused a prefix a slot already held (and how many tokens that skipped).
+  uint64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  uint64_t prefix_hits = 0, prefix_tokens_reused = 0;
+};
+
+}  // namespace reach::serve
