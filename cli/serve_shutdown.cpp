@@ -13,7 +13,7 @@ namespace reach::cli {
 namespace {
 
 // After the deadline has cut the requests left, how long their error events and [DONE] get to go out
-// (the scheduler ends them after its step in progress) before every connection is dropped.
+// (the scheduler ends them after its step in progress) before the server stops at once (stop_now).
 constexpr auto kCutGrace = std::chrono::seconds(5);
 // Stopping at once: how long the exit may wait for the device's step in progress (a long prefill chunk
 // on a slow device takes seconds) and the teardown before the process ends without them.
@@ -109,8 +109,10 @@ bool ServeShutdown::drain() {
     const int sig = next_signal(deadline);
     if (finished()) return true;
     if (sig) return false;  // a second signal: at once
-    // The deadline: first the requests left end with an error; a moment later the connections still open
-    // are dropped.  After that (or once the server has returned) only a signal or the end is waited for.
+    // The deadline: first the requests left end with an error; if connections are still open a moment
+    // later (a client that reads nothing, a device step that takes long), the server stops at once.
+    // Once the server has returned, only a signal or the end is waited for.
+    bool stuck = false;
     act([&] {
       if (state_ == State::draining) {
         state_ = State::cut;
@@ -119,12 +121,12 @@ bool ServeShutdown::drain() {
         actions_.cut("the server shut down before this reply was complete (its drain deadline passed)");
         deadline = Clock::now() + kCutGrace;
       } else {
-        std::fprintf(stderr, "reach serve: connections still open %.0f s after the cut: closing them\n",
+        std::fprintf(stderr, "reach serve: %zu request(s) still open %.0f s after the cut\n", actions_.in_flight(),
                      std::chrono::duration<double>(kCutGrace).count());
-        actions_.stop();
-        deadline = Clock::time_point::max();
+        stuck = true;
       }
     });
+    if (stuck) return false;
     std::lock_guard lock(mu_);
     if (served_) deadline = Clock::time_point::max();
   }

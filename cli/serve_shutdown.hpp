@@ -1,9 +1,9 @@
 #pragma once
 // How `reach serve` ends.  SIGTERM (what Kubernetes and process managers send before they wait) drains:
 // no new requests, the ones in flight finish (server/drain.hpp); at the deadline those left end with an
-// error, and whatever is still open a moment later is dropped.  A second SIGTERM, or SIGINT, stops at
-// once: every connection closes, and if the device's step in progress holds the exit up, the process
-// ends without waiting for it.  The signals go to one thread of ours; every other thread keeps them
+// error, and if any is still open a moment later the server stops at once.  A second SIGTERM, or SIGINT,
+// stops at once: every connection closes, and if the device's step in progress holds the exit up, the
+// process ends without waiting for it.  The signals go to one thread of ours; every other thread keeps them
 // blocked.
 #include <signal.h>
 
