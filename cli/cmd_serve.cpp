@@ -1,5 +1,4 @@
 // `reach serve`: an OpenAI-compatible HTTP server (server/).
-#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -7,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
 
 #include "base/error.hpp"
 #include "cli/options.hpp"
+#include "cli/serve_shutdown.hpp"
 #include "runtime/serve/scheduler.hpp"
 #include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
@@ -39,6 +38,9 @@ void serve_usage() {
       "  --max-body BYTES    largest request body, after decoding (default 1048576); larger: 413\n"
       "  --threads N         generation requests handled at once (default 4 x parallel + 8); 64 more may\n"
       "                      wait for a thread, beyond: 503.  Connections cost no thread while they send.\n"
+      "  --drain-timeout S   on SIGTERM, seconds the requests in flight get to finish (default 30); new ones\n"
+      "                      get 503 meanwhile.  Past it, those left end with an error.  A second SIGTERM,\n"
+      "                      or SIGINT, stops at once\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
@@ -64,6 +66,7 @@ int cmd_serve(const Args& args) {
   SessionOptions so;
   std::optional<WType> quantize;
   bool prefix_cache = true;
+  double drain_timeout = 30;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") { serve_usage(); return 0; }
@@ -78,6 +81,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--alias") alias = value_of(args, i);
     else if (a == "--max-body") ho.max_body = size_t(int_of(args, i, 1024, int64_t(1) << 32));
     else if (a == "--threads") threads = int_of(args, i, 1, 1024);
+    else if (a == "--drain-timeout") drain_timeout = float_of(args, i, 0, 86400, "seconds from 0 to 86400");
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
@@ -89,13 +93,10 @@ int cmd_serve(const Args& args) {
   ao.model_id = alias.empty() ? default_model_id(model_dir) : alias;
   ho.threads = size_t(threads ? threads : 4 * parallel + 8);
 
-  // Signals go to one thread that stops the server; every other thread (the HTTP threads, the scheduler)
-  // inherits the blocked mask.  A client gone mid-write must be an error return, not SIGPIPE.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGTERM and SIGINT go to one thread (ServeShutdown, made before the objects its actions use, so that
+  // it outlives them); every other thread (the HTTP threads, the scheduler) inherits the blocked mask.
+  // A client gone mid-write must be an error return, not SIGPIPE.
+  ServeShutdown shutdown;
   signal(SIGPIPE, SIG_IGN);
   // Each connection is a descriptor; the usual soft limit of 1024 would refuse connections before the
   // server's own cap does.
@@ -119,20 +120,13 @@ int cmd_serve(const Args& args) {
   std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
   std::fflush(stderr);
 
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "reach serve: stopping\n");
-    // The scheduler first: requests in flight end at once with an error; then the HTTP server drops
-    // every connection, whatever its client is doing, and listen() returns.
-    scheduler.stop();
-    http.stop();
-  });
+  shutdown.start({[&] { http.drain(); }, [&] { return http.in_flight(); },
+                  [&](const std::string& reason) { scheduler.stop(reason); }, [&] { http.stop(); }},
+                 drain_timeout);
+  // Returns once drained or stopped (or on a failure of its own, which leaves the signal thread waiting).
   http.listen();
+  shutdown.served();
   scheduler.stop();
-  // listen() returns only after stop(); a listen that failed on its own leaves the waiter waiting.
-  pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
   return 0;
 }
 

@@ -6,12 +6,12 @@ namespace reach::server {
 
 void Exchange::reply(const HttpResponse& r) {
   answered_(request_.path, r.status);
-  post_(serialize(r, request_.keep_alive), true);
+  post_(serialize(r, keep_alive()), true);
 }
 
 void Exchange::start_stream(int status, const std::string& content_type, const HeaderList& headers) {
   answered_(request_.path, status);
-  post_(stream_head(status, content_type, headers, request_.keep_alive, chunked()), false);
+  post_(stream_head(status, content_type, headers, keep_alive(), chunked()), false);
 }
 
 void Exchange::send_chunk(std::string_view data) {

@@ -39,14 +39,19 @@ class Exchange {
   void on_gone(std::function<void()> cancel);
   // The I/O thread: the connection is closed.
   void client_left();
+  // The I/O thread, when the server starts draining: a response not yet begun says "Connection: close"
+  // (the connection closes after it whatever the client asked).
+  void close_after() { close_after_ = true; }
 
  private:
   // HTTP/1.0 has no chunked coding: its streams end when the connection closes.
   bool chunked() const { return request_.minor_version >= 1; }
+  bool keep_alive() const { return request_.keep_alive && !close_after_; }
   HttpRequest request_;
   Post post_;
   Answered answered_;
   std::atomic<bool> gone_{false};
+  std::atomic<bool> close_after_{false};
   std::mutex mu_;
   std::function<void()> cancel_;
 };

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "server/drain.hpp"
 #include "server/http_exchange.hpp"
 #include "server/http_handler.hpp"
 #include "server/http_request.hpp"
@@ -86,6 +87,10 @@ struct HttpServer::Impl {
   WorkerPool workers;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   std::atomic<bool> stopping{false};
+  // Shutdown that drains (server/drain.hpp): asked for by drain() from any thread, begun by the I/O thread.
+  std::atomic<bool> drain_asked{false};
+  bool draining = false;
+  std::atomic<size_t> in_flight{0};  // requests being answered, counted every tick
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
   uint64_t next_conn = 1;
   bool listener_paused = false;
@@ -186,6 +191,8 @@ struct HttpServer::Impl {
         check_deadlines(now);
         next_tick = now + kTick;
       }
+      if (drain_asked && !draining) begin_drain();
+      if (draining && (in_flight = count_in_flight()) == 0) break;  // drained: every answer is written
     }
     // Stopping: every connection goes at once; workers see their exchanges gone and return.
     std::vector<uint64_t> ids;
@@ -194,6 +201,50 @@ struct HttpServer::Impl {
     ::close(listen_fd);
     listen_fd = -1;
     workers.stop();
+  }
+
+  // A request being answered: read and handed to a worker, or its answer not yet all written.
+  static bool answering(const Conn& c) {
+    return c.phase == Conn::Phase::busy || (c.phase == Conn::Phase::closing && !c.out.empty());
+  }
+
+  size_t count_in_flight() const {
+    size_t n = 0;
+    for (const auto& [id, c] : conns) n += answering(*c);
+    return n;
+  }
+
+  // The I/O thread, once drain() was called: answers in progress go on (and close their connection when
+  // done), idle connections close, requests still arriving get the 503.
+  void begin_drain() {
+    draining = true;
+    std::vector<uint64_t> idle, arriving, finishing;
+    for (auto& [id, cp] : conns) {
+      Conn& c = *cp;
+      if (c.phase == Conn::Phase::busy) {
+        c.keep_alive = false;
+        if (c.exchange) c.exchange->close_after();
+      } else if (c.phase == Conn::Phase::reading) {
+        if (c.request_started || !c.in.empty())
+          arriving.push_back(id);
+        else if (c.out.empty())
+          idle.push_back(id);
+        else
+          finishing.push_back(id);  // an answer still being written: the connection closes after it
+      }
+    }
+    for (uint64_t id : idle) destroy(id);
+    for (uint64_t id : arriving) {
+      Conn& c = *find(id);
+      const HttpResponse r = draining_refusal();
+      handler.answered(c.reader.request().path, r.status);
+      respond_and_close(c, r);
+    }
+    for (uint64_t id : finishing) {
+      Conn& c = *find(id);
+      c.phase = Conn::Phase::closing;
+      flush(c);
+    }
   }
 
   void accept_all() {
@@ -356,8 +407,11 @@ struct HttpServer::Impl {
   }
 
   void dispatch(Conn& c, HttpRequest req) {
-    c.keep_alive = req.keep_alive && !stopping;
-    if (std::optional<HttpResponse> r = handler.quick(req)) {
+    c.keep_alive = req.keep_alive && !stopping && !draining;
+    std::optional<HttpResponse> r;
+    if (draining) r = draining_response(req, count_in_flight());
+    if (!r) r = handler.quick(req);
+    if (r) {
       handler.answered(req.path, r->status);
       c.out += serialize(*r, c.keep_alive);
       if (!c.keep_alive) c.phase = Conn::Phase::closing;
@@ -442,8 +496,10 @@ struct HttpServer::Impl {
     const auto write_limit = std::chrono::seconds(options.write_timeout_s);
     std::vector<uint64_t> drop;
     std::vector<Conn*> late;
+    size_t answering_now = 0;
     for (auto& [id, cp] : conns) {
       Conn& c = *cp;
+      answering_now += answering(c);
       if (!c.out.empty() && now - c.write_stalled_since > write_limit)
         drop.push_back(id);
       else if (c.phase == Conn::Phase::draining && now > c.drain_until)
@@ -454,6 +510,7 @@ struct HttpServer::Impl {
                now - c.idle_since > idle_limit)
         drop.push_back(id);
     }
+    in_flight = answering_now;
     for (uint64_t id : drop) destroy(id);
     for (Conn* c : late) {
       handler.answered(c->reader.request().path, 408);
@@ -478,5 +535,12 @@ void HttpServer::stop() {
   impl_->stopping = true;
   impl_->wake();
 }
+
+void HttpServer::drain() {
+  impl_->drain_asked = true;
+  impl_->wake();
+}
+
+size_t HttpServer::in_flight() const { return impl_->in_flight; }
 
 }  // namespace reach::server

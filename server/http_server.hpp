@@ -34,6 +34,13 @@ class HttpServer {
   // Any thread (a signal handler's thread): listen() closes every connection and returns within about
   // 0.1 s plus the time a worker takes to notice (bounded waits, well under a second).
   void stop();
+  // Any thread: shutdown that drains (server/drain.hpp).  New requests get 503 with Retry-After and
+  // /health says "draining"; idle and half-sent connections close at once; listen() returns once every
+  // request in flight has been answered and its answer written.  stop() still ends it at once.
+  void drain();
+  // Requests being answered (read by a worker, or their answer still being written); updated by the I/O
+  // thread every 0.1 s.
+  size_t in_flight() const;
 
  private:
   struct Impl;

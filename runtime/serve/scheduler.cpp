@@ -26,9 +26,10 @@ Scheduler::~Scheduler() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Scheduler::stop() {
+void Scheduler::stop(const std::string& reason) {
   {
     std::lock_guard lock(mu_);
+    if (!stopping_) stop_reason_ = reason;   // the first stop says why
     stopping_ = true;
   }
   cv_.notify_all();
@@ -89,10 +90,15 @@ void Scheduler::loop() {
     if (busy_ == 0) cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (stopping_) break;
   }
+  std::string reason;
+  {
+    std::lock_guard lock(mu_);
+    reason = stop_reason_;
+  }
   for (Slot& slot : slots_)
-    if (slot.job) fail(slot, "the server is shutting down");
+    if (slot.job) fail(slot, reason);
   std::lock_guard lock(mu_);
-  for (auto& job : queue_) job->push({"", true, FinishReason::stop, {}, "the server is shutting down"});
+  for (auto& job : queue_) job->push({"", true, FinishReason::stop, {}, reason});
   queue_.clear();
 }
 

@@ -47,7 +47,9 @@ class Scheduler {
 
   // false when every slot is busy and max_queue jobs are already waiting.
   bool submit(const std::shared_ptr<Job>& job);
-  void stop();
+  // Ends every job, running or queued, with an error event carrying `reason` (after the step in progress),
+  // refuses new ones, and ends the scheduler thread.
+  void stop(const std::string& reason = "the server is shutting down");
   SchedulerStats stats() const;
   uint32_t context() const { return context_; }
 
@@ -90,6 +92,7 @@ class Scheduler {
   size_t busy_ = 0;      // slots with a job, under mu_ (for submit's limit and stats)
   SchedulerStats totals_;   // the running totals, under mu_ (slots, busy and queued are filled in by stats())
   bool stopping_ = false;
+  std::string stop_reason_;   // under mu_: the error the jobs left at stop() end with
   std::thread thread_;
 };
 
