@@ -52,9 +52,21 @@ def sizes(root: pathlib.Path) -> dict:
     return lines
 
 
-def layout(root: pathlib.Path) -> str:
+# A written size stands while it is within this of the count (--check), so that everyday edits do not
+# make the check fail; --write writes the counts.  A size a release behind (a room grown by a tenth or
+# more) still fails.
+def size_stands(written_k: float, lines: int) -> bool:
+    return abs(written_k * 1000 - lines) <= max(150, 0.1 * lines)
+
+
+WRITTEN_SIZE = re.compile(r'^(\s*)(\S+)\s+(\d+\.\d)k  ', re.M)
+
+
+def layout(root: pathlib.Path, current: str = '') -> str:
     rooms = check_layers.ROOMS
     counted = sizes(root)
+    # The sizes the current table gives, by row name (with its indent): kept where they still stand.
+    written = {(m.group(1), m.group(2)): float(m.group(3)) for m in WRITTEN_SIZE.finditer(current)}
     out = ['```']
     for room in rooms:
         parent = parent_of(room, rooms)
@@ -64,7 +76,11 @@ def layout(root: pathlib.Path) -> str:
             depth += 1
             p = parent_of(p, rooms)
         name = '  ' * depth + (room.folder[len(parent.folder):] if parent else room.folder)
-        size = f'{counted[room.folder] / 1000:.1f}k' if room.folder in counted else ''
+        size = ''
+        if room.folder in counted:
+            old = written.get(('  ' * depth, name.strip()))
+            kept = old is not None and size_stands(old, counted[room.folder])
+            size = f'{old if kept else counted[room.folder] / 1000:.1f}k'
         head = f'{name:<14}{size:>5}  ' + '  ' * depth
         for i, line in enumerate(textwrap.wrap(room.about, WIDTH - len(head))):
             out.append((head if i == 0 else ' ' * len(head)) + line)
@@ -120,7 +136,7 @@ def kernel_families(root: pathlib.Path) -> str:
 TABLES = {'layout': layout, 'includes': includes, 'kernel families': kernel_families}
 
 
-def generate(root: pathlib.Path, text: str) -> str:
+def generate(root: pathlib.Path, text: str, keep_sizes: bool = False) -> str:
     seen = set()
 
     def fill(m):
@@ -128,6 +144,8 @@ def generate(root: pathlib.Path, text: str) -> str:
         if name not in TABLES:
             raise SystemExit(f'design_tables: docs/DESIGN.md names a table "{name}" there is no generator for')
         seen.add(name)
+        if name == 'layout' and keep_sizes:
+            return m.group(1) + layout(root, m.group(3)) + m.group(4)
         return m.group(1) + TABLES[name](root) + m.group(4)
 
     new = REGION.sub(fill, text)
@@ -147,7 +165,7 @@ def main() -> int:
     root = pathlib.Path(args[0] if args else pathlib.Path(__file__).resolve().parent.parent)
     design = root / 'docs' / 'DESIGN.md'
     text = design.read_text(encoding='utf-8')
-    new = generate(root, text)
+    new = generate(root, text, keep_sizes=modes == ['--check'])
     if modes == ['--write']:
         if new != text:
             design.write_text(new, encoding='utf-8')
