@@ -18,9 +18,19 @@ checked, and one no #define names is an error.  A quoted include that names
 no file (and is not a generated header, GENERATED) is an error too.
 Vulkan-free rooms may not include <vulkan/...>.
 
-Prints every violation as FILE:LINE: the include and the rule, and exits 1 if
-any.  Run by .ci/run and by the test suite (meson test layers; the checker's
-own test: layers_checker, tests/python/test_check_layers.py).
+Two rules more, on whole rooms.  A room must use each folder of its `uses`: one
+of its files at least includes a file there (the CLI, the C API and the server
+all drive the serving engine, runtime/serve/, rather than a copy of it); no
+error while either folder holds no source file.  In an `acyclic` room (server/,
+runtime/serve/) no two modules, a module being a file's path less its
+extension (a.hpp and a.cpp are one), include each other, directly or through
+others: each cycle is reported with every include that forms it.  Other rooms
+keep their implementation splits (text/tokenizer <-> tokenizer_impl).
+
+Prints every violation as FILE:LINE: the include and the rule (a missing use
+as ROOM: the rule), and exits 1 if any.  Run by .ci/run and by the test suite
+(meson test layers; the checker's own test: layers_checker,
+tests/python/test_check_layers.py).
 """
 import fnmatch
 import os
@@ -39,6 +49,8 @@ class Room(NamedTuple):
     includes: Optional[tuple] = None  # folders / files its files may include; None: holds no source files
     vulkan: bool = False             # may include <vulkan/...>
     why: str = ''                    # the reason, where the rule is not plain from the dependencies
+    uses: tuple = ()                 # folders it must use: one of its files at least includes a file of each
+    acyclic: bool = False            # no two of its modules (a path less its extension) include each other
 
 
 # Include sets, each building on the ones before (the dependencies point one way).
@@ -54,7 +66,8 @@ ENGINE = BASE + ('engine/', SHADER_IDS)
 KERNELS = ENGINE + ('kernels/', CONTRACTS)
 MODEL = KERNELS + QUANT[len(BASE):] + ('runtime/model/',)
 SESSION = MODEL + CONSTRAIN[len(TEXT):] + ('runtime/session/',)
-SERVE = SESSION + ('runtime/serve/',)
+SERVE_ROOM = 'runtime/serve/'   # the protocol-free serving engine: the CLI, the C API and the server use it
+SERVE = SESSION + (SERVE_ROOM,)
 RUNTIME_ALL = BASE + ('runtime/',)
 LIBRARY = SERVE + ('server/', 'capi/', 'include/')   # every room a program can link
 
@@ -98,19 +111,20 @@ ROOMS = [
          'the continuous-batching Scheduler (one file per step), reply assembly (stop strings with held-back '
          'text, harmony channels, logprob entries, finish reasons: reply_text, reply_assembly) and the '
          'counters; the server, the C API (reach_reply) and `reach run` use it', SERVE, False,
-         'sessions from below, never server/: the engine knows no protocol'),
+         'sessions from below, never server/: the engine knows no protocol', acyclic=True),
     Room('server/', '`reach serve`: transport and protocol only. Transport: its own HTTP/1.1 server (epoll; '
          'http_*), which hands every request to an HttpHandler and knows no route, and the drain on SIGTERM '
          '(drain.*). Protocol: the OpenAI API\'s JSON <-> engine requests (openai_api, response_format) and '
          'its routes (openai_routes: the handler, with the /metrics counters)',
          RUNTIME_ALL + ('server/',), False, 'the model through runtime/ (runtime/serve drives it), never engine '
-         'or kernels'),
+         'or kernels', uses=(SERVE_ROOM,), acyclic=True),
     Room('capi/', 'the C API behind include/reach.h: libreach.so / .a, reach.pc',
-         RUNTIME_ALL + ('engine/', 'capi/', 'include/'), True),
+         RUNTIME_ALL + ('engine/', 'capi/', 'include/'), True, uses=(SERVE_ROOM,)),
     Room('include/', 'reach.h, the one public header', ('include/',), False,
          'it stands alone: C and its standard headers'),
     Room('cli/', 'the `reach` CLI: one file per command (info, selftest, run, bench, eval, quantize, serve, '
-         'tune), options, the progress bar', SERVE + ('server/', 'cli/'), True, 'everything but capi'),
+         'tune), options, the progress bar', SERVE + ('server/', 'cli/'), True, 'everything but capi',
+         uses=(SERVE_ROOM,)),
     Room('examples/', 'C API examples: complete.c, host_app.cpp (adopts the host\'s VkDevice and queue)',
          ('include/',), True, 'users of the C API: reach.h only'),
     Room('models/', 'tiny trained checkpoints (KeyNorm, CoSA + log-n, HWFA, RoPE) with their reference '
@@ -262,12 +276,21 @@ def check_rooms() -> list:
         for entry in room.includes or ():
             if not any(r == entry or r.startswith(entry) or entry.startswith(r) for r in rooms):
                 bad.append(f'tools/check_layers.py: {room.folder} may include {entry}, which is no room and in none')
+        for entry in room.uses:
+            if entry not in rooms:
+                bad.append(f'tools/check_layers.py: {room.folder} must use {entry}, which is no room')
+            elif not allowed(entry, room.includes or ()):
+                bad.append(f'tools/check_layers.py: {room.folder} must use {entry}, which it may not include')
+        if (room.uses or room.acyclic) and room.includes is None:
+            bad.append(f'tools/check_layers.py: {room.folder} holds no source files: it can use nothing and '
+                       f'have no include cycle')
     return bad
 
 
 def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
     bad = check_rooms()
     tree = tree or Tree(root)
+    edges = []   # (file, line, the tree file its include names), every include that names one
     for rel in tree.sources:
         room = room_of(rel)
         if room is None:
@@ -288,6 +311,8 @@ def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
                     where = f'{definer}:{line}' if definer else 'a meson.build -D define'
                     value_kind, value_name = value[0], value[1:-1]
                     target = tree.resolve(rel, value_kind, value_name)
+                    if target in tree.present:
+                        edges.append((rel, n, target))
                     check_one(bad, rel, n, f'#include {name} ({value} from {where})', value_kind, value_name,
                               target, room)
                     other = room_of(definer) if definer else None
@@ -296,9 +321,111 @@ def check(root: pathlib.Path, tree: Optional[Tree] = None) -> list:
                         check_one(bad, definer, line, f'{name} {value}, included by {rel}', value_kind, value_name,
                                   target, other)
                 continue
-            check_one(bad, rel, n, f'{kind}{name}{">" if kind == "<" else kind}', kind, name,
-                      tree.resolve(rel, kind, name), room)
+            target = tree.resolve(rel, kind, name)
+            if target in tree.present:
+                edges.append((rel, n, target))
+            check_one(bad, rel, n, f'{kind}{name}{">" if kind == "<" else kind}', kind, name, target, room)
+    return bad + check_uses(tree, edges) + check_cycles(edges)
+
+
+def check_uses(tree: Tree, edges: list) -> list:
+    """A room must use each folder of its `uses`: one of its files at least includes a file there.  No
+    error while the room has no source files or the folder none (a rule may come before its folder)."""
+    bad = []
+    for room in ROOMS:
+        own = [f for f in tree.sources if room_of(f) == room]
+        for folder in room.uses:
+            if not own or not any(f.startswith(folder) for f in tree.sources):
+                continue
+            if not any(room_of(rel) == room and target.startswith(folder) for rel, _, target in edges):
+                bad.append(f'{room.folder}: must use {folder} (its `uses` in ROOMS), yet none of its source files '
+                           f'({len(own)}) includes a file of {folder}')
     return bad
+
+
+def module(rel: str) -> str:
+    """rel less its extension: a.hpp and a.cpp are one module."""
+    return os.path.splitext(rel)[0]
+
+
+MAX_CYCLES = 20   # cycles reported per knot (modules that all reach each other); past it, one line says so
+
+
+def check_cycles(edges: list) -> list:
+    """In the `acyclic` rooms no two modules include each other, directly or through others.  Each
+    cycle is reported at its first include, with every include that forms it (file:line)."""
+    acyclic = [r for r in ROOMS if r.acyclic]
+    if not acyclic:
+        return []
+    graph = {}   # module -> module it includes -> [(file, line, target)]
+    for rel, n, target in edges:
+        a, b = module(rel), module(target)
+        if a != b and room_of(rel) in acyclic and room_of(target) in acyclic:
+            graph.setdefault(a, {}).setdefault(b, []).append((rel, n, target))
+    bad = []
+    for knot in knots(graph):
+        cycles, more = [], False
+        for start in knot:   # each cycle once: from its least module, through greater ones only
+            later = {m for m in knot if m > start}
+            todo = [(start, [start])]
+            while todo and not more:
+                at, path = todo.pop()
+                for nxt in sorted(graph.get(at, {}), reverse=True):
+                    if nxt == start:
+                        more = len(cycles) == MAX_CYCLES
+                        if more:
+                            break
+                        cycles.append(path)
+                    elif nxt in later and nxt not in path:
+                        todo.append((nxt, path + [nxt]))
+        for path in sorted(cycles, key=lambda p: (len(p), p)):
+            steps = list(zip(path, path[1:] + path[:1]))
+            first = graph[steps[0][0]][steps[0][1]][0]
+            how = '; '.join(', '.join(f'{f}:{n} includes {t}' for f, n, t in graph[a][b]) for a, b in steps)
+            room = room_of(first[0]).folder
+            bad.append(f'{first[0]}:{first[1]}: include cycle {" -> ".join(path + path[:1])} ({how}): no two '
+                       f'modules of {room} may include each other, directly or through others')
+        if more:
+            bad.append(f'{knot[0]}: more than {MAX_CYCLES} include cycles among {", ".join(knot)}: break these first')
+    return bad
+
+
+def knots(graph: dict) -> list:
+    """The strongly connected components of two modules or more, each sorted (Tarjan, iterative)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, {}))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, {})))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out)
 
 
 def check_one(bad: list, rel: str, n: int, shown: str, kind: str, name: str, target: Optional[str], room: Room):

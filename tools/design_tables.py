@@ -3,7 +3,8 @@
 
   layout    the folders, what each holds and its size: ROOMS in tools/check_layers.py, the sizes
             counted (source and script lines, rounded to 0.1k lines)
-  includes  what each room may include: ROOMS in tools/check_layers.py
+  includes  what each room may include, and below it what rooms must use and which
+            rooms have no include cycles: ROOMS in tools/check_layers.py
   kernel families  the families (FAMILIES in tools/check_kernel_names.py), their shaders
             (shaders/<family>_*.comp), host files (kernels/) and test suites
 
@@ -109,6 +110,11 @@ def may_include(room, before) -> str:
     return f'as {" and ".join(r.folder for r in whole)}' + (', + ' + ', '.join(rest) if rest else '')
 
 
+def names(items: list) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return ', '.join(items[:-1]) + ' and ' + items[-1] if len(items) > 1 else ''.join(items)
+
+
 def includes(root: pathlib.Path) -> str:
     out = ['| folder | may include | Vulkan | why |', '|---|---|---|---|']
     rooms = check_layers.ROOMS
@@ -116,6 +122,19 @@ def includes(root: pathlib.Path) -> str:
         if room.includes is not None:
             out.append(f'| {room.folder} | {may_include(room, rooms[:i])} | {"yes" if room.vulkan else "no"} | '
                        f'{room.why} |')
+    # The rules on whole rooms: `uses` and `acyclic`.
+    users = {}
+    for room in rooms:
+        for folder in room.uses:
+            users.setdefault(folder, []).append(room.folder)
+    said = [f'{names(by)} must use {folder}: at least one file of {"each" if len(by) > 1 else "it"} includes a '
+            f'file of {folder}.' for folder, by in users.items()]
+    acyclic = [r.folder for r in rooms if r.acyclic]
+    if acyclic:
+        said.append(f'In {names(acyclic)} no two modules (a file\'s path less its extension) include each '
+                    f'other, directly or through others.')
+    if said:
+        out += [''] + textwrap.wrap(' '.join(said), WIDTH)
     return '\n'.join(out) + '\n'
 
 

@@ -4,7 +4,10 @@
 Each breach is planted in a copy of a small clean tree (and one in a copy of the repository's own
 sources): a bad include at any depth, a folder no rule covers, a bad or unresolvable macro include,
 a GLSL include, a relative include, a quoted include that names no file, and the rooms of tests/,
-tests/support, tests/fuzz, examples/ and the runtime/serve room; and a typo in ROOMS itself.
+tests/support, tests/fuzz, examples/ and the runtime/serve room; a CLI or C API that does not use the
+serving engine (runtime/serve); include cycles between modules of server/ and of runtime/serve/; and a
+typo in ROOMS itself.  The clean tree passes, and so does it without runtime/serve/ (a room's rules,
+its `uses` by others too, may come before its folder).
 """
 import pathlib
 import shutil
@@ -17,7 +20,9 @@ CHECKER = REPO / 'tools' / 'check_layers.py'
 sys.path.insert(0, str(CHECKER.parent))
 import check_layers  # noqa: E402
 
-# A tree that follows the rules; runtime/serve/ has a rule but no folder here, which is no error.
+# A tree that follows the rules: cli/, capi/ and server/ each include runtime/serve/ (their `uses`);
+# server/ and runtime/serve/ include one way (acyclic); runtime/text/'s a <-> a_impl split is a cycle, where
+# none is checked.
 CLEAN = {
     'base/error.hpp': '#pragma once\n#include <string>\n',
     'base/wtype_list.h': 'WTYPE(f32, 0)\n',
@@ -25,6 +30,8 @@ CLEAN = {
     'runtime/text/a.cpp': '#include "runtime/formats/gguf.hpp"\n#include "base/error.hpp"\n#include <string>\n'
                           '#include "a_impl.hpp"\n',                       # relative to its own folder
     'runtime/text/a_impl.hpp': '#pragma once\n',
+    'runtime/text/a.hpp': '#pragma once\n',
+    'runtime/text/a_impl.cpp': '#include "a.hpp"\n#include "a_impl.hpp"\n',   # a <-> a_impl: not checked here
     'engine/device.hpp': '#include <vulkan/vulkan.h>\n#include "shaders/embedded_shaders.hpp"\n',  # generated
     'engine/deep/er/e.cpp': '#include "engine/device.hpp"\n#include "../../device.hpp"\n',
     'kernels/spec.hpp': '#define REACH_SPEC_FILE "shaders/spec/norm.h"\n#include "kernels/spec_struct.inc"\n'
@@ -37,19 +44,28 @@ CLEAN = {
     'shaders/common.glsl': '#include "base/wtype_list.h"\n',
     'shaders/norm_rms.comp': '#version 450\n#include "common.glsl"\n#include "spec/norm.h"\n',
     'runtime/session/session.hpp': '#include "kernels/spec.hpp"\n#include "runtime/text/a_impl.hpp"\n',
-    'server/s.cpp': '#include "runtime/session/session.hpp"\n#include "runtime/serve/engine.hpp"\n',
-    'runtime/serve/engine.hpp': '#include "runtime/session/session.hpp"\n',
+    'server/s.hpp': '#pragma once\n#include "runtime/serve/engine.hpp"\n',
+    'server/s.cpp': '#include "s.hpp"\n#include "runtime/session/session.hpp"\n#include "server/t.hpp"\n',
+    'server/t.hpp': '#pragma once\n',
+    'runtime/serve/engine.hpp': '#include "runtime/session/session.hpp"\n#include "request.hpp"\n',
+    'runtime/serve/engine.cpp': '#include "runtime/serve/engine.hpp"\n#include "runtime/serve/request.hpp"\n',
+    'runtime/serve/request.hpp': '#pragma once\n',
+    'capi/c.cpp': '#include "include/reach.h"\n#include "runtime/serve/request.hpp"\n',
     'include/reach.h': '#include <stdint.h>\n',
     'examples/ex.c': '#include <reach.h>\n#include <stdio.h>\n',
     'cli/main.cpp': '#include "server/s.cpp"\n',
+    'cli/cmd_run.cpp': '#include "runtime/serve/engine.hpp"\n',
     'tools/bench.cpp': '#include "kernels/spec.hpp"\n',
     'tests/support/fixtures.hpp': '#include "runtime/session/session.hpp"\n',
     'tests/test_all.cpp': '#include "tests/support/fixtures.hpp"\n#include "cli/main.cpp"\n#include "include/reach.h"\n',
     'tests/fuzz/fuzz_gguf.cpp': '#include "runtime/formats/gguf.hpp"\n',
     'docs/notes.md': '#include "kernels/spec.hpp" in prose is not code\n',
 }
-del CLEAN['runtime/serve/engine.hpp']   # the room's rule exists before its folder does
-CLEAN['server/s.cpp'] = '#include "runtime/session/session.hpp"\n'
+
+# The clean tree before runtime/serve/ exists: its room's rules and the `uses` of it are no error yet.
+SERVE_FILES = [f for f in CLEAN if f.startswith('runtime/serve/')]
+BEFORE_SERVE = {f: ''.join(line for line in text.splitlines(True) if 'runtime/serve/' not in line)
+                for f, text in CLEAN.items()}
 
 # name -> (files added to the clean tree, text the report must hold)
 BREACHES = {
@@ -94,6 +110,31 @@ BREACHES = {
     'fuzz target with Vulkan': ({'tests/fuzz/f.cpp': '#include <vulkan/vulkan.h>\n'}, 'tests/fuzz/f.cpp:1'),
     'fuzz target with kernels': ({'tests/fuzz/g.cpp': '#include "kernels/spec.hpp"\n'}, 'tests/fuzz/g.cpp:1'),
     'serve room below the protocol': ({'runtime/serve/r.cpp': '#include "server/s.cpp"\n'}, 'runtime/serve/r.cpp:1'),
+    # Each of cli/, capi/ and server/ uses the serving engine (a file that replaces the clean one).
+    'CLI without the serving engine': ({'cli/cmd_run.cpp': '#include "runtime/session/session.hpp"\n'},
+                                       'cli/: must use runtime/serve/'),
+    'C API without the serving engine': ({'capi/c.cpp': '#include "include/reach.h"\n'},
+                                         'capi/: must use runtime/serve/'),
+    'server without the serving engine': ({'server/s.hpp': '#pragma once\n'}, 'server/: must use runtime/serve/'),
+    # No two modules of server/ or runtime/serve/ include each other, directly or through others.
+    'server modules including each other through their .cpp': (
+        {'server/a.hpp': '#pragma once\n', 'server/a.cpp': '#include "server/a.hpp"\n#include "server/b.hpp"\n',
+         'server/b.hpp': '#pragma once\n', 'server/b.cpp': '#include "b.hpp"\n#include "a.hpp"\n'},
+        'server/a.cpp:2: include cycle server/a -> server/b -> server/a (server/a.cpp:2 includes server/b.hpp; '
+        'server/b.cpp:2 includes server/a.hpp): no two modules of server/'),
+    'three-module cycle in runtime/serve': (
+        {'runtime/serve/x.hpp': '#pragma once\n#include "y.hpp"\n', 'runtime/serve/y.hpp': '#pragma once\n',
+         'runtime/serve/y.cpp': '#include "y.hpp"\n#include "runtime/serve/z.hpp"\n',
+         'runtime/serve/z.hpp': '#pragma once\n#include "runtime/session/session.hpp"\n#include "x.hpp"\n'},
+        'runtime/serve/x.hpp:2: include cycle runtime/serve/x -> runtime/serve/y -> runtime/serve/z -> '
+        'runtime/serve/x (runtime/serve/x.hpp:2 includes runtime/serve/y.hpp; runtime/serve/y.cpp:2 includes '
+        'runtime/serve/z.hpp; runtime/serve/z.hpp:3 includes runtime/serve/x.hpp): no two modules of runtime/serve/'),
+    'two serve headers including each other': (
+        {'runtime/serve/request.hpp': '#pragma once\n#include "runtime/serve/engine.hpp"\n'},
+        'runtime/serve/engine.cpp:2: include cycle runtime/serve/engine -> runtime/serve/request -> '
+        'runtime/serve/engine (runtime/serve/engine.cpp:2 includes runtime/serve/request.hpp, '
+        'runtime/serve/engine.hpp:2 includes runtime/serve/request.hpp; runtime/serve/request.hpp:2 includes '
+        'runtime/serve/engine.hpp)'),
 }
 
 
@@ -110,13 +151,21 @@ def run(d: pathlib.Path) -> subprocess.CompletedProcess:
 
 def main() -> int:
     failures = []
+    cases = len(BREACHES)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         clean = tmp / 'clean'
         write(clean, CLEAN)
         r = run(clean)
+        cases += 1
         if r.returncode != 0:
             failures.append(f'clean tree rejected: {r.stdout}')
+        before = tmp / 'before_serve'
+        write(before, {f: t for f, t in BEFORE_SERVE.items() if f not in SERVE_FILES})
+        r = run(before)
+        cases += 1
+        if r.returncode != 0 or (before / 'runtime/serve').exists():
+            failures.append(f'the clean tree without runtime/serve/ rejected: {r.stdout}')
         for i, (what, (files, expect)) in enumerate(BREACHES.items()):
             d = tmp / f'breach{i}'
             shutil.copytree(clean, d)
@@ -132,23 +181,33 @@ def main() -> int:
                 (repo / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(REPO / rel, repo / rel)
         r = run(repo)
+        cases += 1
         if r.returncode != 0:
             failures.append(f'a copy of the repository rejected: {r.stdout}')
         spec = repo / 'kernels/spec.hpp'
         spec.write_text(spec.read_text().replace('"shaders/spec/norm.h"', '"runtime/session/session.hpp"', 1))
         r = run(repo)
+        cases += 1
         if r.returncode != 1 or 'kernels/spec_struct.inc' not in r.stdout or 'runtime/session/session.hpp' not in r.stdout:
             failures.append(f'the repository with a planted macro breach passed (exit {r.returncode}): {r.stdout!r}')
     # A typo in ROOMS allows nothing, silently: the checker names it.
     rooms = check_layers.ROOMS
     check_layers.ROOMS = rooms + [check_layers.Room('runtime/new/', 'a new room', ('base/', 'runtime/sesion/'))]
+    cases += 1
     if not any('runtime/sesion/' in b for b in check_layers.check_rooms()):
         failures.append('a ROOMS entry naming no room passed')
+    # A room must use only what it may include, and a `uses` entry must be a room.
+    for uses, expect in ((('kernels/',), 'tools/check_layers.py: runtime/new/ must use kernels/, which it may not'),
+                         (('runtime/sesion/',), 'runtime/new/ must use runtime/sesion/, which is no room')):
+        check_layers.ROOMS = rooms + [check_layers.Room('runtime/new/', 'a new room', ('base/', 'runtime/new/'),
+                                                        uses=uses)]
+        cases += 1
+        if not any(expect in b for b in check_layers.check_rooms()):
+            failures.append(f'a ROOMS `uses` entry not reported as {expect!r}')
     check_layers.ROOMS = rooms
     for f in failures:
         print('FAIL', f)
-    total = len(BREACHES) + 4
-    print(f'test_check_layers: {total - len(failures)} of {total} cases as expected')
+    print(f'test_check_layers: {cases - len(failures)} of {cases} cases as expected')
     return 1 if failures else 0
 
 

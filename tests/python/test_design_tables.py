@@ -3,7 +3,7 @@
 
 Works on a copy of the repository's sources, tools and docs: a size pushed past its rounding and a
 hand edit inside a generated region fail the check, --write mends both, and an edit outside the
-regions is left alone.
+regions is left alone; a room added to ROOMS, and a `uses` or `acyclic` dropped, show in the tables.
 """
 import pathlib
 import shutil
@@ -58,9 +58,16 @@ def main() -> int:
             "    Room('docs/',", "    Room('runtime/newroom/', 'a room just added', BASE + ('runtime/newroom/',)),\n"
             "    Room('docs/',", 1))
         expect('a room added to ROOMS', run(root, '--check'), 1, '| runtime/newroom/ |')
+        # The rules on whole rooms (`uses`, `acyclic`) are written below the include table.
+        text = layers.read_text()
+        layers.write_text(text.replace("True, uses=(SERVE_ROOM,)),", "True),", 1))
+        expect('a `uses` dropped from ROOMS', run(root, '--check'), 1, '+server/ and cli/ must use runtime/serve/')
+        layers.write_text(text.replace("acyclic=True),", "),", 1))
+        expect('an `acyclic` dropped from ROOMS', run(root, '--check'), 1,
+               '+includes a file of runtime/serve/. In server/ ')
     for f in failures:
         print('FAIL', f)
-    print(f'test_design_tables: {7 - len(failures)} of 7 cases as expected')
+    print(f'test_design_tables: {9 - len(failures)} of 9 cases as expected')
     return 1 if failures else 0
 
 
