@@ -1,6 +1,7 @@
-// The mat-vecs' K step per weight kind (linear_matvec.glsl walks W rows in
-// units of WU weights; this file says what a unit is, so the body is written
-// once for every kind):
+// The K step per weight kind of the mat-vecs (linear_matvec.glsl,
+// moe_matvec.glsl) and the register GEMM (linear_gemm.glsl): they walk W rows
+// in units of WU weights, and this file says what a unit is, so each body is
+// written once for every kind:
 //   float W (f32 / f16 / bf16, linear_load_weight.glsl): WU = 4, a vec4 of
 //     weights met by a vec4 of X; a row's last K % 4 weights are a scalar tail
 //     (WTAIL), and GPU lanes keep 4 units in flight (WAHEAD).
@@ -10,14 +11,16 @@
 //
 //   w_row(o, n)            where W row n of output o starts (element, or row)
 //   w_unit(o, wr, k)       the unit of that row at element k (WUnit)
-//   w_unit_reg(o, wr, k)   the same for MODE 0, whose X units are x_unit_reg's
+//   w_unit_reg(o, wr, k)   the same for the register paths (mat-vec MODE 0, register
+//                          GEMM), whose X units are x_unit_reg's
 //   x_unit(j, k)           elements k.. of X row j (after the fused input transform)
 //   x_unit_reg(j, k)       the same, for w_unit_reg (q4_0 / q4_1: pre-scaled, exact)
 //   unit_dot(x, w)         Σ x · w over the unit
 //   units_end(K)           the end of the whole units of a row
 //   w_elem(o, wr, k)       one weight (the tail; float W only)
 // o names one W of the kernel (an output of the fused mat-vec, an expert of
-// moe_matvec); j one X row (x_unit(j, k) reads xin4(j, k) / xin(j, k)).
+// moe_matvec); j one X row (x_unit(j, k) reads xin4(j, k) / xin(j, k): the
+// mat-vec's row index, or the row's first element in moe_matvec and the GEMM).
 // Needs before inclusion: xin4, xin, p.K and, per kind, where W o starts:
 //   float W:      uint w_base(uint o)                    (element index)
 //   quantized W:  void w_sub(uint o, uint n, uint c, out uint qb, out uint mb, out uint s)
