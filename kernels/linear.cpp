@@ -20,6 +20,7 @@
 #include "base/error.hpp"
 #include "engine/device.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/linear_plan.hpp"
 #include "kernels/spec.hpp"
 
 namespace reach {
@@ -132,12 +133,8 @@ VkFormat texel_format(WType t) {
   }
 }
 
-// linear_gemm.comp and linear_matvec.comp declare the same bindings (linear_load_weight.glsl).
+// linear_gemm.comp and linear_matvec.comp declare the same bindings (spec/linear_bindings.h).
 using LinearBindings = spec::LinearGemmBindings;
-static_assert(LinearBindings::count == spec::LinearMatvecBindings::count &&
-              LinearBindings::B_X == spec::LinearMatvecBindings::B_X &&
-              LinearBindings::B_W == spec::LinearMatvecBindings::B_W &&
-              LinearBindings::B_Y == spec::LinearMatvecBindings::B_Y);
 
 // Kernel variants by [op][read path][weight type]; read path 0: storage
 // buffers, 1: W through texel buffers, 2: W and X through texel buffers.
@@ -156,6 +153,77 @@ std::string shape(const Act& x, const Mat& w, const Act& y) {
 }
 
 }  // namespace
+
+MatvecPlan plan_matvec(const KernelConfig& cfg, const Capabilities& caps, uint32_t m_step, uint32_t K) {
+  MatvecPlan p;
+  p.wg = cfg.matvec_wg;
+  p.mode = cfg.matvec_mode;   // a spec::MATVEC_MODE_* value
+  if (p.wg == 0 || p.wg > caps.max_workgroup_invocations ||
+      (p.mode == spec::MATVEC_MODE_SHARED && (p.wg & (p.wg - 1))) || p.mode > spec::MATVEC_MODE_SHARED)
+    throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(p.wg) + ", mode " +
+                                         std::to_string(p.mode) + ")");
+  cfg.matvec_tiling(m_step, p.xrows, p.rows);
+  p.gx_per = p.mode == spec::MATVEC_MODE_ROW_PER_LANE ? p.wg * p.rows : p.rows;
+  p.xsh = cfg.matvec_xsh(K, p.xrows, p.rows, caps);
+  return p;
+}
+
+GemmPlan plan_gemm(const KernelConfig& cfg, const Capabilities& caps, bool quant) {
+  GemmPlan p;
+  p.shared = cfg.gemm_shared;
+  // The register variant has its own tile for quantized W (KernelConfig::qgemm_*).
+  const bool own = quant && !p.shared;
+  p.tm = std::max(own && cfg.qgemm_tm ? cfg.qgemm_tm : cfg.gemm_tm, 1u);
+  p.tn = std::max(own && cfg.qgemm_tn ? cfg.qgemm_tn : cfg.gemm_tn, 1u);
+  p.wg = cfg.gemm_wg;
+  if (p.shared) {
+    p.tile_m = cfg.gemm_tile_m;
+    p.tile_n = cfg.gemm_tile_n;
+    p.bk = quant ? 32 : std::max(cfg.gemm_bk, 1u);   // quantized W: one sub-block per K step
+    if (p.tile_m % p.tm || p.tile_n % p.tn)
+      throw Error(ErrorCode::internal, "gemm: shared tile must be a multiple of the register tile");
+    p.wg = (p.tile_m / p.tm) * (p.tile_n / p.tn);
+    if (uint64_t(p.tile_m + p.tile_n) * (p.bk + 1) * 4 > caps.max_shared_memory)
+      throw Error(ErrorCode::internal, "gemm: shared tiles exceed maxComputeSharedMemorySize");
+    p.gx_per = p.tile_n;
+    p.gy_per = p.tile_m;
+  } else {
+    // The shared arrays are still declared: keep them tiny (tile 1 x 1, bk 1).  The subgroup-broadcast
+    // variant of the float kernel has no quantized twin: decoding dominates, and each decoded W
+    // sub-block is already reused TM times.
+    p.bcast = !quant && cfg.gemm_bcast;
+    if (p.bcast && (cfg.subgroup == 0 || p.wg % cfg.subgroup || caps.subgroup_min != caps.subgroup_max ||
+                    cfg.subgroup != caps.subgroup_size))
+      throw Error(ErrorCode::internal, "gemm: the shuffle variant needs a fixed subgroup size dividing the workgroup");
+    p.gx_per = p.wg * p.tn;
+    p.gy_per = p.bcast ? cfg.subgroup * p.tm : p.tm;
+  }
+  if (p.wg == 0 || p.wg > caps.max_workgroup_invocations)
+    throw Error(ErrorCode::internal, "gemm: workgroup of " + std::to_string(p.wg) + " invocations not allowed");
+  return p;
+}
+
+FloatChunkView bind_float_chunk(const Capabilities& caps, const Mat& w, const RowChunk& c, uint32_t esize, bool tex,
+                                uint64_t walign, uint64_t align, const char* op) {
+  const uint64_t K = w.cols;
+  const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
+  const VkDeviceSize bytes = VkDeviceSize(c.rows) * K * esize;
+  FloatChunkView v;
+  v.w = bind_aligned(*w.buffer, start, bytes, esize, tex ? walign : align);
+  // A texel view spans whole texels; if rounding up would pass the end
+  // of the buffer this chunk falls back to the storage-buffer kernel.
+  const uint64_t tbytes = 4ull * esize;
+  const VkDeviceSize tsize = (v.w.range.size + tbytes - 1) / tbytes * tbytes;
+  if (tex && v.w.range.offset + tsize <= w.buffer->size()) {
+    v.w.range.size = tsize;
+    v.tex = true;
+  } else if (tex) {
+    if (w.type != WType::f32)
+      require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights (a chunk of partial texels)");
+    v.w = bind_aligned(*w.buffer, start, bytes, esize, align);
+  }
+  return v;
+}
 
 // Quantized weights (kernels/linear_quant.cpp), called once shapes are valid and non-empty.
 void record_linear_quant(Device& device, const KernelConfig& cfg, CommandList& cmd, const Act& x, const Mat& w,
@@ -215,61 +283,31 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
   const auto wt = static_cast<uint32_t>(w.type);
   // X through a texel buffer too (with texel weights and aligned shapes).
   const bool x_arena_tex = arena_texel_readable(x.buffer->arena());
-  uint32_t gx_per = 1, gy_per = 1, xrows = 1;
+  uint32_t gx_per = 1, gy_per = 1;
   spec::MatvecSpec mv;
   spec::GemmSpec gm;
   const bool aligned = K % 4 == 0;
   if (use_matvec) {
-    const uint32_t wg = cfg.matvec_wg;
-    uint32_t rows = 1;
-    cfg.matvec_tiling(m_step, xrows, rows);
-    if (wg == 0 || wg > caps.max_workgroup_invocations ||
-        (cfg.matvec_mode == spec::MATVEC_MODE_SHARED && (wg & (wg - 1))) || cfg.matvec_mode > spec::MATVEC_MODE_SHARED)
-      throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(wg) + ", mode " +
-                                           std::to_string(cfg.matvec_mode) + ")");
-    gx_per = cfg.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? wg * rows : rows;
-    mv.wg = wg;
-    mv.rows = rows;
-    mv.mode = cfg.matvec_mode;   // a spec::MATVEC_MODE_* value
-    mv.xrows = xrows;
-    mv.xsh = cfg.matvec_xsh(K, xrows, rows, caps);
+    const MatvecPlan plan = plan_matvec(cfg, caps, m_step, K);
+    gx_per = plan.gx_per;
+    gy_per = plan.xrows;
+    mv.wg = plan.wg;
+    mv.rows = plan.rows;
+    mv.mode = plan.mode;
+    mv.xrows = plan.xrows;
+    mv.xsh = plan.xsh;
   } else {
-    const uint32_t tm = std::max(cfg.gemm_tm, 1u), tn = std::max(cfg.gemm_tn, 1u);
-    uint32_t wg = cfg.gemm_wg;
-    uint32_t tile_m = cfg.gemm_tile_m, tile_n = cfg.gemm_tile_n, bk = std::max(cfg.gemm_bk, 1u);
-    if (cfg.gemm_shared) {
-      if (tile_m % tm || tile_n % tn)
-        throw Error(ErrorCode::internal, "gemm: shared tile must be a multiple of the register tile");
-      wg = (tile_m / tm) * (tile_n / tn);
-      if (uint64_t(tile_m + tile_n) * (bk + 1) * 4 > caps.max_shared_memory)
-        throw Error(ErrorCode::internal, "gemm: shared tiles exceed maxComputeSharedMemorySize");
-      gx_per = tile_n;
-      gy_per = tile_m;
-    } else {
-      // The shared arrays are still declared: keep them tiny.
-      tile_m = tile_n = 1;
-      bk = 1;
-      if (cfg.gemm_bcast) {
-        if (cfg.subgroup == 0 || wg % cfg.subgroup || caps.subgroup_min != caps.subgroup_max ||
-            cfg.subgroup != caps.subgroup_size)
-          throw Error(ErrorCode::internal, "gemm: the shuffle variant needs a fixed subgroup size dividing the workgroup");
-        gx_per = wg * tn;
-        gy_per = cfg.subgroup * tm;
-      } else {
-        gx_per = wg * tn;
-        gy_per = tm;
-      }
-    }
-    if (wg == 0 || wg > caps.max_workgroup_invocations)
-      throw Error(ErrorCode::internal, "gemm: workgroup of " + std::to_string(wg) + " invocations not allowed");
-    gm.wg = wg;
-    gm.tm = tm;
-    gm.tn = tn;
-    gm.use_shared = cfg.gemm_shared ? 1u : 0u;
-    gm.tile_m = tile_m;
-    gm.tile_n = tile_n;
-    gm.bk = bk;
-    gm.bcast = (!cfg.gemm_shared && cfg.gemm_bcast) ? 1u : 0u;
+    const GemmPlan plan = plan_gemm(cfg, caps, false);
+    gx_per = plan.gx_per;
+    gy_per = plan.gy_per;
+    gm.wg = plan.wg;
+    gm.tm = plan.tm;
+    gm.tn = plan.tn;
+    gm.use_shared = plan.shared ? 1u : 0u;
+    gm.tile_m = plan.tile_m;
+    gm.tile_n = plan.tile_n;
+    gm.bk = plan.bk;
+    gm.bcast = plan.bcast ? 1u : 0u;
     gm.subgroup = std::max(cfg.subgroup, 1u);
   }
 
@@ -279,19 +317,9 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
                           tex ? walign : align);
     const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
     for (const RowChunk& c : chunks) {
-      const VkDeviceSize start = w.offset + VkDeviceSize(c.first_row) * K * esize;
-      Bound wb = bind_aligned(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, tex ? walign : align);
-      // A texel view spans whole texels; if rounding up would pass the end
-      // of the buffer this chunk falls back to the storage-buffer kernel.
-      const VkDeviceSize tsize = (wb.range.size + tbytes - 1) / tbytes * tbytes;
-      const bool tex_chunk = tex && wb.range.offset + tsize <= w.buffer->size();
-      if (tex_chunk) {
-        wb.range.size = tsize;
-      } else if (tex) {
-        if (w.type != WType::f32)
-          require_16bit_storage(caps, std::string(op) + ": " + wtype_name(w.type) + " weights (a chunk of partial texels)");
-        wb = bind_aligned(*w.buffer, start, VkDeviceSize(c.rows) * K * esize, esize, align);
-      }
+      const FloatChunkView v = bind_float_chunk(caps, w, c, esize, tex, walign, align, op);
+      const Bound& wb = v.w;
+      const bool tex_chunk = v.tex;
       const bool al = aligned && xb.elem_off % 4 == 0 && wb.elem_off % 4 == 0;
       mv.aligned = gm.aligned = al ? 1u : 0u;
       const bool xtex = tex_chunk && al && cfg.activations_texel && x_arena_tex && xb.range.size % 16 == 0 &&
@@ -304,7 +332,7 @@ static void record_linear(Device& device, const KernelConfig& cfg, CommandList& 
       const auto& pipe = device.pipelines().get(desc);
       LinearPush push{mc, c.rows, K, xb.elem_off, wb.elem_off, yb.elem_off + c.first_row, N, 0};
       const uint32_t gx = groups_for(c.rows, gx_per);
-      const uint32_t gy = groups_for(mc, use_matvec ? xrows : gy_per);
+      const uint32_t gy = groups_for(mc, gy_per);
       cmd.dispatch(pipe, spec::bound<B>({{B::B_X, xb.range}, {B::B_W, wb.range}, {B::B_Y, yb.range}}), &push,
                    sizeof push, gx, gy, 1, op);
     }

@@ -205,15 +205,11 @@ void Kernels::linear_gemm_coopmat(CommandList& cmd, const Act& x, const Mat& w, 
         PipelineDesc desc{ShaderId::linear_gemm_coopmat_q, B::count, sizeof(spec::LinearQPush), s.constants()};
         desc.required_subgroup = required_subgroup;
         const auto& pipe = device_.pipelines().get(desc);
-        const uint64_t blocks0 = uint64_t(c.first_row) * qw.blocks_per_row, nblocks = uint64_t(c.rows) * qw.blocks_per_row;
-        const Bound qb = bind_aligned(*w.buffer, w.offset + blocks0 * qw.planes.quant_bytes,
-                                      nblocks * qw.planes.quant_bytes, 16, align);
-        const Bound mb = bind_aligned(*w.buffer, w.offset + qw.quant_total + blocks0 * qw.planes.meta_bytes,
-                                      nblocks * qw.planes.meta_bytes, 2, align);
-        const spec::LinearQPush push{mc, c.rows, K, xb.elem_off, qb.elem_off, mb.elem_off, yb.elem_off + c.first_row, N};
+        const QuantChunkViews v = bind_quant_chunk(qw, w, c);
+        const spec::LinearQPush push{mc, c.rows, K, xb.elem_off, v.quant.elem_off, v.m_off, yb.elem_off + c.first_row, N};
         cmd.dispatch(pipe,
-                     spec::bound<B>({{B::B_X, xb.range}, {B::B_WQUANT, qb.range}, {B::B_Y, yb.range},
-                                     {B::B_WMETA, mb.range}}),
+                     spec::bound<B>({{B::B_X, xb.range}, {B::B_WQUANT, v.quant.range}, {B::B_Y, yb.range},
+                                     {B::B_WMETA, v.meta.range}}),
                      &push, sizeof push, gx, gy, 1, op);
       } else {
         using B = spec::LinearGemmCoopmatBindings;

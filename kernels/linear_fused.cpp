@@ -20,6 +20,8 @@
 #include "base/error.hpp"
 #include "engine/device.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/linear_plan.hpp"
+#include "kernels/quant_binding.hpp"
 #include "kernels/quant_layout.hpp"
 #include "kernels/spec.hpp"
 
@@ -76,11 +78,7 @@ class FusedRecorder {
     max_binding_ = binding_span(caps_, cfg.max_binding);
     if (max_binding_ <= 2 * align_) throw Error(ErrorCode::internal, "linear_matvec_fused: max_binding too small");
     room_ = max_binding_ - align_;
-    if (cfg.matvec_mode > spec::MATVEC_MODE_SHARED || cfg.matvec_wg == 0 ||
-        cfg.matvec_wg > caps_.max_workgroup_invocations ||
-        (cfg.matvec_mode == spec::MATVEC_MODE_SHARED && (cfg.matvec_wg & (cfg.matvec_wg - 1))))
-      throw Error(ErrorCode::internal, "matvec: bad config (wg " + std::to_string(cfg.matvec_wg) + ", mode " +
-                                           std::to_string(cfg.matvec_mode) + ")");
+    plan_matvec(cfg, caps_, 1, K_);   // the config's checks, before anything is bound
   }
 
   // The outputs of one weight type.
@@ -161,39 +159,18 @@ class FusedRecorder {
     const uint32_t N = o.w.rows;
     PartBinding b;
     if (quant_) {
-      const QuantPlanes planes = quant_planes(o.w.type);
-      const uint64_t bpr = K_ / wtype_block_elems(o.w.type);
-      const uint64_t blocks0 = uint64_t(c.first_row) * bpr, nblocks = uint64_t(c.rows) * bpr;
-      const uint64_t quant_total = uint64_t(N) * bpr * planes.quant_bytes;
-      const Bound qb = bind_aligned(*o.w.buffer, o.w.offset + blocks0 * planes.quant_bytes,
-                                    nblocks * planes.quant_bytes, 16, walign_);
-      const uint32_t unit = quant_meta_unit_bytes(o.w.type), meta_unit = tex_ && unit == 2 ? meta_texel_ : unit;
-      Bound mb = bind_aligned(*o.w.buffer, o.w.offset + quant_total + blocks0 * planes.meta_bytes,
-                              nblocks * planes.meta_bytes, meta_unit, walign_);
-      mb.range.size = (mb.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
-      b.w = qb.range;
-      b.w_off = qb.elem_off;
-      b.meta = mb.range;
-      b.m_off = mb.elem_off * meta_unit / unit;
+      const QuantChunkViews v = bind_quant_chunk(o.w, c, tex_, walign_);
+      b.w = v.quant.range;
+      b.w_off = v.quant.elem_off;
+      b.meta = v.meta.range;
+      b.m_off = v.m_off;
       b.tex = tex_;
     } else {
-      const VkDeviceSize start = o.w.offset + VkDeviceSize(c.first_row) * K_ * esize_;
-      const VkDeviceSize bytes = VkDeviceSize(c.rows) * K_ * esize_;
-      Bound wb = bind_aligned(*o.w.buffer, start, bytes, esize_, tex_ ? walign_ : align_);
       // As linear.cpp: a texel view spans whole texels, or the chunk uses storage buffers.
-      const uint64_t tbytes = 4ull * esize_;
-      const VkDeviceSize tsize = (wb.range.size + tbytes - 1) / tbytes * tbytes;
-      if (tex_ && wb.range.offset + tsize <= o.w.buffer->size()) {
-        wb.range.size = tsize;
-        b.tex = true;
-      } else if (tex_) {
-        if (o.w.type != WType::f32)
-          require_16bit_storage(caps_, std::string("linear_matvec_fused: ") + wtype_name(o.w.type) +
-                                           " weights (a chunk of partial texels)");
-        wb = bind_aligned(*o.w.buffer, start, bytes, esize_, align_);
-      }
-      b.w = wb.range;
-      b.w_off = wb.elem_off;
+      const FloatChunkView v = bind_float_chunk(caps_, o.w, c, esize_, tex_, walign_, align_, "linear_matvec_fused");
+      b.w = v.w.range;
+      b.w_off = v.w.elem_off;
+      b.tex = v.tex;
     }
     const Bound yb = bind_aligned(*o.y.buffer, o.y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align_);
     b.y = yb.range;
@@ -231,10 +208,8 @@ class FusedRecorder {
     const bool xtex = tex && aligned && cfg_.activations_texel && x_tex_arena_ && xb.range.size % 16 == 0 &&
                       xb.range.size / 16 <= max_texels;
 
-    uint32_t xrows = 1, rows = 1;
-    cfg_.matvec_tiling(m_step_, xrows, rows);
-    const uint32_t wg = cfg_.matvec_wg;
-    const uint32_t gx_per = cfg_.matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE ? wg * rows : rows;
+    const MatvecPlan plan = plan_matvec(cfg_, caps_, m_step_, K_);
+    const uint32_t xrows = plan.xrows, rows = plan.rows, wg = plan.wg, gx_per = plan.gx_per;
     uint32_t g[4] = {0, 0, 0, 0};   // first workgroup of each output, then the total
     for (size_t i = 0; i < set.size(); ++i) g[i + 1] = g[i] + groups_for(set[i].chunk.rows, gx_per);
     const uint32_t outs = static_cast<uint32_t>(set.size());
@@ -249,12 +224,12 @@ class FusedRecorder {
                           : cfg_.matvec_norm_subgroup && caps_.has_subgroup_arithmetic() ? spec::NORM_SUBGROUP
                                                                                           : spec::NORM_LANE;
     const uint32_t gate = static_cast<uint32_t>(in_.gate);
-    const uint32_t xsh = cfg_.matvec_xsh(K_, xrows, rows, caps_);
+    const uint32_t xsh = plan.xsh;
     const uint32_t gy = groups_for(mc, xrows);
     const uint32_t ldy[3] = {set[0].out->w.rows, outs > 1 ? set[1].out->w.rows : 0u, outs > 2 ? set[2].out->w.rows : 0u};
     if (quant_) {
       spec::MatvecFusedQSpec s;
-      s.wg = wg, s.rows = rows, s.mode = cfg_.matvec_mode, s.aligned = aligned, s.xrows = xrows;
+      s.wg = wg, s.rows = rows, s.mode = plan.mode, s.aligned = aligned, s.xrows = xrows;
       s.qtype = static_cast<uint32_t>(set[0].out->w.type);
       s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask, s.xsh = xsh;
       static constexpr ShaderId kShaders[3] = {ShaderId::linear_matvec_fused_q, ShaderId::linear_matvec_fused_q_tex,
@@ -279,7 +254,7 @@ class FusedRecorder {
                     &push, sizeof push, g[outs], gy, 1, "linear_matvec_fused_q");
     } else {
       spec::MatvecFusedSpec s;
-      s.wg = wg, s.rows = rows, s.mode = cfg_.matvec_mode, s.aligned = aligned, s.xrows = xrows;
+      s.wg = wg, s.rows = rows, s.mode = plan.mode, s.aligned = aligned, s.xrows = xrows;
       s.outs = outs, s.norm = norm, s.gate = gate, s.bias_mask = bias_mask, s.acc_mask = acc_mask, s.xsh = xsh;
       static constexpr ShaderId kShaders[3][3] = {
           {ShaderId::linear_matvec_fused_f32, ShaderId::linear_matvec_fused_f16, ShaderId::linear_matvec_fused_bf16},

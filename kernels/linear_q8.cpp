@@ -77,18 +77,11 @@ void Kernels::linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Ac
   if (M == 0 || N == 0) return;
   if (y.offset % 4) throw Error(ErrorCode::internal, std::string(op) + ": Y offset must be a multiple of 4");
   const QuantWeightBinding wb = plan_quant_weight(caps, config_, w, op);
-  const QuantPlanes& planes = wb.planes;
-  const uint64_t blocks_per_row = wb.blocks_per_row, quant_total = wb.quant_total;
-  const uint32_t meta_texel = wb.meta_texel;
-  const VkFormat meta_format = wb.meta_format;
-  const bool tex = wb.tex;
-  const uint64_t align = wb.align, walign = wb.walign, room = wb.room;
-  const std::vector<RowChunk>& chunks = wb.chunks;
   // X rows travel whole (one binding each plane); Y along M with them.
   const uint64_t x_row = uint64_t(K) * 5 / 4, y_row = uint64_t(N) * 4;
-  if (std::max(x_row, y_row) > room)
+  if (std::max(x_row, y_row) > wb.room)
     throw Error(ErrorCode::unsupported, std::string(op) + ": one activation row exceeds maxStorageBufferRange");
-  const uint32_t m_step = static_cast<uint32_t>(std::min<uint64_t>(M, room / std::max(x_row, y_row)));
+  const uint32_t m_step = static_cast<uint32_t>(std::min<uint64_t>(M, wb.room / std::max(x_row, y_row)));
 
   // Decode-sized calls: one X row per invocation and more W rows; batches: the
   // quantized GEMM's register tile (each unpacked W sub-block meets TM rows).
@@ -100,40 +93,35 @@ void Kernels::linear_q8(CommandList& cmd, const Q8Act& x, const Mat& w, const Ac
   sp.qtype = static_cast<uint32_t>(w.type);
   if (sp.wg == 0) throw Error(ErrorCode::internal, std::string(op) + ": workgroup of 0 invocations");
   // X through texel buffers with W (CPU devices) when each plane is one view: all M rows at once.
-  const bool xtex = tex && config_.activations_texel && arena_texel_readable(x.buffer->arena()) && m_step == M &&
+  const bool xtex = wb.tex && config_.activations_texel && arena_texel_readable(x.buffer->arena()) && m_step == M &&
                     x.quant_bytes() / 16 <= caps.max_texel_buffer_elements &&
                     x.meta_bytes() / 16 <= caps.max_texel_buffer_elements;
   using B = spec::LinearQ8Bindings;
-  PipelineDesc desc{xtex ? ShaderId::linear_q8_xtex : tex ? ShaderId::linear_q8_tex : ShaderId::linear_q8, B::count,
+  PipelineDesc desc{xtex ? ShaderId::linear_q8_xtex : wb.tex ? ShaderId::linear_q8_tex : ShaderId::linear_q8, B::count,
                     sizeof(spec::LinearQ8Push), sp.constants()};
-  if (tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, meta_format);
+  if (wb.tex) desc.texel(B::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_WMETA, wb.meta_format);
   if (xtex) desc.texel(B::B_XQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(B::B_XMETA, VK_FORMAT_R32G32B32A32_UINT);
   const auto& pipe = device_.pipelines().get(desc);
   const uint64_t subs = K / 32;
   for (uint32_t m0 = 0; m0 < M; m0 += m_step) {
     const uint32_t mc = std::min(m_step, M - m0);
-    const Bound xqb = bind_aligned(*x.buffer, x.offset + m0 * subs * 32, mc * subs * 32, 16, walign);
+    const Bound xqb = bind_aligned(*x.buffer, x.offset + m0 * subs * 32, mc * subs * 32, 16, wb.walign);
     // Texel meta: the whole (padded) plane in 16-byte units; the push offset stays in 8-byte blocks.
     Bound xmb;
     if (xtex) {
-      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes(), x.meta_bytes(), 16, walign);
+      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes(), x.meta_bytes(), 16, wb.walign);
       xmb.elem_off *= 2;
     } else {
-      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes() + m0 * subs * 8, mc * subs * 8, 8, align);
+      xmb = bind_aligned(*x.buffer, x.offset + x.quant_bytes() + m0 * subs * 8, mc * subs * 8, 8, wb.align);
     }
-    const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, align);
-    for (const RowChunk& c : chunks) {
-      const uint64_t blocks0 = uint64_t(c.first_row) * blocks_per_row, nblocks = uint64_t(c.rows) * blocks_per_row;
-      const Bound qb = bind_aligned(*w.buffer, w.offset + blocks0 * planes.quant_bytes, nblocks * planes.quant_bytes,
-                                    16, walign);
-      const uint32_t meta_unit = tex ? meta_texel : 2;
-      const Bound mb = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes,
-                                    nblocks * planes.meta_bytes, meta_unit, walign);
-      const spec::LinearQ8Push push{mc, c.rows, K, xqb.elem_off, qb.elem_off, mb.elem_off * (meta_unit / 2),
+    const Bound yb = bind_aligned(*y.buffer, y.offset + VkDeviceSize(m0) * N * 4, VkDeviceSize(mc) * N * 4, 4, wb.align);
+    for (const RowChunk& c : wb.chunks) {
+      const QuantChunkViews v = bind_quant_chunk(wb, w, c);
+      const spec::LinearQ8Push push{mc, c.rows, K, xqb.elem_off, v.quant.elem_off, v.m_off,
                                     yb.elem_off + c.first_row, N, xmb.elem_off};
       cmd.dispatch(pipe,
-                   spec::bound<B>({{B::B_XQUANT, xqb.range}, {B::B_WQUANT, qb.range}, {B::B_Y, yb.range},
-                                   {B::B_WMETA, mb.range}, {B::B_XMETA, xmb.range}}),
+                   spec::bound<B>({{B::B_XQUANT, xqb.range}, {B::B_WQUANT, v.quant.range}, {B::B_Y, yb.range},
+                                   {B::B_WMETA, v.meta.range}, {B::B_XMETA, xmb.range}}),
                    &push, sizeof push, groups_for(c.rows, uint64_t(sp.wg) * sp.tn), groups_for(mc, sp.tm), 1, op);
     }
   }

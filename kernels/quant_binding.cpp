@@ -42,4 +42,22 @@ QuantWeightBinding plan_quant_weight(const Capabilities& caps, const KernelConfi
   return b;
 }
 
+QuantChunkViews bind_quant_chunk(const Mat& w, const RowChunk& c, bool tex, uint64_t walign) {
+  const QuantPlanes planes = quant_planes(w.type);
+  const uint64_t bpr = w.cols / wtype_block_elems(w.type);
+  const uint64_t blocks0 = uint64_t(c.first_row) * bpr, nblocks = uint64_t(c.rows) * bpr;
+  const uint64_t quant_total = uint64_t(w.rows) * bpr * planes.quant_bytes;
+  QuantChunkViews v;
+  v.quant = bind_aligned(*w.buffer, w.offset + blocks0 * planes.quant_bytes, nblocks * planes.quant_bytes, 16, walign);
+  // Texel meta: bound in whole meta texels (each chunk starts at a block, and the meta texel divides
+  // both 16 and the block's meta bytes); the push offset stays in meta units.  mxfp4 (1-byte meta)
+  // binds byte offsets and its push offset counts bytes.
+  const uint32_t unit = quant_meta_unit_bytes(w.type), meta_unit = tex && unit == 2 ? quant_meta_texel_bytes(w.type) : unit;
+  v.meta = bind_aligned(*w.buffer, w.offset + quant_total + blocks0 * planes.meta_bytes, nblocks * planes.meta_bytes,
+                        meta_unit, walign);
+  v.meta.range.size = (v.meta.range.size + 1) / 2 * 2;   // whole 16-bit units (mxfp4's device copy is padded)
+  v.m_off = v.meta.elem_off * meta_unit / unit;
+  return v;
+}
+
 }  // namespace reach

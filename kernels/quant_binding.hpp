@@ -24,6 +24,19 @@ struct QuantWeightBinding {
   std::vector<RowChunk> chunks; // W's rows, cut so each chunk's planes fit one view each
 };
 
+// The two views of row chunk c of quantized W: the quant plane (its elem_off counts 16-byte units) and
+// the meta plane, whose push offset m_off counts meta units (quant_meta_unit_bytes: 2 bytes; 1 for mxfp4).
+// With tex the meta plane is bound in whole meta texels.
+struct QuantChunkViews {
+  Bound quant;
+  Bound meta;
+  uint32_t m_off = 0;
+};
+QuantChunkViews bind_quant_chunk(const Mat& w, const RowChunk& c, bool tex, uint64_t walign);
+inline QuantChunkViews bind_quant_chunk(const QuantWeightBinding& b, const Mat& w, const RowChunk& c) {
+  return bind_quant_chunk(w, c, b.tex, b.walign);
+}
+
 // Checks what every quantized linear needs of W (K a multiple of the block, a 16-byte start, inside its
 // buffer: internal errors naming `op`) and plans its binding.
 QuantWeightBinding plan_quant_weight(const Capabilities& caps, const KernelConfig& cfg, const Mat& w, const char* op);

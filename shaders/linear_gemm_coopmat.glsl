@@ -1,4 +1,4 @@
-// The body of linear_gemm_coopmat.comp and linear_gemm_coopmat_q.comp: Y[M, N] = X[M, K] · Wᵀ on the
+// The body of linear_gemm_coopmat.comp and linear_gemm_coopmat_q.comp (W_QUANT): Y[M, N] = X[M, K] · Wᵀ on the
 // device's cooperative matrices (GL_KHR_cooperative_matrix), f16 inputs (X as two halves with
 // XSPLIT) and f32 accumulation.
 //
@@ -9,14 +9,15 @@
 // past M, N and K are staged as zeros, and the result goes through a per-subgroup shared ypatch so
 // edge tiles store only what is inside Y.
 //
-// Needs before inclusion: the tile constants (spec/linear_gemm_coopmat_tile.h), load_x(e) (f32 X at
-// element e), p.M / p.N / p.K / p.x_off / p.y_off / p.ldy, y1[], and
-//   void stage_w(uint n0, uint k0)   fills ws[r * SK + k] (r < BN, k < BK) with W[n0 + r][k0 + k]
-//                                    as f16, zero where k0 + k >= K (rows past N: anything finite).
+// The weight kind (W_QUANT or a float type) is linear_load_weight.glsl's, and only stage_w depends
+// on it: it fills ws[r * SK + k] (r < BN, k < BK) with W[n0 + r][k0 + k] as f16, zero where
+// k0 + k >= K (rows past N: anything finite).  Needs before inclusion: the tile constants
+// (spec/linear_gemm_coopmat_tile.h) and the kind's bindings (spec/linear_[q_]bindings.h).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "linear_load_weight.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
 // Row stride of the staged slabs in halves: BK plus 8 (16 bytes), which keeps every matrix load
@@ -47,7 +48,36 @@ void stage_x(uint m0, uint k0) {
   }
 }
 
-void stage_w(uint n0, uint k0);   // the includer's (above)
+#if defined(W_QUANT)
+// Each BK = 32 slab of K is one sub-block of every W row, decoded by quant_blocks.glsl's decode_sub (as
+// linear_gemm_q.comp's shared variant does) and rounded to f16: a quarter sub-block (8 weights) per
+// task; rows past N repeat row N - 1 (never stored).
+void stage_w(uint n0, uint k0) {
+  for (uint idx = gl_LocalInvocationID.x; idx < BN * 4; idx += WG) {
+    const uint r = idx / 4, part = idx % 4, n = min(n0 + r, p.N - 1);
+    uint qb, mb, s;
+    sub_units(n, k0 / 32, p.K, qb, mb, s);
+    vec4 q[8];
+    vec4 ab;
+    decode_sub(qb, mb, s, q, ab);
+    const vec4 w0 = part < 2 ? dequant(q[2 * part], ab.x, ab.y) : dequant(q[2 * part], ab.z, ab.w);
+    const vec4 w1 = part < 2 ? dequant(q[2 * part + 1], ab.x, ab.y) : dequant(q[2 * part + 1], ab.z, ab.w);
+    for (uint e = 0; e < 4; ++e) {
+      ws[r * SK + 8 * part + e] = float16_t(w0[e]);
+      ws[r * SK + 8 * part + 4 + e] = float16_t(w1[e]);
+    }
+  }
+}
+#else
+// Float W converted to f16 as it is staged (bf16 and f32 weights lose mantissa bits there; the tests
+// bound the error).
+void stage_w(uint n0, uint k0) {
+  for (uint idx = gl_LocalInvocationID.x; idx < BN * BK; idx += WG) {
+    const uint r = idx / BK, k = idx % BK, n = n0 + r, kk = k0 + k;
+    ws[r * SK + k] = float16_t(n < p.N && kk < p.K ? load_w(p.w_off + n * p.K + kk) : 0.0);
+  }
+}
+#endif
 
 void gemm_coopmat() {
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
@@ -98,3 +128,5 @@ void gemm_coopmat() {
       subgroupBarrier();   // the ypatch is rewritten by the next store
     }
 }
+
+void main() { gemm_coopmat(); }

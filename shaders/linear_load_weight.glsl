@@ -1,4 +1,10 @@
-// Weight loads for the linear kernels: binding 1 holds W as f32, f16 (IEEE
+// The weight kinds of the linear kernels, one include: with W_QUANT (the
+// quantized variants, shaders/meson.build) W is in GGML blocks or mxfp4, read
+// and decoded by linear_q_common.glsl / quant_blocks.glsl; otherwise below.
+#if defined(W_QUANT)
+#include "linear_q_common.glsl"
+#else
+// Float weight loads for the linear kernels: binding 1 holds W as f32, f16 (IEEE
 // half bits) or bf16 (bits) and every load returns f32.  16-bit weights are
 // read through uint16_t (GL_EXT_shader_16bit_storage: storageBuffer16BitAccess,
 // no shaderInt16/shaderFloat16 needed) and, on the aligned path, as packed
@@ -125,3 +131,4 @@ layout(push_constant) uniform LinearPush {
 #include "spec/linear_push.h"
 } p;
 #endif
+#endif  // W_QUANT

@@ -1,6 +1,8 @@
 #version 450
-// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X: decode is
-// memory-bound, 4 K-elements per load.  A workgroup takes XROWS rows of X
+// y[m, n] = dot(x[m, :], W[n, :]) for each row m of X, W f32 / f16 / bf16:
+// decode is memory-bound, 4 K-elements per load.  The body
+// (linear_matvec.glsl) is every weight kind's: linear_matvec_q.comp is the
+// same kernel for quantized W.  A workgroup takes XROWS rows of X
 // (gl_WorkGroupID.y * XROWS ...; batched decode of several sequences) and
 // reads each W element once for all of them.  Each X row keeps its own f32
 // accumulators, updated in exactly the order of XROWS = 1, so every row's

@@ -9,4 +9,4 @@
 layout(push_constant) uniform LinearFusedQPush {
 #include "spec/linear_matvec_fused_q_push.h"
 } p;
-#include "linear_matvec_q.glsl"
+#include "linear_matvec.glsl"

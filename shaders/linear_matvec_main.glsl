@@ -1,4 +1,4 @@
-// main() of the mat-vecs (linear_matvec.glsl, linear_matvec_q.glsl): the
+// main() of the mat-vecs (linear_matvec.glsl, every weight kind): the
 // workgroup's X rows, their RMSNorm scales (FUSED, NORM), then run(o, gx) for
 // the output whose share of the grid's x workgroups holds this one.
 void main() {

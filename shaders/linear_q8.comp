@@ -20,7 +20,7 @@
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot4x8(uint a, uint b, spirv_literal int packed_format);
 
-// With X_TEX (CPU devices, with Q_TEX) both X planes are R32G32B32A32_UINT texel
+// With X_TEX (CPU devices, with W_TEX) both X planes are R32G32B32A32_UINT texel
 // buffers, the meta plane two blocks per texel: llvmpipe runs storage-buffer
 // loads inside loops lane by lane but a texel fetch as one gather.
 #if defined(X_TEX)

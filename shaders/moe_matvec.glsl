@@ -1,4 +1,4 @@
-// The body of moe_matvec.comp (float W) and moe_matvec_q.comp (QUANT: a block type): one dispatch multiplies
+// The body of moe_matvec.comp (float W) and moe_matvec_q.comp (W_QUANT: a block type): one dispatch multiplies
 // every chosen (row, expert) slot by its expert's matrix.  The grid's y is the slot; its workgroups read the
 // expert id from moe_route's ids on the device, so no expert that was not chosen is read and nothing goes
 // back to the host.  The experts of one projection are one stacked binding (expert e at e * w_stride);
@@ -11,11 +11,7 @@
 layout(push_constant) uniform MoeMatvecPush {
 #include "spec/moe_matvec_push.h"
 } p;
-#if defined(QUANT)
-#include "linear_q_common.glsl"
-#else
 #include "linear_load_weight.glsl"
-#endif
 layout(binding = B_Y) writeonly buffer Yb { float y[]; };
 layout(binding = B_IDS) readonly buffer Ib { int ids[]; };
 layout(binding = B_BIAS) readonly buffer Bb { float bias[]; };
@@ -73,40 +69,28 @@ void store(uint slot, int id, uint n, float t) {
   y[p.y_off + slot * p.ldy + n] = t;
 }
 
-#if defined(QUANT)
-XSub xsub(uint xb, uint c) {
-  XSub x;
-  for (uint w = 0; w < 8; ++w) x.v[w] = xin4(xb, 32 * c + 4 * w);
-  return xsub_sums(x);
-}
-// Sub-block c of row n of expert e (relative to the bound group).
-void expert_units(uint e, uint n, uint c, out uint qb, out uint mb, out uint s) {
+// Where expert e's W starts (linear_matvec_unit.glsl: the unit of each weight kind; its X rows j are
+// the slot's input row, named by its first element xb).
+#if defined(W_QUANT)
+void w_sub(uint e, uint n, uint c, out uint qb, out uint mb, out uint s) {
   sub_units(n, c, p.K, qb, mb, s);
   qb += e * p.w_stride;
   mb += e * p.m_stride;
 }
-// Σ over this lane's sub-blocks (c = lane, lane + lanes, ...) of row n.
-float partial_dot(uint e, uint xb, uint n, uint lane, uint lanes) {
-  float acc = 0.0;
-  for (uint c = lane; c < p.K / 32; c += lanes) {
-    uint qb, mb, s;
-    expert_units(e, n, c, qb, mb, s);
-    vec4 q[8];
-    vec4 ab;
-    decode_sub(qb, mb, s, q, ab);
-    acc += sub_dot(q, ab, xsub(xb, c));
-  }
-  return acc;
-}
 #else
+uint w_base(uint e) { return p.q_off + e * p.w_stride; }
+#endif
+#include "linear_matvec_unit.glsl"
+
+// Σ over this lane's units (k = lane·WU, (lane + lanes)·WU, ...) of row n, then its tail.
 float partial_dot(uint e, uint xb, uint n, uint lane, uint lanes) {
-  const uint wb = p.q_off + e * p.w_stride + n * p.K, K4 = p.K & ~3u;
+  const uint wr = w_row(e, n), KU = units_end(p.K);
   float acc = 0.0;
-  for (uint k = lane * 4; k < K4; k += lanes * 4) acc += dot(xin4(xb, k), load_w4(wb + k));
-  for (uint k = K4 + lane; k < p.K; k += lanes) acc += xin(xb, k) * load_w(wb + k);
+  for (uint k = lane * WU; k < KU; k += lanes * WU) acc += unit_dot(x_unit(xb, k), w_unit(e, wr, k));
+  if (WTAIL)
+    for (uint k = KU + lane; k < p.K; k += lanes) acc += xin(xb, k) * w_elem(e, wr, k);
   return acc;
 }
-#endif
 
 void main() {
   const uint slot = gl_WorkGroupID.y;
@@ -133,31 +117,18 @@ void main() {
     const uint n0 = gl_WorkGroupID.x * WG * ROWS + l;
     float acc[ROWS];
     for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
-#if defined(QUANT)
-    for (uint c = 0; c < K / 32; ++c) {
-      const XSub xs = xsub_reg(xsub(xb, c));
-      for (uint r = 0; r < ROWS; ++r) {
-        uint qb, mb, s;
-        expert_units(e, min(n0 + r * WG, N - 1), c, qb, mb, s);
-        vec4 q[8];
-        vec4 ab;
-        decode_sub_reg(qb, mb, s, q, ab);
-        acc[r] += sub_dot(q, ab, xs);
-      }
-    }
-#else
     uint wrow[ROWS];
-    for (uint r = 0; r < ROWS; ++r) wrow[r] = p.q_off + e * p.w_stride + min(n0 + r * WG, N - 1) * K;
-    const uint K4 = K & ~3u;
-    for (uint k = 0; k < K4; k += 4) {
-      const vec4 xv = xin4(xb, k);
-      for (uint r = 0; r < ROWS; ++r) acc[r] += dot(xv, load_w4(wrow[r] + k));
+    for (uint r = 0; r < ROWS; ++r) wrow[r] = w_row(e, min(n0 + r * WG, N - 1));
+    const uint KU = units_end(K);
+    for (uint k = 0; k < KU; k += WU) {
+      const XUnit xv = x_unit_reg(xb, k);
+      for (uint r = 0; r < ROWS; ++r) acc[r] += unit_dot(xv, w_unit_reg(e, wrow[r], k));
     }
-    for (uint k = K4; k < K; ++k) {
-      const float xv = xin(xb, k);
-      for (uint r = 0; r < ROWS; ++r) acc[r] += xv * load_w(wrow[r] + k);
-    }
-#endif
+    if (WTAIL)
+      for (uint k = KU; k < K; ++k) {
+        const float xv = xin(xb, k);
+        for (uint r = 0; r < ROWS; ++r) acc[r] += xv * w_elem(e, wrow[r], k);
+      }
     for (uint r = 0; r < ROWS; ++r)
       if (n0 + r * WG < N) store(slot, id, n0 + r * WG, acc[r]);
   } else {

@@ -11,7 +11,7 @@
 // as the specification does, so gathered weights are exact.
 //
 // Needs before inclusion: QTYPE (a specialization constant, WType's value) and
-// B_WQUANT / B_WMETA (binding numbers).  With Q_TEX the planes are uniform
+// B_WQUANT / B_WMETA (binding numbers).  With W_TEX the planes are uniform
 // texel buffers (R32G32B32A32_UINT, R16_UINT), else storage buffers.
 // QT_F32 = 0 ... QT_Q6_K = 10: WType's ids, from the one list of both sides.
 #define WTYPE(id, name, NAME) const uint QT_##NAME = id;
@@ -45,7 +45,7 @@ const uint MTU = QTYPE == QT_Q4_K || QTYPE == QT_Q5_K ? 8 : 1;
 #define QO_P
 #define QO_A
 #endif
-#if defined(Q_TEX)
+#if defined(W_TEX)
 layout(binding = B_WQUANT) uniform usamplerBuffer wq;
 layout(binding = B_WMETA) uniform usamplerBuffer wm;
 #if defined(FUSED)
@@ -96,7 +96,7 @@ uint mload(uint i) { return uint(wm[i]); }
 // The first 2 * WORDS meta units of the block at meta unit mb as 32-bit words
 // (unit 2i in the low half of word i); with MTU > 1, mb % MTU == 0.
 uvec4 meta_words(QO_P uint mb) {
-#if defined(Q_TEX)
+#if defined(W_TEX)
   if (MTU > 1) return mtexel(QO_A mb / MTU);
 #endif
   uvec4 w = uvec4(0u);

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Checks that every kernel has one name end to end (shaders/meson.build).
 
-  * each kernel name (ShaderId) in shaders/meson.build is its source file's
-    stem, or the stem plus a variant suffix ([_tex | _xtex] then [_f32 | _f16
-    | _bf16]), and every shaders/*.comp is listed;
+  * each kernel name (ShaderId) in shaders/meson.build (its rows, and the
+    variants it generates from its weight_kernels / storage_kernels tables) is
+    its source file's stem, or the stem plus a variant suffix ([_tex | _xtex]
+    then [_f32 | _f16 | _bf16]), and every shaders/*.comp is listed;
   * each stem starts with its family (linear_, norm_, elementwise_, embed,
     attention_, moe_), has its contract list shaders/spec/<stem>.h, which the
     shader includes, and is named in kernels/<family>*.cpp as ShaderId::<stem>...;
@@ -36,10 +37,26 @@ def methods(header: str, cls: str) -> set:
     return set(re.findall(r'\bvoid (\w+)\(', m.group(1))) if m else set()
 
 
+def kernel_variants(meson: str) -> list:
+    """(kernel name, source file) of every SPIR-V module shaders/meson.build builds: its plain rows
+    [name, source, [defines]] and the rows it expands, [stem, float storages, quantized storages]
+    (weight kernels: <stem><storage>_<f32|f16|bf16> from <stem>.comp, <stem>_q<storage> from
+    <stem>_q.comp) and [stem, storages, 'PREFIX'] (<stem><storage> from <stem>.comp)."""
+    variants = re.findall(r"\['(\w+)', '([\w.]+)', \[", meson)
+    def storages(text: str) -> list:
+        return re.findall(r"'(\w*)'", text)
+    for stem, fl, qu in re.findall(r"\['(\w+)', \[([^\]]*)\], \[([^\]]*)\]\]", meson):
+        variants += [(stem + st + ft, stem + '.comp') for st in storages(fl) for ft in ('_f32', '_f16', '_bf16')]
+        variants += [(stem + '_q' + st, stem + '_q.comp') for st in storages(qu)]
+    for stem, st_list, _ in re.findall(r"\['(\w+)', \[([^\]]*)\], '(\w+)'\]", meson):
+        variants += [(stem + st, stem + '.comp') for st in storages(st_list)]
+    return variants
+
+
 def check(root: pathlib.Path) -> list:
     bad = []
     meson = (root / 'shaders/meson.build').read_text(encoding='utf-8')
-    variants = re.findall(r"\['(\w+)', '([\w.]+)', \[", meson)
+    variants = kernel_variants(meson)
     comps = {p.stem for p in (root / 'shaders').glob('*.comp')}
     kernels_hpp = methods((root / 'kernels/kernels.hpp').read_text(encoding='utf-8'), 'Kernels')
     attention_hpp = methods((root / 'kernels/attention.hpp').read_text(encoding='utf-8'), 'Attention')

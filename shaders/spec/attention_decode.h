@@ -11,16 +11,9 @@ SPEC_BOOL(7, FUSED, fused, false)      // one dispatch: stores the new key/value
 SPEC_BOOL(8, QKRMS, qk_rms, false)     // FUSED: per-head RMSNorm of q and of the new k first (Gemma 3, Qwen3)
 #include "attention_scheme.h"
 // Bindings.
-BINDING(0, STEP)     // StepParams
-BINDING(1, Q)        // raw query rows
-BINDING(2, KCACHE)   // K cache (texel variant: R32G32B32A32 texels)
-BINDING(3, VCACHE)   // V cache (texel)
-BINDING(4, TAB1)     // rope table 1 (texel)
-BINDING(5, TAB2)     // rope table 2 (texel)
+#include "attention_cache_bindings.h"
 BINDING(6, PART)     // per-split partials (attention_combine.comp reads them)
-BINDING(7, KROT)     // pre-rotated keys, branch 1 (KROT; texel)
-// FUSED only (the unfused kernel gets placeholders):
-BINDING(8, SINK)     // per-head sink logits, f32 [n_heads] (SINK)
+// FUSED only (the unfused kernel gets placeholders; SINK above too):
 BINDING(9, KNEW)     // the new token's keys [n_kv_heads * head_dim] (the qkv output)
 BINDING(10, VNEW)    // the new token's values
 BINDING(11, OUT)     // output row [n_heads * head_dim]

@@ -8,12 +8,5 @@ SPEC_UINT(5, ROTP, rot_pairs, 32)      // rotating pairs (multiple of 4)
 SPEC_UINT(6, KS, key_block, 8)         // keys scored per block (divides WG): bounds the unrolled code
 #include "attention_scheme.h"
 // Bindings.
-BINDING(0, STEP)     // StepParams
-BINDING(1, Q)        // raw query rows
-BINDING(2, KCACHE)   // K cache (texel variant: R32G32B32A32 texels)
-BINDING(3, VCACHE)   // V cache (texel)
-BINDING(4, TAB1)     // rope table 1 (texel)
-BINDING(5, TAB2)     // rope table 2 (texel)
+#include "attention_cache_bindings.h"
 BINDING(6, OUT)      // output rows
-BINDING(7, KROT)     // pre-rotated keys, branch 1 (KROT; texel)
-BINDING(8, SINK)     // per-head sink logits, f32 [n_heads] (SINK)

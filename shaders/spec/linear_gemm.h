@@ -12,7 +12,4 @@ SPEC_UINT(7, ALIGNED, aligned, 0)
 // shuffle; SUBGROUP must then be the real subgroup size.
 SPEC_UINT(8, BCAST, bcast, 0)
 SPEC_UINT(9, SUBGROUP, subgroup, 8)
-// Bindings (shaders/linear_load_weight.glsl declares them).
-BINDING(0, X)   // activations [M, K]
-BINDING(1, W)   // weights [N, K]
-BINDING(2, Y)   // output [M, N]
+#include "linear_bindings.h"

@@ -7,8 +7,4 @@ SPEC_UINT(4, TILE_M, tile_m, 1)          // shared variant: output tile (K depth
 SPEC_UINT(5, TILE_N, tile_n, 1)
 SPEC_UINT(6, ALIGNED, aligned, 0)        // x_off % 4 == 0: X read as vec4
 SPEC_UINT(7, QTYPE, qtype, 4)            // WType of W (q8_0 = 3 ... q6_k = 10)
-// Bindings (shaders/linear_q_common.glsl, quant_blocks.glsl declare them).
-BINDING(0, X)        // activations [M, K]
-BINDING(1, WQUANT)   // quant plane of W (uvec4 units)
-BINDING(2, Y)        // output [M, N]
-BINDING(3, WMETA)    // meta plane of W (16-bit units)
+#include "linear_q_bindings.h"

@@ -1,12 +1,6 @@
 // linear_matvec_fused.comp: linear_matvec with a fused input (RMSNorm or gate)
 // and epilogue (bias, accumulate), up to 3 outputs sharing X.
-#include "linear_matvec_mode.h"
-SPEC_WG(wg)
-SPEC_UINT(1, ROWS, rows, 4)        // output rows per workgroup (mode 0: per invocation)
-SPEC_UINT(2, MODE, mode, 0)        // MATVEC_MODE_* (linear_matvec_mode.h)
-SPEC_UINT(3, ALIGNED, aligned, 0)
-SPEC_UINT(4, XROWS, xrows, 1)      // X rows per workgroup (1..8): W is read once for all of them
-SPEC_UINT(14, XSH, xsh, 0)         // vec4s of shared memory holding the X rows (XROWS · K / 4; 0: X read from memory)
+#include "linear_matvec_shape.h"
 #include "linear_matvec_fusion.h"
 // Bindings (shaders/linear_load_weight.glsl, linear_matvec_io.glsl declare them);
 // W of outputs 0..2 at 1, 3, 5 (texel bindings must be below 8).

@@ -1,13 +1,7 @@
 // linear_matvec_fused_q.comp: linear_matvec_q with a fused input (RMSNorm or
 // gate) and epilogue (bias, accumulate), up to 3 outputs sharing X and QTYPE.
-#include "linear_matvec_mode.h"
-SPEC_WG(wg)
-SPEC_UINT(1, ROWS, rows, 4)        // output rows per workgroup (mode 0: per invocation)
-SPEC_UINT(2, MODE, mode, 0)        // MATVEC_MODE_* (linear_matvec_mode.h)
-SPEC_UINT(3, ALIGNED, aligned, 0)  // x_off % 4 == 0 (and norm_off): read as vec4
-SPEC_UINT(4, QTYPE, qtype, 4)      // WType of every W
-SPEC_UINT(5, XROWS, xrows, 1)      // X rows per workgroup (1..8)
-SPEC_UINT(14, XSH, xsh, 0)         // vec4s of shared memory holding the X rows (XROWS · K / 4; 0: X read from memory)
+#include "linear_matvec_shape.h"
+SPEC_UINT(5, QTYPE, qtype, 4)      // WType of every W
 #include "linear_matvec_fusion.h"
 // Bindings (linear_q_common.glsl, quant_blocks.glsl, linear_matvec_io.glsl);
 // the planes (texel buffers on CPU devices) below 8.
