@@ -108,8 +108,11 @@ rm -f build-asan/.run_tests-ok build-asan/.run_tests-suites-rc build-fuzz/.run_t
   stage_begin asan-build "gcc ASan+UBSan -O0 build of ${#asan_targets[@]} targets in build-asan, in the background" 400
   ok=1
   if [ ! -f build-asan/build.ninja ]; then
-    meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Dc_args=-g1 -Dcpp_args=-g1 >/dev/null \
+    meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Dc_args=-g1 -Dcpp_args=-g1 \
+      -Dtest_shader_cache="$PWD/build/test-shader-cache" >/dev/null \
       || ok=0
+  elif ! grep -qs "test_shader_cache.*$PWD/build/test-shader-cache" build-asan/meson-info/intro-buildoptions.json; then
+    meson configure build-asan -Dtest_shader_cache="$PWD/build/test-shader-cache" >/dev/null || ok=0
   fi
   [ $ok = 1 ] && nice ninja -C build-asan "${asan_targets[@]}" >build-asan/ninja.log 2>&1 || ok=0
   echo $ok >build-asan/.run_tests-ok
