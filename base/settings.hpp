@@ -54,6 +54,9 @@ struct Settings {
   // reads: REACH_TUNING_FILE, else $XDG_CACHE_HOME/reach/tuning.json, else
   // $HOME/.cache/reach/tuning.json, else .reach-tuning.json.  "": none (such a session runs exact).
   std::string tuning_file;
+  // The Vulkan loader to open (REACH_VULKAN_LIBRARY: a file name or path), instead of the platform's
+  // own (libvulkan.so.1, vulkan-1.dll, libvulkan.1.dylib then libMoltenVK.dylib).  "": those.
+  std::string vulkan_library;
   // One line per variable whose value was not taken, naming it, the value and why
   // ("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096").  The edge reports them.
   std::vector<std::string> ignored;

@@ -91,6 +91,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK_FALSE(s.pipeline_log);
   CHECK(s.pipeline_cache_dir.empty());   // no HOME: no cache folder
   CHECK(s.tuning_file == ".reach-tuning.json");
+  CHECK(s.vulkan_library.empty());
   CHECK(s.kernels.matvec_wg == 0);
   CHECK(s.kernels.matvec_rows == 0);
   CHECK_FALSE(s.kernels.matvec_xshared.has_value());
@@ -100,7 +101,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.ignored.empty());
 
   std::set<std::string> want(settings_variables().begin(), settings_variables().end());
-  CHECK(want.size() == 14);
+  CHECK(want.size() == 15);
   want.insert("XDG_CACHE_HOME");
   want.insert("HOME");
   CHECK(asked == want);
