@@ -271,6 +271,7 @@ reach_status reach_device_adopt(const reach_adopt_params* params, reach_device**
     const reach_adopt_params p = read_params(params, reach_adopt_default_params(), "reach_adopt");
     auto d = std::make_unique<reach_device>();
     AdoptedDevice h;
+    h.get_instance_proc_addr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(p.get_instance_proc_addr);
     h.instance = static_cast<VkInstance>(p.instance);
     h.physical_device = static_cast<VkPhysicalDevice>(p.physical_device);
     h.device = static_cast<VkDevice>(p.device);

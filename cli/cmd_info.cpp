@@ -88,12 +88,12 @@ int cmd_info(const Args& args) {
   // The layer is on exactly when run / bench / eval would turn it on; its
   // messages (here about the enumeration itself) go to stderr.
   const bool requested = cli_settings().validation;
-  const bool installed = requested && validation_layer_installed();
+  const bool installed = requested && validation_layer_installed(cli_settings());
   const bool validation = requested && installed;
   if (requested && !installed)
     std::fprintf(stderr, "reach info: REACH_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
                          "(apt-get install vulkan-validationlayers); run / bench / eval would fail\n");
-  auto devices = Device::list(validation);
+  auto devices = Device::list(validation, {}, cli_settings());
   if (json) {
     // Still one array of devices; each says whether validation is on for it.
     std::printf("[");

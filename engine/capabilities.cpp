@@ -97,11 +97,11 @@ std::string Capabilities::to_json() const {
   return s.str();
 }
 
-Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
+Capabilities query_capabilities(const VkInstanceTable& vki, VkPhysicalDevice phys) {
   Capabilities c;
 
   VkPhysicalDeviceProperties base{};
-  vkGetPhysicalDeviceProperties(phys, &base);
+  vki.vkGetPhysicalDeviceProperties(phys, &base);
   const bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
   // Chain only structures the device's API version knows about.
   VkPhysicalDeviceMaintenance4Properties m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
@@ -110,7 +110,7 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, &sg};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, &m3};
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &drv};
-  vkGetPhysicalDeviceProperties2(phys, &props);
+  vki.vkGetPhysicalDeviceProperties2(phys, &props);
   const auto& p = props.properties;
 
   c.device_name = p.deviceName;
@@ -143,7 +143,7 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   for (size_t i = 0; i < std::size(Capabilities::kTexelFormats); ++i) {
     VkFormatProperties fp{};
-    vkGetPhysicalDeviceFormatProperties(phys, Capabilities::kTexelFormats[i], &fp);
+    vki.vkGetPhysicalDeviceFormatProperties(phys, Capabilities::kTexelFormats[i], &fp);
     c.uniform_texel[i] = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
   }
   c.timestamp_period_ns = p.limits.timestampPeriod;
@@ -158,7 +158,7 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, v13 ? &sg_feat : nullptr};
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
-  vkGetPhysicalDeviceFeatures2(phys, &feats);
+  vki.vkGetPhysicalDeviceFeatures2(phys, &feats);
   c.fp16_arithmetic = f12.shaderFloat16;
   c.int8_arithmetic = f12.shaderInt8;
   c.storage_16bit = f11.storageBuffer16BitAccess;
@@ -168,15 +168,15 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   c.integer_dot = v13 && idot_feat.shaderIntegerDotProduct;
 
   uint32_t qf_count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qf_count, nullptr);
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(phys, &qf_count, nullptr);
   std::vector<VkQueueFamilyProperties> qfs(qf_count);
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qf_count, qfs.data());
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(phys, &qf_count, qfs.data());
   for (const auto& q : qfs)
     if ((q.queueFlags & VK_QUEUE_COMPUTE_BIT) && q.timestampValidBits > 0 && p.limits.timestampComputeAndGraphics)
       c.timestamps = true;
 
   VkPhysicalDeviceMemoryProperties mem{};
-  vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+  vki.vkGetPhysicalDeviceMemoryProperties(phys, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) c.device_local_bytes += mem.memoryHeaps[i].size;
   c.unified_memory = true;
@@ -191,9 +191,9 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   if (!any_local) c.unified_memory = false;
 
   uint32_t n_ext = 0;
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, nullptr);
+  vki.vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, nullptr);
   std::vector<VkExtensionProperties> exts(n_ext);
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, exts.data());
+  vki.vkEnumerateDeviceExtensionProperties(phys, nullptr, &n_ext, exts.data());
   bool coopmat_ext = false;
   for (const auto& e : exts) {
     if (std::strcmp(e.extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) == 0) c.memory_budget = true;
@@ -202,8 +202,8 @@ Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance) {
   if (coopmat_ext) {
     VkCoopmatFeatures cm;
     VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &cm};
-    vkGetPhysicalDeviceFeatures2(phys, &f);
-    c.coopmat_shapes = query_coopmat_shapes(instance, phys);
+    vki.vkGetPhysicalDeviceFeatures2(phys, &f);
+    c.coopmat_shapes = query_coopmat_shapes(vki, phys);
     c.cooperative_matrix = cm.cooperativeMatrix && c.fp16_arithmetic && f12.vulkanMemoryModel && !c.coopmat_shapes.empty();
   }
   return c;

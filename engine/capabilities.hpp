@@ -88,6 +88,6 @@ struct Capabilities {
 
 // Fill the record for `phys` (features, properties and limits); `instance` looks up extension
 // commands (the cooperative-matrix shapes: none without it).
-Capabilities query_capabilities(VkPhysicalDevice phys, VkInstance instance = VK_NULL_HANDLE);
+Capabilities query_capabilities(const VkInstanceTable& vki, VkPhysicalDevice phys);
 
 }  // namespace reach

@@ -18,21 +18,21 @@ CommandList::CommandList(Device& device, bool profile) : device_(device) {
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pi.queueFamilyIndex = device.queue_family();
-  vk_check(vkCreateCommandPool(device.handle(), &pi, nullptr, &pool_), "vkCreateCommandPool");
+  vk_check(device_.vk().vkCreateCommandPool(device.handle(), &pi, nullptr, &pool_), "vkCreateCommandPool");
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = pool_;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
-  VkResult r = vkAllocateCommandBuffers(device.handle(), &ai, &cmd_);
-  if (r < 0) { vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkAllocateCommandBuffers"); }
+  VkResult r = device_.vk().vkAllocateCommandBuffers(device.handle(), &ai, &cmd_);
+  if (r < 0) { device_.vk().vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkAllocateCommandBuffers"); }
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  r = vkCreateFence(device.handle(), &fi, nullptr, &fence_);
-  if (r < 0) { vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkCreateFence"); }
+  r = device_.vk().vkCreateFence(device.handle(), &fi, nullptr, &fence_);
+  if (r < 0) { device_.vk().vkDestroyCommandPool(device.handle(), pool_, nullptr); vk_check(r, "vkCreateFence"); }
   if (profile_) {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = kMaxTimestamps;
-    if (vkCreateQueryPool(device.handle(), &qi, nullptr, &query_pool_) == VK_SUCCESS) query_capacity_ = kMaxTimestamps;
+    if (device_.vk().vkCreateQueryPool(device.handle(), &qi, nullptr, &query_pool_) == VK_SUCCESS) query_capacity_ = kMaxTimestamps;
     else profile_ = false;
   }
 }
@@ -42,12 +42,12 @@ CommandList::CommandList(Device& device, VkCommandBuffer external) : device_(dev
 CommandList::~CommandList() {
   VkDevice d = device_.handle();
   // The GPU may still read the descriptor sets and the command buffer: let it finish.
-  if (pending_) vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
-  for (auto p : desc_pools_) vkDestroyDescriptorPool(d, p, nullptr);
-  for (auto v : views_) vkDestroyBufferView(d, v, nullptr);
-  if (query_pool_) vkDestroyQueryPool(d, query_pool_, nullptr);
-  if (fence_) vkDestroyFence(d, fence_, nullptr);
-  if (pool_) vkDestroyCommandPool(d, pool_, nullptr);
+  if (pending_) device_.vk().vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
+  for (auto p : desc_pools_) device_.vk().vkDestroyDescriptorPool(d, p, nullptr);
+  for (auto v : views_) device_.vk().vkDestroyBufferView(d, v, nullptr);
+  if (query_pool_) device_.vk().vkDestroyQueryPool(d, query_pool_, nullptr);
+  if (fence_) device_.vk().vkDestroyFence(d, fence_, nullptr);
+  if (pool_) device_.vk().vkDestroyCommandPool(d, pool_, nullptr);
 }
 
 const Buffer& CommandList::keep(Buffer b) {
@@ -57,8 +57,8 @@ const Buffer& CommandList::keep(Buffer b) {
 
 void CommandList::begin() {
   if (pending_) wait();
-  for (auto p : desc_pools_) vkResetDescriptorPool(device_.handle(), p, 0);
-  for (auto v : views_) vkDestroyBufferView(device_.handle(), v, nullptr);
+  for (auto p : desc_pools_) device_.vk().vkResetDescriptorPool(device_.handle(), p, 0);
+  for (auto v : views_) device_.vk().vkDestroyBufferView(device_.handle(), v, nullptr);
   views_.clear();
   kept_.clear();
   desc_pool_used_ = 0;
@@ -68,12 +68,12 @@ void CommandList::begin() {
   clear_indirect();
   indirect_grids_.clear();
   if (!external_) {
-    vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    vk_check(device_.vk().vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vk_check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    vk_check(device_.vk().vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
     if (profile_) {
-      vkCmdResetQueryPool(cmd_, query_pool_, 0, query_capacity_);
-      vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
+      device_.vk().vkCmdResetQueryPool(cmd_, query_pool_, 0, query_capacity_);
+      device_.vk().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
     }
   }
 }
@@ -88,7 +88,7 @@ VkDescriptorSet CommandList::allocate_set(VkDescriptorSetLayout layout) {
       ci.poolSizeCount = 2;
       ci.pPoolSizes = sizes;
       VkDescriptorPool pool;
-      vk_check(vkCreateDescriptorPool(device_.handle(), &ci, nullptr, &pool), "vkCreateDescriptorPool");
+      vk_check(device_.vk().vkCreateDescriptorPool(device_.handle(), &ci, nullptr, &pool), "vkCreateDescriptorPool");
       desc_pools_.push_back(pool);
     }
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -96,7 +96,7 @@ VkDescriptorSet CommandList::allocate_set(VkDescriptorSetLayout layout) {
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &layout;
     VkDescriptorSet set;
-    VkResult r = vkAllocateDescriptorSets(device_.handle(), &ai, &set);
+    VkResult r = device_.vk().vkAllocateDescriptorSets(device_.handle(), &ai, &set);
     if (r == VK_SUCCESS) return set;
     if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) vk_check(r, "vkAllocateDescriptorSets");
     desc_pool_used_++;
@@ -136,7 +136,7 @@ VkBufferView CommandList::texel_view(const Pipeline& p, uint32_t binding, const 
   ci.offset = b.offset;
   ci.range = b.size;
   VkBufferView view;
-  vk_check(vkCreateBufferView(device_.handle(), &ci, nullptr, &view), "vkCreateBufferView");
+  vk_check(device_.vk().vkCreateBufferView(device_.handle(), &ci, nullptr, &view), "vkCreateBufferView");
   views_.push_back(view);
   return view;
 }
@@ -180,22 +180,22 @@ void CommandList::dispatch(const Pipeline& p, std::span<const BufferRange> buffe
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-  if (push_bytes) vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  device_.vk().vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  device_.vk().vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  device_.vk().vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (push_bytes) device_.vk().vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   if (indirect_.size) {
     if (uint64_t(indirect_used_ + 1) * 12 > indirect_.size)
       throw Error(ErrorCode::internal, p.name + ": more indirect dispatches than set_indirect's range holds");
     indirect_grids_.push_back({gx, gy, gz});
-    vkCmdDispatchIndirect(cmd_, indirect_.buffer, indirect_.offset + uint64_t(indirect_used_++) * 12);
+    device_.vk().vkCmdDispatchIndirect(cmd_, indirect_.buffer, indirect_.offset + uint64_t(indirect_used_++) * 12);
   } else {
-    vkCmdDispatch(cmd_, gx, gy, gz);
+    device_.vk().vkCmdDispatch(cmd_, gx, gy, gz);
   }
   dispatches_++;
   if (profile_ && labels_.size() + 1 < query_capacity_) {
     labels_.push_back(label ? label : p.name);
-    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, query_pool_, static_cast<uint32_t>(labels_.size()));
+    device_.vk().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, query_pool_, static_cast<uint32_t>(labels_.size()));
   }
 }
 
@@ -211,7 +211,7 @@ void CommandList::barrier() {
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                      VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+  device_.vk().vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
@@ -220,23 +220,23 @@ void CommandList::barrier() {
 void CommandList::copy(const BufferRange& src, const BufferRange& dst) {
   if (src.size != dst.size) throw Error(ErrorCode::internal, "copy between ranges of different sizes");
   VkBufferCopy region{src.offset, dst.offset, src.size};
-  vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+  device_.vk().vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
 }
 
 void CommandList::fill(const BufferRange& dst, uint32_t word) {
-  vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, word);
+  device_.vk().vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, word);
 }
 
 void CommandList::end() {
   if (external_) return;
   barrier();   // results visible to the host and to whatever runs next
-  vk_check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  vk_check(device_.vk().vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
 }
 
 void CommandList::submit() {
   if (external_) throw Error(ErrorCode::invalid_argument, "a command list over a host command buffer is submitted by the host");
   if (pending_) wait();
-  vk_check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
+  vk_check(device_.vk().vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd_;
@@ -246,7 +246,7 @@ void CommandList::submit() {
 
 bool CommandList::poll() {
   if (!pending_) return true;
-  VkResult r = vkGetFenceStatus(device_.handle(), fence_);
+  VkResult r = device_.vk().vkGetFenceStatus(device_.handle(), fence_);
   if (r == VK_NOT_READY) return false;
   pending_ = false;   // also on failure: the submission is over either way
   vk_check(r, "vkGetFenceStatus");
@@ -255,7 +255,7 @@ bool CommandList::poll() {
 
 bool CommandList::wait_for(uint64_t timeout_ns) {
   if (!pending_) return true;
-  VkResult r = vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
+  VkResult r = device_.vk().vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
   if (r == VK_TIMEOUT) return false;
   pending_ = false;
   vk_check(r, "vkWaitForFences");
@@ -266,7 +266,7 @@ std::vector<KernelTiming> CommandList::timings() const {
   std::vector<KernelTiming> out;
   if (!profile_ || labels_.empty()) return out;
   std::vector<uint64_t> ts(labels_.size() + 1);
-  VkResult r = vkGetQueryPoolResults(device_.handle(), query_pool_, 0, static_cast<uint32_t>(ts.size()),
+  VkResult r = device_.vk().vkGetQueryPoolResults(device_.handle(), query_pool_, 0, static_cast<uint32_t>(ts.size()),
                                      ts.size() * sizeof(uint64_t), ts.data(), sizeof(uint64_t),
                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
   vk_check(r, "vkGetQueryPoolResults");

@@ -2,12 +2,13 @@
 
 namespace reach {
 
-std::vector<CoopmatShape> query_coopmat_shapes(VkInstance instance, VkPhysicalDevice phys) {
+std::vector<CoopmatShape> query_coopmat_shapes(const VkInstanceTable& vki, VkPhysicalDevice phys) {
   using Query = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, VkCoopmatProperties*);
-  auto query = reinterpret_cast<Query>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
   std::vector<CoopmatShape> out;
-  if (!instance || !query) return out;
+  if (!vki.instance || !vki.vkGetInstanceProcAddr) return out;
+  auto query = reinterpret_cast<Query>(
+      vki.vkGetInstanceProcAddr(vki.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!query) return out;
   uint32_t n = 0;
   if (query(phys, &n, nullptr) < 0 || n == 0) return out;
   std::vector<VkCoopmatProperties> props(n);

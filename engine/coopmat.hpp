@@ -7,6 +7,8 @@
 
 #include <vulkan/vulkan.h>
 
+#include "engine/vk_dispatch.hpp"
+
 namespace reach {
 
 inline constexpr const char* kCoopmatExtension = "VK_KHR_cooperative_matrix";
@@ -40,7 +42,7 @@ struct CoopmatShape {
 };
 
 // The f16 x f16 subgroup-scope shapes `phys` lists (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR,
-// looked up through `instance`); empty where the command is missing.
-std::vector<CoopmatShape> query_coopmat_shapes(VkInstance instance, VkPhysicalDevice phys);
+// looked up through the instance of `vki`); empty where the command is missing.
+std::vector<CoopmatShape> query_coopmat_shapes(const VkInstanceTable& vki, VkPhysicalDevice phys);
 
 }  // namespace reach

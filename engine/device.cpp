@@ -6,33 +6,34 @@
 
 #include "engine/pipeline.hpp"
 #include "engine/vk_check.hpp"
+#include "engine/vk_loader.hpp"
 
 namespace reach {
 
 namespace {
 
-bool has_layer(const char* name) {
+bool has_layer(const VkGlobalTable& g, const char* name) {
   uint32_t n = 0;
-  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  g.vkEnumerateInstanceLayerProperties(&n, nullptr);
   std::vector<VkLayerProperties> layers(n);
-  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  g.vkEnumerateInstanceLayerProperties(&n, layers.data());
   for (const auto& l : layers)
     if (std::strcmp(l.layerName, name) == 0) return true;
   return false;
 }
 
-bool has_instance_extension(const char* name) {
+bool has_instance_extension(const VkGlobalTable& g, const char* name) {
   uint32_t n = 0;
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  g.vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  g.vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
   for (const auto& e : exts)
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
 }
 
 struct InstanceBundle {
-  VkInstance instance = VK_NULL_HANDLE;
+  VkInstanceTable vki;   // vki.instance: the instance
   bool debug_utils = false;
 };
 
@@ -40,9 +41,11 @@ const char* severity_name(int level) { return level >= 2 ? "error" : level == 1 
 
 // instance_messages: chained into VkInstanceCreateInfo so that the layer's
 // checks of vkCreateInstance / vkDestroyInstance are delivered too.
-InstanceBundle make_instance(bool validation, const VkDebugUtilsMessengerCreateInfoEXT* instance_messages) {
+InstanceBundle make_instance(const Settings& settings, bool validation,
+                             const VkDebugUtilsMessengerCreateInfoEXT* instance_messages) {
+  const VkGlobalTable& g = vulkan_loader(settings);
   uint32_t loader_version = VK_API_VERSION_1_0;
-  vkEnumerateInstanceVersion(&loader_version);
+  if (g.vkEnumerateInstanceVersion) g.vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, "the Vulkan loader supports only Vulkan " +
                 std::to_string(VK_API_VERSION_MAJOR(loader_version)) + "." +
@@ -55,21 +58,21 @@ InstanceBundle make_instance(bool validation, const VkDebugUtilsMessengerCreateI
   std::vector<const char*> layers, exts;
   InstanceBundle out;
   if (validation) {
-    if (!has_layer("VK_LAYER_KHRONOS_validation"))
+    if (!has_layer(g, "VK_LAYER_KHRONOS_validation"))
       throw Error(ErrorCode::unsupported,
                   "validation was requested (the validation option, or REACH_VALIDATION=1 where read) but "
                   "VK_LAYER_KHRONOS_validation is not installed: apt-get install vulkan-validationlayers, or "
                   "turn validation off (unset REACH_VALIDATION)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
   }
-  if (has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME) && validation) {
+  if (has_instance_extension(g, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) && validation) {
     exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     out.debug_utils = true;
   }
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   if (out.debug_utils && instance_messages) ci.pNext = instance_messages;
   // MoltenVK devices are only listed with portability enumeration.
-  if (has_instance_extension("VK_KHR_portability_enumeration")) {
+  if (has_instance_extension(g, "VK_KHR_portability_enumeration")) {
     exts.push_back("VK_KHR_portability_enumeration");
     ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
   }
@@ -78,16 +81,24 @@ InstanceBundle make_instance(bool validation, const VkDebugUtilsMessengerCreateI
   ci.ppEnabledLayerNames = layers.data();
   ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
   ci.ppEnabledExtensionNames = exts.data();
-  vk_check(vkCreateInstance(&ci, nullptr, &out.instance), "vkCreateInstance",
+  VkInstance instance = VK_NULL_HANDLE;
+  vk_check(g.vkCreateInstance(&ci, nullptr, &instance), "vkCreateInstance",
            "no Vulkan driver found: install one (CPU-only machines: apt-get install mesa-vulkan-drivers)");
+  try {
+    out.vki = load_instance_table(g.vkGetInstanceProcAddr, instance, "the Vulkan loader's instance");
+  } catch (...) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyInstance>(g.vkGetInstanceProcAddr(instance, "vkDestroyInstance"));
+    if (destroy) destroy(instance, nullptr);
+    throw;
+  }
   return out;
 }
 
-std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+std::vector<VkPhysicalDevice> physical_devices(const VkInstanceTable& vki) {
   uint32_t n = 0;
-  vk_check(vkEnumeratePhysicalDevices(instance, &n, nullptr), "vkEnumeratePhysicalDevices");
+  vk_check(vki.vkEnumeratePhysicalDevices(vki.instance, &n, nullptr), "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> devs(n);
-  vk_check(vkEnumeratePhysicalDevices(instance, &n, devs.data()), "vkEnumeratePhysicalDevices");
+  vk_check(vki.vkEnumeratePhysicalDevices(vki.instance, &n, devs.data()), "vkEnumeratePhysicalDevices");
   devs.resize(n);
   return devs;
 }
@@ -99,7 +110,9 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-bool validation_layer_installed() { return has_layer("VK_LAYER_KHRONOS_validation"); }
+bool validation_layer_installed(const Settings& settings) {
+  return has_layer(vulkan_loader(settings), "VK_LAYER_KHRONOS_validation");
+}
 
 int device_type_rank(VkPhysicalDeviceType type) {
   switch (type) {
@@ -111,25 +124,24 @@ int device_type_rank(VkPhysicalDeviceType type) {
   }
 }
 
-std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback& on_validation) {
+std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback& on_validation,
+                                              const Settings& settings) {
   MessageSink sink;
   sink.on_message = on_validation;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&sink);
-  InstanceBundle inst = make_instance(validation, &mi);
+  InstanceBundle inst = make_instance(settings, validation, &mi);
+  const VkInstanceTable& vki = inst.vki;
   VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   auto destroy_instance = [&] {
-    if (messenger) {
-      auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(inst.instance, "vkDestroyDebugUtilsMessengerEXT"));
-      if (destroy) destroy(inst.instance, messenger, nullptr);
-    }
-    vkDestroyInstance(inst.instance, nullptr);
+    if (messenger && vki.vkDestroyDebugUtilsMessengerEXT)
+      vki.vkDestroyDebugUtilsMessengerEXT(vki.instance, messenger, nullptr);
+    vki.vkDestroyInstance(vki.instance, nullptr);
   };
   std::vector<PhysicalDeviceInfo> out;
   try {
-    if (inst.debug_utils) messenger = create_messenger(inst.instance, &sink);
+    if (inst.debug_utils) messenger = create_messenger(vki, &sink);
     uint32_t i = 0;
-    for (VkPhysicalDevice d : physical_devices(inst.instance)) out.push_back({i++, d, query_capabilities(d, inst.instance)});
+    for (VkPhysicalDevice d : physical_devices(vki)) out.push_back({i++, d, query_capabilities(vki, d)});
   } catch (...) {
     destroy_instance();
     throw;
@@ -173,13 +185,11 @@ VkDebugUtilsMessengerCreateInfoEXT Device::messenger_info(MessageSink* sink) {
   return mi;
 }
 
-VkDebugUtilsMessengerEXT Device::create_messenger(VkInstance instance, MessageSink* sink) {
-  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-      vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
-  if (!create) return VK_NULL_HANDLE;
+VkDebugUtilsMessengerEXT Device::create_messenger(const VkInstanceTable& vki, MessageSink* sink) {
+  if (!vki.vkCreateDebugUtilsMessengerEXT || !vki.vkDestroyDebugUtilsMessengerEXT) return VK_NULL_HANDLE;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(sink);
   VkDebugUtilsMessengerEXT m = VK_NULL_HANDLE;
-  vk_check(create(instance, &mi, nullptr, &m), "vkCreateDebugUtilsMessengerEXT");
+  vk_check(vki.vkCreateDebugUtilsMessengerEXT(vki.instance, &mi, nullptr, &m), "vkCreateDebugUtilsMessengerEXT");
   return m;
 }
 
@@ -188,12 +198,14 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   const bool validation = options.validation || options.settings.validation;
   dev->sink_.on_message = options.on_validation;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&dev->sink_);
-  InstanceBundle inst = make_instance(validation, &mi);
-  dev->instance_ = inst.instance;
+  InstanceBundle inst = make_instance(options.settings, validation, &mi);
+  dev->vki_ = inst.vki;
+  dev->instance_ = inst.vki.instance;
   dev->owns_instance_ = true;
-  if (inst.debug_utils) dev->messenger_ = create_messenger(dev->instance_, &dev->sink_);
+  const VkInstanceTable& vki = dev->vki_;
+  if (inst.debug_utils) dev->messenger_ = create_messenger(vki, &dev->sink_);
 
-  auto devs = physical_devices(dev->instance_);
+  auto devs = physical_devices(vki);
   if (devs.empty())
     throw Error(ErrorCode::unsupported,
                 "no Vulkan device found: install a GPU driver, or mesa-vulkan-drivers for the CPU (lavapipe)");
@@ -207,13 +219,13 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   }
   auto available = [&] {   // "\n  INDEX: NAME" per device, for the errors below
     std::string all;
-    for (size_t i = 0; i < devs.size(); ++i) all += "\n  " + std::to_string(i) + ": " + query_capabilities(devs[i]).device_name;
+    for (size_t i = 0; i < devs.size(); ++i) all += "\n  " + std::to_string(i) + ": " + query_capabilities(vki, devs[i]).device_name;
     return all;
   };
   int chosen = -1;
   if (!name.empty()) {
     for (size_t i = 0; i < devs.size(); ++i)
-      if (lower(query_capabilities(devs[i]).device_name).find(lower(name)) != std::string::npos) { chosen = int(i); break; }
+      if (lower(query_capabilities(vki, devs[i]).device_name).find(lower(name)) != std::string::npos) { chosen = int(i); break; }
     if (chosen < 0)
       throw Error(ErrorCode::invalid_argument, "no Vulkan device matches '" + name + "'; available:" + available());
   } else if (index >= 0) {
@@ -225,7 +237,7 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     int best_rank = -1;
     for (size_t i = 0; i < devs.size(); ++i) {
       VkPhysicalDeviceProperties p;
-      vkGetPhysicalDeviceProperties(devs[i], &p);
+      vki.vkGetPhysicalDeviceProperties(devs[i], &p);
       if (p.apiVersion < VK_API_VERSION_1_2) continue;
       int r = device_type_rank(p.deviceType);
       if (r > best_rank) { best_rank = r; chosen = int(i); }
@@ -233,15 +245,15 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     if (chosen < 0) throw Error(ErrorCode::unsupported, "no Vulkan 1.2 device found; update the GPU driver");
   }
   dev->phys_ = devs[chosen];
-  dev->caps_ = query_capabilities(dev->phys_, dev->instance_);
+  dev->caps_ = query_capabilities(vki, dev->phys_);
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, dev->caps_.device_name + " supports Vulkan " + dev->caps_.api_version_string() +
                                             "; reach needs 1.2: update the driver");
 
   uint32_t qn = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, nullptr);
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, nullptr);
   std::vector<VkQueueFamilyProperties> qfs(qn);
-  vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, qfs.data());
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, qfs.data());
   int family = -1;
   // Prefer a compute-only family (async compute), then any with compute.
   for (uint32_t i = 0; i < qn && family < 0; ++i)
@@ -285,9 +297,9 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   std::vector<const char*> dev_exts;
   {
     uint32_t n = 0;
-    vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, nullptr);
+    vki.vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, nullptr);
     std::vector<VkExtensionProperties> exts(n);
-    vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, exts.data());
+    vki.vkEnumerateDeviceExtensionProperties(dev->phys_, nullptr, &n, exts.data());
     for (const auto& e : exts)
       if (std::strcmp(e.extensionName, "VK_KHR_portability_subset") == 0) dev_exts.push_back("VK_KHR_portability_subset");
   }
@@ -298,9 +310,18 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
   dci.ppEnabledExtensionNames = dev_exts.data();
-  vk_check(vkCreateDevice(dev->phys_, &dci, nullptr, &dev->device_), "vkCreateDevice");
+  vk_check(vki.vkCreateDevice(dev->phys_, &dci, nullptr, &dev->device_), "vkCreateDevice");
+  // Device functions from the device itself (engine/vk_dispatch.hpp).
+  try {
+    dev->vkd_ = load_device_table(vki.vkGetDeviceProcAddr, dev->device_, "the Vulkan driver of " + dev->caps_.device_name);
+  } catch (...) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDevice>(vki.vkGetDeviceProcAddr(dev->device_, "vkDestroyDevice"));
+    if (destroy) destroy(dev->device_, nullptr);
+    dev->device_ = VK_NULL_HANDLE;
+    throw;
+  }
   dev->owns_device_ = true;
-  vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
+  dev->vkd_.vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
   dev->settings_ = options.settings;
   dev->pipeline_cache_dir_ =
       options.pipeline_cache_dir.empty() ? options.settings.pipeline_cache_dir : options.pipeline_cache_dir;
@@ -313,6 +334,14 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
     throw Error(ErrorCode::invalid_argument,
                 "adopting a device needs VkInstance, VkPhysicalDevice, VkDevice and VkQueue (one was VK_NULL_HANDLE)");
   std::unique_ptr<Device> dev(new Device());
+  // The host's functions when it passed its vkGetInstanceProcAddr; else the loader's.
+  const bool host_gipa = h.get_instance_proc_addr != nullptr;
+  const PFN_vkGetInstanceProcAddr gipa =
+      host_gipa ? h.get_instance_proc_addr : vulkan_loader(h.settings).vkGetInstanceProcAddr;
+  const std::string source = host_gipa ? "the host's vkGetInstanceProcAddr" : "the Vulkan loader";
+  dev->vki_ = load_instance_table(gipa, h.instance, source);
+  dev->vkd_ = load_device_table(dev->vki_.vkGetDeviceProcAddr, h.device, source + " (vkGetDeviceProcAddr)");
+  const VkInstanceTable& vki = dev->vki_;
   dev->instance_ = h.instance;
   dev->phys_ = h.physical_device;
   dev->device_ = h.device;
@@ -321,15 +350,15 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
   dev->queue_lock_ = h.queue_lock;
   dev->sink_.on_message = h.on_validation;
   // The host's instance: a messenger only where the host enabled debug utils on it.
-  if (h.debug_utils_enabled) dev->messenger_ = create_messenger(h.instance, &dev->sink_);
-  dev->caps_ = query_capabilities(h.physical_device, h.instance);
+  if (h.debug_utils_enabled) dev->messenger_ = create_messenger(vki, &dev->sink_);
+  dev->caps_ = query_capabilities(vki, h.physical_device);
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, "the adopted device supports only Vulkan " + dev->caps_.api_version_string() +
                                             "; reach needs 1.2");
   uint32_t qn = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, nullptr);
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, nullptr);
   std::vector<VkQueueFamilyProperties> qfs(qn);
-  vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, qfs.data());
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(h.physical_device, &qn, qfs.data());
   if (h.queue_family >= qn || !(qfs[h.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
     throw Error(ErrorCode::invalid_argument, "adopted queue family " + std::to_string(h.queue_family) +
                                                  " does not support compute; pass a compute-capable family");
@@ -348,20 +377,16 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
 }
 
 void Device::init_common() {
-  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  vki_.vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
   pipelines_ = std::make_unique<PipelineCache>(*this, pipeline_cache_dir_);
 }
 
 Device::~Device() {
-  if (device_) vkDeviceWaitIdle(device_);
+  if (device_ && vkd_.vkDeviceWaitIdle) vkd_.vkDeviceWaitIdle(device_);
   pipelines_.reset();  // saves the pipeline cache, destroys pipelines
-  if (owns_device_ && device_) vkDestroyDevice(device_, nullptr);
-  if (messenger_) {
-    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
-    if (destroy) destroy(instance_, messenger_, nullptr);
-  }
-  if (owns_instance_ && instance_) vkDestroyInstance(instance_, nullptr);
+  if (owns_device_ && device_ && vkd_.vkDestroyDevice) vkd_.vkDestroyDevice(device_, nullptr);
+  if (messenger_) vki_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (owns_instance_ && instance_) vki_.vkDestroyInstance(instance_, nullptr);
 }
 
 PipelineCache& Device::pipelines() { return *pipelines_; }
@@ -376,7 +401,7 @@ HeapBudget Device::heap_budget(uint32_t heap) const {
   if (!caps_.memory_budget) return out;
   VkPhysicalDeviceMemoryBudgetPropertiesEXT mb{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
   VkPhysicalDeviceMemoryProperties2 mp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, &mb};
-  vkGetPhysicalDeviceMemoryProperties2(phys_, &mp);
+  vki_.vkGetPhysicalDeviceMemoryProperties2(phys_, &mp);
   if (mb.heapBudget[heap] == 0) return out;   // a driver that fills nothing: keep the heap size
   out.budget = mb.heapBudget[heap];
   out.usage = mb.heapUsage[heap];
@@ -402,7 +427,7 @@ uint32_t Device::memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags req
 void Device::submit(const VkSubmitInfo& info, VkFence fence) {
   std::lock_guard<std::mutex> guard(queue_mutex_);
   if (queue_lock_) queue_lock_(true);
-  VkResult r = vkQueueSubmit(queue_, 1, &info, fence);
+  VkResult r = vkd_.vkQueueSubmit(queue_, 1, &info, fence);
   if (queue_lock_) queue_lock_(false);
   vk_check(r, "vkQueueSubmit");
 }
@@ -410,7 +435,7 @@ void Device::submit(const VkSubmitInfo& info, VkFence fence) {
 void Device::wait_idle() {
   std::lock_guard<std::mutex> guard(queue_mutex_);
   if (queue_lock_) queue_lock_(true);
-  VkResult r = vkQueueWaitIdle(queue_);
+  VkResult r = vkd_.vkQueueWaitIdle(queue_);
   if (queue_lock_) queue_lock_(false);
   vk_check(r, "vkQueueWaitIdle");
 }

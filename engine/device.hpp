@@ -14,6 +14,7 @@
 
 #include "base/settings.hpp"
 #include "engine/capabilities.hpp"
+#include "engine/vk_dispatch.hpp"
 
 namespace reach {
 
@@ -24,8 +25,8 @@ class PipelineCache;
 // each message to stderr as one line ("reach: vulkan validation error: ...").
 using LogCallback = std::function<void(int severity /*0 info,1 warn,2 error*/, const std::string& message)>;
 
-// Whether the loader lists VK_LAYER_KHRONOS_validation.
-bool validation_layer_installed();
+// Whether the loader (settings.vulkan_library, else the system's) lists VK_LAYER_KHRONOS_validation.
+bool validation_layer_installed(const Settings& settings = {});
 
 struct DeviceOptions {
   int index = -1;              // -1: settings.device_index / device_name, else the best type
@@ -42,6 +43,10 @@ struct DeviceOptions {
 // A host app's handles.  reach never destroys them.  queue_lock, if set, is
 // called with true before and false after every use of the queue.
 struct AdoptedDevice {
+  // The host's own vkGetInstanceProcAddr (its loader, volk's, ...): every instance and device
+  // function reach calls comes from it, and reach opens no Vulkan library.  nullptr: the loader
+  // settings.vulkan_library names, else the system's (engine/vk_loader.hpp).
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical_device = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
@@ -89,7 +94,9 @@ class Device {
   // Every physical device the loader reports, in loader order.  With
   // validation, the layer checks the enumeration and its messages go to
   // on_validation (none: stderr).
-  static std::vector<PhysicalDeviceInfo> list(bool validation = false, const LogCallback& on_validation = {});
+  // The loader is settings.vulkan_library's, else the system's.
+  static std::vector<PhysicalDeviceInfo> list(bool validation = false, const LogCallback& on_validation = {},
+                                              const Settings& settings = {});
 
   ~Device();
   Device(const Device&) = delete;
@@ -102,6 +109,10 @@ class Device {
   uint32_t queue_family() const { return queue_family_; }
   bool owns_device() const { return owns_device_; }
   const Capabilities& caps() const { return caps_; }
+  // This device's Vulkan functions: the device-level ones from vkGetDeviceProcAddr of this VkDevice
+  // (engine/vk_dispatch.hpp says why), the instance-level ones from its VkInstance.
+  const VkDeviceTable& vk() const { return vkd_; }
+  const VkInstanceTable& vki() const { return vki_; }
   uint32_t memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_props_; }
   // Queried on every call: the budget moves as this and other processes allocate.
@@ -131,6 +142,8 @@ class Device {
   uint32_t queue_family_ = 0;
   bool owns_instance_ = false;
   bool owns_device_ = false;
+  VkInstanceTable vki_;
+  VkDeviceTable vkd_;
   // Where the debug messenger delivers (its pUserData): outlives the messenger.
   struct MessageSink {
     LogCallback on_message;
@@ -151,7 +164,7 @@ class Device {
                                                         const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                         void* user);
   static VkDebugUtilsMessengerCreateInfoEXT messenger_info(MessageSink* sink);
-  static VkDebugUtilsMessengerEXT create_messenger(VkInstance instance, MessageSink* sink);
+  static VkDebugUtilsMessengerEXT create_messenger(const VkInstanceTable& vki, MessageSink* sink);
 };
 
 // Rank used to prefer discrete > integrated > virtual > CPU > other.

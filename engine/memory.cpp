@@ -56,7 +56,7 @@ Allocator::Allocator(Device& device, VkDeviceSize block_size) : device_(device),
 
 Allocator::~Allocator() {
   for (auto& b : blocks_)
-    if (b.memory) vkFreeMemory(device_.handle(), b.memory, nullptr);
+    if (b.memory) device_.vk().vkFreeMemory(device_.handle(), b.memory, nullptr);
 }
 
 uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize size, const std::string& label) {
@@ -71,7 +71,7 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
   ai.allocationSize = size;
   ai.memoryTypeIndex = memory_type;
   Block b;
-  VkResult r = vkAllocateMemory(device_.handle(), &ai, nullptr, &b.memory);
+  VkResult r = device_.vk().vkAllocateMemory(device_.handle(), &ai, nullptr, &b.memory);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
     auto w = stats(Arena::weights), c = stats(Arena::cache), s = stats(Arena::scratch);
     throw Error(ErrorCode::out_of_memory,
@@ -85,9 +85,9 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
   b.memory_type = memory_type;
   b.free.push_back({0, size});
   if (device_.memory_properties().memoryTypes[memory_type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
-    r = vkMapMemory(device_.handle(), b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+    r = device_.vk().vkMapMemory(device_.handle(), b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
     if (r < 0) {
-      vkFreeMemory(device_.handle(), b.memory, nullptr);
+      device_.vk().vkFreeMemory(device_.handle(), b.memory, nullptr);
       vk_check(r, "vkMapMemory");
     }
   }
@@ -204,13 +204,13 @@ Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& la
   if (arena_texel_readable(arena)) bi.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   Buffer out;
-  vk_check(vkCreateBuffer(device_.handle(), &bi, nullptr, &out.buffer_), "vkCreateBuffer");
+  vk_check(device_.vk().vkCreateBuffer(device_.handle(), &bi, nullptr, &out.buffer_), "vkCreateBuffer");
   out.owner_ = this;
   out.size_ = size;
   out.arena_ = arena;
   out.label_ = label;
   VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(device_.handle(), out.buffer_, &req);
+  device_.vk().vkGetBufferMemoryRequirements(device_.handle(), out.buffer_, &req);
   const VkDeviceSize align = std::max<VkDeviceSize>(req.alignment, 256);
 
   VkMemoryPropertyFlags required = 0, preferred = 0;
@@ -233,13 +233,13 @@ Buffer Allocator::allocate(Arena arena, VkDeviceSize size, const std::string& la
   out.block_offset_ = offset;
   out.reserved_ = req.size;
   b.live++;
-  vk_check(vkBindBufferMemory(device_.handle(), out.buffer_, b.memory, offset), "vkBindBufferMemory");
+  vk_check(device_.vk().vkBindBufferMemory(device_.handle(), out.buffer_, b.memory, offset), "vkBindBufferMemory");
   if (b.mapped) out.mapped_ = static_cast<char*>(b.mapped) + offset;
   return out;
 }
 
 void Allocator::release(Buffer& buf) {
-  if (buf.buffer_) vkDestroyBuffer(device_.handle(), buf.buffer_, nullptr);
+  if (buf.buffer_) device_.vk().vkDestroyBuffer(device_.handle(), buf.buffer_, nullptr);
   if (buf.reserved_ && buf.block_ < blocks_.size()) {
     Block& b = blocks_[buf.block_];
     Range r{buf.block_offset_, buf.reserved_};
@@ -265,7 +265,7 @@ void Allocator::release(Buffer& buf) {
 void Allocator::trim() {
   for (auto& b : blocks_)
     if (b.memory && b.live == 0) {
-      vkFreeMemory(device_.handle(), b.memory, nullptr);
+      device_.vk().vkFreeMemory(device_.handle(), b.memory, nullptr);
       b = Block{};
     }
 }

@@ -50,20 +50,20 @@ PipelineCache::PipelineCache(Device& device, const std::string& cache_dir)
   ci.initialDataSize = initial.size();
   ci.pInitialData = initial.empty() ? nullptr : initial.data();
   loaded_cache_bytes_ = initial.size();
-  if (vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
+  if (device_.vk().vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
     loaded_cache_bytes_ = 0;
     ci.initialDataSize = 0;
     ci.pInitialData = nullptr;
-    vk_check(vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
+    vk_check(device_.vk().vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
   }
 }
 
 void PipelineCache::save() const {
   if (file_.empty() || !cache_) return;
   size_t n = 0;
-  if (vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  if (device_.vk().vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
   std::vector<char> data(n);
-  if (vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()) != VK_SUCCESS) return;
+  if (device_.vk().vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()) != VK_SUCCESS) return;
   // A cache is an optimisation: failing to write it is not an error.
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(file_).parent_path(), ec);
@@ -81,11 +81,11 @@ PipelineCache::~PipelineCache() {
   save();
   VkDevice d = device_.handle();
   for (auto& [desc, p] : pipelines_) {
-    vkDestroyPipeline(d, p->pipeline, nullptr);
-    vkDestroyPipelineLayout(d, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    device_.vk().vkDestroyPipeline(d, p->pipeline, nullptr);
+    device_.vk().vkDestroyPipelineLayout(d, p->layout, nullptr);
+    device_.vk().vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
   }
-  if (cache_) vkDestroyPipelineCache(d, cache_, nullptr);
+  if (cache_) device_.vk().vkDestroyPipelineCache(d, cache_, nullptr);
 }
 
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
@@ -128,7 +128,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   sl.bindingCount = desc.buffers;
   sl.pBindings = bindings.data();
-  vk_check(vkCreateDescriptorSetLayout(d, &sl, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout");
+  vk_check(device_.vk().vkCreateDescriptorSetLayout(d, &sl, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout");
 
   VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, desc.push_bytes};
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -136,9 +136,9 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   pl.pSetLayouts = &p->set_layout;
   pl.pushConstantRangeCount = desc.push_bytes ? 1 : 0;
   pl.pPushConstantRanges = &pcr;
-  VkResult r = vkCreatePipelineLayout(d, &pl, nullptr, &p->layout);
+  VkResult r = device_.vk().vkCreatePipelineLayout(d, &pl, nullptr, &p->layout);
   if (r < 0) {
-    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    device_.vk().vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
     vk_check(r, "vkCreatePipelineLayout");
   }
 
@@ -146,10 +146,10 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   mi.codeSize = code.words * 4;
   mi.pCode = code.code;
   VkShaderModule module = VK_NULL_HANDLE;
-  r = vkCreateShaderModule(d, &mi, nullptr, &module);
+  r = device_.vk().vkCreateShaderModule(d, &mi, nullptr, &module);
   if (r < 0) {
-    vkDestroyPipelineLayout(d, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    device_.vk().vkDestroyPipelineLayout(d, p->layout, nullptr);
+    device_.vk().vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
     vk_check(r, ("vkCreateShaderModule(" + name + ")").c_str());
   }
 
@@ -175,7 +175,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   ci.stage.pSpecializationInfo = desc.spec.empty() ? nullptr : &si;
   ci.layout = p->layout;
   const auto t0 = std::chrono::steady_clock::now();
-  r = vkCreateComputePipelines(d, cache_, 1, &ci, nullptr, &p->pipeline);
+  r = device_.vk().vkCreateComputePipelines(d, cache_, 1, &ci, nullptr, &p->pipeline);
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   create_seconds_ += dt;
   // Settings::pipeline_log (REACH_PIPELINE_LOG=1): one line per pipeline created, to find the
@@ -185,10 +185,10 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
     for (const auto& e : desc.spec) spec += " " + std::to_string(e.id) + "=" + std::to_string(e.value);
     std::fprintf(stderr, "pipeline %s [%s ] %.1f ms\n", name.c_str(), spec.c_str(), dt * 1e3);
   }
-  vkDestroyShaderModule(d, module, nullptr);
+  device_.vk().vkDestroyShaderModule(d, module, nullptr);
   if (r < 0) {
-    vkDestroyPipelineLayout(d, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
+    device_.vk().vkDestroyPipelineLayout(d, p->layout, nullptr);
+    device_.vk().vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
     vk_check(r, ("vkCreateComputePipelines(" + name + ")").c_str());
   }
   auto& ref = *p;

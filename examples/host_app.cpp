@@ -9,8 +9,21 @@
 //   async:  reach submits its step on the shared queue under the host's queue
 //           lock (reach_session_step_async) and the host polls it next frame.
 // Prints the CPU time of every frame and the text as it is produced.
+//
+// Like many engines (volk, a game's own loader), the host loads Vulkan itself:
+// it opens the loader library, looks every function up through its
+// vkGetInstanceProcAddr, and hands that vkGetInstanceProcAddr to reach
+// (reach_adopt_params.get_instance_proc_addr), which then calls Vulkan only
+// through it.  Built with VK_NO_PROTOTYPES: the names below are the host's
+// own function pointers, not libvulkan's symbols.
 #include <reach.h>
 #include <vulkan/vulkan.h>
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -39,6 +52,60 @@ namespace {
       std::exit(1);                                                                  \
     }                                                                                \
   } while (0)
+
+// The host's Vulkan functions, by level: global (before an instance), instance, device.
+#define HOST_GLOBAL(X) X(vkCreateInstance)
+#define HOST_INSTANCE(X)                                                                      \
+  X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)           \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceFeatures2)                   \
+  X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+#define HOST_DEVICE(X)                                                                        \
+  X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                   \
+  X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory)    \
+  X(vkMapMemory) X(vkUnmapMemory) X(vkCreateCommandPool) X(vkDestroyCommandPool)                \
+  X(vkAllocateCommandBuffers) X(vkResetCommandBuffer) X(vkBeginCommandBuffer)                   \
+  X(vkEndCommandBuffer) X(vkCmdFillBuffer) X(vkCmdCopyBuffer) X(vkCmdPipelineBarrier)           \
+  X(vkCreateFence) X(vkDestroyFence) X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit)
+#define HOST_DECLARE(name) PFN_##name name = nullptr;
+PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+HOST_GLOBAL(HOST_DECLARE)
+HOST_INSTANCE(HOST_DECLARE)
+HOST_DEVICE(HOST_DECLARE)
+
+template <class F>
+void lookup(F& fn, PFN_vkVoidFunction found, const char* name) {
+  if (!found) {
+    std::fprintf(stderr, "the Vulkan loader has no %s\n", name);
+    std::exit(1);
+  }
+  fn = reinterpret_cast<F>(found);
+}
+#define HOST_LOAD_GLOBAL(name) lookup(name, vkGetInstanceProcAddr(VK_NULL_HANDLE, #name), #name);
+#define HOST_LOAD_INSTANCE(name) lookup(name, vkGetInstanceProcAddr(instance, #name), #name);
+#define HOST_LOAD_DEVICE(name) lookup(name, vkGetDeviceProcAddr(device, #name), #name);
+
+// Opens the system's Vulkan loader (kept open until exit) and takes its vkGetInstanceProcAddr.
+void load_vulkan() {
+#if defined(_WIN32)
+  HMODULE lib = LoadLibraryA("vulkan-1.dll");
+  void* gipa = lib ? reinterpret_cast<void*>(GetProcAddress(lib, "vkGetInstanceProcAddr")) : nullptr;
+  const char* name = "vulkan-1.dll";
+#else
+#if defined(__APPLE__)
+  const char* name = "libvulkan.1.dylib";
+#else
+  const char* name = "libvulkan.so.1";
+#endif
+  void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  void* gipa = lib ? dlsym(lib, "vkGetInstanceProcAddr") : nullptr;
+#endif
+  if (!gipa) {
+    std::fprintf(stderr, "no Vulkan loader (%s) with vkGetInstanceProcAddr: install the GPU's Vulkan driver\n", name);
+    std::exit(1);
+  }
+  vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(gipa);
+  HOST_GLOBAL(HOST_LOAD_GLOBAL)
+}
 
 std::mutex g_queue_mutex;   // the host's queue lock, shared with reach
 
@@ -74,6 +141,7 @@ int main(int argc, char** argv) {
   if (mode != "record" && mode != "async") { std::fprintf(stderr, "--mode record|async\n"); return 2; }
 
   // ---- The host's own Vulkan setup (what a game engine already has).
+  load_vulkan();
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "reach host_app";
   app.apiVersion = VK_API_VERSION_1_2;
@@ -81,6 +149,7 @@ int main(int argc, char** argv) {
   ici.pApplicationInfo = &app;
   VkInstance instance;
   VK(vkCreateInstance(&ici, nullptr, &instance));
+  HOST_INSTANCE(HOST_LOAD_INSTANCE)
   uint32_t n = 0;
   vkEnumeratePhysicalDevices(instance, &n, nullptr);
   if (n == 0) { std::fprintf(stderr, "no Vulkan device\n"); return 1; }
@@ -116,6 +185,7 @@ int main(int argc, char** argv) {
   dci.pQueueCreateInfos = &qci;
   VkDevice device;
   VK(vkCreateDevice(phys, &dci, nullptr, &device));
+  HOST_DEVICE(HOST_LOAD_DEVICE)
   VkQueue queue;
   vkGetDeviceQueue(device, family, 0, &queue);
 
@@ -159,6 +229,7 @@ int main(int argc, char** argv) {
 
   // ---- reach on the host's device and queue.
   reach_adopt_params ap = reach_adopt_default_params();
+  ap.get_instance_proc_addr = reinterpret_cast<void*>(vkGetInstanceProcAddr);   // reach calls Vulkan through it
   ap.instance = instance;
   ap.physical_device = phys;
   ap.device = device;

@@ -160,7 +160,10 @@ typedef struct reach_device_info {
   uint32_t reserved[16];
 } reach_device_info;
 
-/* Number of Vulkan physical devices the loader reports (re-enumerates). */
+/* Number of Vulkan physical devices the loader reports (re-enumerates).  reach links no Vulkan library:
+ * it opens the system's loader when first needed (libvulkan.so.1; vulkan-1.dll on Windows;
+ * libvulkan.1.dylib, then libMoltenVK.dylib, on macOS) and keeps it open until exit.  Without one,
+ * calls that need Vulkan fail with REACH_ERROR_UNSUPPORTED naming the libraries tried. */
 REACH_API reach_status reach_device_count(uint32_t* count);
 /* Describes device `index` (0 <= index < count); info->size must be set. */
 REACH_API reach_status reach_device_get_info(uint32_t index, reach_device_info* info);
@@ -182,8 +185,9 @@ typedef struct reach_device_params {
    * 1: the REACH_* variables apply as they do to the reach CLI (README, "Environment"): REACH_DEVICE and
    * REACH_VALIDATION (for the fields left at their defaults), REACH_CACHE_DIR (pipeline_cache_dir NULL),
    * REACH_PIPELINE_LOG, the kernel shapes and variants (REACH_MATVEC_*, REACH_GEMM_*, REACH_COOPMAT,
-   * REACH_COOPMAT_XSPLIT) and REACH_TUNING_FILE (the choices of `reach tune`, which sessions of this device's
-   * models then follow; without it they run exact activations).  Read once, when the device is made; a value
+   * REACH_COOPMAT_XSPLIT), REACH_TUNING_FILE (the choices of `reach tune`, which sessions of this device's
+   * models then follow; without it they run exact activations) and REACH_VULKAN_LIBRARY (the Vulkan loader
+   * to open instead of the system's).  Read once, when the device is made; a value
    * reach does not take is reported to the log (REACH_LOG_WARN) with the reason. */
   int32_t use_environment;
   uint32_t reserved[15];
@@ -229,6 +233,15 @@ typedef struct reach_adopt_params {
    * the device and its layers): 0 (default) reads no environment variable. */
   int32_t use_environment;
   uint32_t reserved[13];
+  /* ---- appended after reserved (the struct grew; a caller built against an older header passes a
+   * smaller size, and reach reads this field as NULL) ---- */
+  /* The host's vkGetInstanceProcAddr (PFN_vkGetInstanceProcAddr cast to void*): the one of its loader,
+   * of volk, or of its own dispatch.  reach then takes every instance function from it (for `instance`)
+   * and every device function through the vkGetDeviceProcAddr it returns (for `device`), and opens no
+   * Vulkan library of its own.  NULL (default): reach opens the system's Vulkan loader (libvulkan.so.1,
+   * vulkan-1.dll, libvulkan.1.dylib then libMoltenVK.dylib; REACH_VULKAN_LIBRARY with use_environment),
+   * which must be the loader the host's handles came from. */
+  void* get_instance_proc_addr;
 } reach_adopt_params;
 
 REACH_API reach_adopt_params reach_adopt_default_params(void);

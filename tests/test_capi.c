@@ -147,6 +147,17 @@ int main(int argc, char** argv) {
   dp = reach_device_default_params();
   dp.size = 0;
   EXPECT_STATUS(reach_device_create(&dp, &dev), REACH_ERROR_INVALID_ARGUMENT);
+  /* Adopting: get_instance_proc_addr was appended to reach_adopt_params.  A caller built against the
+   * older header passes the older size: the field then reads as NULL (reach's own loader) and the call
+   * goes on to check the handles, as before. */
+  reach_adopt_params ap = reach_adopt_default_params();
+  EXPECT(ap.size == sizeof ap);
+  EXPECT(ap.get_instance_proc_addr == NULL);
+  EXPECT(offsetof(reach_adopt_params, get_instance_proc_addr) >= offsetof(reach_adopt_params, reserved) + sizeof ap.reserved);
+  ap.size = (uint32_t)offsetof(reach_adopt_params, get_instance_proc_addr);
+  EXPECT_STATUS(reach_device_adopt(&ap, &dev), REACH_ERROR_INVALID_ARGUMENT);
+  EXPECT(strstr(reach_last_error(), "VkInstance") != NULL);
+  EXPECT(dev == NULL);
   dp = reach_device_default_params();
   dp.low_priority = 1;
   dp.use_environment = 1; /* the suite's REACH_VALIDATION=1 applies */

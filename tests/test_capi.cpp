@@ -125,6 +125,7 @@ TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync,
   {
     reach_adopt_params ap = reach_adopt_default_params();
     ap.use_environment = 1;
+    ap.get_instance_proc_addr = reinterpret_cast<void*>(host.get_instance_proc_addr);
     ap.instance = host.instance;
     ap.physical_device = host.phys;
     ap.device = host.device;
@@ -175,26 +176,26 @@ TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync,
       ai.commandPool = host.pool;
       ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
       ai.commandBufferCount = 1;
-      REQUIRE(vkAllocateCommandBuffers(host.device, &ai, &cmd) == VK_SUCCESS);
+      REQUIRE(host.vk.vkAllocateCommandBuffers(host.device, &ai, &cmd) == VK_SUCCESS);
       VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
       VkFence fence;
-      REQUIRE(vkCreateFence(host.device, &fi, nullptr, &fence) == VK_SUCCESS);
+      REQUIRE(host.vk.vkCreateFence(host.device, &fi, nullptr, &fence) == VK_SUCCESS);
       CHECK_FAILS(reach_session_end_decode(s), REACH_ERROR_INVALID_STATE);
       while (int(out.size()) < n) {
         // A fresh recording every "frame", as a game re-records its frame.
-        REQUIRE(vkResetCommandBuffer(cmd, 0) == VK_SUCCESS);
+        REQUIRE(host.vk.vkResetCommandBuffer(cmd, 0) == VK_SUCCESS);
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        REQUIRE(vkBeginCommandBuffer(cmd, &bi) == VK_SUCCESS);
+        REQUIRE(host.vk.vkBeginCommandBuffer(cmd, &bi) == VK_SUCCESS);
         REQUIRE_OK(reach_session_record_decode(s, cmd));
-        REQUIRE(vkEndCommandBuffer(cmd) == VK_SUCCESS);
+        REQUIRE(host.vk.vkEndCommandBuffer(cmd) == VK_SUCCESS);
         REQUIRE_OK(reach_session_begin_decode(s, out.back()));
         CHECK_FAILS(reach_session_decode(s, out.back()), REACH_ERROR_INVALID_STATE);   // pending
         VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
         si.commandBufferCount = 1;
         si.pCommandBuffers = &cmd;
-        REQUIRE(vkQueueSubmit(host.queue, 1, &si, fence) == VK_SUCCESS);
-        REQUIRE(vkWaitForFences(host.device, 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
-        REQUIRE(vkResetFences(host.device, 1, &fence) == VK_SUCCESS);
+        REQUIRE(host.vk.vkQueueSubmit(host.queue, 1, &si, fence) == VK_SUCCESS);
+        REQUIRE(host.vk.vkWaitForFences(host.device, 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+        REQUIRE(host.vk.vkResetFences(host.device, 1, &fence) == VK_SUCCESS);
         REQUIRE_OK(reach_session_end_decode(s));
         int32_t next = 0;
         REQUIRE_OK(reach_session_sample(s, &next, nullptr));
@@ -203,15 +204,103 @@ TEST_CASE("capi: adopted device generates the same tokens as an owned one (sync,
       CHECK(out == owned_tokens);
       REQUIRE_OK(reach_session_release_recording(s, cmd));
       REQUIRE_OK(reach_session_free(s));
-      vkDestroyFence(host.device, fence, nullptr);
-      vkFreeCommandBuffers(host.device, host.pool, 1, &cmd);
+      host.vk.vkDestroyFence(host.device, fence, nullptr);
+      host.vk.vkFreeCommandBuffers(host.device, host.pool, 1, &cmd);
     }
     REQUIRE_OK(reach_model_free(m));
     REQUIRE_OK(reach_device_free(dev));
   }
   CHECK(counts.locks > 0);
   CHECK(counts.locks == counts.unlocks);
-  CHECK(vkDeviceWaitIdle(host.device) == VK_SUCCESS);   // the host's device survived reach
+  CHECK(host.vk.vkDeviceWaitIdle(host.device) == VK_SUCCESS);   // the host's device survived reach
+  CHECK(g_vulkan_errors == 0);
+  reach_set_log_callback(nullptr, nullptr);
+}
+
+namespace {
+
+// A host's own vkGetInstanceProcAddr that counts what reach asks of it and forwards to the real
+// one: vkGetDeviceProcAddr comes back wrapped too, and one instance function
+// (vkGetPhysicalDeviceMemoryProperties) and one device function (vkQueueSubmit) count their calls.
+struct LoaderSpy {
+  static inline PFN_vkGetInstanceProcAddr real_gipa = nullptr;
+  static inline PFN_vkGetDeviceProcAddr real_gdpa = nullptr;
+  static inline PFN_vkGetPhysicalDeviceMemoryProperties real_memory_properties = nullptr;
+  static inline PFN_vkQueueSubmit real_queue_submit = nullptr;
+  static inline std::atomic<int> instance_lookups{0}, device_lookups{0}, memory_properties_calls{0},
+      queue_submit_calls{0};
+
+  static VKAPI_ATTR void VKAPI_CALL memory_properties(VkPhysicalDevice phys, VkPhysicalDeviceMemoryProperties* out) {
+    memory_properties_calls++;
+    real_memory_properties(phys, out);
+  }
+  static VKAPI_ATTR VkResult VKAPI_CALL queue_submit(VkQueue q, uint32_t n, const VkSubmitInfo* s, VkFence f) {
+    queue_submit_calls++;
+    return real_queue_submit(q, n, s, f);
+  }
+  static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL gdpa(VkDevice device, const char* name) {
+    device_lookups++;
+    PFN_vkVoidFunction f = real_gdpa(device, name);
+    if (f && std::strcmp(name, "vkQueueSubmit") == 0) {
+      real_queue_submit = reinterpret_cast<PFN_vkQueueSubmit>(f);
+      return reinterpret_cast<PFN_vkVoidFunction>(&queue_submit);
+    }
+    return f;
+  }
+  static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL gipa(VkInstance instance, const char* name) {
+    instance_lookups++;
+    PFN_vkVoidFunction f = real_gipa(instance, name);
+    if (f && std::strcmp(name, "vkGetDeviceProcAddr") == 0) {
+      real_gdpa = reinterpret_cast<PFN_vkGetDeviceProcAddr>(f);
+      return reinterpret_cast<PFN_vkVoidFunction>(&gdpa);
+    }
+    if (f && std::strcmp(name, "vkGetPhysicalDeviceMemoryProperties") == 0) {
+      real_memory_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceMemoryProperties>(f);
+      return reinterpret_cast<PFN_vkVoidFunction>(&memory_properties);
+    }
+    return f;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("capi: an adopted device takes every Vulkan function from the host's vkGetInstanceProcAddr") {
+  reach_set_log_callback(on_log, nullptr);
+  g_vulkan_errors = 0;
+  HostVulkan host;
+  LoaderSpy::real_gipa = host.get_instance_proc_addr;
+  const std::string dir = tiny();
+
+  // The same greedy tokens on the host's device through the host's functions as through reach's own loader.
+  auto tokens = [&](bool wrapped) {
+    reach_adopt_params ap = reach_adopt_default_params();
+    ap.use_environment = 1;
+    ap.get_instance_proc_addr = wrapped ? reinterpret_cast<void*>(&LoaderSpy::gipa) : nullptr;
+    ap.instance = host.instance;
+    ap.physical_device = host.phys;
+    ap.device = host.device;
+    ap.queue_family = host.family;
+    ap.queue = host.queue;
+    reach_device* dev = nullptr;
+    REQUIRE_OK(reach_device_adopt(&ap, &dev));
+    reach_model* m = nullptr;
+    REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+    reach_session* s = greedy_session(m);
+    std::vector<int32_t> out = generate_sync(s, prompt_ids(m), 6);
+    REQUIRE_OK(reach_session_free(s));
+    REQUIRE_OK(reach_model_free(m));
+    REQUIRE_OK(reach_device_free(dev));
+    return out;
+  };
+  const std::vector<int32_t> through_loader = tokens(false);
+  CHECK(LoaderSpy::instance_lookups == 0);   // NULL: reach's own loader, the spy untouched
+  const std::vector<int32_t> through_host = tokens(true);
+  CHECK(through_host == through_loader);
+  CHECK(LoaderSpy::instance_lookups > 0);
+  CHECK(LoaderSpy::device_lookups > 0);
+  CHECK(LoaderSpy::memory_properties_calls > 0);   // an instance function reach called through the host's
+  CHECK(LoaderSpy::queue_submit_calls > 0);        // a device function, through the host's vkGetDeviceProcAddr
+  CHECK(host.vk.vkDeviceWaitIdle(host.device) == VK_SUCCESS);
   CHECK(g_vulkan_errors == 0);
   reach_set_log_callback(nullptr, nullptr);
 }

@@ -2,15 +2,21 @@
 // The kernels themselves are tested in tests/test_kernels_<family>.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/pipeline.hpp"
 #include "kernels/kernels.hpp"
 #include "engine/vk_check.hpp"
+#include "engine/vk_loader.hpp"
 #include "tests/support/data.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/fixtures.hpp"
@@ -44,6 +50,95 @@ TEST_CASE("device: list shows every device and bad selections are clear errors")
   opt.name.clear();
   opt.index = 999;
   CHECK_THROWS_AS(Device::create(opt), Error);
+}
+
+namespace {
+
+// Settings as the edges read them (settings_from), from the variables given here only.
+Settings settings_with(const std::map<std::string, std::string>& env) {
+  return settings_from([&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+// A vkGetInstanceProcAddr that forwards to the loader's but lacks vkCreateDevice and vkGetDeviceProcAddr.
+PFN_vkGetInstanceProcAddr g_real_gipa = nullptr;
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL gipa_without_create_device(VkInstance instance, const char* name) {
+  if (std::strcmp(name, "vkCreateDevice") == 0 || std::strcmp(name, "vkGetDeviceProcAddr") == 0) return nullptr;
+  return g_real_gipa(instance, name);
+}
+
+}  // namespace
+
+TEST_CASE("vulkan loader: the system's is found once per process and lists the device") {
+  CHECK(default_vulkan_libraries() == std::vector<std::string>{"libvulkan.so.1"});
+  // From several threads at once: one load, one table.
+  std::vector<const VkGlobalTable*> seen(4, nullptr);
+  std::vector<std::thread> threads;
+  for (auto& p : seen) threads.emplace_back([&p] { p = &vulkan_loader(Settings{}); });
+  for (auto& t : threads) t.join();
+  for (const VkGlobalTable* p : seen) CHECK(p == seen[0]);
+  const VkGlobalTable& g = *seen[0];
+  CHECK(bool(g.vkGetInstanceProcAddr));
+  CHECK(bool(g.vkCreateInstance));
+  CHECK(bool(g.vkEnumerateInstanceVersion));   // lavapipe's loader is 1.3
+
+  // The normal path lists the device, and naming the same loader in REACH_VULKAN_LIBRARY does too.
+  const auto by_name = [](const std::vector<PhysicalDeviceInfo>& devs) {
+    std::set<std::string> names;
+    for (const auto& d : devs) names.insert(d.caps.device_name);
+    return names;
+  };
+  const auto devs = Device::list();
+  CHECK(std::any_of(devs.begin(), devs.end(), [](const PhysicalDeviceInfo& d) {
+    return d.caps.device_name.find("llvmpipe") != std::string::npos || d.caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  }));
+  const Settings named = settings_with({{"REACH_VULKAN_LIBRARY", "libvulkan.so.1"}});
+  CHECK(named.vulkan_library == "libvulkan.so.1");
+  CHECK(by_name(Device::list(false, {}, named)) == by_name(devs));
+}
+
+TEST_CASE("vulkan loader: a missing library or one that is not a loader is an error naming it") {
+  DeviceOptions opt;
+  opt.on_validation = reach::test::on_validation_message;
+  opt.settings = settings_with({{"REACH_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1"}});
+  std::string msg = reach::test::error_of([&] { Device::create(opt); }, ErrorCode::unsupported);
+  CHECK_HAS(msg, "REACH_VULKAN_LIBRARY=/nonexistent/libvulkan.so.1");
+  CHECK_HAS(msg, "No such file");   // the system's reason
+  CHECK_HAS(msg, "set REACH_VULKAN_LIBRARY to the path of a Vulkan loader, or unset it");
+  // Not cached: the same again, and Device::list and the validation-layer query say it too.
+  CHECK_HAS(reach::test::error_of([&] { Device::list(false, {}, opt.settings); }, ErrorCode::unsupported),
+            "/nonexistent/libvulkan.so.1");
+  CHECK_HAS(reach::test::error_of([&] { validation_layer_installed(opt.settings); }, ErrorCode::unsupported),
+            "/nonexistent/libvulkan.so.1");
+
+  // A library that opens but is no Vulkan loader.
+  opt.settings = settings_with({{"REACH_VULKAN_LIBRARY", "libm.so.6"}});
+  msg = reach::test::error_of([&] { Device::create(opt); }, ErrorCode::unsupported);
+  CHECK_HAS(msg, "libm.so.6");
+  CHECK_HAS(msg, "not a Vulkan loader: it has no vkGetInstanceProcAddr");
+
+  // An adopted device gets the same error: the loader is needed when the host passes no vkGetInstanceProcAddr.
+  AdoptedDevice h;
+  h.instance = reinterpret_cast<VkInstance>(uintptr_t(1));   // never reached: the loader fails first
+  h.physical_device = reinterpret_cast<VkPhysicalDevice>(uintptr_t(1));
+  h.device = reinterpret_cast<VkDevice>(uintptr_t(1));
+  h.queue = reinterpret_cast<VkQueue>(uintptr_t(1));
+  h.settings = opt.settings;
+  CHECK_HAS(reach::test::error_of([&] { Device::adopt(h); }, ErrorCode::unsupported), "vkGetInstanceProcAddr");
+}
+
+TEST_CASE("vulkan loader: a table missing required entry points names each one") {
+  g_real_gipa = vulkan_loader(Settings{}).vkGetInstanceProcAddr;
+  const std::string msg = reach::test::error_of(
+      [] { load_instance_table(&gipa_without_create_device, gpu().device->instance(), "the test's vkGetInstanceProcAddr"); },
+      ErrorCode::unsupported);
+  CHECK_HAS(msg, "the test's vkGetInstanceProcAddr has no vkCreateDevice, vkGetDeviceProcAddr");
+  CHECK(msg.find("vkEnumeratePhysicalDevices") == std::string::npos);   // only the missing ones
+  CHECK_HAS(reach::test::error_of([] { load_global_table(nullptr, "the host's vkGetInstanceProcAddr"); },
+                                  ErrorCode::invalid_argument),
+            "the host's vkGetInstanceProcAddr is NULL");
 }
 
 TEST_CASE("memory: suballocation reuses freed space and keeps arenas apart") {
@@ -148,18 +243,19 @@ namespace {
 // A VkEvent the host sets: a command list that waits on it stays in flight
 // until then, so "still running" is certain rather than a race with the GPU.
 struct HostEvent {
+  const VkDeviceTable& vk;
   VkDevice device;
   VkEvent event = VK_NULL_HANDLE;
-  explicit HostEvent(Device& d) : device(d.handle()) {
+  explicit HostEvent(Device& d) : vk(d.vk()), device(d.handle()) {
     VkEventCreateInfo ci{VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
-    REQUIRE(vkCreateEvent(device, &ci, nullptr, &event) == VK_SUCCESS);
+    REQUIRE(vk.vkCreateEvent(device, &ci, nullptr, &event) == VK_SUCCESS);
   }
-  ~HostEvent() { vkDestroyEvent(device, event, nullptr); }
+  ~HostEvent() { vk.vkDestroyEvent(device, event, nullptr); }
   void wait_in(CommandList& cmd) {
-    vkCmdWaitEvents(cmd.handle(), 1, &event, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
-                    nullptr, 0, nullptr, 0, nullptr);
+    vk.vkCmdWaitEvents(cmd.handle(), 1, &event, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                       nullptr, 0, nullptr, 0, nullptr);
   }
-  void set() { REQUIRE(vkSetEvent(device, event) == VK_SUCCESS); }
+  void set() { REQUIRE(vk.vkSetEvent(device, event) == VK_SUCCESS); }
 };
 
 }  // namespace
@@ -187,14 +283,14 @@ TEST_CASE("command list: poll and wait_for see a submission through, and time ou
   CHECK(!cmd.wait_for(0));
   CHECK(!cmd.wait_for(2'000'000));   // 2 ms
   CHECK(cmd.pending());
-  CHECK(vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_NOT_READY);
+  CHECK(g.device->vk().vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_NOT_READY);
   gate.set();
   bool done = false;
   for (int i = 0; i < 1000000 && !done; ++i) done = cmd.poll();
   if (!done) done = cmd.wait_for(UINT64_MAX);
   CHECK(done);
   CHECK(!cmd.pending());
-  CHECK(vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_SUCCESS);
+  CHECK(g.device->vk().vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_SUCCESS);
   // A finished list: wait_for(0) and poll report done at once.
   CHECK(cmd.wait_for(0));
   CHECK(cmd.poll());
@@ -206,7 +302,7 @@ TEST_CASE("command list: poll and wait_for see a submission through, and time ou
   cmd.submit();
   CHECK(cmd.pending());
   VkFence f = cmd.fence();
-  REQUIRE(vkWaitForFences(g.device->handle(), 1, &f, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+  REQUIRE(g.device->vk().vkWaitForFences(g.device->handle(), 1, &f, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
   CHECK(cmd.pending());   // the list learns of it only when asked
   CHECK(cmd.poll());
   CHECK(!cmd.pending());
@@ -233,7 +329,7 @@ TEST_CASE("command list: destroying one with a submission in flight waits for it
     host = std::thread([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       released = true;   // before the GPU may go on
-      vkSetEvent(gate.device, gate.event);
+      gate.vk.vkSetEvent(gate.device, gate.event);
     });
   }   // ~CommandList: blocks until the GPU is through (validation reports anything destroyed in use)
   CHECK(released);
@@ -278,7 +374,7 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
   CHECK(locks > 0);
   CHECK(locks == unlocks);
   // reach destroyed nothing of the host's: the device is still usable.
-  CHECK(vkDeviceWaitIdle(host.device) == VK_SUCCESS);
+  CHECK(host.vk.vkDeviceWaitIdle(host.device) == VK_SUCCESS);
 }
 
 TEST_CASE("errors: Vulkan failures name the call and the result") {

@@ -148,19 +148,20 @@ struct LogCapture {
 
 // A buffer with usage 0 breaks VUID-VkBufferCreateInfo-usage-requiredbitmask;
 // drivers still create it, so this provokes a validation error safely.
-void provoke_validation_error(VkDevice device) {
+void provoke_validation_error(const reach::VkDeviceTable& vk, VkDevice device) {
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = 256;
   bi.usage = 0;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer b = VK_NULL_HANDLE;
-  if (vkCreateBuffer(device, &bi, nullptr, &b) == VK_SUCCESS && b) vkDestroyBuffer(device, b, nullptr);
+  if (vk.vkCreateBuffer(device, &bi, nullptr, &b) == VK_SUCCESS && b) vk.vkDestroyBuffer(device, b, nullptr);
 }
 
 // Adopt parameters for a host's raw Vulkan objects.
 reach_adopt_params adopt_params(const reach::test::HostVulkan& host, bool debug_utils) {
   reach_adopt_params ap = reach_adopt_default_params();
   ap.use_environment = 1;
+  ap.get_instance_proc_addr = reinterpret_cast<void*>(host.get_instance_proc_addr);
   ap.instance = host.instance;
   ap.physical_device = host.phys;
   ap.device = host.device;
@@ -459,7 +460,7 @@ TEST_CASE("validation messages: an adopted device routes them to the log callbac
   const reach_adopt_params ap = adopt_params(host, true);
   reach_device* dev = nullptr;
   REQUIRE_OK(reach_device_adopt(&ap, &dev));
-  provoke_validation_error(host.device);
+  provoke_validation_error(host.vk, host.device);
   CHECK(log.has(REACH_LOG_ERROR, "VUID-VkBufferCreateInfo-usage"));
   CHECK(log.has(REACH_LOG_ERROR, "vulkan: "));
   REQUIRE_OK(reach_device_free(dev));   // and the messenger goes with it
@@ -475,7 +476,7 @@ TEST_CASE("validation messages: a device with no callback writes each one to std
   opt.validation = true;   // no on_validation
   auto dev = reach::Device::create(opt);
   CHECK(dev->validation_enabled());
-  const std::string err = capture_stderr([&] { provoke_validation_error(dev->handle()); });
+  const std::string err = capture_stderr([&] { provoke_validation_error(dev->vk(), dev->handle()); });
   INFO(err);
   CHECK(err.find("reach: vulkan validation error: ") != std::string::npos);
   CHECK(err.find("VUID-VkBufferCreateInfo-usage") != std::string::npos);

@@ -231,7 +231,7 @@ TEST_CASE("session: decode_async gives decode()'s logits; the session is busy un
       CHECK(done);
     } else {
       // The host waits on the fence itself, then completes the step with wait_decode(0).
-      REQUIRE(vkWaitForFences(model->device().handle(), 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+      REQUIRE(model->device().vk().vkWaitForFences(model->device().handle(), 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
       CHECK(async.decode_pending());
       CHECK(async.wait_decode(0));
     }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "engine/vk_loader.hpp"
+
 namespace reach::test {
 
 void on_validation_message(int severity, const std::string& message) {
@@ -70,14 +72,17 @@ HostVulkan::HostVulkan(bool debug_utils) {
     ici.enabledExtensionCount = 1;
     ici.ppEnabledExtensionNames = &ext;
   }
-  REQUIRE(vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
+  const VkGlobalTable& global = vulkan_loader(Settings{});
+  get_instance_proc_addr = global.vkGetInstanceProcAddr;
+  REQUIRE(global.vkCreateInstance(&ici, nullptr, &instance) == VK_SUCCESS);
+  vki = load_instance_table(get_instance_proc_addr, instance, "the test host's loader");
   uint32_t n = 1;
-  vkEnumeratePhysicalDevices(instance, &n, &phys);
+  vki.vkEnumeratePhysicalDevices(instance, &n, &phys);
   REQUIRE(n >= 1);
   uint32_t qn = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, nullptr);
   std::vector<VkQueueFamilyProperties> qfs(qn);
-  vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
+  vki.vkGetPhysicalDeviceQueueFamilyProperties(phys, &qn, qfs.data());
   while (family < qn && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
   REQUIRE(family < qn);
   float prio = 1.0f;
@@ -88,19 +93,20 @@ HostVulkan::HostVulkan(bool debug_utils) {
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  REQUIRE(vkCreateDevice(phys, &dci, nullptr, &device) == VK_SUCCESS);
-  vkGetDeviceQueue(device, family, 0, &queue);
+  REQUIRE(vki.vkCreateDevice(phys, &dci, nullptr, &device) == VK_SUCCESS);
+  vk = load_device_table(vki.vkGetDeviceProcAddr, device, "the test host's device");
+  vk.vkGetDeviceQueue(device, family, 0, &queue);
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   cpi.queueFamilyIndex = family;
-  REQUIRE(vkCreateCommandPool(device, &cpi, nullptr, &pool) == VK_SUCCESS);
+  REQUIRE(vk.vkCreateCommandPool(device, &cpi, nullptr, &pool) == VK_SUCCESS);
 }
 
 HostVulkan::~HostVulkan() {
-  if (device) vkDeviceWaitIdle(device);
-  if (pool) vkDestroyCommandPool(device, pool, nullptr);
-  if (device) vkDestroyDevice(device, nullptr);
-  if (instance) vkDestroyInstance(instance, nullptr);
+  if (device) vk.vkDeviceWaitIdle(device);
+  if (pool) vk.vkDestroyCommandPool(device, pool, nullptr);
+  if (device) vk.vkDestroyDevice(device, nullptr);
+  if (instance) vki.vkDestroyInstance(instance, nullptr);
 }
 
 Buffer Gpu::upload_bytes(const void* data, size_t bytes, Arena arena, const std::string& label) {

@@ -16,6 +16,7 @@
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "engine/transfer.hpp"
+#include "engine/vk_dispatch.hpp"
 #include "kernels/kernels.hpp"
 
 namespace reach::test {
@@ -40,6 +41,12 @@ struct Gpu {
 // A host application's own Vulkan objects, made with raw Vulkan (validation
 // layer on), for the adopted-device tests.  Destroyed in reverse order.
 struct HostVulkan {
+  // The host's Vulkan functions: the loader's vkGetInstanceProcAddr (reach's own copy of the
+  // system loader, engine/vk_loader.hpp) and the tables filled from it.  `get_instance_proc_addr`
+  // is what a host hands an adopted device.
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  VkInstanceTable vki;
+  VkDeviceTable vk;
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice phys = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
