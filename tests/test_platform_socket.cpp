@@ -155,24 +155,36 @@ TEST_CASE("a wait with nothing ready lasts its time-out; wake() from another thr
 
 TEST_CASE("a peer that closes reads as closed; watched for a hang-up alone, input does not wake it") {
   Poller poller;
-  Pair p = connect_pair(poller, "127.0.0.1");
-  REQUIRE(poller.add(p.server, 2, want_hangup));
-
-  // Input alone (a pipelined request while one is answered): no event for the hang-up watch.
-  const std::string more = "more";
-  REQUIRE(send_some(p.client, more.data(), more.size()).status == IoStatus::ok);
-  CHECK(events_of(poller, 2, 200) == 0);
-
-  p.client.close();
-  const PollEvent e = wait_for(poller, 2, [](const PollEvent& e) { return e.hangup; });
-  CHECK(e.tag == 2);
-  CHECK(e.hangup);
-
-  // Read: what was sent first, then the end of input.
-  poller.modify(p.server, 2, want_read);
-  CHECK(recv_all(poller, p.server, 2, more.size()) == more);
   char buf[16];
-  CHECK(recv_some(p.server, buf, sizeof buf).status == IoStatus::closed);
+  {
+    // A client that leaves with nothing sent: a hang-up, then the end of input.
+    Pair p = connect_pair(poller, "127.0.0.1");
+    REQUIRE(poller.add(p.server, 2, want_hangup));
+    CHECK(events_of(poller, 2, 100) == 0);
+    p.client.close();
+    const PollEvent e = wait_for(poller, 2, [](const PollEvent& e) { return e.hangup; });
+    CHECK(e.tag == 2);
+    CHECK(e.hangup);
+    CHECK(recv_some(p.server, buf, sizeof buf).status == IoStatus::closed);
+    poller.remove(p.server);
+  }
+  {
+    // Input alone (a request pipelined behind the one being answered): no event for the hang-up watch.
+    Pair p = connect_pair(poller, "127.0.0.1");
+    REQUIRE(poller.add(p.server, 3, want_hangup));
+    const std::string more = "more";
+    REQUIRE(send_some(p.client, more.data(), more.size()).status == IoStatus::ok);
+    CHECK(events_of(poller, 3, 200) == 0);
+    p.client.close();
+#ifndef _WIN32
+    // Then the client leaves: noticed behind the input (WSAPoll cannot: poller.hpp, want_hangup).
+    CHECK(wait_for(poller, 3, [](const PollEvent& e) { return e.hangup; }).tag == 3);
+#endif
+    // Read: what was sent first, then the end of input.
+    poller.modify(p.server, 3, want_read);
+    CHECK(recv_all(poller, p.server, 3, more.size()) == more);
+    CHECK(recv_some(p.server, buf, sizeof buf).status == IoStatus::closed);
+  }
 }
 
 TEST_CASE("an empty socket and a full one say would-block; the poller says when they are ready") {
