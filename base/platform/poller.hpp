@@ -19,7 +19,8 @@ enum Interest : uint32_t {
   want_write = 2,  // send would take bytes
   // The peer closed or reset the connection, while waiting input alone does not wake the wait (a
   // request being answered: pipelined bytes stay in the socket, a client that leaves is noticed).
-  // On Windows input that waits hides a later close until the interest changes.
+  // Where the OS cannot tell the two apart (WSAPoll; kqueue once input fills the receive buffer),
+  // input that waits hides a later close until the interest changes.
   want_hangup = 4,
 };
 

@@ -108,6 +108,14 @@ bool Poller::wait(std::vector<PollEvent>& events, std::chrono::milliseconds time
     } else if (e.filter == EVFILT_READ) {
       p.hangup = e.flags & EV_EOF;
       p.readable = (it->second.interest & want_read) != 0;  // input, or the end of it
+      if (!p.readable && !p.hangup) {
+        // A hang-up watch that fired on input: XNU caps the low water mark at the receive buffer's
+        // size, so a full buffer wakes it.  Disabled until the interest changes, or it would spin.
+        struct kevent off;
+        EV_SET(&off, e.ident, EVFILT_READ, EV_DISABLE, 0, 0, nullptr);
+        kevent(impl_->kq, &off, 1, nullptr, 0, nullptr);
+        continue;
+      }
     } else if (e.filter == EVFILT_WRITE) {
       p.writable = true;  // with EV_EOF too: send then reports the broken connection
     }
