@@ -4,29 +4,21 @@
 // that its client left, and a stop() that waits for trickling clients.  Boost.Beast would have been the
 // alternative: a large header-only dependency, slow to compile on small machines, and it would still
 // need our own inflate limit and disconnect plumbing.  Here every limit is enforced where the bytes
-// arrive: one epoll thread reads all connections (a slow client costs its buffers, never a thread),
-// RequestReader caps the head and the decoded body, and a closed connection cancels its Job.
+// arrive: one I/O thread reads all connections (a slow client costs its buffers, never a thread),
+// RequestReader caps the head and the decoded body, and a closed connection cancels its Job.  The OS
+// side (sockets; epoll, kqueue or WSAPoll) is base/platform/'s: this file names no OS call.
 #include "server/http_server.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/platform/poller.hpp"
+#include "base/platform/socket.hpp"
 #include "server/drain.hpp"
 #include "server/http_exchange.hpp"
 #include "server/http_handler.hpp"
@@ -38,8 +30,9 @@ namespace reach::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using platform::IoStatus;
 
-constexpr uint64_t kListenerTag = ~uint64_t(0), kWakeTag = ~uint64_t(0) - 1;
+constexpr uint64_t kListenerTag = 0;  // connections count from 1
 constexpr int kBacklog = 1024;               // the kernel caps it at net.core.somaxconn
 constexpr size_t kReadPerEvent = 64 * 1024;  // per connection and wake-up, so one fast sender cannot starve the rest
 // After an answer that ends a connection early (413 while the client still sends its body), the rest is
@@ -59,13 +52,13 @@ struct Conn {
                // that closing does not reset the connection before the client has read our answer
   };
   uint64_t id = 0;
-  int fd = -1;
+  platform::Socket sock;
   Phase phase = Phase::reading;
   std::string in, out;
   RequestReader reader;
   std::shared_ptr<Exchange> exchange;  // in busy
   bool keep_alive = true;              // of the request being answered
-  uint32_t events = 0;                 // registered with epoll
+  uint32_t interest = 0;               // registered with the poller (platform::Interest bits)
   Clock::time_point idle_since, request_start, write_stalled_since, drain_until;
   bool request_started = false;
   size_t drained = 0;
@@ -85,7 +78,8 @@ struct HttpServer::Impl {
   HttpHandler& handler;
   HttpOptions options;
   WorkerPool workers;
-  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  platform::Poller poller;
+  platform::Socket listener;
   std::atomic<bool> stopping{false};
   // Shutdown that drains (server/drain.hpp): asked for by drain() from any thread, begun by the I/O thread.
   std::atomic<bool> drain_asked{false};
@@ -100,28 +94,11 @@ struct HttpServer::Impl {
   std::vector<Posted> posted;
 
   Impl(HttpHandler& h, const HttpOptions& o)
-      : handler(h), options(o), workers(std::max<size_t>(o.threads, 1), o.worker_backlog) {
-    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd < 0 || wake_fd < 0) throw Error(ErrorCode::io, std::string("epoll/eventfd: ") + std::strerror(errno));
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kWakeTag;
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
-  }
+      : handler(h), options(o), workers(std::max<size_t>(o.threads, 1), o.worker_backlog) {}
 
-  ~Impl() {
-    workers.stop();
-    for (auto& [id, c] : conns) ::close(c->fd);
-    if (listen_fd >= 0) ::close(listen_fd);
-    ::close(wake_fd);
-    ::close(epoll_fd);
-  }
+  ~Impl() { workers.stop(); }  // the sockets close with their owners
 
-  void wake() {
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
-  }
+  void wake() { poller.wake(); }
 
   // Any thread: bytes for a connection, written by the I/O thread.
   void post(uint64_t conn, std::string bytes, bool last) {
@@ -133,57 +110,21 @@ struct HttpServer::Impl {
   }
 
   int bind_listener() {
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    const std::string where = options.host + ":" + std::to_string(options.port);
-    if (getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &res) != 0 || !res)
-      throw Error(ErrorCode::io, "cannot listen on " + where + ": the host is not an address (check --host)");
-    int fd = -1;
-    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      const int yes = 1;
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kBacklog) != 0) {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-      throw Error(ErrorCode::io, "cannot listen on " + where +
-                                     ": the port is taken or the host is not an address of "
-                                     "this machine (choose another --port or --host)");
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    const int port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                                : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    listen_fd = fd;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kListenerTag;
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
-    return port;
+    listener = platform::listen_tcp(options.host, options.port, kBacklog);
+    poller.add(listener, kListenerTag, platform::want_read);
+    return platform::local_port(listener);
   }
 
   void run() {
-    std::vector<epoll_event> events(256);
+    std::vector<platform::PollEvent> events;
     Clock::time_point next_tick = Clock::now() + kTick;
     while (!stopping) {
-      const int n = epoll_wait(epoll_fd, events.data(), int(events.size()), int(kTick.count()));
-      if (n < 0 && errno != EINTR) break;
-      for (int i = 0; i < n; ++i) {
-        const uint64_t tag = events[i].data.u64;
-        if (tag == kListenerTag)
+      poller.wait(events, kTick);  // a wake-up: posted bytes, stop() or drain()
+      for (const platform::PollEvent& ev : events) {
+        if (ev.tag == kListenerTag)
           accept_all();
-        else if (tag == kWakeTag) {
-          uint64_t v;
-          [[maybe_unused]] ssize_t r = ::read(wake_fd, &v, sizeof v);
-        } else
-          on_event(tag, events[i].events);
+        else
+          on_event(ev);
       }
       deliver_posted();
       const Clock::time_point now = Clock::now();
@@ -198,8 +139,8 @@ struct HttpServer::Impl {
     std::vector<uint64_t> ids;
     for (auto& [id, c] : conns) ids.push_back(id);
     for (uint64_t id : ids) destroy(id);
-    ::close(listen_fd);
-    listen_fd = -1;
+    if (!listener_paused) poller.remove(listener);
+    listener.close();
     workers.stop();
   }
 
@@ -249,34 +190,23 @@ struct HttpServer::Impl {
 
   void accept_all() {
     for (;;) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      platform::Accepted a = platform::accept_tcp(listener);  // non-blocking, TCP_NODELAY: tokens go out at once
+      if (a.status != IoStatus::ok) {
+        if (a.status == IoStatus::error && platform::out_of_descriptors(a.error)) {
           // Out of descriptors: stop watching the listener for a moment rather than spin on it.
-          epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          poller.remove(listener);
           listener_paused = true;
           listener_resume = Clock::now() + std::chrono::milliseconds(200);
         }
         return;
       }
-      if (conns.size() >= options.max_connections) {
-        ::close(fd);
-        continue;
-      }
-      const int yes = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // streamed tokens go out at once
+      if (conns.size() >= options.max_connections) continue;  // closed as `a` goes
       auto c = std::make_unique<Conn>(RequestLimits{16 * 1024, options.max_body});
       c->id = next_conn++;
-      c->fd = fd;
+      c->sock = std::move(a.socket);
       c->idle_since = Clock::now();
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.u64 = c->id;
-      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        ::close(fd);
-        continue;
-      }
-      c->events = ev.events;
+      c->interest = platform::want_read | platform::want_hangup;
+      if (!poller.add(c->sock, c->id, c->interest)) continue;
       conns.emplace(c->id, std::move(c));
     }
   }
@@ -291,36 +221,33 @@ struct HttpServer::Impl {
     if (it == conns.end()) return;
     Conn& c = *it->second;
     if (c.exchange) c.exchange->client_left();  // cancels the Job: the slot comes free at the next step
-    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
-    ::close(c.fd);
-    conns.erase(it);
+    poller.remove(c.sock);
+    conns.erase(it);  // closes the socket
   }
 
   void update_events(Conn& c) {
     // Busy: only a hang-up is watched for.  Reading: input while the answers already queued are not
     // too many (a client that pipelines requests but reads no answers stops being read).
-    uint32_t want = 0;
-    if (c.phase == Conn::Phase::busy) want |= EPOLLRDHUP;
+    uint32_t want = platform::want_nothing;
+    if (c.phase == Conn::Phase::busy) want |= platform::want_hangup;
     if ((c.phase == Conn::Phase::reading && c.out.size() < kMaxQueuedOutput) || c.phase == Conn::Phase::draining)
-      want |= EPOLLIN;
-    if (!c.out.empty()) want |= EPOLLOUT;
-    if (want == c.events) return;
-    epoll_event ev{};
-    ev.events = want;
-    ev.data.u64 = c.id;
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
-    c.events = want;
+      want |= platform::want_read;
+    if (!c.out.empty()) want |= platform::want_write;
+    if (want == c.interest) return;
+    poller.modify(c.sock, c.id, want);
+    c.interest = want;
   }
 
-  void on_event(uint64_t id, uint32_t ev) {
+  void on_event(const platform::PollEvent& ev) {
+    const uint64_t id = ev.tag;
     Conn* c = find(id);
-    if (!c) return;
-    if (ev & EPOLLERR) return destroy(id);
-    if ((ev & EPOLLOUT) && !flush(*c)) return;  // flush destroys on error
-    if (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) {
+    if (!c) return;  // closed earlier in this round
+    if (ev.error) return destroy(id);
+    if (ev.writable && !flush(*c)) return;  // flush destroys on error
+    if (ev.readable || ev.hangup) {
       if (c->phase == Conn::Phase::busy || c->phase == Conn::Phase::closing) {
         // Not reading now: a hang-up means the client left (a non-streamed request's too).
-        if (ev & (EPOLLHUP | EPOLLRDHUP)) return destroy(id);
+        if (ev.hangup) return destroy(id);
         return update_events(*c);
       }
       if (!read_input(*c)) return;
@@ -335,20 +262,18 @@ struct HttpServer::Impl {
     size_t total = 0;
     bool eof = false;
     while (total < kReadPerEvent) {
-      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
-      if (n > 0) {
-        total += size_t(n);
+      const platform::IoResult r = platform::recv_some(c.sock, buf, sizeof buf);
+      if (r.status == IoStatus::ok) {
+        total += r.bytes;
         if (c.phase == Conn::Phase::draining)
-          c.drained += size_t(n);
+          c.drained += r.bytes;
         else
-          c.in.append(buf, size_t(n));
+          c.in.append(buf, r.bytes);
         continue;
       }
-      if (n == 0)
+      if (r.status == IoStatus::closed)
         eof = true;
-      else if (errno == EINTR)
-        continue;
-      else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      else if (r.status == IoStatus::error) {
         destroy(c.id);
         return false;
       }
@@ -461,21 +386,20 @@ struct HttpServer::Impl {
   // Writes what the socket takes.  false: the connection was destroyed.
   bool flush(Conn& c) {
     // Not waiting for the socket yet: a stall, if any, starts now.
-    if (!c.out.empty() && !(c.events & EPOLLOUT)) c.write_stalled_since = Clock::now();
+    if (!c.out.empty() && !(c.interest & platform::want_write)) c.write_stalled_since = Clock::now();
     while (!c.out.empty()) {
-      const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out.erase(0, size_t(n));
+      const platform::IoResult r = platform::send_some(c.sock, c.out.data(), c.out.size());
+      if (r.status == IoStatus::ok && r.bytes > 0) {
+        c.out.erase(0, r.bytes);
         c.write_stalled_since = Clock::now();
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (r.status == IoStatus::ok || r.status == IoStatus::would_block) break;
       destroy(c.id);
       return false;
     }
     if (c.out.empty() && c.phase == Conn::Phase::closing) {
-      ::shutdown(c.fd, SHUT_WR);
+      platform::shutdown_write(c.sock);
       c.phase = Conn::Phase::draining;
       c.drain_until = Clock::now() + kDrainTime;
     }
@@ -485,10 +409,7 @@ struct HttpServer::Impl {
 
   void check_deadlines(Clock::time_point now) {
     if (listener_paused && now >= listener_resume) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = kListenerTag;
-      epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      poller.add(listener, kListenerTag, platform::want_read);
       listener_paused = false;
     }
     const auto request_limit = std::chrono::seconds(options.request_timeout_s);

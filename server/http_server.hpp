@@ -1,5 +1,5 @@
 #pragma once
-// The HTTP side of `reach serve`: one I/O thread owns every connection (epoll, non-blocking sockets)
+// The HTTP side of `reach serve`: one I/O thread owns every connection (base/platform/poller.hpp)
 // and enforces the limits where the bytes arrive; worker threads answer the requests the handler
 // does not answer at once (HttpHandler: the routes, e.g. openai_routes.hpp) and hand their response
 // bytes back to the I/O thread.  The server knows no route.
