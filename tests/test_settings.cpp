@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/platform/process.hpp"
 #include "base/settings.hpp"
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
@@ -57,13 +58,13 @@ class ScopedEnv {
     for (const auto& [k, v] : vars) {
       const char* old = std::getenv(k.c_str());
       saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
-      ::setenv(k.c_str(), v.c_str(), 1);
+      reach::platform::set_environment(k, v);
     }
   }
   ~ScopedEnv() {
     for (const auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
+      if (v) reach::platform::set_environment(k, *v);
+      else reach::platform::unset_environment(k);
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;
