@@ -15,7 +15,6 @@
 
 #include "base/platform/signals.hpp"
 
-
 namespace reach::cli {
 
 class ServeShutdown {

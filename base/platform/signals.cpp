@@ -36,13 +36,18 @@ BOOL WINAPI on_console_event(DWORD event) {
   if (event == CTRL_C_EVENT) s = StopSignal::interrupt;
   else if (event == CTRL_BREAK_EVENT || event == CTRL_CLOSE_EVENT) s = StopSignal::terminate;
   else return FALSE;   // logoff, shutdown: the default handling
-  std::lock_guard lock(g_mu);
-  if (!g_state) return FALSE;
   {
-    std::lock_guard state_lock(g_state->mu);
-    g_state->pending.push_back(s);
+    std::lock_guard lock(g_mu);
+    if (!g_state) return FALSE;
+    {
+      std::lock_guard state_lock(g_state->mu);
+      g_state->pending.push_back(s);
+    }
+    g_state->cv.notify_all();
   }
-  g_state->cv.notify_all();
+  // Windows ends the process as soon as the handler of CTRL_CLOSE returns: hold it (on the handler's own
+  // thread) so that the drain has the ~5 s the system grants before it ends the process anyway.
+  if (event == CTRL_CLOSE_EVENT) Sleep(INFINITE);
   return TRUE;
 }
 

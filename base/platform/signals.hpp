@@ -4,7 +4,10 @@
 //            thread while every other thread keeps them blocked;
 //   Windows: the console's CTRL_BREAK and CTRL_CLOSE -> terminate, CTRL_C ->
 //            interrupt (SetConsoleCtrlHandler; Windows ends the process about
-//            5 s after CTRL_CLOSE whatever the handler does).
+//            5 s after CTRL_CLOSE whatever the handler does, so a drain
+//            started by closing the console window gets those 5 s at most).
+//   macOS:   as POSIX, but without sigtimedwait: a wait with a deadline polls
+//            the pending signals every 10 ms.
 // And a broken pipe, which must be an error return of send(), not a signal.
 #include <chrono>
 #include <memory>
@@ -30,10 +33,11 @@ class StopSignals {
   // The next stop signal; StopSignal::none once `deadline` has passed
   // (Clock::time_point::max(): none) or after wake().  One thread waits.
   StopSignal wait(Clock::time_point deadline = Clock::time_point::max());
-  // Ends the wait in progress, or the next one, with StopSignal::none.
+  // Ends the wait in progress, or the next one, with StopSignal::none; every
+  // later wait returns at once.
   void wake();
 
- struct State;   // the OS's side: a signal set and the waiting thread, or the handler's queue
+  struct State;   // the OS's side: a signal set and the waiting thread, or the handler's queue
 
  private:
   std::unique_ptr<State> state_;
