@@ -221,14 +221,10 @@ TEST_CASE("platform: physical memory, resident memory, process id") {
     CHECK(platform::process_id() > 0);
 }
 
-TEST_CASE("platform: command exit codes and environment variables") {
+TEST_CASE("platform: command exit codes, as the shell returns them") {
   CHECK(platform::command_exit_code(std::system("exit 3")) == 3);
   CHECK(platform::command_exit_code(std::system("exit 0")) == 0);
-  platform::set_environment("REACH_PLATFORM_TEST_VAR", "v\xc3\xa4lue");
-  REQUIRE(std::getenv("REACH_PLATFORM_TEST_VAR"));
-  CHECK(std::string(std::getenv("REACH_PLATFORM_TEST_VAR")) == "v\xc3\xa4lue");
-  platform::unset_environment("REACH_PLATFORM_TEST_VAR");
-  CHECK(std::getenv("REACH_PLATFORM_TEST_VAR") == nullptr);
+  CHECK(platform::command_exit_code(std::system("exit 200")) == 200);
 }
 
 TEST_CASE("platform: stop signals: a deadline passes, wake() ends a wait early") {

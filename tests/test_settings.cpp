@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "base/platform/process.hpp"
 #include "base/settings.hpp"
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
 #include "kernels/kernels.hpp"
+#include "tests/support/environment.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
@@ -58,13 +58,13 @@ class ScopedEnv {
     for (const auto& [k, v] : vars) {
       const char* old = std::getenv(k.c_str());
       saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
-      reach::platform::set_environment(k, v);
+      reach::test::set_environment(k, v);
     }
   }
   ~ScopedEnv() {
     for (const auto& [k, v] : saved_) {
-      if (v) reach::platform::set_environment(k, *v);
-      else reach::platform::unset_environment(k);
+      if (v) reach::test::set_environment(k, *v);
+      else reach::test::unset_environment(k);
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;

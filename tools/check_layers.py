@@ -84,7 +84,7 @@ ROOMS = [
          'AttentionSpec (attention_spec.hpp, one layer\'s scheme).', BASE),
     Room('base/platform/', 'everything that differs by OS, each concern a POSIX and a Windows side '
          '(macOS is POSIX): file handles and read-only mappings, UTF-8 file names and arguments, the '
-         'console, stop signals, the process (id, RAM, open-file limit, environment)', BASE, False,
+         'console, stop signals, the process (id, RAM, open-file limit, exit codes)', BASE, False,
          'the only folder with OS headers: every other room calls it', os=True),
     Room('engine/', 'Vulkan plumbing: instance/device (own or adopted), capabilities, memory arenas, staging '
          'transfers, pipelines from embedded SPIR-V, command lists, vk_check. Knows nothing about kernels '

@@ -3,7 +3,6 @@
 #ifdef _WIN32
 #include <windows.h>
 #include <psapi.h>
-#include <stdlib.h>
 #else
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -36,12 +35,6 @@ uint64_t resident_memory() {
 uint64_t raise_open_file_limit() { return 0; }
 
 int command_exit_code(int status) { return status; }
-
-void set_environment(const std::string& name, const std::string& value) {
-  _putenv_s(name.c_str(), value.c_str());
-}
-
-void unset_environment(const std::string& name) { _putenv_s(name.c_str(), ""); }   // "" removes it on Windows
 
 #else
 
@@ -90,10 +83,6 @@ uint64_t raise_open_file_limit() {
 }
 
 int command_exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-
-void set_environment(const std::string& name, const std::string& value) { ::setenv(name.c_str(), value.c_str(), 1); }
-
-void unset_environment(const std::string& name) { ::unsetenv(name.c_str()); }
 
 #endif
 

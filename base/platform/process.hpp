@@ -1,8 +1,9 @@
 #pragma once
 // The process and the machine it runs on: its id, the physical memory, its own
-// resident memory, the open-file limit, environment variables.
+// resident memory, the open-file limit, a command's exit code.  (Environment
+// variables: the library reads none, tools/check_no_getenv.py; the edges use
+// std::getenv, and tests set them with tests/support/environment.hpp.)
 #include <cstdint>
-#include <string>
 
 namespace reach::platform {
 
@@ -26,10 +27,5 @@ uint64_t raise_open_file_limit();
 // The exit code of a command from std::system's or pclose's result: WEXITSTATUS
 // where it exited (-1 when a signal ended it) on POSIX, the value itself on Windows.
 int command_exit_code(int status);
-
-// setenv / _putenv_s.  For tests and tools:
-// the library reads no variable (base/settings.hpp).
-void set_environment(const std::string& name, const std::string& value);
-void unset_environment(const std::string& name);
 
 }  // namespace reach::platform
