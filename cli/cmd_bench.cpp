@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/bench_parallel.hpp"
 #include "cli/options.hpp"
 #include "runtime/config/flag_values.hpp"
@@ -249,7 +250,7 @@ int cmd_bench(const Args& args) {
   }
 
   const auto& caps = e.device->caps();
-  const std::string model_name = model.dir().filename().string();
+  const std::string model_name = platform::path_to_utf8(model.dir().filename());
   const std::string dtype = model.weight_types();   // "q4_1+q8_0": every matrix type, most bytes first
   const std::string scheme = session.schemes().describe().substr(0, session.schemes().describe().find('\n'));
   if (format == "md") {
@@ -263,7 +264,7 @@ int cmd_bench(const Args& args) {
     std::printf("model_filename,model_n_params,model_size,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts,"
                 "test_time,device,driver,dtype,scheme\n");
     for (const auto& t : tests)
-      std::printf("%s,%llu,%llu,%u,%u,%u,%.0f,%.0f,%.4f,%.4f,%lld,\"%s\",\"%s\",%s,\"%s\"\n", model.dir().string().c_str(),
+      std::printf("%s,%llu,%llu,%u,%u,%u,%.0f,%.0f,%.4f,%.4f,%lld,\"%s\",\"%s\",%s,\"%s\"\n", platform::path_to_utf8(model.dir()).c_str(),
                   (unsigned long long)model.n_params(), (unsigned long long)model.weight_bytes(), t.n_prompt, t.n_gen,
                   t.n_depth, t.avg_ns(), t.stddev_ns(), t.avg_ts(), t.stddev_ts(), (long long)started,
                   caps.device_name.c_str(), caps.driver_info.c_str(), dtype.c_str(), scheme.c_str());
@@ -283,7 +284,7 @@ int cmd_bench(const Args& args) {
                   "\"n_gen\": %u, \"n_depth\": %u, \"test\": %s, \"avg_ns\": %.0f, \"stddev_ns\": %.0f, "
                   "\"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ns\": [%s], \"samples_ts\": [%s], "
                   "\"test_time\": %lld, \"device\": %s, \"driver\": %s, \"dtype\": %s, \"scheme\": %s}%s\n",
-                  json_str(model.dir().string()).c_str(), (unsigned long long)model.n_params(),
+                  json_str(platform::path_to_utf8(model.dir())).c_str(), (unsigned long long)model.n_params(),
                   (unsigned long long)model.weight_bytes(), t.n_prompt, t.n_gen, t.n_depth, json_str(t.name).c_str(),
                   t.avg_ns(), t.stddev_ns(), t.avg_ts(), t.stddev_ts(), ns_list.c_str(), ts_list.c_str(),
                   (long long)started, json_str(caps.device_name).c_str(), json_str(caps.driver_info).c_str(),

@@ -16,6 +16,7 @@
 
 #include "base/checked.hpp"
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/eval_modes.hpp"
 #include "cli/eval_protocols.hpp"
 #include "cli/options.hpp"
@@ -156,7 +157,7 @@ ModelConfig plan_grid(EvalPlan& p) {
   if (p.schemes.empty()) throw Error(ErrorCode::invalid_argument, "--schemes is empty: give e.g. default,yarn");
   for (const auto& s : p.schemes) normalize_preset(s);   // throws on an unknown name
 
-  ModelConfig cfg = load_model_config_at(resolve_model_path(o.model_dir));
+  ModelConfig cfg = load_model_config_at(resolve_model_path(platform::path_from_utf8(o.model_dir)));
   p.L_train = training_length(cfg);
   if (o.user.original_ctx) {
     // --original-ctx says what the trained context is: L_train of the presets.  It
@@ -192,7 +193,7 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
   const int64_t L_max = *std::max_element(p.ctxs.begin(), p.ctxs.end());
   const int64_t L_min = *std::min_element(p.ctxs.begin(), p.ctxs.end());
   if (!o.text_file.empty()) {
-    const std::string text = read_file(o.text_file, file_kinds::eval_text);
+    const std::string text = read_file(platform::path_from_utf8(o.text_file), file_kinds::eval_text);
     if (text.empty()) throw Error(ErrorCode::invalid_argument, "text file " + o.text_file + " is empty");
     if (o.mode == "ppl") {   // as llama-perplexity: BOS first only when the vocabulary adds one, never EOS
       if (p.bos.add) p.sample.push_back(p.bos.id);
@@ -202,7 +203,7 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
       p.sample = p.tokenizer->encode(text, true);
     }
   } else {
-    p.sample = parse_token_ids(read_file(o.tokens_file, file_kinds::token_ids), o.tokens_file);
+    p.sample = parse_token_ids(read_file(platform::path_from_utf8(o.tokens_file), file_kinds::token_ids), o.tokens_file);
     if (p.sample.empty()) throw Error(ErrorCode::invalid_argument, "token file " + o.tokens_file + " holds no ids");
     for (size_t k = 0; k < p.sample.size(); ++k)
       if (p.sample[k] >= vocab_size)
@@ -227,7 +228,7 @@ void plan_sample(EvalPlan& p, int64_t vocab_size) {
 
 // llama-perplexity's add-BOS setting (eval::ppl_bos): tokenizer_config.json, then tokenizer.json.
 void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
-  const ModelPath model = resolve_model_path(p.opt.model_dir);
+  const ModelPath model = resolve_model_path(platform::path_from_utf8(p.opt.model_dir));
   const fs::path dir = model.path;
   std::optional<bool> config_add_bos;
   const fs::path tc = dir / "tokenizer_config.json";
@@ -247,7 +248,7 @@ void plan_ppl_bos(EvalPlan& p, const ModelConfig& cfg) {
     try {
       j = parse_json_bounded(read_file(tc, file_kinds::tokenizer_config_json), 64);
     } catch (const std::exception& e) {
-      throw Error(ErrorCode::format, tc.string() + ": malformed JSON (" + e.what() + ")");
+      throw Error(ErrorCode::format, platform::path_to_utf8(tc) + ": malformed JSON (" + e.what() + ")");
     }
     // Only a boolean counts, as for the GGUF converter.
     if (j.is_object() && j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
@@ -324,14 +325,14 @@ int cmd_eval(const Args& args) {
   const EvalOptions& o = plan.opt;
   const bool passkey = o.mode == "passkey";
   const ModelConfig cfg = plan_grid(plan);
-  if (passkey || !o.text_file.empty()) plan.tokenizer = load_tokenizer_at(resolve_model_path(o.model_dir));
+  if (passkey || !o.text_file.empty()) plan.tokenizer = load_tokenizer_at(resolve_model_path(platform::path_from_utf8(o.model_dir)));
   if (o.mode == "ppl") plan_ppl_bos(plan, cfg);
   if (passkey) plan_passkey(plan);
   else plan_sample(plan, cfg.vocab_size);
 
   Engine e = open_engine(o.model_dir, o.device, !o.tokens_file.empty() ? false : true, o.quantize);
   Model& model = *e.model;
-  std::fprintf(stderr, "model: %s, L_train %lld, %s\n", model.dir().string().c_str(), (long long)plan.L_train,
+  std::fprintf(stderr, "model: %s, L_train %lld, %s\n", platform::path_to_utf8(model.dir()).c_str(), (long long)plan.L_train,
                model.weight_types().c_str());
   if (o.verbose)
     std::fprintf(stderr, "device: %s\n%s\n", e.device->caps().summary().c_str(), model.config().describe().c_str());

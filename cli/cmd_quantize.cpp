@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
 #include "runtime/quant/quantize.hpp"
@@ -58,13 +59,13 @@ int cmd_quantize(const Args& args) {
   if (!type) throw Error(ErrorCode::invalid_argument, "no --type given: pass --type q8_0, q4_0, q4_k, f16 or f32");
 
   const auto t0 = std::chrono::steady_clock::now();
-  ProgressBar bar("quantizing " + std::filesystem::path(in).filename().string(), 0, true);
+  ProgressBar bar("quantizing " + platform::path_to_utf8(platform::path_from_utf8(in).filename()), 0, true);
   QuantizeModelOptions o;
   o.type = *type;
   o.threads = threads;
   o.on_progress = bar.callback();
   o.on_note = [&](const std::string& line) { bar.println("note: " + line); };
-  const QuantizeModelSummary s = quantize_model(in, out, o);
+  const QuantizeModelSummary s = quantize_model(platform::path_from_utf8(in), platform::path_from_utf8(out), o);
   bar.finish();
   std::map<std::string, int> counts;
   for (const auto& [name, t] : s.types) counts[wtype_name(t)]++;

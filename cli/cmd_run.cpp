@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include <unistd.h>
-
 #include "base/error.hpp"
+#include "base/platform/console.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/options.hpp"
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
@@ -71,7 +71,8 @@ std::string describe_chat(const ChatTemplate& t) {
 // "reasoning:" label, dimmed on a terminal so that it reads as an aside.
 class ReplyPrinter {
  public:
-  explicit ReplyPrinter(bool show_reasoning) : show_(show_reasoning), dim_(isatty(STDERR_FILENO) != 0) {}
+  explicit ReplyPrinter(bool show_reasoning) : show_(show_reasoning), dim_(platform::is_terminal(platform::Stream::err) &&
+                                                                  platform::enable_ansi_escapes(platform::Stream::err)) {}
   void print(const serve::ReplyPiece& d) {
     if (show_ && !d.reasoning.empty()) {
       if (!in_reasoning_) std::fprintf(stderr, "%sreasoning: ", dim_ ? "\x1b[2m" : "");
@@ -153,7 +154,7 @@ int cmd_run(const Args& args) {
   if (!json_schema_file.empty()) {
     const FileKind kind{"JSON schema file", file_kinds::MiB, "a few kB"};
     try {
-      json = JsonGrammar::from_schema_text(read_file(json_schema_file, kind));
+      json = JsonGrammar::from_schema_text(read_file(platform::path_from_utf8(json_schema_file), kind));
     } catch (const Error& e) {
       throw Error(e.code(), "--json-schema " + json_schema_file + ": " + e.what());
     }
@@ -179,7 +180,7 @@ int cmd_run(const Args& args) {
   if (have_chat) {
     // The chat template applied to [system,] user with the assistant's turn opened; the reply ends
     // at the end of that turn.
-    ChatTemplate t = ChatTemplate::for_tokenizer(tk, model.dir().string());
+    ChatTemplate t = ChatTemplate::for_tokenizer(tk, platform::path_to_utf8(model.dir()));
     if (reasoning_effort) {
       if (!t.takes_reasoning_effort())
         throw Error(ErrorCode::invalid_argument, std::string("--reasoning-effort: this model's chat template (") +
@@ -228,7 +229,7 @@ int cmd_run(const Args& args) {
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
     std::fprintf(stderr, "model: %s (%llu params, %s weights, %.1f MiB of matrices read per token)\n%s\n",
-                 model.dir().string().c_str(), (unsigned long long)model.n_params(), model.weight_types().c_str(),
+                 platform::path_to_utf8(model.dir()).c_str(), (unsigned long long)model.n_params(), model.weight_types().c_str(),
                  double(model.bytes_per_token()) / 1048576.0, session.config().describe().c_str());
     std::fprintf(stderr, "scheme: %s\n", session.schemes().describe().c_str());
     std::fprintf(stderr, "%s\n", session.describe_kv_cache().c_str());

@@ -1,13 +1,13 @@
 // `reach serve`: an OpenAI-compatible HTTP server (server/).
-#include <signal.h>
-#include <sys/resource.h>
-
 #include <cfloat>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
+#include "base/platform/process.hpp"
+#include "base/platform/signals.hpp"
 #include "cli/options.hpp"
 #include "cli/serve_shutdown.hpp"
 #include "runtime/serve/scheduler.hpp"
@@ -49,10 +49,10 @@ void serve_usage() {
 }
 
 std::string default_model_id(const std::string& path) {
-  std::filesystem::path p(path);
+  std::filesystem::path p = platform::path_from_utf8(path);
   while (!p.empty() && p.filename().empty()) p = p.parent_path();   // "models/x/"
-  std::string name = p.filename().string();
-  if (p.extension() == ".gguf") name = p.stem().string();
+  std::string name = platform::path_to_utf8(p.filename());
+  if (p.extension() == ".gguf") name = platform::path_to_utf8(p.stem());
   return name.empty() ? "reach" : name;
 }
 
@@ -97,14 +97,10 @@ int cmd_serve(const Args& args) {
   // it outlives them); every other thread (the HTTP threads, the scheduler) inherits the blocked mask.
   // A client gone mid-write must be an error return, not SIGPIPE.
   ServeShutdown shutdown;
-  signal(SIGPIPE, SIG_IGN);
+  platform::ignore_broken_pipe();
   // Each connection is a descriptor; the usual soft limit of 1024 would refuse connections before the
   // server's own cap does.
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
-  }
+  platform::raise_open_file_limit();
 
   Engine e = open_engine(model_dir, device, true, quantize);
   so.context = uint32_t(ctx);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "runtime/session/activation_tuning.hpp"
@@ -110,7 +111,7 @@ int cmd_tune(const Args& args) {
   }
   if (model.weight_types().find('q') == std::string::npos) {
     std::printf("%s has no quantized weights (%s): int8 activations do not apply; nothing to tune\n",
-                model.dir().filename().string().c_str(), model.weight_types().c_str());
+                platform::path_to_utf8(model.dir().filename()).c_str(), model.weight_types().c_str());
     return 0;
   }
   const uint32_t context = uint32_t(std::max(n_prompt, n_gen) + 2);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/eval_report.hpp"
 #include "cli/options.hpp"
 #include "runtime/session/sampler.hpp"
@@ -76,7 +77,7 @@ std::vector<int32_t> slice(const std::vector<int32_t>& v, size_t begin, size_t n
   return std::vector<int32_t>(v.begin() + ptrdiff_t(begin), v.begin() + ptrdiff_t(begin + n));
 }
 
-std::string model_name(const Model& model) { return model.dir().filename().string(); }
+std::string model_name(const Model& model) { return platform::path_to_utf8(model.dir().filename()); }
 
 // One (scheme, context) cell of the last-segment protocol.
 LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string& scheme, size_t ci, ProgressBar& bar,
@@ -141,7 +142,7 @@ std::string printable(const std::string& answer) {
 }  // namespace
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream f(path, std::ios::binary);
+  std::ofstream f(platform::path_from_utf8(path), std::ios::binary);
   if (!f) throw Error(ErrorCode::io, std::string("cannot write ") + what + " '" + path + "'");
   f << text;
   if (!f) throw Error(ErrorCode::io, std::string("error writing ") + what + " '" + path + "'");

@@ -3,8 +3,10 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 
@@ -71,12 +73,14 @@ std::string flag_hint(const std::string& cmd, const reach::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  // UTF-8 whatever the OS passes (Windows: its UTF-16 command line, not the ANSI code page's argv).
+  const std::vector<std::string> argu = reach::platform::utf8_arguments(argc, argv);
+  if (argu.size() < 2 || argu[1] == "-h" || argu[1] == "--help") {
+    usage(argu.size() < 2 ? stderr : stdout);
+    return argu.size() < 2 ? 2 : 0;
   }
-  const std::string cmd = argv[1];
-  reach::cli::Args args(argv + 2, argv + argc);
+  const std::string cmd = argu[1];
+  reach::cli::Args args(argu.begin() + 2, argu.end());
   // The environment is read once, here; a variable whose value is not taken is said once.
   for (const std::string& why : reach::cli::cli_settings().ignored) std::fprintf(stderr, "reach: %s\n", why.c_str());
   try {

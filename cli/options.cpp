@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 #include "cli/progress_bar.hpp"
 #include "runtime/config/flag_values.hpp"
 #include "runtime/quant/quantize.hpp"
@@ -106,9 +107,9 @@ Engine open_engine(const std::string& model_dir, const std::string& device, bool
   LoadOptions lo;
   lo.require_tokenizer = require_tokenizer;
   lo.quantize = quantize;
-  ProgressBar bar("loading " + std::filesystem::path(model_dir).filename().string(), 0, true);
+  ProgressBar bar("loading " + platform::path_to_utf8(platform::path_from_utf8(model_dir).filename()), 0, true);
   lo.on_progress = bar.callback();
-  e.model = Model::load(*e.device, *e.allocator, model_dir, lo);
+  e.model = Model::load(*e.device, *e.allocator, platform::path_from_utf8(model_dir), lo);
   bar.finish();
   if (!e.model->load_note().empty()) std::fprintf(stderr, "load: %s\n", e.model->load_note().c_str());
   e.load_seconds = seconds_since(t0);

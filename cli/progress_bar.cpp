@@ -1,12 +1,13 @@
 #include "cli/progress_bar.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+
+#include "base/platform/console.hpp"
+
 
 namespace reach::cli {
 
@@ -21,7 +22,8 @@ bool ProgressBar::stderr_allows() {
   const char* env = std::getenv("REACH_PROGRESS");
   if (env && std::strcmp(env, "1") == 0) return true;
   if (env && std::strcmp(env, "0") == 0) return false;
-  return isatty(STDERR_FILENO) == 1;
+  // A terminal that takes the bar's \033[K (a Windows console must be switched to ANSI escapes).
+  return platform::is_terminal(platform::Stream::err) && platform::enable_ansi_escapes(platform::Stream::err);
 }
 
 ProgressBar::ProgressBar(std::string label, uint64_t total_bytes, bool enabled)

@@ -1,12 +1,7 @@
 #include "cli/serve_shutdown.hpp"
 
-#include <pthread.h>
-
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 
 namespace reach::cli {
 
@@ -25,12 +20,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-ServeShutdown::ServeShutdown() {
-  sigemptyset(&signals_);
-  sigaddset(&signals_, SIGINT);
-  sigaddset(&signals_, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-}
+// signals_ blocks SIGINT and SIGTERM (POSIX) as it is made.
+ServeShutdown::ServeShutdown() = default;
 
 ServeShutdown::~ServeShutdown() {
   if (!thread_.joinable()) return;
@@ -39,8 +30,8 @@ ServeShutdown::~ServeShutdown() {
     served_ = finished_ = true;
   }
   cv_.notify_all();
-  // The thread waits in sigwait / sigtimedwait, or on cv_: a signal to it alone ends the first two.
-  pthread_kill(thread_.native_handle(), SIGTERM);
+  // The thread waits for a signal (ended by wake), or on cv_.
+  signals_.wake();
   thread_.join();
 }
 
@@ -56,7 +47,8 @@ void ServeShutdown::served() {
   if (state_ == State::draining)
     std::fprintf(stderr, "reach serve: drained in %.2f s\n", seconds_since(drain_start_));
   else if (state_ == State::cut)
-    std::fprintf(stderr, "reach serve: stopped %.2f s after SIGTERM\n", seconds_since(drain_start_));
+    std::fprintf(stderr, "reach serve: stopped %.2f s after %s\n", seconds_since(drain_start_),
+                 platform::stop_signal_name(platform::StopSignal::terminate));
 }
 
 void ServeShutdown::act(const std::function<void()>& f) {
@@ -69,28 +61,10 @@ bool ServeShutdown::finished() {
   return finished_;
 }
 
-int ServeShutdown::next_signal(Clock::time_point deadline) {
-  for (;;) {
-    if (deadline == Clock::time_point::max()) {
-      int sig = 0;
-      if (sigwait(&signals_, &sig) == 0) return sig;
-      continue;
-    }
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    if (left <= 0) return 0;
-    timespec ts{};
-    ts.tv_sec = time_t(left);
-    ts.tv_nsec = long((left - std::floor(left)) * 1e9);
-    const int sig = sigtimedwait(&signals_, nullptr, &ts);
-    if (sig > 0) return sig;
-    if (errno != EAGAIN && errno != EINTR) return 0;
-  }
-}
-
 void ServeShutdown::wait_for_signals() {
-  const int sig = next_signal(Clock::time_point::max());
+  const platform::StopSignal sig = signals_.wait();
   if (finished()) return;
-  if (sig == SIGTERM && drain()) return;
+  if (sig == platform::StopSignal::terminate && drain()) return;
   stop_now();
 }
 
@@ -98,17 +72,19 @@ bool ServeShutdown::drain() {
   act([&] {
     drain_start_ = Clock::now();
     state_ = State::draining;
+    const char* term = platform::stop_signal_name(platform::StopSignal::terminate);
     std::fprintf(stderr,
-                 "reach serve: SIGTERM: draining %zu request(s) in flight, for %.3g s at most (SIGTERM again "
-                 "or SIGINT: stop at once)\n",
-                 actions_.in_flight(), drain_timeout_.count());
+                 "reach serve: %s: draining %zu request(s) in flight, for %.3g s at most (%s again or %s: stop "
+                 "at once)\n",
+                 term, actions_.in_flight(), drain_timeout_.count(), term,
+                 platform::stop_signal_name(platform::StopSignal::interrupt));
     actions_.drain();
   });
   Clock::time_point deadline = drain_start_ + std::chrono::duration_cast<Clock::duration>(drain_timeout_);
   for (;;) {
-    const int sig = next_signal(deadline);
+    const platform::StopSignal sig = signals_.wait(deadline);
     if (finished()) return true;
-    if (sig) return false;  // a second signal: at once
+    if (sig != platform::StopSignal::none) return false;  // a second signal: at once
     // The deadline: first the requests left end with an error; if connections are still open a moment
     // later (a client that reads nothing, a device step that takes long), the server stops at once.
     // Once the server has returned, only a signal or the end is waited for.

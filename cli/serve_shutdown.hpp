@@ -4,9 +4,7 @@
 // error, and if any is still open a moment later the server stops at once.  A second SIGTERM, or SIGINT,
 // stops at once: every connection closes, and if the device's step in progress holds the exit up, the
 // process ends without waiting for it.  The signals go to one thread of ours; every other thread keeps them
-// blocked.
-#include <signal.h>
-
+// blocked.  On Windows the console's CTRL_BREAK / CTRL_CLOSE drain and CTRL_C stops (base/platform/signals).
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -14,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "base/platform/signals.hpp"
 
 namespace reach::cli {
 
@@ -46,13 +46,11 @@ class ServeShutdown {
   void wait_for_signals();
   bool drain();      // true: the process is ending on its own; false: a second signal, stop at once
   void stop_now();
-  // The next of our signals, or 0 once `deadline` has passed (Clock::time_point::max(): no deadline).
-  int next_signal(Clock::time_point deadline);
   // Runs `f` unless served() came first.
   void act(const std::function<void()>& f);
   bool finished();
 
-  sigset_t signals_;
+  platform::StopSignals signals_;
   Actions actions_;
   std::chrono::duration<double> drain_timeout_{30.0};
   Clock::time_point drain_start_;

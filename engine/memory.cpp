@@ -1,11 +1,9 @@
 #include "engine/memory.hpp"
 
 #include <algorithm>
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
 
 #include "base/checked.hpp"
+#include "base/platform/process.hpp"
 #include "engine/device.hpp"
 #include "engine/vk_check.hpp"
 
@@ -128,13 +126,7 @@ void Allocator::memory_flags(Arena arena, VkMemoryPropertyFlags& required, VkMem
 
 namespace {
 
-uint64_t host_memory_bytes() {
-#if defined(__unix__) || defined(__APPLE__)
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return uint64_t(pages) * uint64_t(page);
-#endif
-  return 0;
-}
+uint64_t host_memory_bytes() { return platform::physical_memory(); }
 
 }  // namespace
 

@@ -9,10 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/platform/process.hpp"
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_file(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("reach-tuning-test-" + std::to_string(::getpid()));
+  const fs::path d = fs::temp_directory_path() / ("reach-tuning-test-" + std::to_string(reach::platform::process_id()));
   fs::create_directories(d);
   return d / name;
 }

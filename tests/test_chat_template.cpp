@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 
 #include "base/error.hpp"
+#include "base/platform/process.hpp"
 #include "runtime/formats/gguf.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -62,7 +62,7 @@ Command run(const std::string& cmd) {
     char buf[4096];
     while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
     const int st = pclose(p);
-    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    c.status = reach::platform::command_exit_code(st);
   }
   return c;
 }

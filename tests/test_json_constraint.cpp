@@ -4,7 +4,6 @@
 // walks over the mask whose documents the reference validates, and the bytes each token appends
 // checked against the tokenizer's own decode.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/platform/process.hpp"
 #include "runtime/constrain/json_constraint.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "runtime/text/utf8.hpp"
@@ -79,7 +79,7 @@ Command run(const std::string& cmd) {
     char buf[4096];
     while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
     const int st = pclose(p);
-    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    c.status = reach::platform::command_exit_code(st);
   }
   return c;
 }

@@ -6,7 +6,6 @@
 // within the formats' error bounds, its q/k rows restored by
 // tools/convert_smollm2.py's unpermute.  Python parts SKIP without gguf.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
@@ -22,6 +21,7 @@
 
 #include "base/error.hpp"
 #include "base/half.hpp"
+#include "base/platform/process.hpp"
 #include "include/reach.h"
 #include "runtime/config/gguf_config.hpp"
 #include "runtime/config/model_config.hpp"
@@ -64,12 +64,12 @@ std::vector<T> read_vec(const fs::path& p) {
 bool quant_ref(const std::string& args) {
   const std::string cmd = "python3 " + (source_root() / "tests/python/quant_ref.py").string() + " " + args;
   const int rc = std::system(cmd.c_str());
-  REQUIRE(WIFEXITED(rc));
-  if (WEXITSTATUS(rc) == 3) {
+  REQUIRE(reach::platform::command_exit_code(rc) >= 0);
+  if (reach::platform::command_exit_code(rc) == 3) {
     MESSAGE("SKIP: python3 cannot import gguf/numpy (tools/get_smollm2.sh installs them)");
     return false;
   }
-  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, "command failed: " << cmd);
+  REQUIRE_MESSAGE(reach::platform::command_exit_code(rc) == 0, "command failed: " << cmd);
   return true;
 }
 

@@ -2,7 +2,6 @@
 // (runtime/quant/quantize_model.hpp, cli/cmd_quantize.cpp): files read back by
 // reach's GgufFile and by gguf.GGUFReader (tests/python/quant_ref.py dump).
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/platform/process.hpp"
 #include "runtime/config/gguf_config.hpp"
 #include "runtime/config/model_config.hpp"
 #include "runtime/formats/gguf.hpp"
@@ -56,12 +56,12 @@ bool py_dump(const fs::path& gguf, const fs::path& out, const std::string& extra
   const std::string cmd = "python3 " + (source_root() / "tests/python/quant_ref.py").string() + " dump " +
                           gguf.string() + " " + out.string() + extra;
   const int rc = std::system(cmd.c_str());
-  REQUIRE(WIFEXITED(rc));
-  if (WEXITSTATUS(rc) == 3) {
+  REQUIRE(reach::platform::command_exit_code(rc) >= 0);
+  if (reach::platform::command_exit_code(rc) == 3) {
     MESSAGE("SKIP: python3 cannot import gguf/numpy (tools/get_smollm2.sh installs them)");
     return false;
   }
-  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, "command failed: " << cmd);
+  REQUIRE_MESSAGE(reach::platform::command_exit_code(rc) == 0, "command failed: " << cmd);
   return true;
 }
 
@@ -417,7 +417,7 @@ TEST_CASE("reach quantize: unusable inputs are clear errors") {
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
     const int rc = pclose(p);
-    return std::pair{WEXITSTATUS(rc), out};
+    return std::pair{reach::platform::command_exit_code(rc), out};
   };
   auto [rc1, o1] = run("quantize " + tiny.string() + " " + (dir / "y.gguf").string() + " --type q5_k");
   CHECK(rc1 == 1);

@@ -21,6 +21,7 @@
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
 #include "kernels/kernels.hpp"
+#include "tests/support/environment.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
@@ -57,13 +58,13 @@ class ScopedEnv {
     for (const auto& [k, v] : vars) {
       const char* old = std::getenv(k.c_str());
       saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
-      ::setenv(k.c_str(), v.c_str(), 1);
+      reach::test::set_environment(k, v);
     }
   }
   ~ScopedEnv() {
     for (const auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
+      if (v) reach::test::set_environment(k, *v);
+      else reach::test::unset_environment(k);
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;

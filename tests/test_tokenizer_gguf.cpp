@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 
 #include "base/error.hpp"
+#include "base/platform/process.hpp"
 #include "runtime/formats/gguf.hpp"
 #include "runtime/formats/gguf_meta_sink.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -451,7 +451,7 @@ std::optional<json> spm_reference(const fs::path& path, const std::vector<std::s
     char buf[4096];
     while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
     const int st = pclose(p);
-    status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    status = reach::platform::command_exit_code(st);
   }
   if (status == 3) {
     MESSAGE("SKIP: python3 cannot import gguf (tools/get_smollm2.sh installs it)");

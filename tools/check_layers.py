@@ -16,7 +16,10 @@ resolved from the #defines of the file itself, of the files that include it,
 and the -D defines of the meson.build files; every file it can name is
 checked, and one no #define names is an error.  A quoted include that names
 no file (and is not a generated header, GENERATED) is an error too.
-Vulkan-free rooms may not include <vulkan/...>.
+Vulkan-free rooms may not include <vulkan/...>.  Only rooms marked `os` (base/platform/) may
+include an OS header (OS_HEADERS: POSIX, Win32, Mach); the few files in OS_EXEMPT, each with its
+reason, are the exceptions (tests/python/test_check_layers.py fails on one that names no file of the
+repository or one that includes no OS header).
 
 Two rules more, on whole rooms.  A room must use each folder of its `uses`: one
 of its files at least includes a file there (the CLI, the C API and the server
@@ -51,6 +54,7 @@ class Room(NamedTuple):
     why: str = ''                    # the reason, where the rule is not plain from the dependencies
     uses: tuple = ()                 # folders it must use: one of its files at least includes a file of each
     acyclic: bool = False            # no two of its modules (a path less its extension) include each other
+    os: bool = False                 # may include OS headers (OS_HEADERS): the platform room alone
 
 
 # Include sets, each building on the ones before (the dependencies point one way).
@@ -78,6 +82,10 @@ ROOMS = [
          '(settings.hpp), and the plain data shared by '
          'formats, config and kernels: WType (wtype.hpp, ids fixed by the shaders\' contract) and '
          'AttentionSpec (attention_spec.hpp, one layer\'s scheme).', BASE),
+    Room('base/platform/', 'everything that differs by OS, each concern a POSIX and a Windows side '
+         '(macOS is POSIX): file handles and read-only mappings, UTF-8 file names and arguments, the '
+         'console, stop signals, the process (id, RAM, open-file limit, exit codes)', BASE, False,
+         'the only folder with OS headers: every other room calls it', os=True),
     Room('engine/', 'Vulkan plumbing: instance/device (own or adopted), capabilities, memory arenas, staging '
          'transfers, pipelines from embedded SPIR-V, command lists, vk_check. Knows nothing about kernels '
          'or models.', ENGINE, True, 'the generated ShaderId header names the embedded kernels'),
@@ -112,8 +120,8 @@ ROOMS = [
          'text, harmony channels, logprob entries, finish reasons: reply_text, reply_assembly) and the '
          'counters; the server, the C API (reach_reply) and `reach run` use it', SERVE, False,
          'sessions from below, never server/: the engine knows no protocol', acyclic=True),
-    Room('server/', '`reach serve`: transport and protocol only. Transport: its own HTTP/1.1 server (epoll; '
-         'http_*), which hands every request to an HttpHandler and knows no route, and the drain on SIGTERM '
+    Room('server/', '`reach serve`: transport and protocol only. Transport: its own HTTP/1.1 server (http_*, on '
+         'base/platform\'s sockets and poller), which hands every request to an HttpHandler and knows no route, and the drain on SIGTERM '
          '(drain.*). Protocol: the OpenAI API\'s JSON <-> engine requests (openai_api, response_format) and '
          'its routes (openai_routes: the handler, with the /metrics counters)',
          RUNTIME_ALL + ('server/',), False, 'the model through runtime/ (runtime/serve drives it), never engine '
@@ -143,6 +151,45 @@ ROOMS = [
          'the fuzz build compiles base, formats, text and config only'),
     Room('docs/', 'this guide and EXTRAPOLATION.md'),
 ]
+
+# OS headers: only rooms marked `os` (base/platform/) include them, so that the rest of reach builds
+# for Linux, macOS and Windows unchanged.  An entry ending in '/' is a folder of headers; names are
+# matched without case (<Windows.h>).  The C++ standard headers are no OS headers: <csignal>
+# (std::signal, sig_atomic_t: SIGINT and SIGTERM exist on every OS), <cerrno>, <cstdio> stay
+# allowed; a POSIX function they happen to declare (popen) still fails a Windows build.
+OS_HEADERS = (
+    # POSIX and its Linux / BSD extensions
+    'unistd.h', 'fcntl.h', 'signal.h', 'dlfcn.h', 'poll.h', 'termios.h', 'netdb.h', 'pthread.h',
+    'sched.h', 'dirent.h', 'spawn.h', 'pwd.h', 'grp.h', 'syslog.h', 'semaphore.h', 'libgen.h',
+    'sys/', 'netinet/', 'arpa/', 'linux/', 'asm/',
+    # Win32
+    'windows.h', 'winsock2.h', 'ws2tcpip.h', 'io.h', 'direct.h', 'process.h', 'shellapi.h', 'psapi.h',
+    'winbase.h', 'winnt.h', 'winsock.h', 'mswsock.h', 'afunix.h', 'shlobj.h', 'conio.h',
+    # macOS
+    'mach/', 'mach-o/', 'libproc.h',
+)
+
+# Files outside base/platform/ that may still include OS headers, each with why.  Test-only POSIX
+# machinery stays here (those suites are listed as POSIX-only in tests/meson.build); anything a
+# program runs goes through base/platform/.
+OS_EXEMPT = {
+    'examples/host_app.cpp': 'a host application, not reach: it loads Vulkan its own way (dlopen / LoadLibrary), '
+                             'as a game does, and hands reach its vkGetInstanceProcAddr',
+    'tests/support/isolated_run.cpp': 'test-only: fork-based isolation with rlimits (POSIX suites)',
+    'tests/test_hostile_sizes.cpp': 'test-only: rlimit-based out-of-memory tests in forked children',
+    'tests/test_hostile_folders.cpp': 'test-only: forked children, rlimits, FIFOs and unreadable folders',
+    'tests/test_files_hostile.cpp': 'test-only: FIFOs, sockets and devices in place of model files',
+    'tests/test_hostile_api.cpp': 'test-only: stderr captured with dup2 around C API calls',
+    'tests/test_capi.c': 'test-only: the C API test in C (no C++ platform room): dlopen of libreach',
+    'tests/fuzz/fuzz_support.hpp': 'test-only: libFuzzer (Linux, clang) inputs as memfd files',
+}
+
+
+def os_header(name: str) -> bool:
+    """Whether <name> is an OS header (OS_HEADERS)."""
+    low = name.lower()
+    return any(low.startswith(h) if h.endswith('/') else low == h for h in OS_HEADERS)
+
 
 # Headers the build writes (not in the source tree), by the name they are included as.
 GENERATED = {SHADER_IDS}
@@ -436,6 +483,9 @@ def check_one(bad: list, rel: str, n: int, shown: str, kind: str, name: str, tar
     if kind == '<':
         if name.startswith('vulkan/') and not room.vulkan:
             bad.append(f'{where}: {shown}: {room.folder} is Vulkan-free')
+        if target is None and os_header(name) and not room.os and rel not in OS_EXEMPT:
+            bad.append(f'{where}: {shown} is an OS header: only base/platform/ includes those; call a '
+                       f'function of base/platform/ (or add one there) instead')
         if target is None:
             return   # a system or dependency header
     elif target is None:

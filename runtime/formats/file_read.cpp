@@ -1,13 +1,7 @@
 #include "runtime/formats/file_read.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 
 namespace reach {
 
@@ -24,64 +18,37 @@ std::string link_note(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_symlink(path, ec)) return {};
   std::filesystem::path target = std::filesystem::read_symlink(path, ec);
-  return ec ? std::string(" (a symbolic link)") : " (a symbolic link to " + target.string() + ")";
+  return ec ? std::string(" (a symbolic link)") : " (a symbolic link to " + platform::path_to_utf8(target) + ")";
 }
 
-[[noreturn]] void not_regular(const std::string& where, unsigned mode, const std::filesystem::path& path,
+[[noreturn]] void not_regular(const std::string& where, platform::FileType type, const std::filesystem::path& path,
                               const std::string& hint) {
-  throw Error(ErrorCode::io, where + ": is " + file_type_name(mode) + link_note(path) + ", not a regular file" + hint);
+  throw Error(ErrorCode::io,
+              where + ": is " + platform::file_type_name(type) + link_note(path) + ", not a regular file" + hint);
 }
 
 }  // namespace
 
-const char* file_type_name(unsigned mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISREG(mode)) return "a regular file";
-  return "not a file";
-}
-
-OpenFile::~OpenFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 OpenFile open_regular_file(const std::filesystem::path& path, const std::string& what, const std::string& hint) {
-  const std::string where = what + " " + path.string();
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-  int fd = -1;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    const int e = errno;  // before stat() can change it
-    struct stat st {};
-    // A socket cannot be opened (ENXIO): say what the path is rather than "No such device".
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(where, st.st_mode, path, hint);
-    throw Error(ErrorCode::io, where + ": cannot open: " + std::strerror(e) + hint);
+  const std::string where = what + " " + platform::path_to_utf8(path);
+  platform::ReadOnlyFile file;
+  std::string error;
+  platform::FileType type{};
+  if (!file.open(path, error)) {
+    // A socket cannot be opened (ENXIO), nor a directory on Windows: say what the path is rather than
+    // "No such device".
+    if (platform::path_type(path, type) && type != platform::FileType::regular) not_regular(where, type, path, hint);
+    throw Error(ErrorCode::io, where + ": cannot open: " + error + hint);
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw Error(ErrorCode::io, where + ": cannot stat: " + std::strerror(e) + hint);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    not_regular(where, st.st_mode, path, hint);
-  }
-  // Regular files ignore O_NONBLOCK; clear it so later reads are plainly blocking.
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  return OpenFile(fd, static_cast<uint64_t>(st.st_size));
+  uint64_t size = 0;
+  if (!file.status(type, size, error)) throw Error(ErrorCode::io, where + ": cannot stat: " + error + hint);
+  if (type != platform::FileType::regular) not_regular(where, type, path, hint);
+  return OpenFile(std::move(file), size);
 }
 
 std::string read_file(const std::filesystem::path& path, const FileKind& kind, const std::string& hint) {
   OpenFile f = open_regular_file(path, kind.name, hint);
-  const std::string where = std::string(kind.name) + " " + path.string();
+  const std::string where = std::string(kind.name) + " " + platform::path_to_utf8(path);
   auto too_large = [&](const std::string& size) {
     throw Error(ErrorCode::format, where + ": " + size + " exceeds the " + describe_size(kind.max_bytes) +
                                        " limit for a " + kind.name + " (real ones: " + kind.typical +
@@ -93,13 +60,10 @@ std::string read_file(const std::filesystem::path& path, const FileKind& kind, c
   // Read to the end rather than st_size bytes (a file can grow, /proc reports 0),
   // never past the limit: at most max_bytes + one buffer are held.
   char buf[65536];
+  std::string error;
   for (;;) {
-    const ssize_t n = ::read(f.fd(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      throw Error(ErrorCode::io, where + ": read error: " + std::strerror(e) + hint);
-    }
+    const int64_t n = f.file().read(buf, sizeof buf, error);
+    if (n < 0) throw Error(ErrorCode::io, where + ": read error: " + error + hint);
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > kind.max_bytes)
       too_large("more than " + std::to_string(kind.max_bytes) + " bytes");

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
+
+#include "base/platform/file.hpp"
 
 namespace reach {
 
@@ -32,20 +35,16 @@ inline constexpr FileKind eval_text{"text file", 256 * MiB, "4.3 MB for the whol
 inline constexpr FileKind token_ids{"token file", 256 * MiB, "~7 MB for a million tokens"};
 }  // namespace file_kinds
 
-// A descriptor of a regular file open for reading, closed by the destructor.
+// A regular file open for reading, closed by the destructor.
 class OpenFile {
  public:
-  OpenFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  ~OpenFile();
-  OpenFile(OpenFile&& o) noexcept : fd_(o.fd_), size_(o.size_) { o.fd_ = -1; }
-  OpenFile(const OpenFile&) = delete;
-  OpenFile& operator=(const OpenFile&) = delete;
-  OpenFile& operator=(OpenFile&&) = delete;
-  int fd() const { return fd_; }
+  OpenFile(platform::ReadOnlyFile file, uint64_t size) : file_(std::move(file)), size_(size) {}
+  platform::ReadOnlyFile& file() { return file_; }
+  const platform::ReadOnlyFile& file() const { return file_; }
   uint64_t size() const { return size_; }
 
  private:
-  int fd_;
+  platform::ReadOnlyFile file_;
   uint64_t size_;
 };
 
@@ -60,8 +59,5 @@ OpenFile open_regular_file(const std::filesystem::path& path, const std::string&
 // open_regular_file does or on a read error, Error(format) when it is larger
 // than the limit (the message names the file, its size and the limit).
 std::string read_file(const std::filesystem::path& path, const FileKind& kind, const std::string& hint = {});
-
-// "a directory", "a character device", ... for a st_mode that is not a regular file.
-const char* file_type_name(unsigned mode);
 
 }  // namespace reach

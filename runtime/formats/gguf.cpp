@@ -1,10 +1,5 @@
 #include "runtime/formats/gguf.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -13,6 +8,7 @@
 #include <limits>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 
 namespace reach {
 
@@ -109,7 +105,7 @@ class Cursor {
       : base_(base), size_(size), path_(path) {}
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(ErrorCode::format, "gguf (" + path_.string() + "): " + what);
+    throw Error(ErrorCode::format, "gguf (" + platform::path_to_utf8(path_) + "): " + what);
   }
   uint64_t pos() const { return pos_; }
   uint64_t left() const { return size_ - pos_; }
@@ -280,9 +276,7 @@ std::string GgufTensor::ne_string() const {
 GgufFile::~GgufFile() { release(); }
 
 void GgufFile::release() noexcept {
-  if (map_) munmap(map_, size_);
-  map_ = nullptr;
-  size_ = 0;
+  map_.unmap();
 }
 
 GgufFile::GgufFile(GgufFile&& o) noexcept { *this = std::move(o); }
@@ -291,8 +285,7 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
   if (this != &o) {
     release();
     path_ = std::move(o.path_);
-    map_ = o.map_;
-    size_ = o.size_;
+    map_ = std::move(o.map_);
     version_ = o.version_;
     alignment_ = o.alignment_;
     data_offset_ = o.data_offset_;
@@ -300,14 +293,12 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
     tensor_index_ = std::move(o.tensor_index_);
     keys_ = std::move(o.keys_);
     values_ = std::move(o.values_);
-    o.map_ = nullptr;
-    o.size_ = 0;
   }
   return *this;
 }
 
 void GgufFile::fail(const std::string& what) const {
-  throw Error(ErrorCode::format, "gguf (" + path_.string() + "): " + what);
+  throw Error(ErrorCode::format, "gguf (" + platform::path_to_utf8(path_) + "): " + what);
 }
 
 // ---------------------------------------------------------------------------
@@ -318,41 +309,35 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   GgufFile f;
   f.path_ = path;
   auto io_fail = [&](const std::string& what) {
-    throw Error(ErrorCode::io, "gguf (" + path.string() + "): " + what);
+    throw Error(ErrorCode::io, "gguf (" + platform::path_to_utf8(path) + "): " + what);
   };
 
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    io_fail(std::string("cannot open: ") + std::strerror(e) + " - check the path and the file's permissions");
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int e = errno;
-    ::close(fd);
-    io_fail(S_ISDIR(st.st_mode) ? std::string("is a directory, not a .gguf file")
-                                : std::string("not a regular file (") + std::strerror(e) + ")");
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  constexpr uint64_t kHeader = 4 + 4 + 8 + 8;   // magic, version, tensor count, key count
-  if (size < kHeader) {
-    ::close(fd);
-    f.fail("only " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kHeader) +
-           "-byte GGUF header" + kRedownload);
-  }
-  if (size > std::numeric_limits<size_t>::max()) {
-    ::close(fd);
-    io_fail("larger than this process can map");
-  }
-  void* map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);   // the mapping keeps the file alive
-  if (map == MAP_FAILED)
-    io_fail("mmap of " + std::to_string(size) + " bytes failed: " + std::strerror(map_errno) +
-            " - check free address space / ulimit -v");
-  f.map_ = map;
-  f.size_ = size;
-  const auto* bytes = static_cast<const std::byte*>(map);
+  uint64_t size = 0;
+  {
+    platform::ReadOnlyFile file;
+    std::string error;
+    platform::FileType type{};
+    if (!file.open(path, error)) {
+      // A directory cannot be opened on Windows: say what it is there too.
+      if (platform::path_type(path, type) && type == platform::FileType::directory)
+        io_fail("is a directory, not a .gguf file");
+      io_fail("cannot open: " + error + " - check the path and the file's permissions");
+    }
+    if (!file.status(type, size, error)) io_fail("cannot stat: " + error);
+    if (type != platform::FileType::regular)
+      io_fail(type == platform::FileType::directory ? std::string("is a directory, not a .gguf file")
+                                                    : std::string("not a regular file (") +
+                                                          platform::file_type_name(type) + ")");
+    constexpr uint64_t kHeader = 4 + 4 + 8 + 8;   // magic, version, tensor count, key count
+    if (size < kHeader)
+      f.fail("only " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kHeader) +
+             "-byte GGUF header" + kRedownload);
+    if (size > std::numeric_limits<size_t>::max()) io_fail("larger than this process can map");
+    if (!f.map_.map(file, size, error))
+      io_fail("mapping " + std::to_string(size) + " bytes failed: " + error +
+              " - check free address space / ulimit -v");
+  }  // the file is closed here: the mapping keeps it alive
+  const std::byte* bytes = f.map_.data();
   Cursor c(bytes, size, f.path_);
 
   // 1. Magic and version.

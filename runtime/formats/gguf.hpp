@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/platform/file_map.hpp"
+
 namespace reach {
 
 // The tensor types reach reads (ggml's ids).  Other ggml types are refused
@@ -95,7 +97,7 @@ class GgufFile {
   const std::filesystem::path& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const { return map_.size(); }
   uint64_t data_offset() const { return data_offset_; }   // file offset of the tensor data section
 
   // Tensors in file order.
@@ -140,8 +142,7 @@ class GgufFile {
   std::optional<int64_t> int_value(std::string_view key, const GgufValue& v, const char* expected) const;
 
   std::filesystem::path path_;
-  void* map_ = nullptr;
-  uint64_t size_ = 0;
+  platform::FileMapping map_;   // the whole file, read-only
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;

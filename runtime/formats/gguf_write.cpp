@@ -1,7 +1,5 @@
 #include "runtime/formats/gguf_write.hpp"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +8,8 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
+#include "base/platform/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -39,10 +39,10 @@ class TempFile {
  public:
   explicit TempFile(const fs::path& out) : out_(out) {
     tmp_ = out;
-    tmp_ += ".tmp-" + std::to_string(::getpid());
-    f_ = std::fopen(tmp_.c_str(), "wb");
+    tmp_ += ".tmp-" + std::to_string(platform::process_id());
+    f_ = platform::open_file(tmp_, "wb");
     if (!f_)
-      throw Error(ErrorCode::io, "cannot write " + out.string() + ": " + std::strerror(errno) +
+      throw Error(ErrorCode::io, "cannot write " + platform::path_to_utf8(out) + ": " + std::strerror(errno) +
                                      " - check that its folder exists and is writable");
   }
   ~TempFile() {
@@ -67,14 +67,14 @@ class TempFile {
     if (rc != 0) fail();
     std::error_code ec;
     fs::rename(tmp_, out_, ec);
-    if (ec) throw Error(ErrorCode::io, "cannot write " + out_.string() + ": renaming " + tmp_.string() +
+    if (ec) throw Error(ErrorCode::io, "cannot write " + platform::path_to_utf8(out_) + ": renaming " + platform::path_to_utf8(tmp_) +
                                            " failed: " + ec.message());
     committed_ = true;
   }
 
  private:
   [[noreturn]] void fail() {
-    throw Error(ErrorCode::io, "cannot write " + out_.string() + ": " + std::strerror(errno) +
+    throw Error(ErrorCode::io, "cannot write " + platform::path_to_utf8(out_) + ": " + std::strerror(errno) +
                                    " (is the disk full?)");
   }
   fs::path out_, tmp_;
@@ -267,7 +267,7 @@ void GgufWriter::write(const fs::path& path, const ProgressFn& progress) const {
     f.pad_to(align);
     done += t.nbytes;
     if (progress && !progress(done, total))
-      throw Error(ErrorCode::cancelled, "writing " + path.string() + " was cancelled");
+      throw Error(ErrorCode::cancelled, "writing " + platform::path_to_utf8(path) + " was cancelled");
   }
   f.commit();
 }

@@ -1,7 +1,5 @@
 #include "runtime/formats/safetensors.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "base/half.hpp"
+#include "base/platform/file_names.hpp"
 #include "runtime/formats/file_read.hpp"
 #include "runtime/formats/json_parse.hpp"
 
@@ -34,7 +33,7 @@ constexpr DTypeEntry kDTypes[] = {
     {DType::BOOL, "BOOL", 1}, {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
 };
 
-std::string q(const std::filesystem::path& p) { return p.string(); }
+std::string q(const std::filesystem::path& p) { return platform::path_to_utf8(p); }
 
 [[noreturn]] void fail(ErrorCode code, const std::filesystem::path& file, const std::string& what) {
   throw Error(code, "safetensors file " + q(file) + ": " + what);
@@ -109,33 +108,24 @@ std::string TensorInfo::shape_string() const { return shape_to_string(shape); }
 SafeTensorsFile::~SafeTensorsFile() { release(); }
 
 void SafeTensorsFile::release() noexcept {
-  if (map_) munmap(map_, size_);
-  map_ = nullptr;
-  size_ = 0;
+  map_.unmap();
 }
 
 SafeTensorsFile::SafeTensorsFile(SafeTensorsFile&& o) noexcept
     : path_(std::move(o.path_)),
-      map_(o.map_),
-      size_(o.size_),
+      map_(std::move(o.map_)),
       header_size_(o.header_size_),
       tensors_(std::move(o.tensors_)),
-      metadata_(std::move(o.metadata_)) {
-  o.map_ = nullptr;
-  o.size_ = 0;
-}
+      metadata_(std::move(o.metadata_)) {}
 
 SafeTensorsFile& SafeTensorsFile::operator=(SafeTensorsFile&& o) noexcept {
   if (this != &o) {
     release();
     path_ = std::move(o.path_);
-    map_ = o.map_;
-    size_ = o.size_;
+    map_ = std::move(o.map_);
     header_size_ = o.header_size_;
     tensors_ = std::move(o.tensors_);
     metadata_ = std::move(o.metadata_);
-    o.map_ = nullptr;
-    o.size_ = 0;
   }
   return *this;
 }
@@ -150,8 +140,6 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
   f.path_ = path;
 
   uint64_t size = 0;
-  void* map = MAP_FAILED;
-  int map_errno = 0;
   {
     const OpenFile file = open_regular_file(path, "safetensors file", " - check the path and the file's permissions");
     size = file.size();
@@ -160,17 +148,12 @@ SafeTensorsFile SafeTensorsFile::open(const std::filesystem::path& path) {
                                         " bytes, shorter than the 8-byte header length" + kRedownload);
     if (size > std::numeric_limits<size_t>::max())
       fail(ErrorCode::unsupported, path, "larger than this process can map");
-    map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, file.fd(), 0);
-    map_errno = errno;
-  }  // the descriptor is closed here: the mapping keeps the file alive
-  if (map == MAP_FAILED) {
-    fail(ErrorCode::io, path, std::string("mmap of ") + std::to_string(size) +
-                                  " bytes failed: " + std::strerror(map_errno) +
-                                  " - check free address space / ulimit -v");
-  }
-  f.map_ = map;
-  f.size_ = size;
-  const auto* bytes = static_cast<const std::byte*>(map);
+    std::string error;
+    if (!f.map_.map(file.file(), size, error))
+      fail(ErrorCode::io, path, "mapping " + std::to_string(size) + " bytes failed: " + error +
+                                    " - check free address space / ulimit -v");
+  }  // the file is closed here: the mapping keeps it alive
+  const std::byte* bytes = f.map_.data();
 
   // 1. Header length.
   uint64_t n = 0;
@@ -341,7 +324,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 // Rejects shard names that would escape the model directory.
 bool safe_shard_name(const std::string& s) {
   if (s.empty()) return false;
-  std::filesystem::path p(s);
+  const std::filesystem::path p = platform::path_from_utf8(s);
   if (p.is_absolute()) return false;
   for (const auto& part : p)
     if (part == "..") return false;
@@ -403,7 +386,7 @@ ModelWeights ModelWeights::open_dir(const std::filesystem::path& dir) {
   }
   if (shard_slot.empty()) throw Error(ErrorCode::format, where + "weight_map is empty");
   for (auto& [shard, slot] : shard_slot) {
-    const fs::path shard_path = dir / shard;
+    const fs::path shard_path = dir / platform::path_from_utf8(shard);   // the index is UTF-8
     if (!fs::exists(shard_path, ec)) {
       std::string user;
       for (auto it = wm.begin(); it != wm.end(); ++it)

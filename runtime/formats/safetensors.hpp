@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/platform/file_map.hpp"
+
 namespace reach {
 
 enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL, F8_E4M3, F8_E5M2 };
@@ -61,15 +63,14 @@ class SafeTensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorInfo* find(std::string_view name) const;
   const std::filesystem::path& path() const { return path_; }
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const { return map_.size(); }
   uint64_t header_size() const { return header_size_; }   // N, the JSON length
 
  private:
   void release() noexcept;
 
   std::filesystem::path path_;
-  void* map_ = nullptr;
-  uint64_t size_ = 0;
+  platform::FileMapping map_;   // the whole file, read-only
   uint64_t header_size_ = 0;
   std::map<std::string, TensorInfo, std::less<>> tensors_;
   std::map<std::string, std::string> metadata_;

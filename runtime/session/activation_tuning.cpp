@@ -3,9 +3,10 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
-#include <unistd.h>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
+#include "base/platform/process.hpp"
 #include "engine/device.hpp"
 #include "runtime/formats/json_parse.hpp"
 #include "runtime/model/model.hpp"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 constexpr int kVersion = 1;
 
 [[noreturn]] void bad(const fs::path& file, const std::string& what) {
-  throw Error(ErrorCode::format, "tuning file " + file.string() + ": " + what +
+  throw Error(ErrorCode::format, "tuning file " + platform::path_to_utf8(file) + ": " + what +
                                      " - delete it or run `reach tune -m MODEL` again");
 }
 
@@ -103,18 +104,19 @@ void save_tuning(const fs::path& file, const std::string& key, const TunedEntry&
       {"when", entry.when}};
   std::error_code ec;
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  fs::path tmp = file;
+  tmp += ".tmp." + std::to_string(platform::process_id());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << j.dump(2) << "\n";
     if (!out.flush())
-      throw Error(ErrorCode::io, "cannot write the tuning file " + tmp.string() + " - is its folder writable? "
+      throw Error(ErrorCode::io, "cannot write the tuning file " + platform::path_to_utf8(tmp) + " - is its folder writable? "
                                  "(REACH_TUNING_FILE names another place)");
   }
   fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw Error(ErrorCode::io, "cannot replace the tuning file " + file.string() + ": " + ec.message());
+    throw Error(ErrorCode::io, "cannot replace the tuning file " + platform::path_to_utf8(file) + ": " + ec.message());
   }
 }
 
@@ -143,7 +145,7 @@ PhaseActivations resolve_activations(const Model& model, QuantActivations asked,
   PhaseActivations p = e->choice;
   // A file written for a device with integer dot products cannot ask for it on one without (a changed driver).
   if (!model.device().caps().integer_dot) p = {};
-  if (source) *source = "tuned " + (e->when.empty() ? std::string() : e->when + " ") + "(" + file.string() + ")";
+  if (source) *source = "tuned " + (e->when.empty() ? std::string() : e->when + " ") + "(" + platform::path_to_utf8(file) + ")";
   return p;
 }
 

@@ -4,7 +4,8 @@
 Each breach is planted in a copy of a small clean tree (and one in a copy of the repository's own
 sources): a bad include at any depth, a folder no rule covers, a bad or unresolvable macro include,
 a GLSL include, a relative include, a quoted include that names no file, and the rooms of tests/,
-tests/support, tests/fuzz, examples/ and the runtime/serve room; a CLI or C API that does not use the
+tests/support, tests/fuzz, examples/ and the runtime/serve room; an OS header outside base/platform/ (which
+includes only base/) and not in OS_EXEMPT; a CLI or C API that does not use the
 serving engine (runtime/serve); include cycles between modules of server/ and of runtime/serve/; and a
 typo in ROOMS itself.  The clean tree passes, and so does it without runtime/serve/ (a room's rules,
 its `uses` by others too, may come before its folder).
@@ -60,6 +61,11 @@ CLEAN = {
     'tests/test_all.cpp': '#include "tests/support/fixtures.hpp"\n#include "cli/main.cpp"\n#include "include/reach.h"\n',
     'tests/fuzz/fuzz_gguf.cpp': '#include "runtime/formats/gguf.hpp"\n',
     'docs/notes.md': '#include "kernels/spec.hpp" in prose is not code\n',
+    # OS headers: base/platform/ alone includes them, and the files of OS_EXEMPT; <csignal> is standard C++.
+    'base/platform/file.cpp': '#include <unistd.h>\n#include <sys/mman.h>\n#include <windows.h>\n'
+                              '#include "base/error.hpp"\n',
+    'tests/support/isolated_run.cpp': '#include <sys/resource.h>\n#include "tests/support/fixtures.hpp"\n',
+    'cli/signals.cpp': '#include <csignal>\n#include <cstdio>\n#include "base/platform/file.cpp"\n',
 }
 
 # The clean tree before runtime/serve/ exists: its room's rules and the `uses` of it are no error yet.
@@ -109,6 +115,19 @@ BREACHES = {
     'suites share through support': ({'tests/test_b.cpp': '#include "tests/test_all.cpp"\n'}, 'tests/test_b.cpp:1'),
     'fuzz target with Vulkan': ({'tests/fuzz/f.cpp': '#include <vulkan/vulkan.h>\n'}, 'tests/fuzz/f.cpp:1'),
     'fuzz target with kernels': ({'tests/fuzz/g.cpp': '#include "kernels/spec.hpp"\n'}, 'tests/fuzz/g.cpp:1'),
+    'OS header in runtime': ({'runtime/formats/m.cpp': '#include <unistd.h>\n'},
+                             'runtime/formats/m.cpp:1: <unistd.h> is an OS header'),
+    'OS header in base, outside platform': ({'base/b.cpp': '#include <fcntl.h>\n'},
+                                            'base/b.cpp:1: <fcntl.h> is an OS header'),
+    'Windows header in the CLI, any case': ({'cli/w.cpp': '#include <Windows.h>\n'},
+                                            'cli/w.cpp:1: <Windows.h> is an OS header'),
+    'sys/ header in a suite': ({'tests/test_m.cpp': '#  include <sys/mman.h>\n'},
+                               'tests/test_m.cpp:1: <sys/mman.h> is an OS header'),
+    'OS header in a file beside an exempt one': ({'tests/support/other_run.cpp': '#include <sys/resource.h>\n'},
+                                                 'tests/support/other_run.cpp:1: <sys/resource.h> is an OS header'),
+    'platform room above base': ({'base/platform/p.cpp': '#include "runtime/formats/gguf.hpp"\n'},
+                                 'base/platform/p.cpp:1: "runtime/formats/gguf.hpp" is runtime/formats/gguf.hpp: '
+                                 'base/platform/ may include only base/'),
     'serve room below the protocol': ({'runtime/serve/r.cpp': '#include "server/s.cpp"\n'}, 'runtime/serve/r.cpp:1'),
     # Each of cli/, capi/ and server/ uses the serving engine (a file that replaces the clean one).
     'CLI without the serving engine': ({'cli/cmd_run.cpp': '#include "runtime/session/session.hpp"\n'},
@@ -190,6 +209,14 @@ def main() -> int:
         cases += 1
         if r.returncode != 1 or 'kernels/spec_struct.inc' not in r.stdout or 'runtime/session/session.hpp' not in r.stdout:
             failures.append(f'the repository with a planted macro breach passed (exit {r.returncode}): {r.stdout!r}')
+    # Each OS_EXEMPT entry names a file of the repository that still includes an OS header.
+    for rel, why in check_layers.OS_EXEMPT.items():
+        cases += 1
+        path = REPO / rel
+        lines = path.read_text(encoding='utf-8').splitlines() if path.is_file() else []
+        if not any((m := check_layers.INCLUDE.match(line)) and m.group(1) == '<' and check_layers.os_header(m.group(2))
+                   for line in lines):
+            failures.append(f'OS_EXEMPT names {rel} ({why}), which is no file or includes no OS header: remove it')
     # A typo in ROOMS allows nothing, silently: the checker names it.
     rooms = check_layers.ROOMS
     check_layers.ROOMS = rooms + [check_layers.Room('runtime/new/', 'a new room', ('base/', 'runtime/sesion/'))]

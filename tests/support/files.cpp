@@ -1,7 +1,6 @@
 #include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -9,6 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "base/platform/process.hpp"
+
 
 namespace reach::test {
 
@@ -25,7 +27,7 @@ fs::path build_root() {
 }
 
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("reach-test-" + std::to_string(getpid())) / name;
+  fs::path d = fs::temp_directory_path() / ("reach-test-" + std::to_string(reach::platform::process_id())) / name;
   fs::create_directories(d);
   return d;
 }
@@ -33,7 +35,7 @@ fs::path temp_dir(const std::string& name) {
 TempDir::TempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
   path = fs::temp_directory_path() /
-         ("reach_test_" + tag + "_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+         ("reach_test_" + tag + "_" + std::to_string(reach::platform::process_id()) + "_" + std::to_string(counter++));
   fs::remove_all(path);
   fs::create_directories(path);
 }
