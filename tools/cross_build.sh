@@ -7,7 +7,7 @@
 #
 # Per target: tools/cross_deps.sh (pcre2, zlib and the header-only libraries into
 # build-cross/TARGET/sysroot, once), `meson setup build-cross/TARGET/build` with
-# tools/cross/TARGET.txt plus a cross file naming that sysroot, then a build of those targets that
+# build-cross/TARGET/paths.txt (the sysroot, tools/cross/zig) and tools/cross/TARGET.txt, then a build of those targets that
 # goes on past errors (ninja -k 0).  Prints per target the time, each binary's size and, when the
 # build fails, the distinct compiler/linker errors (the whole log: build-cross/TARGET/build.log).
 # Needs tools/setup.sh --cross.  Exit status: the number of targets that failed.
@@ -54,8 +54,12 @@ for target in "${targets[@]}"; do
     echo "cross_build: $target: tools/cross_deps.sh failed ($log)" >&2
     failed=$((failed + 1)); summary+=("$target: target libraries failed"); continue
   fi
-  # The sysroot's .pc files, and nothing of the build machine's.
-  cat >"$dir/sysroot.txt" <<EOF
+  # The paths the cross files need (Meson 1.0 has none relative to a cross file): zig's wrapper, and
+  # the sysroot's .pc files, nothing of the build machine's.
+  cat >"$dir/paths.txt" <<EOF
+[constants]
+zig = '$root/tools/cross/zig'
+
 [properties]
 pkg_config_libdir = '$sysroot/lib/pkgconfig'
 EOF
@@ -64,7 +68,7 @@ EOF
   [ "$target" = windows ] && tests=true
   if [ ! -f "$dir/build/build.ninja" ]; then
     echo "cross_build: $target: meson setup $dir/build" >&2
-    if ! meson setup "$dir/build" --cross-file "$(cross_file "$target")" --cross-file "$root/$dir/sysroot.txt" \
+    if ! meson setup "$dir/build" --cross-file "$root/$dir/paths.txt" --cross-file "$(cross_file "$target")" \
          -Dbuildtype=release -Dtests=$tests >>"$log" 2>&1; then
       grep -E 'ERROR|error' "$log" | tail -n 10 >&2
       echo "cross_build: $target: meson setup failed ($log; $dir/build/meson-logs/meson-log.txt)" >&2
