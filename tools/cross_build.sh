@@ -92,8 +92,8 @@ EOF
        -o -name 'test_capi*' -o -name 'test_families*' \) -printf '  %-48P %10s bytes\n' | sort >&2
   if [ $result = FAILED ]; then
     echo "cross_build: $target: distinct errors (first 30; the whole log: $log):" >&2
-    grep -E '(error|undefined reference|undefined symbol)' "$log" | grep -v '^ninja\|^FAILED' \
-      | sed -E 's/^[^ ]*:[0-9]+:[0-9]+: //' | sort | uniq -c | sort -rn | head -n 30 >&2
+    grep -E '(error:|undefined reference|undefined symbol)' "$log" \
+      | sed -E 's|^[./]*([^ ]*):[0-9]+:[0-9]+: |\1: |' | sort | uniq -c | sort -rn | head -n 30 >&2
   fi
   summary+=("$target: $result, ${elapsed} s")
 done

@@ -11,7 +11,8 @@
 #                                                    statuses and stdout (CRLF as LF) are the same
 # The prefix lives in ${REACH_WINEPREFIX:-~/.cache/reach/wine/prefix}; the first wineboot takes
 # about 10 s.  Each run goes through xvfb-run (Wine wants a display, the machine has none).
-# WINEDEBUG=-all unless set.  Needs wine64 and xvfb: tools/setup.sh --cross.
+# WINEDEBUG=-all unless set.  libreach.dll is found in build-cross/windows/build/capi
+# (REACH_WINE_DLL_DIR moves it).  Needs wine64 and xvfb: tools/setup.sh --cross.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -25,6 +26,11 @@ export WINEPREFIX="${REACH_WINEPREFIX:-$HOME/.cache/reach/wine/prefix}"
 export WINEDEBUG="${WINEDEBUG:--all}"
 # No Mono or Gecko: nothing here is .NET or HTML, and their installers would ask through a dialog.
 export WINEDLLOVERRIDES="${WINEDLLOVERRIDES:-mscoree,mshtml=}"
+
+# libreach.dll of the Windows build, for the test programs and examples in other folders: WINEPATH
+# holds Windows paths (Wine's Z: is /), ';'-separated.
+dll_dir="${REACH_WINE_DLL_DIR:-$root/build-cross/windows/build/capi}"
+export WINEPATH="${WINEPATH:+$WINEPATH;}Z:${dll_dir//\//\\}"
 
 under_wine() { xvfb-run -a "$wine" "$@"; }
 
