@@ -6,8 +6,8 @@
 #   nlohmann_json, doctest, Vulkan headers: header-only, copied from the host's /usr/include;
 #               vulkan.pc names no library: reach loads the Vulkan loader itself at run time.
 # Sources are Debian's (apt-get source: the same pcre2 and zlib as the Linux build), downloaded
-# once into ~/.cache/reach/cross/src.  The .c files are compiled directly with the target's
-# compiler (the cross file's), which needs no CMake toolchain file per target.
+# once into ~/.cache/reach/cross/src.  The .c files are compiled directly with the compiler of
+# tools/cross/TARGET.txt (its list of upstream sources), which needs no CMake toolchain file.
 #
 # usage: tools/cross_deps.sh windows|macos-arm64|macos-x86_64|linux-aarch64
 set -euo pipefail
