@@ -93,7 +93,9 @@ EOF
   if [ $result = FAILED ]; then
     echo "cross_build: $target: distinct errors (first 30; the whole log: $log):" >&2
     grep -E '(error:|undefined reference|undefined symbol)' "$log" \
-      | sed -E 's|^[./]*([^ ]*):[0-9]+:[0-9]+: |\1: |' | sort | uniq -c | sort -rn | head -n 30 >&2
+      | sed -E 's|^[./]*([^ ]*):[0-9]+:[0-9]+: |\1: |' \
+      | sed -E "s/(undefined (symbol: |reference to .))_?vk[A-Za-z0-9]*.*/\\1vk* (the Vulkan loader is not linked)/" \
+      | sort | uniq -c | sort -rn | head -n 30 >&2
   fi
   summary+=("$target: $result, ${elapsed} s")
 done

@@ -90,7 +90,8 @@ compile_lib() {
 start=$(date +%s)
 
 # pcre2: the file list and steps of its NON-AUTOTOOLS-BUILD (pcre2_ucptables.c is #included by
-# pcre2_tables.c, not compiled on its own).
+# pcre2_tables.c, not compiled on its own).  pcre2_jit_compile.c without SUPPORT_JIT is the stub
+# that answers "no JIT": reach asks for JIT and falls back to the interpreter.
 ver="$(fetch pcre2)"
 p="$work/pcre2/src"
 cp "$p/config.h.generic" "$p/config.h"
@@ -99,7 +100,7 @@ cp "$p/pcre2_chartables.c.dist" "$p/pcre2_chartables.c"
 compile_lib "$p" "$sysroot/lib/libpcre2-8.a" \
   -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DPCRE2_STATIC -DSUPPORT_UNICODE -DHAVE_STDINT_H -DHAVE_INTTYPES_H -I"$p" -- \
   pcre2_auto_possess.c pcre2_chartables.c pcre2_compile.c pcre2_config.c pcre2_context.c pcre2_convert.c \
-  pcre2_dfa_match.c pcre2_error.c pcre2_extuni.c pcre2_find_bracket.c pcre2_maketables.c pcre2_match.c \
+  pcre2_dfa_match.c pcre2_error.c pcre2_extuni.c pcre2_find_bracket.c pcre2_jit_compile.c pcre2_maketables.c pcre2_match.c \
   pcre2_match_data.c pcre2_newline.c pcre2_ord2utf.c pcre2_pattern_info.c pcre2_script_run.c \
   pcre2_serialize.c pcre2_string_utils.c pcre2_study.c pcre2_substitute.c pcre2_substring.c pcre2_tables.c \
   pcre2_ucd.c pcre2_valid_utf.c pcre2_xclass.c
