@@ -18,7 +18,7 @@ case "$target" in
   windows)        cc=(x86_64-w64-mingw32-gcc-posix); ar=(x86_64-w64-mingw32-gcc-ar-posix) ;;
   macos-arm64)    cc=("$root/tools/cross/zig" cc -target aarch64-macos); ar=("$root/tools/cross/zig" ar) ;;
   macos-x86_64)   cc=("$root/tools/cross/zig" cc -target x86_64-macos); ar=("$root/tools/cross/zig" ar) ;;
-  linux-aarch64)  cc=("$root/tools/cross/zig" cc -target aarch64-linux-gnu.2.31); ar=("$root/tools/cross/zig" ar) ;;
+  linux-aarch64)  cc=("$root/tools/cross/zig" cc -target aarch64-linux-gnu); ar=("$root/tools/cross/zig" ar) ;;
   *) echo "usage: tools/cross_deps.sh windows|macos-arm64|macos-x86_64|linux-aarch64" >&2; exit 2 ;;
 esac
 if ! command -v "${cc[0]}" >/dev/null; then
