@@ -32,7 +32,8 @@ missing=()
 put() {  # put DEST FILE...: copy the files that exist, note the ones that do not
   local dest="$1"; shift
   for f in "$@"; do
-    if [ -e "$f" ]; then cp -P "$f" "$stage/$dest/"; else missing+=("${f#"$root/"}"); fi
+    # -s follows links: a failed link leaves an empty library and a dangling libreach.dylib link
+    if [ -s "$f" ]; then cp -P "$f" "$stage/$dest/"; else missing+=("${f#"$root/"}"); fi
   done
 }
 put bin "$build/cli/reach$exe" "$build/examples/reach-example-complete$exe" "$build/examples/reach-example-host-app$exe"
