@@ -173,6 +173,8 @@ OS_HEADERS = (
 # machinery stays here (those suites are listed as POSIX-only in tests/meson.build); anything a
 # program runs goes through base/platform/.
 OS_EXEMPT = {
+    'tools/cross/vk_probe.cpp': 'a probe of the Wine set-up, apart from reach: it loads vulkan-1.dll as any '
+                                'Windows program does',
     'examples/host_app.cpp': 'a host application, not reach: it loads Vulkan its own way (dlopen / LoadLibrary), '
                              'as a game does, and hands reach its vkGetInstanceProcAddr',
     'tests/support/isolated_run.cpp': 'test-only: fork-based isolation with rlimits (POSIX suites)',
