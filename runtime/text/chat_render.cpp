@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "base/platform/local_time.hpp"
 
 namespace reach {
 
@@ -91,8 +92,7 @@ bool ends_with(std::string_view s, std::string_view p) {
 // Today's local date, as transformers' strftime_now (datetime.now()) sees it.
 ChatDate local_today() {
   const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
+  const std::tm tm = platform::local_time(now);
   return {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday};
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/platform/file_names.hpp"
 
 namespace reach {
 
@@ -42,7 +43,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   std::string text = header.dump();
   while (text.size() % 8) text.push_back(' ');   // the reference writer pads to 8 with spaces
 
-  std::FILE* fp = std::fopen(path.c_str(), "wb");
+  std::FILE* fp = platform::open_file(path, "wb");
   if (!fp) {
     int e = errno;
     throw Error(ErrorCode::io, "write_safetensors: cannot create " + path.string() + ": " + std::strerror(e));
