@@ -1,6 +1,6 @@
 // `reach run`: stream a completion of a prompt.
 #include <algorithm>
-#include <cfloat>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -129,9 +129,9 @@ int cmd_run(const Args& args) {
     }
     else if (a == "-n") n_predict = int_of(args, i, 0, 1 << 24);
     // Bounds that keep the float finite and in the sampler's ranges (validate_sampler_params).
-    else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, FLT_MAX, "a finite number >= 0 (0 = greedy)"));
+    else if (a == "--temp") sp.temperature = float(float_of(args, i, 0, std::numeric_limits<float>::max(), "a finite number >= 0 (0 = greedy)"));
     else if (a == "--top-k") sp.top_k = int32_t(int_of(args, i, 0, 1 << 30));
-    else if (a == "--top-p") sp.top_p = float(float_of(args, i, FLT_MIN, 1, "a number in (0, 1] (1 = no nucleus cut)"));
+    else if (a == "--top-p") sp.top_p = float(float_of(args, i, std::numeric_limits<float>::min(), 1, "a number in (0, 1] (1 = no nucleus cut)"));
     else if (a == "--seed") sp.seed = uint64_t(int_of(args, i, 0, INT64_MAX));
     else if (a == "--ctx") ctx = int_of(args, i, 1, 1 << 24);
     else if (a == "--chunk") chunk = int_of(args, i, 1, 1 << 16);

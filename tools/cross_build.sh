@@ -10,7 +10,7 @@
 # build-cross/TARGET/paths.txt (the sysroot, tools/cross/zig) and tools/cross/TARGET.txt, then a build of those targets that
 # goes on past errors (ninja -k 0).  Prints per target the time, each binary's size and, when the
 # build fails, the distinct compiler/linker errors (the whole log: build-cross/TARGET/build.log).
-# Needs tools/setup.sh --cross.  Exit status: the number of targets that failed.
+# Needs tools/setup.sh --cross (--wine for windows alone).  Exit status: the number of targets that failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"

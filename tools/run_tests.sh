@@ -2,8 +2,10 @@
 # Runs the whole test suite on the default Vulkan device (lavapipe on a
 # CPU-only machine) with the Khronos validation layer on, then the parser,
 # tokenizer and C API suites again under AddressSanitizer + UBSan (build-asan),
-# then each fuzz target for a short budget (build-fuzz, clang + libFuzzer), and
-# prints the 10 slowest suites and the closing line "N passed, N failed" over all three.
+# then each fuzz target for a short budget (build-fuzz, clang + libFuzzer), then
+# the Windows build under Wine (tools/wine_check.sh: the CLI, the C API and families
+# suites and `reach serve` held to the Linux build), and prints the 10 slowest
+# suites and the closing line "N passed, N failed" over the meson suites.
 #
 # Each stage prints one line when it starts (what it does, about how long it
 # takes: the time it took on the previous run here, else a typical time on a
@@ -44,8 +46,8 @@ stage_end() {
 }
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-stage_begin setup "apt packages and pip tools (tools/setup.sh --test --no-build; a few minutes on a fresh machine, seconds after)" 120
-bash tools/setup.sh --test --no-build || exit 1
+stage_begin setup "apt packages and pip tools (tools/setup.sh --test --wine --no-build; a few minutes on a fresh machine, seconds after)" 120
+bash tools/setup.sh --test --wine --no-build || exit 1
 stage_end setup
 
 # The downloads (network, not CPU) go on while the main build compiles: SmolLM2-135M-Instruct (f16 + f32)
@@ -143,6 +145,19 @@ rm -f build-asan/.run_tests-ok build-asan/.run_tests-suites-rc build-fuzz/.run_t
 ) &
 bg_builds=$!
 
+# The Windows build (MinGW-w64; tools/cross_build.sh), niced, in the background beside the main suites;
+# tools/wine_check.sh runs it under Wine once they are done.
+rm -f build-cross/windows/.run_tests-ok
+(
+  stage_begin windows-build "the Windows build of the CLI, the C API and its suites (tools/cross_build.sh windows), in the background" 480
+  ok=1
+  mkdir -p build-cross/windows
+  nice bash tools/cross_build.sh windows >build-cross/windows/run_tests.log 2>&1 || ok=0
+  echo $ok >build-cross/windows/.run_tests-ok
+  stage_end windows-build "$([ $ok = 1 ] && echo built || echo FAILED)"
+) &
+windows_build=$!
+
 stage_begin main-suites "meson test -C build: every suite on the Vulkan device with validation, two at a time, the longest first" 600
 meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
 stage_end main-suites
@@ -186,6 +201,18 @@ if [ $have_fuzz = 1 ]; then
     echo "run_tests: the fuzz build failed (build-fuzz/ninja.log)" >&2
     status=1
   fi
+fi
+
+# Windows under Wine: the build above, run beside nothing else now (its suites are two-core bound).
+wait $windows_build
+if [ "$(cat build-cross/windows/.run_tests-ok 2>/dev/null)" = 1 ]; then
+  stage_begin wine "the Windows build under Wine (tools/wine_check.sh): info, selftest, C API and families suites, greedy run and serve against Linux" 90
+  bash tools/wine_check.sh || status=1
+  stage_end wine
+else
+  tail -n 40 build-cross/windows/run_tests.log >&2
+  echo "run_tests: the Windows build failed (build-cross/windows/run_tests.log, build-cross/windows/build.log)" >&2
+  status=1
 fi
 
 mv -f "$times_new" "$times_file" 2>/dev/null

@@ -12,20 +12,21 @@
 #           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
 #           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
 #   --no-build  install only (tools/run_tests.sh fetches the models while a second call builds)
-#   --cross  also the cross toolchains of tools/cross_build.sh: MinGW-w64 g++ (posix threads) for
-#           Windows, zig (PyPI ziglang, into the venv) for macOS and Linux aarch64, spirv-cross
-#           (tools/msl_check.py), and wine64 + xvfb for running the Windows tests
-#           (tools/wine_stage.sh); about 180 MB to download and 1.1 GB installed (measured: 2 s
-#           download from a fast mirror, 22 s install), and zig 410 MB in the venv
+#   --wine  also MinGW-w64 g++ (posix threads) for the Windows build and wine64 + xvfb to run it
+#           (tools/wine_check.sh, the Windows stage of tools/run_tests.sh); about 180 MB to
+#           download and 1.1 GB installed (measured: 2 s download from a fast mirror, 22 s install)
+#   --cross  --wine, and zig (PyPI ziglang, into the venv; 410 MB installed) for the macOS and Linux
+#           aarch64 builds of tools/cross_build.sh, and zip for tools/package.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-test_tools=0 build=1 cross=0
+test_tools=0 build=1 cross=0 wine=0
 for a in "$@"; do
   case "$a" in
     --test) test_tools=1 ;;
     --no-build) build=0 ;;
-    --cross) cross=1 ;;
-    *) echo "reach setup: unknown option $a (--test, --no-build, --cross)" >&2; exit 2 ;;
+    --wine) wine=1 ;;
+    --cross) cross=1 wine=1 ;;
+    *) echo "reach setup: unknown option $a (--test, --no-build, --wine, --cross)" >&2; exit 2 ;;
   esac
 done
 
@@ -36,11 +37,14 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           zlib1g-dev           # gzip / deflate request bodies in `reach serve`
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ $test_tools = 1 ]; then
-  packages+=(clang libclang-rt-14-dev python3-jinja2)
+  packages+=(clang libclang-rt-14-dev python3-jinja2
+             spirv-cross)   # the msl suite: every kernel translates to Metal as MoltenVK does
+fi
+if [ $wine = 1 ]; then
+  packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 xvfb xauth)
 fi
 if [ $cross = 1 ]; then
-  packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools spirv-cross
-             wine64 xvfb xauth unzip zip)
+  packages+=(spirv-cross unzip zip)
 fi
 missing=()
 for p in "${packages[@]}"; do

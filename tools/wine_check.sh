@@ -9,7 +9,7 @@
 #   5. reach.exe serve answers /v1/chat/completions from the Linux openai client with Linux's greedy text.
 #
 # usage: tools/wine_check.sh [--build]   (--build: tools/cross_build.sh windows first)
-# Needs tools/setup.sh --cross (MinGW-w64, wine64, xvfb), the Linux build in ./build and SmolLM2-135M
+# Needs tools/setup.sh --wine (MinGW-w64, wine64, xvfb), the Linux build in ./build and SmolLM2-135M
 # (tools/get_smollm2.sh; without it checks 3-5 SKIP).  Prints one line per check and
 # "wine_check: N passed, N failed, N skipped"; exit status 1 when any failed.
 set -uo pipefail
@@ -103,19 +103,20 @@ if [ -f "$model/model.safetensors" ]; then
   serve() {
     local port
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    setsid "${stage[@]}" run "$win/cli/reach.exe" serve -m "$model" --port "$port" >"$tmp/serve.log" 2>&1 &
+    setsid "${stage[@]}" run "$win/cli/reach.exe" serve -m "$model" --port "$port" >"$tmp/reach_serve.log" 2>&1 &
     serve_pid=$!
     for _ in $(seq 240); do
       curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-      kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log"; return 1; }
+      kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/reach_serve.log"; return 1; }
       sleep 0.5
     done
     "$linux_reach" run -m "$model" --chat "$chat" --temp 0 -n 16 >"$tmp/serve_expected.txt" || return 1
-    "${REACH_PYTHON:-$HOME/.cache/reach/venv/bin/python}" - "$port" "$chat" "$tmp/serve_expected.txt" <<'EOF' || { cat "$tmp/serve.log"; return 1; }
+    "${REACH_PYTHON:-$HOME/.cache/reach/venv/bin/python}" - "$port" "$chat" "$tmp/serve_expected.txt" <<'EOF' || { cat "$tmp/reach_serve.log"; return 1; }
 import sys, openai
 port, chat, expected = sys.argv[1], sys.argv[2], open(sys.argv[3], encoding='utf-8').read().strip()
 client = openai.OpenAI(base_url=f'http://127.0.0.1:{port}/v1', api_key='none', timeout=300)
-r = client.chat.completions.create(model='reach', messages=[{'role': 'user', 'content': chat}],
+model = client.models.list().data[0].id
+r = client.chat.completions.create(model=model, messages=[{'role': 'user', 'content': chat}],
                                    temperature=0, max_tokens=16)
 got = r.choices[0].message.content.strip()
 print('reach.exe serve answered:', repr(got), 'finish_reason', r.choices[0].finish_reason)

@@ -12,14 +12,14 @@
 # The prefix lives in ${REACH_WINEPREFIX:-~/.cache/reach/wine/prefix}; the first wineboot takes
 # about 10 s.  Each run goes through xvfb-run (Wine wants a display, the machine has none).
 # WINEDEBUG=-all unless set.  libreach.dll is found in build-cross/windows/build/capi
-# (REACH_WINE_DLL_DIR moves it).  Needs wine64 and xvfb: tools/setup.sh --cross.
+# (REACH_WINE_DLL_DIR moves it).  Needs wine64 and xvfb: tools/setup.sh --wine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
 wine=/usr/lib/wine/wine64
 if [ ! -x "$wine" ] || ! command -v xvfb-run >/dev/null; then
-  echo "wine_stage: needs $wine and xvfb-run: run tools/setup.sh --cross (Debian: wine64 xvfb xauth)" >&2
+  echo "wine_stage: needs $wine and xvfb-run: run tools/setup.sh --wine (Debian: wine64 xvfb xauth)" >&2
   exit 2
 fi
 export WINEPREFIX="${REACH_WINEPREFIX:-$HOME/.cache/reach/wine/prefix}"
