@@ -41,7 +41,8 @@ if [ $test_tools = 1 ]; then
              spirv-cross)   # the msl suite: every kernel translates to Metal as MoltenVK does
 fi
 if [ $wine = 1 ]; then
-  packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 xvfb xauth)
+  packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 xvfb xauth
+             curl)   # tools/wine_check.sh waits for reach.exe serve's /health
 fi
 if [ $cross = 1 ]; then
   packages+=(spirv-cross unzip zip)

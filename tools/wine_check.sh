@@ -31,7 +31,7 @@ tmp="$(mktemp -d)"
 # Wine's server and any reach.exe serve still running go with the script.
 cleanup() {
   [ -n "${serve_pid:-}" ] && kill -- -"$serve_pid" 2>/dev/null
-  WINEPREFIX="${REACH_WINEPREFIX:-$HOME/.cache/reach/wine/prefix}" wineserver -k 2>/dev/null
+  WINEPREFIX="${REACH_WINEPREFIX:-$HOME/.cache/reach/wine/prefix}" /usr/lib/wine/wineserver64 -k 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT

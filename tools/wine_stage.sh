@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 
 wine=/usr/lib/wine/wine64
+wineserver=/usr/lib/wine/wineserver64
 if [ ! -x "$wine" ] || ! command -v xvfb-run >/dev/null; then
   echo "wine_stage: needs $wine and xvfb-run: run tools/setup.sh --wine (Debian: wine64 xvfb xauth)" >&2
   exit 2
@@ -43,6 +44,8 @@ prepare_prefix() {
     echo "wine_stage: making the Wine prefix $WINEPREFIX (wineboot, about 10 s, once)" >&2
     local start=$SECONDS
     under_wine wineboot --init >/dev/null 2>&1 || true
+    # The registry files are written when the Wine server ends, a few seconds after wineboot does.
+    "$wineserver" -w 2>/dev/null || true
     if [ ! -f "$WINEPREFIX/system.reg" ]; then
       echo "wine_stage: wineboot made no prefix in $WINEPREFIX: run it by hand to see why:" \
            "WINEPREFIX=$WINEPREFIX xvfb-run -a $wine wineboot --init" >&2
