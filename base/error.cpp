@@ -13,6 +13,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::context_overflow: return "context_overflow";
     case ErrorCode::cancelled: return "cancelled";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::device_lost: return "device_lost";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   context_overflow,   // more tokens than the KV cache holds
   cancelled,          // a callback asked to stop
   internal,           // a bug in reach
+  device_lost,        // the GPU was lost (driver reset, timeout): the device and all on it are unusable
 };
 
 const char* error_code_name(ErrorCode code);

@@ -57,6 +57,14 @@ struct Settings {
   // The Vulkan loader to open (REACH_VULKAN_LIBRARY: a file name or path), instead of the platform's
   // own (libvulkan.so.1, vulkan-1.dll, libvulkan.1.dylib then libMoltenVK.dylib).  "": those.
   std::string vulkan_library;
+  // A test hook (REACH_FAULT=POINT:N:RESULT, engine/fault_injection.hpp): the Nth queue submission
+  // ("submit"), fence wait ("wait") or memory allocation ("alloc") of the first device the process makes
+  // fails with RESULT ("device_lost", "out_of_device_memory", "out_of_host_memory").  point "": none.
+  struct Fault {
+    std::string point;
+    uint64_t nth = 0;
+    std::string result;
+  } fault;
   // One line per variable whose value was not taken, naming it, the value and why
   // ("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096").  The edge reports them.
   std::vector<std::string> ignored;

@@ -41,7 +41,8 @@ CommandList::CommandList(Device& device, VkCommandBuffer external) : device_(dev
 
 CommandList::~CommandList() {
   VkDevice d = device_.handle();
-  // The GPU may still read the descriptor sets and the command buffer: let it finish.
+  // The GPU may still read the descriptor sets and the command buffer: let it finish.  On a lost device
+  // the wait returns VK_ERROR_DEVICE_LOST at once, which changes nothing here: never throw.
   if (pending_) device_.vk().vkWaitForFences(d, 1, &fence_, VK_TRUE, UINT64_MAX);
   for (auto p : desc_pools_) device_.vk().vkDestroyDescriptorPool(d, p, nullptr);
   for (auto v : views_) device_.vk().vkDestroyBufferView(d, v, nullptr);
@@ -236,6 +237,7 @@ void CommandList::end() {
 void CommandList::submit() {
   if (external_) throw Error(ErrorCode::invalid_argument, "a command list over a host command buffer is submitted by the host");
   if (pending_) wait();
+  device_.check_not_lost();
   vk_check(device_.vk().vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
@@ -246,19 +248,25 @@ void CommandList::submit() {
 
 bool CommandList::poll() {
   if (!pending_) return true;
+  // Lost already: the fence is not asked again (pending_ stays, so the destructor still waits on it).
+  device_.check_not_lost();
   VkResult r = device_.vk().vkGetFenceStatus(device_.handle(), fence_);
   if (r == VK_NOT_READY) return false;
+  // An injected fault comes once the work is done, so nothing still runs over what the caller frees.
+  if (r == VK_SUCCESS) r = device_.faults().next(FaultPoint::wait);
   pending_ = false;   // also on failure: the submission is over either way
-  vk_check(r, "vkGetFenceStatus");
+  device_.check(r, "vkGetFenceStatus");
   return true;
 }
 
 bool CommandList::wait_for(uint64_t timeout_ns) {
   if (!pending_) return true;
+  device_.check_not_lost();
   VkResult r = device_.vk().vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
   if (r == VK_TIMEOUT) return false;
+  if (r == VK_SUCCESS) r = device_.faults().next(FaultPoint::wait);
   pending_ = false;
-  vk_check(r, "vkWaitForFences");
+  device_.check(r, "vkWaitForFences");
   return true;
 }
 

@@ -377,11 +377,13 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
 }
 
 void Device::init_common() {
+  faults_.arm_from(settings_.fault);
   vki_.vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
   pipelines_ = std::make_unique<PipelineCache>(*this, pipeline_cache_dir_);
 }
 
 Device::~Device() {
+  // On a lost device this returns VK_ERROR_DEVICE_LOST at once; what was submitted is over either way.
   if (device_ && vkd_.vkDeviceWaitIdle) vkd_.vkDeviceWaitIdle(device_);
   pipelines_.reset();  // saves the pipeline cache, destroys pipelines
   if (owns_device_ && device_ && vkd_.vkDestroyDevice) vkd_.vkDestroyDevice(device_, nullptr);
@@ -424,20 +426,53 @@ uint32_t Device::memory_type_index(uint32_t type_bits, VkMemoryPropertyFlags req
   return static_cast<uint32_t>(best);
 }
 
+std::string device_lost_message(const std::string& call) {
+  return "the GPU was lost (VK_ERROR_DEVICE_LOST from " + call +
+         "): the driver reset it, a submission ran past the OS's timeout (Windows TDR) or it ran out of memory; "
+         "the device and everything made on it (models, sessions) can no longer be used: free them, create a "
+         "new device (or adopt the host's again) and load the model again";
+}
+
+void Device::mark_lost(const char* call) {
+  std::lock_guard lock(lost_mutex_);
+  if (!lost_.load()) lost_call_ = call;
+  lost_.store(true);
+}
+
+void Device::check_not_lost() const {
+  if (!lost_.load()) return;
+  std::lock_guard lock(lost_mutex_);
+  throw Error(ErrorCode::device_lost, device_lost_message(lost_call_));
+}
+
+void Device::check(VkResult result, const char* call) {
+  if (result == VK_ERROR_DEVICE_LOST) {
+    mark_lost(call);
+    check_not_lost();
+  }
+  vk_check(result, call);
+}
+
 void Device::submit(const VkSubmitInfo& info, VkFence fence) {
-  std::lock_guard<std::mutex> guard(queue_mutex_);
-  if (queue_lock_) queue_lock_(true);
-  VkResult r = vkd_.vkQueueSubmit(queue_, 1, &info, fence);
-  if (queue_lock_) queue_lock_(false);
-  vk_check(r, "vkQueueSubmit");
+  check_not_lost();
+  // An injected fault stands for the submission: nothing reaches the queue.
+  VkResult r = faults_.next(FaultPoint::submit);
+  if (r == VK_SUCCESS) {
+    std::lock_guard<std::mutex> guard(queue_mutex_);
+    if (queue_lock_) queue_lock_(true);
+    r = vkd_.vkQueueSubmit(queue_, 1, &info, fence);
+    if (queue_lock_) queue_lock_(false);
+  }
+  check(r, "vkQueueSubmit");
 }
 
 void Device::wait_idle() {
+  check_not_lost();
   std::lock_guard<std::mutex> guard(queue_mutex_);
   if (queue_lock_) queue_lock_(true);
   VkResult r = vkd_.vkQueueWaitIdle(queue_);
   if (queue_lock_) queue_lock_(false);
-  vk_check(r, "vkQueueWaitIdle");
+  check(r, "vkQueueWaitIdle");
 }
 
 }  // namespace reach

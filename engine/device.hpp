@@ -14,6 +14,7 @@
 
 #include "base/settings.hpp"
 #include "engine/capabilities.hpp"
+#include "engine/fault_injection.hpp"
 #include "engine/vk_dispatch.hpp"
 
 namespace reach {
@@ -122,6 +123,20 @@ class Device {
   void submit(const VkSubmitInfo& info, VkFence fence);
   void wait_idle();
 
+  // A lost device (VK_ERROR_DEVICE_LOST from a submission, a wait or an allocation) stays lost, as a real
+  // one does: every later submit / wait / allocation throws Error(device_lost) without calling Vulkan,
+  // while destruction still works (destructors wait on fences and ignore what they return).
+  bool lost() const { return lost_.load(); }
+  // Marks the device lost where `call` returned VK_ERROR_DEVICE_LOST; the choke points call it.
+  void mark_lost(const char* call);
+  // Throws Error(device_lost) with what to do when the device is lost; returns otherwise.
+  void check_not_lost() const;
+  // Throws for a failed `call`: Error(device_lost) (marking the device lost) for VK_ERROR_DEVICE_LOST,
+  // else as vk_check.
+  void check(VkResult result, const char* call);
+  // The test hook that fails the Nth submission, wait or allocation (engine/fault_injection.hpp).
+  FaultInjector& faults() { return faults_; }
+
   PipelineCache& pipelines();
   // The settings the device was created with (DeviceOptions::settings, AdoptedDevice::settings).
   const Settings& settings() const { return settings_; }
@@ -158,6 +173,10 @@ class Device {
   std::string pipeline_cache_dir_;
   Settings settings_;
   std::unique_ptr<PipelineCache> pipelines_;
+  std::atomic<bool> lost_{false};
+  std::string lost_call_;   // the call that first returned VK_ERROR_DEVICE_LOST, under lost_mutex_
+  mutable std::mutex lost_mutex_;
+  FaultInjector faults_;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                         VkDebugUtilsMessageTypeFlagsEXT types,
@@ -166,6 +185,9 @@ class Device {
   static VkDebugUtilsMessengerCreateInfoEXT messenger_info(MessageSink* sink);
   static VkDebugUtilsMessengerEXT create_messenger(const VkInstanceTable& vki, MessageSink* sink);
 };
+
+// The message of a lost device: what happened and what to do (the C API, `reach run` and the server show it).
+std::string device_lost_message(const std::string& call);
 
 // Rank used to prefer discrete > integrated > virtual > CPU > other.
 int device_type_rank(VkPhysicalDeviceType type);

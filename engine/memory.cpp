@@ -65,11 +65,14 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
                                               "use a smaller context or a smaller model");
   }
   if (fail_after_ > 0) --fail_after_;
+  device_.check_not_lost();
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = size;
   ai.memoryTypeIndex = memory_type;
   Block b;
-  VkResult r = device_.vk().vkAllocateMemory(device_.handle(), &ai, nullptr, &b.memory);
+  // An injected fault (engine/fault_injection.hpp) stands for the allocation: nothing is allocated.
+  VkResult r = device_.faults().next(FaultPoint::alloc);
+  if (r == VK_SUCCESS) r = device_.vk().vkAllocateMemory(device_.handle(), &ai, nullptr, &b.memory);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
     auto w = stats(Arena::weights), c = stats(Arena::cache), s = stats(Arena::scratch);
     throw Error(ErrorCode::out_of_memory,
@@ -77,7 +80,7 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
                     " arena; held: weights " + mib(w.reserved_bytes) + ", kv-cache " + mib(c.reserved_bytes) +
                     ", scratch " + mib(s.reserved_bytes) + "): use a smaller context or a smaller model");
   }
-  vk_check(r, "vkAllocateMemory");
+  device_.check(r, "vkAllocateMemory");
   b.size = size;
   b.arena = arena;
   b.memory_type = memory_type;

@@ -42,7 +42,8 @@ void vk_check(VkResult result, const char* call, const char* hint) {
     code = ErrorCode::out_of_memory;
     if (!hint) hint = "use a smaller context, a smaller model or f16 weights";
   } else if (result == VK_ERROR_DEVICE_LOST) {
-    if (!hint) hint = "the GPU reset or the driver crashed; restart the program";
+    code = ErrorCode::device_lost;
+    if (!hint) hint = "the GPU reset or the driver crashed; make a new device and load the model again";
   } else if (result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_INITIALIZATION_FAILED) {
     if (!hint) hint = "install a Vulkan driver (on a CPU-only machine: apt-get install mesa-vulkan-drivers)";
   }

@@ -102,7 +102,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.ignored.empty());
 
   std::set<std::string> want(settings_variables().begin(), settings_variables().end());
-  CHECK(want.size() == 15);
+  CHECK(want.size() == 16);
   want.insert("XDG_CACHE_HOME");
   want.insert("HOME");
   CHECK(asked == want);
@@ -297,4 +297,23 @@ TEST_CASE("C API: with use_environment a value reach does not take is logged wit
   REQUIRE(reach_device_free(dev) == REACH_OK);
   reach_set_log_callback(nullptr, nullptr);
   CHECK(log.has("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096"));
+}
+
+TEST_CASE("settings_from: REACH_FAULT takes POINT:N:RESULT whole, else is ignored with the reason") {
+  Settings s = parse({{"REACH_FAULT", "submit:7:device_lost"}});
+  CHECK(s.fault.point == "submit");
+  CHECK(s.fault.nth == 7);
+  CHECK(s.fault.result == "device_lost");
+  CHECK(s.ignored.empty());
+  s = parse({{"REACH_FAULT", "alloc:1:out_of_device_memory"}});
+  CHECK(s.fault.point == "alloc");
+  CHECK(s.fault.result == "out_of_device_memory");
+  for (const char* bad : {"submit", "submit:0:device_lost", "submit:x:device_lost", "flush:3:device_lost",
+                          "wait:3:lost", "wait:3", "wait:-1:device_lost"}) {
+    CAPTURE(bad);
+    s = parse({{"REACH_FAULT", bad}});
+    CHECK(s.fault.point.empty());
+    REQUIRE(s.ignored.size() == 1);
+    CHECK(s.ignored[0].find("REACH_FAULT") != std::string::npos);
+  }
 }
