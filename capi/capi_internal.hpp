@@ -105,12 +105,26 @@ class Pinned {
   T* p_;
 };
 
+// A model or session whose device was lost is unusable: every call on it but *_free fails with
+// REACH_ERROR_DEVICE_LOST, saying what to do.  Other handles have no device to lose.
+void check_device(const reach_device* d);
+inline void check_usable(const reach_model* m) { check_device(m->device); }
+inline void check_usable(const reach_session* s) { check_device(s->model->device); }
+inline void check_usable(const void*) {}
+
 // Throws ApiError(INVALID_ARGUMENT) for NULL or a pointer that is not a live
-// handle of kind k; else pins it until the result goes out of scope.
+// handle of kind k (REACH_ERROR_DEVICE_LOST for a model or session of a lost
+// device); else pins it until the result goes out of scope.
 template <class T>
 Pinned<T> live(const T* h, Kind k, const char* what) {
   if (!h) throw ApiError{REACH_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL"};
   pin(h, k, what);
+  try {
+    check_usable(h);
+  } catch (...) {
+    unpin(h);
+    throw;
+  }
   return Pinned<T>(const_cast<T*>(h));
 }
 
@@ -164,6 +178,7 @@ reach_status guard(const char* fn, F&& f) noexcept {
       case ErrorCode::context_overflow: st = REACH_ERROR_CONTEXT_OVERFLOW; break;
       case ErrorCode::cancelled: st = REACH_ERROR_CANCELLED; break;
       case ErrorCode::internal: st = REACH_ERROR_INTERNAL; break;
+      case ErrorCode::device_lost: st = REACH_ERROR_DEVICE_LOST; break;
     }
     return fail(fn, st, e.what());
   } catch (const std::bad_alloc&) {

@@ -73,6 +73,14 @@ void pin(const void* p, Kind k, const char* what) {
   entry_of(p, k, what).calls++;
 }
 
+void check_device(const reach_device* d) {
+  if (d && d->dev && d->dev->lost())
+    throw ApiError{REACH_ERROR_DEVICE_LOST,
+                   "this model's device was lost earlier (VK_ERROR_DEVICE_LOST) and nothing on it can run "
+                   "again: free its sessions, the model and the device (reach_session_free, reach_model_free, "
+                   "reach_device_free), create a new device (or adopt the host's again) and load the model again"};
+}
+
 void unpin(const void* p) {
   std::lock_guard<std::mutex> l(g_registry_mu);
   auto it = g_registry.find(p);
@@ -194,6 +202,7 @@ const char* reach_status_name(reach_status status) {
     case REACH_ERROR_CANCELLED: return "REACH_ERROR_CANCELLED";
     case REACH_ERROR_BUFFER_TOO_SMALL: return "REACH_ERROR_BUFFER_TOO_SMALL";
     case REACH_ERROR_INTERNAL: return "REACH_ERROR_INTERNAL";
+    case REACH_ERROR_DEVICE_LOST: return "REACH_ERROR_DEVICE_LOST";
   }
   return "REACH_ERROR_UNKNOWN";
 }

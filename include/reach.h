@@ -90,7 +90,7 @@ typedef enum reach_status {
   REACH_OK = 0,
   REACH_ERROR_INVALID_ARGUMENT = 1, /* a null / freed handle, a bad value, a bad params struct */
   REACH_ERROR_INVALID_STATE = 2,    /* wrong order: decode before prefill, a step in flight, free with children */
-  REACH_ERROR_VULKAN = 3,           /* a Vulkan call failed (device lost, ...) */
+  REACH_ERROR_VULKAN = 3,           /* a Vulkan call failed */
   REACH_ERROR_OUT_OF_MEMORY = 4,    /* host or device memory */
   REACH_ERROR_IO = 5,               /* a file is missing or unreadable */
   REACH_ERROR_FORMAT = 6,           /* a file is malformed (config.json, safetensors, tokenizer.json) */
@@ -98,7 +98,12 @@ typedef enum reach_status {
   REACH_ERROR_CONTEXT_OVERFLOW = 8, /* more tokens than the session's context holds */
   REACH_ERROR_CANCELLED = 9,        /* a callback asked to stop */
   REACH_ERROR_BUFFER_TOO_SMALL = 10,/* a caller buffer is too small; the size needed was written */
-  REACH_ERROR_INTERNAL = 11         /* a bug in reach: please report the message */
+  REACH_ERROR_INTERNAL = 11,        /* a bug in reach: please report the message */
+  /* The GPU was lost (VK_ERROR_DEVICE_LOST: a driver reset, a timeout such as Windows' TDR, or memory
+   * running out mid-run).  From then on every call on that device's models and sessions returns it too;
+   * *_free still works.  Free the sessions, models and the device, create a new device (or adopt the
+   * host's again) and load the model again.  New values are only ever appended. */
+  REACH_ERROR_DEVICE_LOST = 12
 } reach_status;
 
 /* Short name of a status ("REACH_ERROR_IO"); never NULL. */
