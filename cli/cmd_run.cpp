@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/platform/console.hpp"
 #include "base/platform/file_names.hpp"
+#include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
@@ -96,7 +97,10 @@ class ReplyPrinter {
 
 }  // namespace
 
-int cmd_run(const Args& args) {
+namespace {
+
+// The command; cmd_run turns a lost GPU into its own exit code.
+int run(const Args& args) {
   const auto t_start = std::chrono::steady_clock::now();
   std::string model_dir, prompt, device, chat, system;
   bool have_prompt = false, have_chat = false, have_system = false, print_ids = false, verbose = false;
@@ -288,6 +292,28 @@ int cmd_run(const Args& args) {
     std::fprintf(stderr, "generated ids: %s\n", ids_line(generated).c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  try {
+    return run(args);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::device_lost) throw;
+    // The text printed so far stays; the error goes on a line of its own.  The engine is freed by now.
+    std::printf("\n");
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "reach run: error: the GPU was lost while running (%s).\n"
+                 "The driver reset it: a submission ran longer than the OS allows (a timeout such as Windows' "
+                 "TDR), the GPU ran out of memory, or the driver failed.\n"
+                 "Try: update the GPU driver; a smaller --ctx and --chunk (less memory, less work per "
+                 "submission); a lower submission bound where one can be set (smaller submissions finish within "
+                 "the timeout); then run again.\n",
+                 e.what());
+    return kExitDeviceLost;
+  }
 }
 
 }  // namespace reach::cli
