@@ -107,7 +107,16 @@ int cmd_serve(const Args& args) {
   so.chunk = uint32_t(chunk);
   // so.l_test stays 0: dynamic position scaling takes each slot's whole context as its test length, since
   // the server cannot know a request's length when the slot is made.
-  serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache);
+  // After a lost GPU (serve::Scheduler, "A lost device"): the old model, allocator and device go, in that
+  // order, and the model is loaded as at the start on a device made anew.
+  auto reload = [&]() -> Model& {
+    e.model.reset();
+    e.allocator.reset();
+    e.device.reset();
+    e = open_engine(model_dir, device, true, quantize);
+    return *e.model;
+  };
+  serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache, reload);
   server::OpenAiRoutes routes(*e.model, scheduler, ao);
   server::HttpServer http(routes, ho);
   const int port = http.bind();

@@ -25,6 +25,26 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
+// While the model is loaded again after a lost GPU (Scheduler::loading): 503, with Retry-After.
+ApiError model_loading() {
+  return {503,
+          "the GPU was lost (a driver reset or timeout) and the model is being loaded again on a new device: "
+          "retry in a few seconds",
+          "server_error", "", "model_loading"};
+}
+
+// A job's error event: 503 when the device was lost (the request was fine: the same one may be sent again
+// once /health says ok), else 500.
+ApiError job_error(const serve::JobEvent& e) {
+  // The engine's message (e.error, in the server's log) says what an embedder does next, not a client.
+  if (e.device_lost)
+    return {503,
+            "the GPU was lost while generating (VK_ERROR_DEVICE_LOST: a driver reset, a timeout or its memory "
+            "running out); the server is loading the model again: retry in a few seconds",
+            "server_error", "", "device_lost"};
+  return {500, e.error, "server_error", "", ""};
+}
+
 struct Route {
   const char* path;
   const char* method;
@@ -38,8 +58,8 @@ constexpr Route kRoutes[] = {{"/health", "GET", true},
 
 }  // namespace
 
-OpenAiRoutes::OpenAiRoutes(Model& model, serve::Scheduler& scheduler, const ApiOptions& options)
-    : model_(model),
+OpenAiRoutes::OpenAiRoutes(const Model& model, serve::Scheduler& scheduler, const ApiOptions& options)
+    : vocab_size_(model.config().vocab_size),
       scheduler_(scheduler),
       options_(options),
       tokenizer_(*model.tokenizer()),
@@ -89,6 +109,12 @@ std::optional<HttpResponse> OpenAiRoutes::quick(const HttpRequest& req) {
     return r;
   }
   if (req.path == "/health") {
+    if (scheduler_.loading()) {
+      // After a lost GPU, until the model is loaded again on a new device (probes take the instance out).
+      HttpResponse r = json_response({{"status", "loading"}}, 503);
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
     const serve::SchedulerStats s = scheduler_.stats();
     return json_response({{"status", "ok"}, {"slots", s.slots}, {"slots_busy", s.busy}, {"queued", s.queued}});
   }
@@ -132,7 +158,7 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r) {
       throw ApiError{400, e.what(), "invalid_request_error", "messages", ""};
     }
   } else if (r.prompt_is_ids) {
-    const int64_t vocab = model_.config().vocab_size;
+    const int64_t vocab = vocab_size_;
     for (int32_t id : r.prompt_ids)
       if (id >= vocab)
         throw ApiError{400,
@@ -177,11 +203,13 @@ void OpenAiRoutes::respond(Exchange& ex) {
   } catch (const Error& e) {
     return ex.reply(error_response({400, e.what(), "invalid_request_error", "", ""}));
   }
-  if (!scheduler_.submit(job))
+  if (!scheduler_.submit(job)) {
+    if (scheduler_.loading()) return ex.reply(error_response(model_loading()));
     return ex.reply(error_response({503,
                                     "all slots are busy and the queue is full: retry later (or start the server "
                                     "with a larger --parallel or --queue)",
                                     "server_busy", "", "server_busy"}));
+  }
   ex.on_gone([job] { job->cancelled = true; });
   const std::string id = new_id(ep);
   const int64_t created = std::time(nullptr);
@@ -198,7 +226,7 @@ void OpenAiRoutes::respond(Exchange& ex) {
       reasoning += e->reasoning;
       logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
       if (!e->done) continue;
-      if (!e->error.empty()) return ex.reply(error_response({500, e->error, "server_error", "", ""}));
+      if (!e->error.empty()) return ex.reply(error_response(job_error(*e)));
       return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage,
                                                     want_logprobs ? &logprobs : nullptr,
                                                     job->channels ? &reasoning : nullptr)));
@@ -211,7 +239,7 @@ void OpenAiRoutes::respond(Exchange& ex) {
     std::optional<serve::JobEvent> e = job->pop(kPollMs);
     if (!e) continue;  // queued, or a long prefill
     if (!e->error.empty()) {
-      ex.send_chunk(sse(error_json({500, e->error, "server_error", "", ""})) + "data: [DONE]\n\n");
+      ex.send_chunk(sse(error_json(job_error(*e))) + "data: [DONE]\n\n");
       return ex.end_stream();
     }
     const std::vector<TokenLogprob>* lp = want_logprobs ? &e->logprobs : nullptr;

@@ -27,7 +27,8 @@ struct ApiOptions {
 
 class OpenAiRoutes : public HttpHandler {
  public:
-  OpenAiRoutes(Model& model, serve::Scheduler& scheduler, const ApiOptions& options);
+  // The model is read here only: the routes outlive it when the scheduler loads it again.
+  OpenAiRoutes(const Model& model, serve::Scheduler& scheduler, const ApiOptions& options);
 
   // The answer to a request that needs no generation (or is refused before one); nullopt: a
   // generation request, for respond() on a worker.
@@ -44,7 +45,9 @@ class OpenAiRoutes : public HttpHandler {
   std::string new_id(Endpoint ep);
   bool authorized(const HttpRequest& req) const;
 
-  Model& model_;
+  // The model's vocabulary size, kept: after a lost device the scheduler loads the model again, and the
+  // Model the routes were made with is gone (the tokenizer below is a copy, the same for the new one).
+  int64_t vocab_size_ = 0;
   serve::Scheduler& scheduler_;
   ApiOptions options_;
   Metrics metrics_;

@@ -5,15 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/model/model.hpp"
 #include "runtime/serve/scheduler.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
@@ -224,4 +227,55 @@ TEST_CASE("scheduler: logprobs are the log-softmax of the logits of a plain pref
   }
   // Without asking, no entries.
   CHECK(run(s, prompt, 4).logprobs.empty());
+}
+
+TEST_CASE("scheduler: a lost device ends the jobs as device_lost, reloads the model and serves the same replies") {
+  // A device of its own: a lost device stays lost, and the suite's shared one must not be.
+  struct Loaded {
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Allocator> alloc;
+    std::unique_ptr<Model> model;
+  } e;
+  int loads = 0;
+  auto load = [&]() -> Model& {
+    e.model.reset();
+    e.alloc.reset();
+    e.device.reset();
+    DeviceOptions opt;
+    opt.validation = validation_wanted();
+    opt.on_validation = on_validation_message;
+    opt.pipeline_cache_dir = "-";
+    e.device = Device::create(opt);
+    e.alloc = std::make_unique<Allocator>(*e.device);
+    e.model = Model::load(*e.device, *e.alloc, source_root() / "models" / "rope", LoadOptions{});
+    ++loads;
+    return *e.model;
+  };
+  SessionOptions so;
+  so.context = 128;
+  Scheduler s(load(), so, 1, 4, true, load);
+  const std::vector<int32_t> prompt = bytes_of("Once upon a time");
+  const Reply before = run(s, prompt, 24);
+
+  // Lost a few steps into the next job: it ends with an error marked device_lost.
+  e.device->faults().arm(FaultPoint::submit, 5, VK_ERROR_DEVICE_LOST);
+  auto job = std::make_shared<Job>();
+  job->ids = prompt;
+  job->max_tokens = 24;
+  job->sampling.temperature = 0;
+  REQUIRE(s.submit(job));
+  JobEvent last;
+  for (;;) {
+    std::optional<JobEvent> ev = job->pop(120000);
+    REQUIRE(ev.has_value());
+    if (ev->done) { last = *ev; break; }
+  }
+  CHECK(last.device_lost);
+  CHECK(last.error.find("GPU was lost") != std::string::npos);
+  // The reload follows on the scheduler's thread; then the same job gives the same reply.
+  for (int i = 0; i < 1200 && s.reloads() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(s.reloads() == 1);
+  CHECK_FALSE(s.loading());
+  CHECK(loads == 2);
+  CHECK(run(s, prompt, 24).text == before.text);
 }

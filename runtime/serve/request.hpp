@@ -49,6 +49,9 @@ struct JobEvent {
   FinishReason finish = FinishReason::stop;
   Usage usage;
   std::string error;   // non-empty: generation failed (done is true)
+  // With `error`: the device was lost, not the request at fault (the server answers 503; the model is
+  // being loaded again on a new device, and the same request may be sent again once it is).
+  bool device_lost = false;
   // The tokens sampled since the previous event, when the job asked for logprobs.  An event may carry
   // tokens whose text is still held back (an incomplete character, a possible stop string).
   std::vector<TokenLogprob> logprobs;

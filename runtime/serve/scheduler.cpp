@@ -4,21 +4,40 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "base/error.hpp"
 
 namespace reach::serve {
 
 Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue,
-                     bool prefix_cache)
-    : model_(model), max_queue_(max_queue), prefix_cache_(prefix_cache) {
+                     bool prefix_cache, Reload reload)
+    : model_(&model), options_(options), reload_(std::move(reload)), max_queue_(max_queue),
+      prefix_cache_(prefix_cache) {
   slots_.resize(std::max<size_t>(parallel, 1));
-  GenerationOptions go;
-  go.session = options;
-  for (Slot& s : slots_) s.gen = std::make_unique<Generation>(model, go);
-  batch_ = std::make_unique<DecodeBatch>(model, uint32_t(slots_.size()));
+  make_sessions();
   context_ = slots_[0].gen->session().capacity();
   thread_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::make_sessions() {
+  GenerationOptions go;
+  go.session = options_;
+  for (Slot& s : slots_) {
+    s.gen = std::make_unique<Generation>(*model_, go);
+    s.cached.clear();
+  }
+  batch_ = std::make_unique<DecodeBatch>(*model_, uint32_t(slots_.size()));
+}
+
+bool Scheduler::loading() const {
+  std::lock_guard lock(mu_);
+  return loading_;
+}
+
+uint64_t Scheduler::reloads() const {
+  std::lock_guard lock(mu_);
+  return reloads_;
 }
 
 Scheduler::~Scheduler() {
@@ -38,7 +57,7 @@ void Scheduler::stop(const std::string& reason) {
 bool Scheduler::submit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return false;
+    if (stopping_ || loading_) return false;
     const size_t free_slots = slots_.size() - busy_;
     if (queue_.size() >= free_slots + max_queue_) return false;
     queue_.push_back(job);
@@ -85,6 +104,7 @@ void Scheduler::loop() {
       if (slot.job) active.push_back(&slot);
     }
     advance(active);
+    if (lost_ && !recover()) break;
     std::unique_lock lock(mu_);
     if (stopping_) break;
     if (busy_ == 0) cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -100,6 +120,67 @@ void Scheduler::loop() {
   std::lock_guard lock(mu_);
   for (auto& job : queue_) job->push({"", true, FinishReason::stop, {}, reason});
   queue_.clear();
+}
+
+bool Scheduler::recover() {
+  const std::string message = lost_message_;
+  JobEvent lost{"", true, FinishReason::stop, {}, message, true};
+  {
+    std::lock_guard lock(mu_);
+    loading_ = true;
+    // Queued jobs end now: their clients hear at once, rather than after the reload.
+    for (auto& job : queue_) job->push(lost);
+    queue_.clear();
+  }
+  for (Slot& slot : slots_)
+    if (slot.job) {
+      slot.cached.clear();
+      release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message, true});
+    }
+  // The sessions' buffers and programs belong to the lost device: freed before it is.
+  batch_.reset();
+  for (Slot& slot : slots_) {
+    slot.gen.reset();
+    slot.reply.reset();
+    slot.cached.clear();
+  }
+  lost_ = false;
+  if (!reload_) {
+    stop("the GPU was lost and this server cannot load the model again: " + message);
+    return false;
+  }
+  std::fprintf(stderr, "reach serve: %s\nreach serve: loading the model again on a new device\n", message.c_str());
+  for (int attempt = 1;; ++attempt) {
+    try {
+      model_ = &reload_();
+      make_sessions();
+      break;
+    } catch (const std::exception& e) {
+      batch_.reset();
+      for (Slot& slot : slots_) slot.gen.reset();
+      std::fprintf(stderr, "reach serve: loading the model again failed (attempt %d): %s; retrying in 5 s\n", attempt,
+                   e.what());
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::seconds(5), [&] { return stopping_; })) return false;
+    }
+  }
+  std::fprintf(stderr, "reach serve: the model is loaded again; serving\n");
+  std::fflush(stderr);
+  std::lock_guard lock(mu_);
+  loading_ = false;
+  ++reloads_;
+  return true;
+}
+
+void Scheduler::fail_step(Slot& slot, const char* what, const std::exception& e) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  if (err && err->code() == ErrorCode::device_lost) {
+    // recover() ends this job with the others, as a lost device and not as the request's failure.
+    if (!lost_) lost_message_ = e.what();
+    lost_ = true;
+    return;
+  }
+  fail(slot, std::string(what) + ": " + e.what());
 }
 
 void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& tail) {

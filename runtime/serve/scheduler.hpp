@@ -10,6 +10,12 @@
 //      over all active rows, attention per sequence over its own KV cache).
 // A finished, failed or cancelled job frees its slot at once; the next iteration can admit into it.
 //
+// A lost device (Error device_lost from any step: a driver reset, a timeout, memory running out) ends
+// every job, running or queued, with an error event marked device_lost.  With a `reload` the scheduler
+// then frees its sessions, calls reload (on its own thread) for a model on a new device, retrying every
+// few seconds while that fails, and makes its sessions again; loading() is true meanwhile and submit()
+// refuses jobs.  Without one it stops, as stop() with the lost device as the reason.
+//
 // Prefix reuse: a slot remembers the ids its KV cache holds (the last prompt and the reply tokens
 // decoded after it).  A job goes to the free slot whose cache shares the longest prefix with its prompt;
 // the session rewinds to that length and only the rest is prefilled.  Sound for every position scheme:
@@ -21,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,12 +48,19 @@ class Scheduler {
   // `parallel` sessions of `options`, created now (a model or context too large fails here, not on a
   // request).  max_queue: jobs that may wait for a slot; submit() refuses beyond it.
   // prefix_cache false: every prompt is prefilled from position 0 (for comparison).
+  // reload: frees the model it was given last (and its device) and returns a new one, as loaded at the
+  // start; called after a lost device, once the sessions on the old model are gone.  It may throw.
+  using Reload = std::function<Model&()>;
   Scheduler(Model& model, const SessionOptions& options, size_t parallel, size_t max_queue,
-            bool prefix_cache = true);
+            bool prefix_cache = true, Reload reload = {});
   ~Scheduler();   // stop() and join
 
-  // false when every slot is busy and max_queue jobs are already waiting.
+  // false when every slot is busy and max_queue jobs are already waiting, or while loading().
   bool submit(const std::shared_ptr<Job>& job);
+  // True from a lost device until the model is loaded again (reload) and the sessions are made.
+  bool loading() const;
+  // Times the model was loaded again after a lost device.
+  uint64_t reloads() const;
   // Ends every job, running or queued, with an error event carrying `reason` (after the step in progress),
   // refuses new ones, and ends the scheduler thread.
   void stop(const std::string& reason = "the server is shutting down");
@@ -77,8 +91,18 @@ class Scheduler {
   void finish(Slot& slot, FinishReason reason, const std::string& tail);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot, JobEvent last);
+  // A step's failure: the job ends with `what: message`; a lost device also sets lost_.
+  void fail_step(Slot& slot, const char* what, const std::exception& e);
+  void make_sessions();
+  // After a lost device: ends every job, frees the sessions, reloads (retrying) and makes them again.
+  // false when the scheduler stops meanwhile, or has no reload.
+  bool recover();
 
-  Model& model_;
+  Model* model_;
+  SessionOptions options_;
+  Reload reload_;
+  bool lost_ = false;            // a step saw the device lost (scheduler thread only)
+  std::string lost_message_;
   uint32_t context_ = 0;
   size_t max_queue_ = 0;
   std::vector<Slot> slots_;
@@ -92,6 +116,8 @@ class Scheduler {
   size_t busy_ = 0;      // slots with a job, under mu_ (for submit's limit and stats)
   SchedulerStats totals_;   // the running totals, under mu_ (slots, busy and queued are filled in by stats())
   bool stopping_ = false;
+  bool loading_ = false;      // under mu_
+  uint64_t reloads_ = 0;      // under mu_
   std::string stop_reason_;   // under mu_: the error the jobs left at stop() end with
   std::thread thread_;
 };

@@ -52,7 +52,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     // The rest of the prompt fits, every id is valid.
     slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));
   } catch (const std::exception& e) {
-    fail(slot, std::string("prefill failed: ") + e.what());
+    fail_step(slot, "prefill failed", e);
     return;
   }
   if (keep > 0) {

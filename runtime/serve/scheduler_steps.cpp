@@ -27,7 +27,7 @@ void Scheduler::prefill_chunk() {
       totals_.prompt_tokens += n;
       totals_.prefill_seconds += took.count();
     } catch (const std::exception& e) {
-      fail(slot, std::string("prefill failed: ") + e.what());
+      fail_step(slot, "prefill failed", e);
     }
     return;
   }
@@ -49,7 +49,7 @@ void Scheduler::sample_and_emit(Slot& slot) {
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
     slot.next = id;
   } catch (const std::exception& e) {
-    fail(slot, std::string("sampling failed: ") + e.what());
+    fail_step(slot, "sampling failed", e);
   }
 }
 
@@ -73,7 +73,7 @@ void Scheduler::advance(std::vector<Slot*>& active) {
     totals_.decode_seconds += took.count();
   } catch (const std::exception& e) {
     // A step that failed may have left any row half-written: every job in it ends.
-    for (Slot* slot : active) fail(*slot, std::string("decode failed: ") + e.what());
+    for (Slot* slot : active) fail_step(*slot, "decode failed", e);
   }
 }
 
