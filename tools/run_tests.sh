@@ -84,7 +84,7 @@ logs=(build/meson-logs/testlog.json)
 # aborts it.  (-Dunity=on does not build: runtime/'s files share internal names.)
 asan_suites=(safetensors config tokenizer schemes model_files engine model model_schemes trained_models
              kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf
-             generation)
+             generation device_lost)
 asan_log=build-asan/meson-logs/testlog.json
 rm -f "$asan_log"
 logs+=("$asan_log")
