@@ -89,7 +89,7 @@ uint32_t Allocator::new_block(Arena arena, uint32_t memory_type, VkDeviceSize si
     r = device_.vk().vkMapMemory(device_.handle(), b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
     if (r < 0) {
       device_.vk().vkFreeMemory(device_.handle(), b.memory, nullptr);
-      vk_check(r, "vkMapMemory");
+      device_.check(r, "vkMapMemory");
     }
   }
   for (uint32_t i = 0; i < blocks_.size(); ++i)

@@ -189,7 +189,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   if (r < 0) {
     device_.vk().vkDestroyPipelineLayout(d, p->layout, nullptr);
     device_.vk().vkDestroyDescriptorSetLayout(d, p->set_layout, nullptr);
-    vk_check(r, ("vkCreateComputePipelines(" + name + ")").c_str());
+    device_.check(r, ("vkCreateComputePipelines(" + name + ")").c_str());   // a lost device stays lost
   }
   auto& ref = *p;
   pipelines_.emplace(desc, std::move(p));
