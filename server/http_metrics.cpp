@@ -63,6 +63,8 @@ std::string Metrics::render(const serve::SchedulerStats& s) const {
   sample(out, "reach_prefix_cache_hits_total", double(s.prefix_hits));
   family(out, "reach_prefix_cache_reused_tokens_total", "counter", "Prompt tokens the prefix cache let prefill skip.");
   sample(out, "reach_prefix_cache_reused_tokens_total", double(s.prefix_tokens_reused));
+  family(out, "reach_device_reloads_total", "counter", "Times the model was loaded again after the GPU was lost.");
+  sample(out, "reach_device_reloads_total", double(s.device_reloads));
   return out;
 }
 

@@ -13,6 +13,8 @@ struct SchedulerStats {
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   uint64_t prefix_hits = 0, prefix_tokens_reused = 0;
+  // Times the model was loaded again on a new device after the GPU was lost (Scheduler, "A lost device").
+  uint64_t device_reloads = 0;
 };
 
 }  // namespace reach::serve

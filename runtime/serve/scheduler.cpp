@@ -37,7 +37,7 @@ bool Scheduler::loading() const {
 
 uint64_t Scheduler::reloads() const {
   std::lock_guard lock(mu_);
-  return reloads_;
+  return totals_.device_reloads;
 }
 
 Scheduler::~Scheduler() {
@@ -168,7 +168,7 @@ bool Scheduler::recover() {
   std::fflush(stderr);
   std::lock_guard lock(mu_);
   loading_ = false;
-  ++reloads_;
+  ++totals_.device_reloads;
   return true;
 }
 

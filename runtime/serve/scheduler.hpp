@@ -117,7 +117,6 @@ class Scheduler {
   SchedulerStats totals_;   // the running totals, under mu_ (slots, busy and queued are filled in by stats())
   bool stopping_ = false;
   bool loading_ = false;      // under mu_
-  uint64_t reloads_ = 0;      // under mu_
   std::string stop_reason_;   // under mu_: the error the jobs left at stop() end with
   std::thread thread_;
 };

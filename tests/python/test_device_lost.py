@@ -184,6 +184,8 @@ def check_serve(first_decode, reference):
         text = json.loads(body)["choices"][0]["text"] if status == 200 else body
         check(status == 200 and text == reference,
               f"a later request gives reach run's greedy reply ({text!r} vs {reference!r})")
+        status, _, metrics = srv.request("GET", "/metrics")
+        check(status == 200 and "reach_device_reloads_total 1" in metrics, "/metrics counts one reload")
         log = "".join(srv.log)
         check("loading the model again" in log and "loaded again" in log, "the server's log says it reloaded")
     finally:
