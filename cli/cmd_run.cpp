@@ -304,6 +304,11 @@ int cmd_run(const Args& args) {
     // The text printed so far stays; the error goes on a line of its own.  The engine is freed by now.
     std::printf("\n");
     std::fflush(stdout);
+    // The engine's message ends with what an embedder does next; here only the failing call is kept.
+    const std::string what = e.what(), key = "VK_ERROR_DEVICE_LOST from ";
+    const size_t at = what.find(key);
+    const std::string cause = at == std::string::npos ? "VK_ERROR_DEVICE_LOST"
+                                                      : what.substr(at, what.find(')', at) - at);
     std::fprintf(stderr,
                  "reach run: error: the GPU was lost while running (%s).\n"
                  "The driver reset it: a submission ran longer than the OS allows (a timeout such as Windows' "
@@ -311,7 +316,7 @@ int cmd_run(const Args& args) {
                  "Try: update the GPU driver; a smaller --ctx and --chunk (less memory, less work per "
                  "submission); a lower submission bound where one can be set (smaller submissions finish within "
                  "the timeout); then run again.\n",
-                 e.what());
+                 cause.c_str());
     return kExitDeviceLost;
   }
 }
