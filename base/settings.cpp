@@ -56,7 +56,8 @@ const std::vector<const char*>& settings_variables() {
       "REACH_DEVICE",       "REACH_VALIDATION",  "REACH_CACHE_DIR",      "REACH_COOPMAT",
       "REACH_COOPMAT_XSPLIT", "REACH_MATVEC_WG", "REACH_MATVEC_ROWS",    "REACH_MATVEC_XSHARED",
       "REACH_GEMM_TILE",    "REACH_GEMM_TM",     "REACH_GEMM_TN",        "REACH_GEMM_BK",
-      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY"};
+      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_SUBMIT_MS",
+      "REACH_SUBMIT_LAYERS"};
   return names;
 }
 
@@ -86,6 +87,19 @@ Settings settings_from(const EnvLookup& env) {
   else s.tuning_file = ".reach-tuning.json";
 
   if (const char* v = value_of(env, "REACH_VULKAN_LIBRARY")) s.vulkan_library = v;
+
+  // Bounded submissions: "0" turns each off, so these are read as numbers from 0 (count_of starts at 1).
+  auto from_zero = [&](const char* name, uint32_t max, const char* why, uint32_t& out) {
+    const char* v = value_of(env, name);
+    if (!v) return;
+    uint32_t n = 0;
+    const char* end = v + std::strlen(v);
+    const auto r = std::from_chars(v, end, n);
+    if (r.ec != std::errc() || r.ptr != end || n > max) ignore(s, name, v, why);
+    else out = n;
+  };
+  from_zero("REACH_SUBMIT_MS", 60000, "not a whole number of ms from 0 (no bound) to 60000", s.submit_ms);
+  from_zero("REACH_SUBMIT_LAYERS", 4096, "not a whole number from 0 (no cap) to 4096", s.submit_layers);
 
   KernelSettings& k = s.kernels;
   if (const char* v = value_of(env, "REACH_COOPMAT")) {
