@@ -28,7 +28,7 @@ SubmitBound submit_bound_from(const Settings& s);
 // One cost unit is a ns on a slow reference device (a weak iGPU): weight bytes at kRefBytesPerNs, arithmetic
 // at kRefFlopsPerNs.  Starting from it (scale 1) cuts conservatively until the device has been timed.
 inline constexpr double kRefBytesPerNs = 2;    // 2 GB/s
-inline constexpr double kRefFlopsPerNs = 10;   // 10 GFLOP/s: a CPU device of two cores
+inline constexpr double kRefFlopsPerNs = 4;    // 4 GFLOP/s: below a CPU device of two cores
 // A part is planned to fill this share of the target: room for the run-to-run spread.
 inline constexpr double kSubmitFill = 0.7;
 
