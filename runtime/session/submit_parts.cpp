@@ -65,7 +65,19 @@ void SubmitParts::submit(std::vector<double> run_costs) {
   run_costs_ = std::move(run_costs);
   in_flight_ = true;
   // The queue runs them in order; none is waited for until the last is done.
-  for (auto& list : lists_) list->submit();
+  try {
+    for (auto& list : lists_) list->submit();
+  } catch (...) {
+    // A list that did not go in ends the run: let the ones that did finish (or fail), then report it.
+    in_flight_ = false;
+    for (auto& list : lists_) {
+      try {
+        list->wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
 }
 
 bool SubmitParts::poll() {
