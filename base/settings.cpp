@@ -56,7 +56,8 @@ const std::vector<const char*>& settings_variables() {
       "REACH_DEVICE",       "REACH_VALIDATION",  "REACH_CACHE_DIR",      "REACH_COOPMAT",
       "REACH_COOPMAT_XSPLIT", "REACH_MATVEC_WG", "REACH_MATVEC_ROWS",    "REACH_MATVEC_XSHARED",
       "REACH_GEMM_TILE",    "REACH_GEMM_TM",     "REACH_GEMM_TN",        "REACH_GEMM_BK",
-      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_FAULT"};
+      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_FAULT",
+      "REACH_SUBMIT_MS",    "REACH_SUBMIT_LAYERS"};
   return names;
 }
 
@@ -87,25 +88,8 @@ Settings settings_from(const EnvLookup& env) {
 
   if (const char* v = value_of(env, "REACH_VULKAN_LIBRARY")) s.vulkan_library = v;
 
-  // REACH_FAULT=POINT:N:RESULT (a test hook): all three parts or nothing.
-  if (const char* v = value_of(env, "REACH_FAULT")) {
-    const std::string f = v;
-    const size_t a = f.find(':'), b = a == std::string::npos ? a : f.find(':', a + 1);
-    Settings::Fault fault;
-    uint64_t n = 0;
-    if (b != std::string::npos) {
-      fault.point = f.substr(0, a);
-      fault.result = f.substr(b + 1);
-      const auto r = std::from_chars(f.data() + a + 1, f.data() + b, n);
-      if (r.ec != std::errc() || r.ptr != f.data() + b) n = 0;
-    }
-    fault.nth = n;
-    const bool point_ok = fault.point == "submit" || fault.point == "wait" || fault.point == "alloc";
-    const bool result_ok = fault.result == "device_lost" || fault.result == "out_of_device_memory" ||
-                           fault.result == "out_of_host_memory";
-    if (point_ok && result_ok && n > 0) s.fault = fault;
-    else ignore(s, "REACH_FAULT", v, "expected submit|wait|alloc:N:device_lost|out_of_device_memory|out_of_host_memory, N >= 1");
-  }
+      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_FAULT",
+      "REACH_SUBMIT_MS",    "REACH_SUBMIT_LAYERS"};
 
   KernelSettings& k = s.kernels;
   if (const char* v = value_of(env, "REACH_COOPMAT")) {

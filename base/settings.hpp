@@ -65,6 +65,11 @@ struct Settings {
     uint64_t nth = 0;
     std::string result;
   } fault;
+  // Bounded submissions (runtime/session/submit_plan.hpp): the GPU time one submission of a forward pass
+  // aims to stay under, in ms (REACH_SUBMIT_MS; 0: one submission per pass, unbounded), and at most this
+  // many of a pass's steps (the embedding, each layer, the head) per submission (REACH_SUBMIT_LAYERS; 0: no cap).
+  uint32_t submit_ms = 500;
+  uint32_t submit_layers = 0;
   // One line per variable whose value was not taken, naming it, the value and why
   // ("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096").  The edge reports them.
   std::vector<std::string> ignored;

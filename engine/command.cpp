@@ -13,7 +13,7 @@ constexpr uint32_t kDescriptorsPerPool = kSetsPerPool * 8;
 constexpr uint32_t kMaxTimestamps = 4096;
 }  // namespace
 
-CommandList::CommandList(Device& device, bool profile) : device_(device) {
+CommandList::CommandList(Device& device, bool profile, bool timed) : device_(device) {
   profile_ = profile && device.caps().timestamps;
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -35,6 +35,12 @@ CommandList::CommandList(Device& device, bool profile) : device_(device) {
     if (device_.vk().vkCreateQueryPool(device.handle(), &qi, nullptr, &query_pool_) == VK_SUCCESS) query_capacity_ = kMaxTimestamps;
     else profile_ = false;
   }
+  if (timed && device.caps().timestamps) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    timed_ = device_.vk().vkCreateQueryPool(device.handle(), &qi, nullptr, &time_pool_) == VK_SUCCESS;
+  }
 }
 
 CommandList::CommandList(Device& device, VkCommandBuffer external) : device_(device), external_(true), cmd_(external) {}
@@ -47,6 +53,7 @@ CommandList::~CommandList() {
   for (auto p : desc_pools_) device_.vk().vkDestroyDescriptorPool(d, p, nullptr);
   for (auto v : views_) device_.vk().vkDestroyBufferView(d, v, nullptr);
   if (query_pool_) device_.vk().vkDestroyQueryPool(d, query_pool_, nullptr);
+  if (time_pool_) device_.vk().vkDestroyQueryPool(d, time_pool_, nullptr);
   if (fence_) device_.vk().vkDestroyFence(d, fence_, nullptr);
   if (pool_) device_.vk().vkDestroyCommandPool(d, pool_, nullptr);
 }
@@ -75,6 +82,12 @@ void CommandList::begin() {
     if (profile_) {
       device_.vk().vkCmdResetQueryPool(cmd_, query_pool_, 0, query_capacity_);
       device_.vk().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, 0);
+    }
+    if (timed_) {
+      // Bottom of pipe: written once everything submitted before has finished, so a list queued behind
+      // another is timed from when that one ends.
+      device_.vk().vkCmdResetQueryPool(cmd_, time_pool_, 0, 2);
+      device_.vk().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, time_pool_, 0);
     }
   }
 }
@@ -231,6 +244,7 @@ void CommandList::fill(const BufferRange& dst, uint32_t word) {
 void CommandList::end() {
   if (external_) return;
   barrier();   // results visible to the host and to whatever runs next
+  if (timed_) device_.vk().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, time_pool_, 1);
   vk_check(device_.vk().vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
 }
 
@@ -281,6 +295,15 @@ std::vector<KernelTiming> CommandList::timings() const {
   const double period = device_.caps().timestamp_period_ns;
   for (size_t i = 0; i < labels_.size(); ++i) out.push_back({labels_[i], double(ts[i + 1] - ts[i]) * period});
   return out;
+}
+
+double CommandList::elapsed_ns() const {
+  if (!timed_) return -1;
+  uint64_t ts[2] = {0, 0};
+  vk_check(device_.vk().vkGetQueryPoolResults(device_.handle(), time_pool_, 0, 2, sizeof ts, ts, sizeof(uint64_t),
+                                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+           "vkGetQueryPoolResults");
+  return ts[1] > ts[0] ? double(ts[1] - ts[0]) * device_.caps().timestamp_period_ns : 0.0;
 }
 
 }  // namespace reach

@@ -26,7 +26,10 @@ struct KernelTiming {
 class CommandList {
  public:
   // profile: write a timestamp after every dispatch (for `reach bench --profile`).
-  explicit CommandList(Device& device, bool profile = false);
+  // timed: a timestamp when the work before this list is done and one when this list's is (elapsed_ns()),
+  // two queries per submission, for keeping each submission under a time bound.  Both need timestamps
+  // (Capabilities::timestamps) and are off without them.
+  explicit CommandList(Device& device, bool profile = false, bool timed = false);
   // Record into a command buffer the host owns (frame-budget embedding); reach
   // never submits it.  The buffer must be in the recording state.
   CommandList(Device& device, VkCommandBuffer external);
@@ -83,6 +86,10 @@ class CommandList {
   bool profiling() const { return profile_; }
   // After wait(): GPU time of each dispatch, in recording order.
   std::vector<KernelTiming> timings() const;
+  bool timed() const { return timed_; }
+  // After wait(): GPU ns of the last submission's work (its own, not time spent queued behind earlier
+  // submissions); -1 when not timed.
+  double elapsed_ns() const;
 
  private:
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
@@ -91,6 +98,8 @@ class CommandList {
   Device& device_;
   bool external_ = false;
   bool profile_ = false;
+  bool timed_ = false;
+  VkQueryPool time_pool_ = VK_NULL_HANDLE;   // timed: [start, end]
   bool pending_ = false;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;

@@ -102,7 +102,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.ignored.empty());
 
   std::set<std::string> want(settings_variables().begin(), settings_variables().end());
-  CHECK(want.size() == 16);
+  CHECK(want.size() == 18);
   want.insert("XDG_CACHE_HOME");
   want.insert("HOME");
   CHECK(asked == want);

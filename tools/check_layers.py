@@ -111,7 +111,8 @@ ROOMS = [
     Room('runtime/model/', 'the model on the device: weight sources (safetensors, GGUF), checking, '
          'converting, quantizing, uploading', MODEL, True),
     Room('runtime/session/', 'execution: the forward pass (forward.cpp, its scratch buffers), Session (KV '
-         'cache, chunked prefill, decode), DecodeBatch (several sessions per step), the sampler, and '
+         'cache, chunked prefill, decode), DecodeBatch (several sessions per step), bounded submissions '
+         '(submit_plan, submit_parts: a pass cut into command lists that each stay under a time bound), the sampler, and '
          'Generation: the session, sampler, text decoder and stop ids that `reach run`, the server and the '
          'C API share', SESSION, True),
     Room('runtime/serve/', 'the serving engine, protocol-free (no JSON, no HTTP; as MLC-LLM\'s cpp/serve): '

@@ -64,17 +64,38 @@ void DecodeBatch::check(std::span<Session* const> sessions, std::span<const int3
   }
 }
 
-CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
+SubmitParts& DecodeBatch::program(std::span<Session* const> sessions) {
   std::vector<uint64_t> key;
   for (Session* s : sessions) key.push_back(s->serial());
   for (auto it = programs_.begin(); it != programs_.end(); ++it)
     if (it->key == key) {
       programs_.splice(programs_.begin(), programs_, it);
-      return *programs_.front().cmd;
+      return *programs_.front().parts;
     }
-  if (programs_.size() >= kMaxPrograms) programs_.pop_back();
+  if (programs_.size() >= kMaxPrograms) {
+    if (last_ == programs_.back().parts.get()) last_ = nullptr;
+    programs_.pop_back();
+  }
+  // The recorder outlives this call (a changed cut records again): it keeps the rows' sessions, which
+  // live while the key names them.
+  std::vector<Session*> rows(sessions.begin(), sessions.end());
+  Program p{key, std::make_unique<SubmitParts>(
+                     model_.device(), false, sessions[0]->submit_bound(),
+                     [this, rows](CommandList& cmd, ForwardSteps steps) { return record(cmd, rows, steps); },
+                     step_costs(sessions, true), scale_ > 0 ? scale_ : 1, scale_ > 0)};
+  programs_.push_front(std::move(p));
+  return *programs_.front().parts;
+}
+
+std::vector<double> DecodeBatch::step_costs(std::span<Session* const> sessions, bool at_capacity) const {
+  std::vector<uint32_t> keys;
+  for (Session* s : sessions) keys.push_back(at_capacity ? s->capacity() : s->position() + 1);
+  return forward_step_costs(model_, sessions[0]->config(), sessions[0]->schemes().layers, keys,
+                            uint32_t(sessions.size()));
+}
+
+ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>& sessions, ForwardSteps steps) {
   const uint32_t n = uint32_t(sessions.size());
-  Program p{key, std::make_unique<CommandList>(model_.device())};
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   // Row i belongs to sessions[i]: its new k/v go to that session's cache, its q attends over it.
@@ -104,22 +125,20 @@ CommandList& DecodeBatch::program(std::span<Session* const> sessions) {
                                          Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, qk);
     };
   }
-  p.cmd->begin();
-  record_forward(*p.cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode,
-                 sessions[0]->activations().decode);
-  p.cmd->end();
-  programs_.push_front(std::move(p));
-  return *programs_.front().cmd;
+  return record_forward(cmd, model_, sessions[0]->config(), b, n, n, attention, sessions[0]->options().fused_decode,
+                        sessions[0]->activations().decode, steps);
 }
 
 void DecodeBatch::step(std::span<Session* const> sessions, std::span<const int32_t> ids) {
   check(sessions, ids);
   const uint32_t n = uint32_t(sessions.size());
   const uint64_t V = uint64_t(model_.config().vocab_size);
-  CommandList& cmd = program(sessions);
+  SubmitParts& parts = program(sessions);
   for (uint32_t i = 0; i < n; ++i) sessions[i]->begin_batch_row(ids[i]);   // each row's StepParams
   std::copy(ids.begin(), ids.end(), static_cast<int32_t*>(fwd_.ids.mapped()));
-  cmd.run();
+  parts.run(parts.timed() ? step_costs(sessions, false) : std::vector<double>{});
+  last_ = &parts;
+  if (parts.measured()) scale_ = parts.scale();
   logits_.resize(size_t(n * V));
   Transfer T(model_.allocator());
   T.download(fwd_.logits, 0, logits_.data(), n * V * 4);

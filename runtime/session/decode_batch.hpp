@@ -22,6 +22,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/session/forward.hpp"
 #include "runtime/session/session.hpp"
+#include "runtime/session/submit_parts.hpp"
 
 namespace reach {
 
@@ -43,20 +44,28 @@ class DecodeBatch {
   void check(std::span<Session* const> sessions, std::span<const int32_t> ids) const;
 
   uint32_t max_rows() const { return max_rows_; }
+  // Submissions the last step was cut into (runtime/session/submit_plan.hpp); 0 before the first.
+  uint32_t last_submissions() const { return last_ ? uint32_t(last_->size()) : 0; }
   Model& model() const { return model_; }
 
  private:
   struct Program {
     std::vector<uint64_t> key;   // the sessions' serials, in row order
-    std::unique_ptr<CommandList> cmd;
+    std::unique_ptr<SubmitParts> parts;
   };
-  CommandList& program(std::span<Session* const> sessions);
+  SubmitParts& program(std::span<Session* const> sessions);
+  ForwardCounts record(CommandList& cmd, const std::vector<Session*>& sessions, ForwardSteps steps);
+  // Each step's estimated cost with every row at its session's position (at_capacity: at its capacity).
+  std::vector<double> step_costs(std::span<Session* const> sessions, bool at_capacity) const;
 
   Model& model_;
   uint32_t max_rows_ = 0;
   ForwardScratch fwd_;   // token ids, activations and logits of max_rows rows
   std::vector<float> logits_;
   std::list<Program> programs_;   // most recently used first
+  // ns per cost unit the programs measured last (a new program starts from it); 0: none yet.
+  double scale_ = 0;
+  const SubmitParts* last_ = nullptr;
 };
 
 }  // namespace reach

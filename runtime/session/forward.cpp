@@ -19,6 +19,7 @@ struct LayerRecorder {
   // counts (moe_group) were written for; the int8 path records a quantize pass before it.
   Kernels KX;
   const ModelConfig& c;
+  const std::vector<LayerWeights>& layers;
   uint32_t n, H, d, qd, kvd, I;
   float eps;
   Act x, h, q, k, v, o, g, u;
@@ -27,7 +28,7 @@ struct LayerRecorder {
   LayerRecorder(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b, uint32_t n,
                 QuantActivations activations)
       : cmd(cmd), K(model.device(), kernel_config(model.device(), activations)),
-        KX(model.device(), kernel_config(model.device(), QuantActivations::exact)), c(c), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
+        KX(model.device(), kernel_config(model.device(), QuantActivations::exact)), c(c), layers(model.layers()), n(n), H(uint32_t(c.hidden_size)), d(uint32_t(c.head_dim)),
         qd(uint32_t(c.n_heads) * d), kvd(uint32_t(c.n_kv_heads) * d), I(uint32_t(c.intermediate_size)),
         eps(float(c.rms_norm_eps)), x{b.x, 0, n, H}, h{b.h, 0, n, H}, q{b.q, 0, n, qd}, k{b.k, 0, n, kvd},
         v{b.v, 0, n, kvd}, o{b.o, 0, n, qd}, g{b.g, 0, n, I}, u{b.u, 0, n, I}, b(b) {
@@ -339,58 +340,69 @@ struct LayerRecorder {
   }
 };
 
+void record_embedding(CommandList& cmd, Kernels& K, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
+                      const Act& x, uint32_t n) {
+  K.embed(cmd, model.embed(), b.ids->range(0, uint64_t(n) * 4), n, x);
+  cmd.barrier();
+  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
+    K.elementwise_scale(cmd, x.range(), x.range(), n * uint32_t(c.hidden_size), c.embed_scale);
+    cmd.barrier();
+  }
+}
+
+void record_layer(LayerRecorder& R, size_t l, const ForwardAttention& attention, bool fuse) {
+  CommandList& cmd = R.cmd;
+  const ModelConfig& c = R.c;
+  const LayerWeights& w = R.layers[l];
+  if (fuse) R.qkv_fused(w);
+  else R.qkv(w);
+  const bool one_step = attention.store_attend && attention.can_store_attend(l);
+  // Per-head q/k norms (Gemma 3, Qwen3) go into the one-step attention; OLMo 2's
+  // whole-projection norms keep their pass.
+  const bool fold_qk = one_step && w.q_norm && !c.qk_proj_norm;
+  if (!fold_qk) R.qk_norms(w);
+  if (one_step) {
+    const QkRmsNorm qk{w.q_norm ? w.q_norm.range() : BufferRange{}, w.k_norm ? w.k_norm.range() : BufferRange{},
+                       R.eps};
+    attention.store_attend(cmd, l, R.q, R.k, R.v, R.o, fold_qk ? &qk : nullptr);
+  } else {
+    attention.store(cmd, l, R.k, R.v);
+    cmd.barrier();
+    attention.attend(cmd, l, R.q, R.o);
+  }
+  cmd.barrier();
+  if (w.moe()) {   // the experts' steps serve prefill and decode alike
+    if (fuse) R.output_residual_fused(w);
+    else R.output_residual(w);
+    if (R.n <= ForwardScratch::kMoeDecodeRows || !R.moe_groupable(w)) R.moe_residual_chosen(w, l, fuse);
+    else R.moe_residual_grouped(w, l);
+  } else if (fuse) {
+    R.output_residual_fused(w);
+    R.mlp_residual_fused(w);
+  } else {
+    R.output_residual(w);
+    R.mlp_residual(w);
+  }
+}
+
 }  // namespace
 
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
                              uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
-                             QuantActivations activations) {
+                             QuantActivations activations, ForwardSteps steps) {
   LayerRecorder R(cmd, model, c, b, n, activations);
   Kernels& K = R.K;
   const uint32_t H = R.H, V = uint32_t(c.vocab_size);
-
-  K.embed(cmd, model.embed(), b.ids->range(0, uint64_t(n) * 4), n, R.x);
-  cmd.barrier();
-  if (c.embed_scale != 0) {   // Gemma: embeddings x sqrt(hidden)
-    K.elementwise_scale(cmd, R.x.range(), R.x.range(), n * H, c.embed_scale);
-    cmd.barrier();
-  }
   const auto& layers = model.layers();
-  const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
+  const size_t head_step = layers.size() + 1;
   // Decode rows take the fused steps: one mat-vec dispatch where the unfused layer records several.
   const bool fuse = fused && K.config().matvec_fused && !K.config().quant_int_dot && n <= K.config().linear_matvec_max_m;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const LayerWeights& w = layers[l];
-    if (fuse) R.qkv_fused(w);
-    else R.qkv(w);
-    const bool one_step = attention.store_attend && attention.can_store_attend(l);
-    // Per-head q/k norms (Gemma 3, Qwen3) go into the one-step attention; OLMo 2's
-    // whole-projection norms keep their pass.
-    const bool fold_qk = one_step && w.q_norm && !c.qk_proj_norm;
-    if (!fold_qk) R.qk_norms(w);
-    if (one_step) {
-      const QkRmsNorm qk{w.q_norm ? w.q_norm.range() : BufferRange{}, w.k_norm ? w.k_norm.range() : BufferRange{},
-                         R.eps};
-      attention.store_attend(cmd, l, R.q, R.k, R.v, R.o, fold_qk ? &qk : nullptr);
-    } else {
-      attention.store(cmd, l, R.k, R.v);
-      cmd.barrier();
-      attention.attend(cmd, l, R.q, R.o);
-    }
-    cmd.barrier();
-    if (w.moe()) {   // the experts' steps serve prefill and decode alike
-      if (fuse) R.output_residual_fused(w);
-      else R.output_residual(w);
-      if (n <= ForwardScratch::kMoeDecodeRows || !R.moe_groupable(w)) R.moe_residual_chosen(w, l, fuse);
-      else R.moe_residual_grouped(w, l);
-    } else if (fuse) {
-      R.output_residual_fused(w);
-      R.mlp_residual_fused(w);
-    } else {
-      R.output_residual(w);
-      R.mlp_residual(w);
-    }
-  }
+  if (steps.first == 0) record_embedding(cmd, K, model, c, b, R.x, n);
+  const uint32_t d0 = cmd.dispatch_count(), b0 = cmd.barrier_count();
+  for (size_t l = std::max<size_t>(steps.first, 1) - 1; l < layers.size() && l + 1 < steps.end; ++l)
+    record_layer(R, l, attention, fuse);
   const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
+  if (steps.first > head_step || steps.end <= head_step) return counts;
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   const uint32_t rows = logits_rows;
   Act xr{b.x, uint64_t(n - rows) * H * 4, rows, H}, hr{b.h, 0, rows, H}, lg{b.logits, 0, rows, V};

@@ -4,6 +4,7 @@
 // each).  Everything but attention runs over all n rows at once; attention is
 // handed to the caller, which binds its own KV cache(s), step params and
 // scratch for the rows.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -101,10 +102,17 @@ struct ForwardAttention {
 struct ForwardCounts {
   uint32_t layer_dispatches = 0, layer_barriers = 0;
 };
+// The steps of a forward are the embedding (0), the layers (1 .. L) and the head (L + 1); a command list may
+// record a contiguous run [first, end) of them (bounded submissions: runtime/session/submit_plan.hpp).
+struct ForwardSteps {
+  size_t first = 0, end = SIZE_MAX;   // the default: every step
+};
 // fused: rows up to the mat-vec limit (decode, batched decode) run the fused layer steps.
 // activations: KernelConfig::set_activations (int8 records the unfused layer: the fused mat-vecs are f32 only).
+// steps: the ones recorded into cmd; the same kernels in the same order as the whole pass, so a pass cut
+// into several lists computes the same bits.
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
                              uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
-                             QuantActivations activations = QuantActivations::device);
+                             QuantActivations activations = QuantActivations::device, ForwardSteps steps = {});
 
 }  // namespace reach

@@ -7,6 +7,7 @@
 
 #include "base/checked.hpp"
 #include "base/error.hpp"
+#include "base/settings.hpp"
 #include "engine/device.hpp"
 #include "engine/transfer.hpp"
 #include "kernels/binding.hpp"
@@ -90,6 +91,7 @@ Session::Session(Model& model, const SessionOptions& options)
   const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
   schemes_ = resolve_schemes(c, capacity_, l_test);
   activations_ = resolve_activations(model, options.activations, &activations_source_);
+  submit_bound_ = options.submit ? *options.submit : submit_bound_from(model.device().settings());
 
   // Every size below is checked before anything is allocated: the tables and
   // each layer's KV cache against one binding, the total against the memory left.
@@ -263,16 +265,31 @@ Session::Program& Session::program(uint32_t n, bool all_logits) {
   auto it = programs_.find(key);
   if (it != programs_.end()) return it->second;
   Program p;
-  p.cmd = std::make_unique<CommandList>(model_.device(), options_.profile);
   p.n = n;
   p.all_logits = all_logits;
-  p.cmd->begin();
-  p.counts = record(*p.cmd, n, all_logits);
-  p.cmd->end();
+  // A new program starts from the slowest ns per cost unit the others measured (none: the reference).
+  double scale = 0;
+  for (const auto& [k, q] : programs_)
+    if (q.parts->measured()) scale = std::max(scale, q.parts->scale());
+  // Cut where the pass costs most: its rows at the end of the context.
+  p.parts = std::make_unique<SubmitParts>(
+      model_.device(), options_.profile, submit_bound_,
+      [this, n, all_logits](CommandList& cmd, ForwardSteps steps) { return record(cmd, n, all_logits, steps); },
+      step_costs(n, all_logits, capacity_ - n), scale > 0 ? scale : 1, scale > 0);
   return programs_.emplace(key, std::move(p)).first->second;
 }
 
-ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
+std::vector<double> Session::step_costs(uint32_t n, bool all_logits, uint32_t pos) const {
+  std::vector<uint32_t> keys(n);
+  for (uint32_t i = 0; i < n; ++i) keys[i] = pos + i + 1;
+  return forward_step_costs(model_, config_, schemes_.layers, keys, all_logits ? n : 1);
+}
+
+std::vector<double> Session::run_costs(const SubmitParts& parts, uint32_t n, bool all_logits) const {
+  return parts.timed() ? step_costs(n, all_logits, pos_) : std::vector<double>{};
+}
+
+ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits, ForwardSteps steps) {
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
@@ -283,7 +300,7 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits) {
                                  const QkRmsNorm* qk) { record_store_attend(c, l, q, k, v, o, qk); };
   }
   return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode,
-                        n == 1 ? activations_.decode : activations_.prefill);
+                        n == 1 ? activations_.decode : activations_.prefill, steps);
 }
 
 LayerCache Session::layer_cache(size_t l) const {
@@ -343,9 +360,8 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   const uint32_t V = uint32_t(config_.vocab_size);
   Program& p = program(n, all_logits != nullptr);
   write_step_inputs(ids, n);
-  p.cmd->run();
-  last_ = p.cmd.get();
-  last_counts_ = p.counts;
+  p.parts->run(run_costs(*p.parts, n, all_logits != nullptr));
+  last_ = p.parts.get();
   const uint32_t rows = all_logits ? n : 1;
   Transfer T(model_.allocator());
   if (all_logits) {
@@ -399,10 +415,9 @@ void Session::decode_async(int32_t id) {
   check_decode(id);
   Program& p = program(1, false);
   write_step_inputs(&id, 1);
-  async_ = p.cmd.get();
+  async_ = p.parts.get();
   last_ = async_;
-  last_counts_ = p.counts;
-  async_->submit();
+  async_->submit(run_costs(*async_, 1, false));
 }
 
 bool Session::poll_decode() {
@@ -425,13 +440,14 @@ std::vector<KernelTiming> Session::last_timings() const {
 
 Session::RecordCounts Session::last_counts() const {
   if (!last_) return {};
-  return {last_->dispatch_count(), last_->barrier_count(), last_counts_.layer_dispatches, last_counts_.layer_barriers};
+  return {last_->dispatch_count(), last_->barrier_count(), last_->counts().layer_dispatches,
+          last_->counts().layer_barriers, uint32_t(last_->size()), last_->longest_ns()};
 }
 
 void Session::record_decode(VkCommandBuffer cmd) {
   if (!cmd) throw Error(ErrorCode::invalid_argument, "record_decode: the command buffer is VK_NULL_HANDLE");
   for (const auto& [key, p] : programs_)
-    if (p.cmd->handle() == cmd)
+    if (p.parts->owns(cmd))
       throw Error(ErrorCode::invalid_argument, "record_decode: that command buffer belongs to the session "
                                                "(its own programs, decode_async)");
   auto& list = recordings_[cmd];

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/session/activation_tuning.hpp"
 #include "runtime/session/forward.hpp"
+#include "runtime/session/submit_parts.hpp"
 
 namespace reach {
 
@@ -45,6 +47,9 @@ struct SessionOptions {
   // kernels/linear_q8.cpp), or `device`: what `reach tune` measured faster for this device and model, per phase
   // (runtime/session/activation_tuning.hpp; exact where it measured nothing).
   QuantActivations activations = QuantActivations::device;
+  // Bounded submissions (runtime/session/submit_plan.hpp): how long one submission of a forward pass may
+  // keep the GPU busy.  Unset: the device's Settings (REACH_SUBMIT_MS, REACH_SUBMIT_LAYERS).
+  std::optional<SubmitBound> submit;
 };
 
 class Session {
@@ -107,10 +112,13 @@ class Session {
   Model& model() const { return model_; }
   // GPU time per kernel label over the last submitted program (profile on).
   std::vector<KernelTiming> last_timings() const;
-  // Dispatches and barriers the last submitted program recorded (one forward of its chunk).
+  // Dispatches and barriers the last submitted program recorded (one forward of its chunk), and the
+  // submissions it was cut into.
   struct RecordCounts {
     uint32_t dispatches = 0, barriers = 0;              // the whole program
     uint32_t layer_dispatches = 0, layer_barriers = 0;  // its layers (all of them)
+    uint32_t submissions = 0;
+    double longest_submit_ns = -1;   // GPU time of its slowest submission; -1: not timed
   };
   RecordCounts last_counts() const;
 
@@ -135,6 +143,8 @@ class Session {
   // The activations prefill and decode record (SessionOptions::activations, or for `device` the tuning file's
   // choice: runtime/session/activation_tuning.hpp) and where that choice came from.
   const PhaseActivations& activations() const { return activations_; }
+  // The bound its forward passes are cut by (SessionOptions::submit, else the device's Settings).
+  const SubmitBound& submit_bound() const { return submit_bound_; }
   const std::string& activations_source() const { return activations_source_; }
 
  private:
@@ -157,13 +167,16 @@ class Session {
   void finish_batch_row(const float* logits);
 
   struct Program {
-    std::unique_ptr<CommandList> cmd;
+    std::unique_ptr<SubmitParts> parts;
     uint32_t n = 0;
     bool all_logits = false;
-    ForwardCounts counts;
   };
   Program& program(uint32_t n, bool all_logits);
-  ForwardCounts record(CommandList& cmd, uint32_t n, bool all_logits);
+  ForwardCounts record(CommandList& cmd, uint32_t n, bool all_logits, ForwardSteps steps = {});
+  // Each step's estimated cost for n rows from position pos (submit_plan.hpp); empty when the
+  // program's submissions are not timed (nothing to divide).
+  std::vector<double> step_costs(uint32_t n, bool all_logits, uint32_t pos) const;
+  std::vector<double> run_costs(const SubmitParts& parts, uint32_t n, bool all_logits) const;
   void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
   void need_idle(const char* what) const;
   void check_ids(std::span<const int32_t> ids) const;
@@ -193,9 +206,9 @@ class Session {
   ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, bool>, Program> programs_;
-  CommandList* last_ = nullptr;
-  ForwardCounts last_counts_;   // of the program last_ belongs to (not for record_decode's buffers)
-  CommandList* async_ = nullptr;   // the decode program, once decode_async submitted it
+  SubmitBound submit_bound_;
+  const SubmitParts* last_ = nullptr;   // the program last submitted (not record_decode's buffers)
+  SubmitParts* async_ = nullptr;   // the decode program, once decode_async submitted it
   std::map<VkCommandBuffer, std::unique_ptr<CommandList>> recordings_;   // record_decode
 };
 
