@@ -88,8 +88,38 @@ Settings settings_from(const EnvLookup& env) {
 
   if (const char* v = value_of(env, "REACH_VULKAN_LIBRARY")) s.vulkan_library = v;
 
-      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_FAULT",
-      "REACH_SUBMIT_MS",    "REACH_SUBMIT_LAYERS"};
+  // REACH_FAULT=POINT:N:RESULT (a test hook): all three parts or nothing.
+  if (const char* v = value_of(env, "REACH_FAULT")) {
+    const std::string f = v;
+    const size_t a = f.find(':'), b = a == std::string::npos ? a : f.find(':', a + 1);
+    Settings::Fault fault;
+    uint64_t n = 0;
+    if (b != std::string::npos) {
+      fault.point = f.substr(0, a);
+      fault.result = f.substr(b + 1);
+      const auto r = std::from_chars(f.data() + a + 1, f.data() + b, n);
+      if (r.ec != std::errc() || r.ptr != f.data() + b) n = 0;
+    }
+    fault.nth = n;
+    const bool point_ok = fault.point == "submit" || fault.point == "wait" || fault.point == "alloc";
+    const bool result_ok = fault.result == "device_lost" || fault.result == "out_of_device_memory" ||
+                           fault.result == "out_of_host_memory";
+    if (point_ok && result_ok && n > 0) s.fault = fault;
+    else ignore(s, "REACH_FAULT", v, "expected submit|wait|alloc:N:device_lost|out_of_device_memory|out_of_host_memory, N >= 1");
+  }
+
+  // Bounded submissions: "0" turns each off, so these are read as numbers from 0 (count_of starts at 1).
+  auto from_zero = [&](const char* name, uint32_t max, const char* why, uint32_t& out) {
+    const char* v = value_of(env, name);
+    if (!v) return;
+    uint32_t n = 0;
+    const char* end = v + std::strlen(v);
+    const auto r = std::from_chars(v, end, n);
+    if (r.ec != std::errc() || r.ptr != end || n > max) ignore(s, name, v, why);
+    else out = n;
+  };
+  from_zero("REACH_SUBMIT_MS", 60000, "not a whole number of ms from 0 (no bound) to 60000", s.submit_ms);
+  from_zero("REACH_SUBMIT_LAYERS", 4096, "not a whole number from 0 (no cap) to 4096", s.submit_layers);
 
   KernelSettings& k = s.kernels;
   if (const char* v = value_of(env, "REACH_COOPMAT")) {
