@@ -102,6 +102,14 @@ struct QkRmsNorm {
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
 
+// The lanes of the one-subgroup kernels (prefill, the lanes decode): the width every pipeline runs
+// where the device has one or can pin it (Capabilities::fixed_subgroup), else subgroup_min, so that a
+// workgroup fits in one subgroup whatever width the driver picks.
+uint32_t attention_lanes(const Capabilities& caps);
+// The subgroup size those pipelines require (PipelineDesc::required_subgroup): attention_lanes where it
+// is the fixed width, 0 where the workgroup merely fits in any subgroup the device may run.
+uint32_t attention_required_subgroup(const Capabilities& caps);
+
 class Attention {
  public:
   explicit Attention(Device& device);
