@@ -245,10 +245,12 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
     t.split_min = 128;
   }
   t.max_splits = 256;
-  // CPU: one block (lavapipe: the tile is 8 keys).  GPUs: a tile of 32 or 64
-  // keys fully unrolled (x head_dim / 4 shuffles, x 2 for ReRoPE) took NVIDIA's
-  // compiler 60 s and more per pipeline (H200, driver 580).
-  t.prefill_key_block = caps.is_cpu() ? sg : std::min<uint32_t>(8, sg);
+  // Blocks of at most 8 keys: lavapipe's default tile (8 lanes) in one block.  Fully
+  // unrolled, a tile of 32 or 64 keys (x head_dim / 4 shuffles, x 2 for ReRoPE) took
+  // NVIDIA's compiler 60 s and more per pipeline (H200, driver 580), and llvmpipe at 16
+  // lanes (LP_NATIVE_VECTOR_WIDTH=512) compiles its code, one thread at the first
+  // dispatch, in time that grows with the unrolled block too.
+  t.prefill_key_block = std::min<uint32_t>(8, sg);
   t.texel = caps.is_cpu() ? 2 : 1;
   // The lanes decode merges its lanes with subgroup reductions over the whole workgroup: it needs
   // the width fixed (a smaller workgroup in a wider subgroup would do too, but CPU devices have one width).

@@ -51,8 +51,8 @@ struct AttentionTuning {
   uint32_t split_min = 0;      // decode: fewest keys per split
   uint32_t max_splits = 0;     // decode: most splits (more keys per split beyond)
   // Prefill: keys scored per online-softmax block within a tile of one key per
-  // lane (a power of two <= the subgroup size).  CPU devices: the whole tile;
-  // GPUs: 8, so the unrolled code stays small enough for the driver's compiler.
+  // lane (a power of two <= the subgroup size).  8 (lavapipe's default tile: one
+  // block), so the unrolled code stays small enough for the driver's compiler.
   uint32_t prefill_key_block = 0;
   // Read the K/V cache and rope tables through uniform texel buffers (CPU
   // devices: llvmpipe vectorises texel fetches, not per-lane buffer loads).

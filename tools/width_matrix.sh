@@ -6,10 +6,11 @@
 #
 #   tools/width_matrix.sh                      every kernel and model suite x widths 4, 8, 16
 #   tools/width_matrix.sh --widths "4 16" --suites "kernels_norm families"
-#   tools/width_matrix.sh --timeout-multiplier 3   (passed to meson test)
+#   tools/width_matrix.sh --timeout-multiplier 3 -j 2   (passed to meson test)
 #
-# Each suite runs through `meson test -C build` (its own environment, timeout and
-# log: build/meson-logs/width<N>-<suite>.json), wrapped by this script's --exec
+# Each width is one `meson test -C build` run of the suites (their own environments
+# and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*),
+# wrapped by this script's --exec
 # mode, which sets the width and gives each width its own Mesa shader cache
 # (<the suite's cache>-w<N>: llvmpipe's cache key does not include the vector
 # width, so code compiled at one width must not be found at another).  Width 8
@@ -33,11 +34,13 @@ root=$PWD
 widths="4 8 16"
 suites=""
 mult=1
+jobs=1
 while [ $# -gt 0 ]; do
   case $1 in
     --widths) widths=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
     --timeout-multiplier) mult=$2; shift 2 ;;
+    -j|--jobs) jobs=$2; shift 2 ;;
     -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -67,31 +70,34 @@ done
 declare -A res=()
 status=0
 for w in $widths; do
-  for s in $suites; do
-    log=width$w-$s
-    rm -f build/meson-logs/"$log"*.json
-    nice meson test -C build --no-rebuild --print-errorlogs -t "$mult" --logbase "$log" \
-      --wrapper "$root/tools/width_matrix.sh --exec $w" "$s" >"build/meson-logs/$log.out" 2>&1
-    rc=$?
-    # meson names the log after the wrapper too: width<N>-<suite>-width_matrix.sh.json
-    read -r r dt < <(/usr/bin/python3 -c 'import json,sys; t=json.loads(open(sys.argv[1]).readline()); print(t["result"], round(t["duration"]))' \
-                       build/meson-logs/"$log"*.json 2>/dev/null || echo ERROR -)
-    [ $rc = 0 ] || status=1
-    res[$s,$w]="$r ${dt}s"
-    printf 'width_matrix: %-24s width %2s  %s %ss\n' "$s" "$w" "$r" "$dt"
-  done
+  log=width$w
+  rm -f build/meson-logs/"$log"-*.json
+  t0=$SECONDS
+  # One meson test run per width, $jobs suites at a time, each in its own environment and timeout.
+  nice meson test -C build --no-rebuild --print-errorlogs -t "$mult" --num-processes "$jobs" --logbase "$log" \
+    --wrapper "$root/tools/width_matrix.sh --exec $w" $suites >"build/meson-logs/$log.out" 2>&1 || status=1
+  # meson names the log after the wrapper too: width<N>-width_matrix.sh.json, one line per suite.
+  while read -r name r dt; do
+    res[$name,$w]="$r ${dt}s"
+    printf 'width_matrix: %-26s width %2s  %s %ss\n' "$name" "$w" "$r" "$dt"
+  done < <(/usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    print(t["name"], t["result"], round(t["duration"]))' build/meson-logs/"$log"-*.json 2>/dev/null)
+  echo "width_matrix: width $w took $((SECONDS - t0)) s (build/meson-logs/$log.out)"
 done
 
 echo
-printf '| %-24s |' suite
+printf '| %-26s |' suite
 for w in $widths; do printf ' %-14s |' "width $w"; done
 echo
-printf '|%s|' "$(printf -- '-%.0s' $(seq 26))"
+printf '|%s|' "$(printf -- '-%.0s' $(seq 28))"
 for w in $widths; do printf '%s|' "$(printf -- '-%.0s' $(seq 16))"; done
 echo
 for s in $suites; do
-  printf '| %-24s |' "$s"
-  for w in $widths; do printf ' %-14s |' "${res[$s,$w]}"; done
+  printf '| %-26s |' "$s"
+  for w in $widths; do printf ' %-14s |' "${res[$s,$w]:-not run}"; done
   echo
 done
 exit $status
