@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --widths) widths=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
-    --timeout-multiplier) mult=$2; shift 2 ;;
+    -t|--timeout-multiplier) mult=$2; shift 2 ;;
     -j|--jobs) jobs=$2; shift 2 ;;
     -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
