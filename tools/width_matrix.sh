@@ -12,8 +12,9 @@
 # and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*),
 # wrapped by this script's --exec
 # mode, which sets the width and gives each width its own Mesa shader cache
-# (<the suite's cache>-w<N>: llvmpipe's cache key does not include the vector
-# width, so code compiled at one width must not be found at another).  Width 8
+# (<the suite's cache>-w<N>: Mesa 22.3's llvmpipe keys its cache by the shader and
+# the CPU's features, not by the vector width, so code compiled at 8 lanes could be
+# found at 16).  Width 8
 # keeps the suites' own cache, the one the default runs fill.  Exit status 1 if
 # any suite failed.
 set -uo pipefail
