@@ -9,7 +9,8 @@
 #   tools/width_matrix.sh --timeout-multiplier 3 -j 2   (passed to meson test)
 #
 # Each width is one `meson test -C build` run of the suites (their own environments
-# and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*),
+# and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*,
+# or <NAME><N>-* with --log NAME),
 # wrapped by this script's --exec
 # mode, which sets the width and gives each width its own Mesa shader cache
 # (<the suite's cache>-w<N>: Mesa 22.3's llvmpipe keys its cache by the shader and
@@ -36,12 +37,14 @@ widths="4 8 16"
 suites=""
 mult=1
 jobs=1
+prefix=width
 while [ $# -gt 0 ]; do
   case $1 in
     --widths) widths=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
     -t|--timeout-multiplier) mult=$2; shift 2 ;;
     -j|--jobs) jobs=$2; shift 2 ;;
+    --log) prefix=$2; shift 2 ;;
     -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -71,13 +74,13 @@ done
 declare -A res=()
 status=0
 for w in $widths; do
-  log=width$w
+  log=$prefix$w
   rm -f build/meson-logs/"$log"-*.json
   t0=$SECONDS
   # One meson test run per width, $jobs suites at a time, each in its own environment and timeout.
   nice meson test -C build --no-rebuild --print-errorlogs -t "$mult" --num-processes "$jobs" --logbase "$log" \
     --wrapper "$root/tools/width_matrix.sh --exec $w" $suites >"build/meson-logs/$log.out" 2>&1 || status=1
-  # meson names the log after the wrapper too: width<N>-width_matrix.sh.json, one line per suite.
+  # meson names the log after the wrapper too: <log>-width_matrix.sh.json, one line per suite.
   while read -r name r dt; do
     res[$name,$w]="$r ${dt}s"
     printf 'width_matrix: %-26s width %2s  %s %ss\n' "$name" "$w" "$r" "$dt"
