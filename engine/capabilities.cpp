@@ -47,6 +47,7 @@ std::string Capabilities::summary() const {
     << " coopmat=" << (cooperative_matrix ? "yes" : "no")
     << " subgroup=" << subgroup_size;
   if (subgroup_min != subgroup_max) s << " (" << subgroup_min << "-" << subgroup_max << ")";
+  s << (can_pin_subgroup() ? " pinnable" : " not-pinnable");
   s << (has_subgroup_arithmetic() ? " +arith" : "")
     << " shared=" << max_shared_memory / 1024 << " KiB"
     << " max_storage_range=" << mib(max_storage_buffer_range)
@@ -81,6 +82,9 @@ std::string Capabilities::to_json() const {
     << ",\"cooperative_matrix\":" << (cooperative_matrix ? "true" : "false")
     << ",\"subgroup_size\":" << subgroup_size << ",\"subgroup_min\":" << subgroup_min
     << ",\"subgroup_max\":" << subgroup_max
+    << ",\"subgroup_size_control\":" << (subgroup_size_control ? "true" : "false")
+    << ",\"subgroup_size_stages\":" << subgroup_size_stages
+    << ",\"subgroup_pinnable\":" << (can_pin_subgroup() ? "true" : "false")
     << ",\"subgroup_arithmetic\":" << (has_subgroup_arithmetic() ? "true" : "false")
     << ",\"max_storage_buffer_range\":" << max_storage_buffer_range
     << ",\"max_memory_allocation_size\":" << max_memory_allocation_size
@@ -126,6 +130,7 @@ Capabilities query_capabilities(const VkInstanceTable& vki, VkPhysicalDevice phy
   c.subgroup_ops = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations : 0;
   c.subgroup_min = v13 && sg_ctrl.minSubgroupSize ? sg_ctrl.minSubgroupSize : sg.subgroupSize;
   c.subgroup_max = v13 && sg_ctrl.maxSubgroupSize ? sg_ctrl.maxSubgroupSize : sg.subgroupSize;
+  c.subgroup_size_stages = v13 ? sg_ctrl.requiredSubgroupSizeStages : 0;
 
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   c.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;

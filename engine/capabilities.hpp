@@ -38,10 +38,15 @@ struct Capabilities {
   bool cooperative_matrix = false;
   std::vector<CoopmatShape> coopmat_shapes;
 
+  // subgroup_size is what VkPhysicalDeviceSubgroupProperties reports; a pipeline that does not pin its
+  // size may run any width from subgroup_min to subgroup_max (Intel picks per pipeline; MoltenVK
+  // reports 32 and cannot pin).  A kernel that needs a width pins it where can_pin_subgroup(), or
+  // reads gl_SubgroupSize; fixed_subgroup() says which width it can count on.
   uint32_t subgroup_size = 1;
   uint32_t subgroup_min = 1;
   uint32_t subgroup_max = 1;
-  bool subgroup_size_control = false;   // can pin the size per pipeline
+  bool subgroup_size_control = false;   // subgroupSizeControl and computeFullSubgroups
+  VkShaderStageFlags subgroup_size_stages = 0;   // requiredSubgroupSizeStages: where a size may be pinned
   VkSubgroupFeatureFlags subgroup_ops = 0;
 
   uint64_t max_storage_buffer_range = 0;
@@ -80,6 +85,17 @@ struct Capabilities {
   bool supports_uniform_texel(VkFormat f) const;
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   bool has_subgroup_arithmetic() const { return subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT; }
+  // A compute pipeline may require a subgroup size (with full subgroups): the feature is on and the
+  // device lists compute among the stages that take a required size.
+  bool can_pin_subgroup() const {
+    return subgroup_size_control && (subgroup_size_stages & VK_SHADER_STAGE_COMPUTE_BIT);
+  }
+  // The width every compute pipeline that asks for it runs: the only width the device has, or
+  // subgroup_size pinned; 0 where the driver chooses (then only subgroup_min..subgroup_max is known).
+  uint32_t fixed_subgroup() const {
+    if (subgroup_min == subgroup_max) return subgroup_min;
+    return can_pin_subgroup() && subgroup_size >= subgroup_min && subgroup_size <= subgroup_max ? subgroup_size : 0;
+  }
   const char* type_name() const;
   std::string api_version_string() const;
   std::string summary() const;   // one readable line

@@ -88,6 +88,17 @@ PipelineCache::~PipelineCache() {
   if (cache_) device_.vk().vkDestroyPipelineCache(d, cache_, nullptr);
 }
 
+bool pin_required_subgroup(const Capabilities& caps, uint32_t n, const std::string& kernel) {
+  if (caps.can_pin_subgroup() && n >= caps.subgroup_min && n <= caps.subgroup_max) return true;
+  if (caps.subgroup_min == n && caps.subgroup_max == n) return false;
+  // Unpinned, the driver may run any width in [min, max]: a kernel sized for `n` lanes would be wrong.
+  throw Error(ErrorCode::internal,
+              kernel + " needs subgroups of " + std::to_string(n) + " lanes; this device runs " +
+                  std::to_string(caps.subgroup_min) + "-" + std::to_string(caps.subgroup_max) +
+                  (caps.can_pin_subgroup() ? "" : " and cannot pin a compute shader's size") +
+                  " (its kernel planning should not have chosen this variant)");
+}
+
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
@@ -165,7 +176,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   rss.requiredSubgroupSize = desc.required_subgroup;
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-  if (desc.required_subgroup && device_.caps().subgroup_size_control) {
+  if (desc.required_subgroup && pin_required_subgroup(caps, desc.required_subgroup, name)) {
     ci.stage.pNext = &rss;
     ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   }

@@ -12,6 +12,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include "engine/capabilities.hpp"
 #include "engine/shader_registry.hpp"
 
 namespace reach {
@@ -33,7 +34,9 @@ struct PipelineDesc {
   uint32_t buffers = 1;          // storage buffers at set 0, bindings 0..buffers-1
   uint32_t push_bytes = 0;       // push-constant block size (<= 128 bytes)
   SpecConstants spec;            // specialization constants by id
-  uint32_t required_subgroup = 0;   // pin the subgroup size (needs subgroupSizeControl); 0 = driver's choice
+  // The subgroup size the kernel needs (0: it runs at any width).  Pinned where the device allows
+  // (Capabilities::can_pin_subgroup), else the device must have only that width: never assumed.
+  uint32_t required_subgroup = 0;
   // Bit i set: binding i is a uniform texel buffer (samplerBuffer) of
   // texel_formats[i] instead of a storage buffer; CommandList::dispatch makes
   // the VkBufferView from the BufferRange bound there.
@@ -48,6 +51,11 @@ struct PipelineDesc {
 
   bool operator<(const PipelineDesc& o) const;
 };
+
+// How a pipeline that needs subgroups of `n` lanes (PipelineDesc::required_subgroup) is created: true,
+// pinned (a required size with full subgroups); false, unpinned, where the device has only that width.
+// Throws (ErrorCode::internal, naming `kernel`) where the driver could run another width.
+bool pin_required_subgroup(const Capabilities& caps, uint32_t n, const std::string& kernel);
 
 struct Pipeline {
   std::string name;

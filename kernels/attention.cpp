@@ -219,9 +219,18 @@ std::string TileCounts::str() const {
   return o.str();
 }
 
+uint32_t attention_lanes(const Capabilities& caps) {
+  const uint32_t fixed = caps.fixed_subgroup();
+  return std::max<uint32_t>(fixed ? fixed : caps.subgroup_min, 1);
+}
+
+uint32_t attention_required_subgroup(const Capabilities& caps) {
+  return caps.fixed_subgroup() ? attention_lanes(caps) : 0;
+}
+
 AttentionTuning AttentionTuning::from(const Capabilities& caps) {
   AttentionTuning t;
-  const uint32_t sg = std::max<uint32_t>(caps.subgroup_size, 1);
+  const uint32_t sg = attention_lanes(caps);
   if (caps.is_cpu()) {
     // One CPU thread runs a workgroup, subgroup-size lanes at a time, and switches
     // lane groups at every barrier: one lane group per workgroup, no barriers.
@@ -236,13 +245,16 @@ AttentionTuning AttentionTuning::from(const Capabilities& caps) {
     t.split_min = 128;
   }
   t.max_splits = 256;
-  // CPU: one block (lavapipe: the tile is 8 keys).  GPUs: a tile of 32 or 64
-  // keys fully unrolled (x head_dim / 4 shuffles, x 2 for ReRoPE) took NVIDIA's
-  // compiler 60 s and more per pipeline (H200, driver 580).
-  t.prefill_key_block = caps.is_cpu() ? sg : std::min<uint32_t>(8, sg);
+  // Blocks of at most 8 keys: lavapipe's default tile (8 lanes) in one block.  Fully
+  // unrolled, a tile of 32 or 64 keys (x head_dim / 4 shuffles, x 2 for ReRoPE) took
+  // NVIDIA's compiler 60 s and more per pipeline (H200, driver 580), and llvmpipe at 16
+  // lanes (LP_NATIVE_VECTOR_WIDTH=512) compiles its code, one thread at the first
+  // dispatch, in time that grows with the unrolled block too.
+  t.prefill_key_block = std::min<uint32_t>(8, sg);
   t.texel = caps.is_cpu() ? 2 : 1;
-  const bool fixed_subgroup = caps.subgroup_size_control || caps.subgroup_min == caps.subgroup_max;
-  t.decode_variant = caps.is_cpu() && caps.has_subgroup_arithmetic() && fixed_subgroup ? 2 : 1;
+  // The lanes decode merges its lanes with subgroup reductions over the whole workgroup: it needs
+  // the width fixed (a smaller workgroup in a wider subgroup would do too, but CPU devices have one width).
+  t.decode_variant = caps.is_cpu() && caps.has_subgroup_arithmetic() && caps.fixed_subgroup() ? 2 : 1;
   t.decode_lane_keys = 4;
   return t;
 }
@@ -266,7 +278,7 @@ Attention::Attention(Device& device, const AttentionTuning& tuning) : device_(de
 // workgroup must be exactly one subgroup.
 bool Attention::lanes_decode_supported() const {
   const Capabilities& c = device_.caps();
-  return c.has_subgroup_arithmetic() && (c.subgroup_size_control || c.subgroup_min == c.subgroup_max);
+  return c.has_subgroup_arithmetic() && c.fixed_subgroup() != 0;
 }
 
 // The kernel and texel bindings of prefill/decode: K, V, table 1, table 2 and
@@ -283,7 +295,7 @@ void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, Shad
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
   // One workgroup = one subgroup: its lanes are (row, query head of the group)
   // and it takes keys in tiles of one per lane (exchanged by shuffles).
-  const uint32_t wg = std::max<uint32_t>(device_.caps().subgroup_size, 1);
+  const uint32_t wg = attention_lanes(device_.caps());
   const uint32_t hpw = std::min(group_size(spec), wg);
   rows = wg / hpw;
   keys = wg;
@@ -386,7 +398,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   set_scheme(sc, spec, krot);
   using B = spec::AttentionPrefillBindings;
   PipelineDesc desc{ShaderId::attention_prefill, B::count, sizeof(AttnPush), sc.constants()};
-  if (device_.caps().subgroup_size_control) desc.required_subgroup = wg;
+  desc.required_subgroup = attention_required_subgroup(device_.caps());
   select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex);
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache);
@@ -422,7 +434,7 @@ DecodeShape decode_shape(const AttentionTuning& t, const Capabilities& c, const 
     // Heads per workgroup: all of the group while their queries and
     // accumulators stay within ~256 floats each per lane (CPU registers spill
     // to the stack beyond).
-    d.wg = std::max<uint32_t>(c.subgroup_size, 1);
+    d.wg = attention_lanes(c);
     d.kpl = std::max<uint32_t>(t.decode_lane_keys, 1);
     d.nhc = std::max<uint32_t>(1, (gq * spec.head_dim + 255) / 256);
     d.hpw = (gq + d.nhc - 1) / d.nhc;
@@ -551,7 +563,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   using B = spec::AttentionDecodeBindings;   // attention_decode_lanes: the same (static_assert above)
   PipelineDesc desc{ShaderId::attention_decode, B::count, sizeof(AttnPush), sc.constants()};
   if (lanes) {
-    if (device_.caps().subgroup_size_control) desc.required_subgroup = d.wg;
+    desc.required_subgroup = d.wg;   // lanes_decode_supported: the width is fixed
     select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
   } else {
     select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);

@@ -51,8 +51,8 @@ struct AttentionTuning {
   uint32_t split_min = 0;      // decode: fewest keys per split
   uint32_t max_splits = 0;     // decode: most splits (more keys per split beyond)
   // Prefill: keys scored per online-softmax block within a tile of one key per
-  // lane (a power of two <= the subgroup size).  CPU devices: the whole tile;
-  // GPUs: 8, so the unrolled code stays small enough for the driver's compiler.
+  // lane (a power of two <= the subgroup size).  8 (lavapipe's default tile: one
+  // block), so the unrolled code stays small enough for the driver's compiler.
   uint32_t prefill_key_block = 0;
   // Read the K/V cache and rope tables through uniform texel buffers (CPU
   // devices: llvmpipe vectorises texel fetches, not per-lane buffer loads).
@@ -101,6 +101,14 @@ struct QkRmsNorm {
 
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
+
+// The lanes of the one-subgroup kernels (prefill, the lanes decode): the width every pipeline runs
+// where the device has one or can pin it (Capabilities::fixed_subgroup), else subgroup_min, so that a
+// workgroup fits in one subgroup whatever width the driver picks.
+uint32_t attention_lanes(const Capabilities& caps);
+// The subgroup size those pipelines require (PipelineDesc::required_subgroup): attention_lanes where it
+// is the fixed width, 0 where the workgroup merely fits in any subgroup the device may run.
+uint32_t attention_required_subgroup(const Capabilities& caps);
 
 class Attention {
  public:

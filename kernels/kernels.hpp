@@ -141,6 +141,15 @@ struct CoopmatTile {
 // caps.cooperative_matrix.
 CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why);
 
+// The row kernels' (norm_rms, norm_softmax) workgroup and the most subgroups it may hold at any width the
+// device may run (subgroup_min and up): the size of their shared partial sums (kernels/norm.cpp).
+struct ReducePlan {
+  uint32_t wg = 0, max_subgroups = 0;
+};
+struct KernelConfig;
+ReducePlan reduce_plan(const Capabilities& caps, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
+                       const char* op);
+
 // Tunables chosen from capabilities; exposed so tests can force edge variants.
 struct KernelConfig {
   uint32_t subgroup = 8;          // subgroup size the kernels assume

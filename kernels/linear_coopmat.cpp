@@ -40,14 +40,15 @@ uint64_t CoopmatTile::shared_bytes() const { return shared_bytes_for(bm, bn, bk,
 CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
   CoopmatTile t;
   // The subgroup size the shader's subgroups will have: the device's fixed one, else pinned.
-  const uint32_t sub = caps.subgroup_size;
-  if (sub == 0) {
+  if (caps.subgroup_size == 0) {
     why = "the device reports no subgroup size";
     return {};
   }
+  const uint32_t sub = caps.fixed_subgroup();
   const bool pin = caps.subgroup_min != caps.subgroup_max;
-  if (pin && !caps.subgroup_size_control) {
-    why = "the subgroup size varies and the device cannot pin it (subgroupSizeControl)";
+  if (sub == 0) {
+    why = "the subgroup size varies and the device cannot pin it for compute shaders (subgroupSizeControl, "
+          "requiredSubgroupSizeStages)";
     return {};
   }
   // The largest f32-accumulating shape whose K divides the 32-deep slab; M and N up to 32, so a

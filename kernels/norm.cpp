@@ -24,14 +24,15 @@ uint64_t trips(uint32_t cols, uint32_t wg, uint32_t passes) {
   return uint64_t(passes) * (groups_for(cols, uint64_t(4) * wg) + 4) + 2 * uint64_t(wg) + 16;
 }
 
+}  // namespace
+
 // Spec constants: workgroup size and an upper bound on subgroups per workgroup.
 // The workgroup is config.reduce_wg, doubled while a row would need more loop
 // trips than kMaxTrips (softmax rows of > ~650k columns at 8 invocations).  The bound uses
 // the smallest subgroup the device may pick; when it is 1 the shaders'
 // shared-memory path (and its barriers) is specialised away.
-spec::NormSpec reduce_spec(const Device& device, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
-                                  const char* op) {
-  const auto& caps = device.caps();
+ReducePlan reduce_plan(const Capabilities& caps, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
+                       const char* op) {
   if (!caps.has_subgroup_arithmetic())
     throw Error(ErrorCode::unsupported, std::string(op) + ": the device lacks subgroup arithmetic operations in compute "
                                                           "shaders (VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)");
@@ -46,9 +47,17 @@ spec::NormSpec reduce_spec(const Device& device, const KernelConfig& cfg, uint32
     throw Error(ErrorCode::unsupported, std::string(op) + ": rows of " + std::to_string(cols) +
                                             " columns are too long for one workgroup on this device");
   const uint32_t sg_min = std::max(caps.subgroup_min, 1u);
+  return {wg, (wg + sg_min - 1) / sg_min};
+}
+
+namespace {
+
+spec::NormSpec reduce_spec(const Device& device, const KernelConfig& cfg, uint32_t cols, uint32_t passes,
+                           const char* op) {
+  const ReducePlan plan = reduce_plan(device.caps(), cfg, cols, passes, op);
   spec::NormSpec s;
-  s.wg = wg;
-  s.max_subgroups = (wg + sg_min - 1) / sg_min;
+  s.wg = plan.wg;
+  s.max_subgroups = plan.max_subgroups;
   return s;
 }
 

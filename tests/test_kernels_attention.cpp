@@ -50,6 +50,10 @@ void expect_ok(Harness h) {
 
 }  // namespace
 
+// The cases tagged test_suite("schemes") run as the test kernels_attention_schemes, those tagged
+// "shapes" as kernels_attention_shapes, the others as kernels_attention (tests/meson.build): processes
+// the test runner runs side by side, each within its timeout on a cold shader cache (llvmpipe compiles each pipeline, single-threaded, at its
+// first dispatch, and every tuple here specializes pipelines of its own).
 // Sweeps below are sampled (tests/support/kernel_check.hpp: every value of each
 // list at least once plus a few more tuples; REACH_TEST_EXHAUSTIVE=1 runs all).
 TEST_CASE("attention: plain RoPE, one-shot / chunked prefill and decode, GQA") {
@@ -83,7 +87,7 @@ TEST_CASE("attention: head dims 8, 80, 96, 128 and partial rotary") {
   expect_ok(h);
 }
 
-TEST_CASE("attention: every scheme, one-shot and chunked prefill, decode with default and small splits") {
+TEST_CASE("attention: every scheme, one-shot and chunked prefill, decode with default and small splits" * doctest::test_suite("schemes")) {
   struct K {
     Kind kind;
     uint32_t W, window, sinks;
@@ -112,7 +116,7 @@ TEST_CASE("attention: every scheme, one-shot and chunked prefill, decode with de
   });
 }
 
-TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, unaligned chunks") {
+TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, unaligned chunks" * doctest::test_suite("schemes")) {
   Gpu& g = gpu();
   for (bool small : {false, true}) {
     const AttentionTuning tune = small ? small_tiles() : AttentionTuning{};
@@ -147,7 +151,7 @@ TEST_CASE("attention: dual-branch windows at tile boundaries B-1, B, B+1, 2B+2, 
   }
 }
 
-TEST_CASE("attention: the last prefill row equals the decode step") {
+TEST_CASE("attention: the last prefill row equals the decode step" * doctest::test_suite("shapes")) {
   Gpu& g = gpu();
   for (Kind kind : {Kind::rope_rotated, Kind::rerope, Kind::leaky, Kind::self_extend}) {
     Scheme s = make_scheme(kind, 4, 2, 64, 64);
@@ -331,7 +335,7 @@ Scheme capped(Scheme s, float cap) {
 
 }  // namespace
 
-TEST_CASE("attention: soft-capped scores (Gemma 2), cap 5 on scores up to ~20") {
+TEST_CASE("attention: soft-capped scores (Gemma 2), cap 5 on scores up to ~20" * doctest::test_suite("shapes")) {
   // The inputs of a Harness sequence make the cap matter: the reference with
   // and without it differs by far more than the tolerance.
   {
@@ -418,7 +422,7 @@ TEST_CASE("attention: summary of the reference comparisons") {
   CHECK(g_worst <= kTol);
 }
 
-TEST_CASE("attention: the families' head shapes (Qwen3-0.6B, Phi-4-mini, Gemma-2-2B, Llama-3.2-1B)") {
+TEST_CASE("attention: the families' head shapes (Qwen3-0.6B, Phi-4-mini, Gemma-2-2B, Llama-3.2-1B)" * doctest::test_suite("shapes")) {
   // Real heads of the families reach runs, each once through one-shot prefill + decode and once chunked:
   // Qwen3-0.6B 16/8 x 128; Phi-4-mini 24/8 x 128 with 96 of 128 dims rotating (LongRoPE's partial rotary);
   // Gemma-2-2B 8/4 x 256, capped at 50 on a sliding window (its local layers); Llama-3.2-1B 32/8 x 64.
@@ -451,4 +455,16 @@ TEST_CASE("attention: the families' head shapes (Qwen3-0.6B, Phi-4-mini, Gemma-2
       expect_ok(h);
     }
   }, {{1, 0}, {2, 1}});
+}
+
+TEST_CASE("attention: summary of the scheme cases' reference comparisons" * doctest::test_suite("schemes")) {
+  MESSAGE(g_runs << " sequences compared with the float64 reference; worst max abs error " << g_worst
+                 << " (tolerance " << kTol << ") in " << g_worst_case);
+  CHECK(g_worst <= kTol);
+}
+
+TEST_CASE("attention: summary of the shape cases' reference comparisons" * doctest::test_suite("shapes")) {
+  MESSAGE(g_runs << " sequences compared with the float64 reference; worst max abs error " << g_worst
+                 << " (tolerance " << kTol << ") in " << g_worst_case);
+  CHECK(g_worst <= kTol);
 }

@@ -38,6 +38,7 @@ Capabilities synthetic(std::vector<CoopmatShape> shapes, uint32_t sub, uint32_t 
   c.subgroup_min = sub_min;
   c.subgroup_max = sub_max;
   c.subgroup_size_control = size_control;
+  c.subgroup_size_stages = size_control ? VK_SHADER_STAGE_COMPUTE_BIT : 0;
   c.max_shared_memory = shared;
   c.max_workgroup_invocations = max_inv;
   c.max_workgroup_size[0] = max_inv;
@@ -179,6 +180,11 @@ TEST_CASE("coopmat tile: AMD-like (16x16x16, wave 32..64)") {
   // ... and without subgroupSizeControl there is no tile.
   CHECK_FALSE(choose_coopmat_tile(synthetic(shapes, 64, 32, 64, false, 65536, 1024), why).valid());
   CHECK(why.find("subgroupSizeControl") != std::string::npos);
+  // ... nor with it where compute is not among the stages that take a required size.
+  Capabilities no_compute = synthetic(shapes, 64, 32, 64, true, 65536, 1024);
+  no_compute.subgroup_size_stages = VK_SHADER_STAGE_MESH_BIT_EXT;
+  CHECK_FALSE(choose_coopmat_tile(no_compute, why).valid());
+  CHECK(why.find("requiredSubgroupSizeStages") != std::string::npos);
 }
 
 TEST_CASE("coopmat tile: lavapipe's 8x8x8 (f16 and f32 accumulators, subgroup 8, 32 KiB shared)") {

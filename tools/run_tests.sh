@@ -2,6 +2,7 @@
 # Runs the whole test suite on the default Vulkan device (lavapipe on a
 # CPU-only machine) with the Khronos validation layer on, then the parser,
 # tokenizer and C API suites again under AddressSanitizer + UBSan (build-asan),
+# the kernel suites and families at subgroup widths 4 and 16 (tools/width_matrix.sh),
 # then each fuzz target for a short budget (build-fuzz, clang + libFuzzer), then
 # the Windows build under Wine (tools/wine_check.sh: the CLI, the C API and families
 # suites and `reach serve` held to the Linux build), and prints the 10 slowest
@@ -161,6 +162,21 @@ windows_build=$!
 stage_begin main-suites "meson test -C build: every suite on the Vulkan device with validation, two at a time, the longest first" 600
 meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
 stage_end main-suites
+
+# The kernels at subgroup widths 4 and 16 (lavapipe's LP_NATIVE_VECTOR_WIDTH 128 and 512; the suites above
+# ran its default 8): the suites whose kernels size workgroups, tiles or shared partial sums by the width
+# (norms, the shuffle GEMM, the mat-vecs, MoE) and a whole forward pass of every family, two at a time,
+# each width with its own shader cache (tools/width_matrix.sh; it runs the full matrix by hand).
+# kernels_attention is left to that matrix: cold, it alone takes several minutes per width.  Each width
+# starts with a cold shader cache the first time, so the timeouts are doubled (-t 2): measured on a loaded
+# 2-core machine (load ~8), kernels_linear and families at 16 lanes ran past 600 s and 900 s of wall time.
+width_suites="kernel_plan kernels_norm kernels_elementwise kernels_embed kernels_moe kernels_linear families"
+stage_begin widths "kernels and families at subgroup widths 4 and 16 (tools/width_matrix.sh)" 600
+rm -f build/meson-logs/width4-*.json build/meson-logs/width16-*.json
+bash tools/width_matrix.sh --widths "4 16" --suites "$width_suites" -j 2 -t 2 >build/width_matrix.log 2>&1 || status=1
+tail -n $(( $(wc -w <<<"$width_suites") + 3 )) build/width_matrix.log
+for f in build/meson-logs/width4-*.json build/meson-logs/width16-*.json; do [ -f "$f" ] && logs+=("$f"); done
+stage_end widths
 
 # The cooperative-matrix GEMM suite again, on a lavapipe that has VK_KHR_cooperative_matrix (Mesa 26,
 # unpacked privately by tools/coopmat_check.sh: the suites above keep the machine's driver, where it
