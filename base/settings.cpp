@@ -56,7 +56,8 @@ const std::vector<const char*>& settings_variables() {
       "REACH_DEVICE",       "REACH_VALIDATION",  "REACH_CACHE_DIR",      "REACH_COOPMAT",
       "REACH_COOPMAT_XSPLIT", "REACH_MATVEC_WG", "REACH_MATVEC_ROWS",    "REACH_MATVEC_XSHARED",
       "REACH_GEMM_TILE",    "REACH_GEMM_TM",     "REACH_GEMM_TN",        "REACH_GEMM_BK",
-      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY"};
+      "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY",
+      "REACH_DEVICE_PROFILE"};
   return names;
 }
 
@@ -86,6 +87,7 @@ Settings settings_from(const EnvLookup& env) {
   else s.tuning_file = ".reach-tuning.json";
 
   if (const char* v = value_of(env, "REACH_VULKAN_LIBRARY")) s.vulkan_library = v;
+  if (const char* v = value_of(env, "REACH_DEVICE_PROFILE")) s.device_profile = v;
 
   KernelSettings& k = s.kernels;
   if (const char* v = value_of(env, "REACH_COOPMAT")) {

@@ -57,6 +57,9 @@ struct Settings {
   // The Vulkan loader to open (REACH_VULKAN_LIBRARY: a file name or path), instead of the platform's
   // own (libvulkan.so.1, vulkan-1.dll, libvulkan.1.dylib then libMoltenVK.dylib).  "": those.
   std::string vulkan_library;
+  // A Vulkan Profiles JSON file (REACH_DEVICE_PROFILE): the device then uses only what both it and
+  // that profile allow (engine/device_profile.hpp).  "": the device as it is.
+  std::string device_profile;
   // One line per variable whose value was not taken, naming it, the value and why
   // ("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096").  The edge reports them.
   std::vector<std::string> ignored;

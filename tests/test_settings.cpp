@@ -93,6 +93,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.pipeline_cache_dir.empty());   // no HOME: no cache folder
   CHECK(s.tuning_file == ".reach-tuning.json");
   CHECK(s.vulkan_library.empty());
+  CHECK(s.device_profile.empty());
   CHECK(s.kernels.matvec_wg == 0);
   CHECK(s.kernels.matvec_rows == 0);
   CHECK_FALSE(s.kernels.matvec_xshared.has_value());
@@ -102,7 +103,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.ignored.empty());
 
   std::set<std::string> want(settings_variables().begin(), settings_variables().end());
-  CHECK(want.size() == 15);
+  CHECK(want.size() == 16);
   want.insert("XDG_CACHE_HOME");
   want.insert("HOME");
   CHECK(asked == want);
@@ -135,6 +136,11 @@ TEST_CASE("settings_from: the cache folders follow REACH_CACHE_DIR / REACH_TUNIN
   // Empty counts as unset.
   CHECK(parse({{"HOME", "/home/u"}, {"REACH_CACHE_DIR", ""}}).pipeline_cache_dir == "/home/u/.cache/reach");
   CHECK(s.ignored.empty());
+}
+
+TEST_CASE("settings_from: REACH_DEVICE_PROFILE names the profile file, empty counts as unset") {
+  CHECK(parse({{"REACH_DEVICE_PROFILE", "/p/m1.json"}}).device_profile == "/p/m1.json");
+  CHECK(parse({{"REACH_DEVICE_PROFILE", ""}}).device_profile.empty());
 }
 
 TEST_CASE("settings_from: REACH_DEVICE, REACH_VALIDATION, REACH_PIPELINE_LOG") {
@@ -256,8 +262,11 @@ struct Logged {
 }  // namespace
 
 TEST_CASE("C API: use_environment is the opt-in; the default reads no variable") {
-  // The field took reserved[0]: the struct's size and the other fields' offsets are what they were.
-  CHECK(offsetof(reach_device_params, reserved) == offsetof(reach_device_params, use_environment) + 4);
+  // use_environment took reserved[0], device_profile the words after it: the struct's size and the
+  // other fields' offsets are what they were.
+  CHECK(offsetof(reach_device_params, reserved0) == offsetof(reach_device_params, use_environment) + 4);
+  CHECK(offsetof(reach_device_params, device_profile) % alignof(const char*) == 0);
+  CHECK(offsetof(reach_device_params, reserved) == offsetof(reach_device_params, device_profile) + sizeof(const char*));
   CHECK(sizeof(reach_device_params) ==
         (offsetof(reach_device_params, use_environment) + 16 * 4 + alignof(reach_device_params) - 1) /
             alignof(reach_device_params) * alignof(reach_device_params));

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs test suites under each device profile of tests/data/device-profiles (REACH_DEVICE_PROFILE) on
+# this machine's Vulkan device, and prints a table: what reach chose under the profile (from
+# `reach info --json --device-profile`) and whether each suite passed.
+#
+#   tools/profile_matrix.sh                         # families, smollm2, model_gemma3 under all 13 (long)
+#   tools/profile_matrix.sh families                # one suite under all 13
+#   tools/profile_matrix.sh --dedupe families       # once per distinct effective record (the CI stage)
+#
+# --dedupe groups the profiles whose effective capabilities on this device are the same and runs each
+# group once, naming the profiles that share the run.  The record compared is the kernel plan `reach info`
+# prints plus the intersected capabilities (features, subgroups, sizes, shared memory, workgroup limits),
+# with descriptor counts capped at 32: no kernel binds more than 18 buffers, so beyond that a count
+# changes nothing reach does.  `reach info --device-profile` runs for every profile either way.
+# Needs a built ./build (ninja -C build cli/reach and the suites' test_* programs).  Exit status: 0 when
+# every run passed or was refused with a message naming the limit or feature the profile lacks (what
+# reach must do on such a device; the table says "refused"), 1 when a run failed otherwise.
+set -u
+cd "$(dirname "$0")/.."
+dedupe=0
+if [ "${1:-}" = "--dedupe" ]; then dedupe=1; shift; fi
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(families smollm2 model_gemma3)
+reach=./build/cli/reach
+dir="$PWD/tests/data/device-profiles"
+out=build/profile-matrix
+mkdir -p "$out"
+status=0
+
+# Every profile: the plan (and the refusal, if any) with `reach info`.
+for f in "$dir"/*.json; do
+  b=$(basename "$f" .json)
+  if ! "$reach" info --json --device-profile "$f" >"$out/$b.json" 2>"$out/$b.info-err"; then
+    echo "profile_matrix: reach info --device-profile $b failed: $(cat "$out/$b.info-err")" >&2
+    status=1
+  fi
+done
+
+# Groups: "KEY<TAB>profile profile ..." (one line per profile without --dedupe).
+groups=$(/usr/bin/python3 - "$out" "$dedupe" "$dir"/*.json <<'EOF'
+import json, os, sys
+out, dedupe, files = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+CAPS = ["fp16_arithmetic", "storage_16bit", "storage_8bit", "integer_dot", "cooperative_matrix", "subgroup_size",
+        "subgroup_min", "subgroup_max", "subgroup_arithmetic", "max_storage_buffer_range",
+        "max_memory_allocation_size", "max_buffer_size", "max_shared_memory", "max_workgroup_invocations",
+        "api_version"]
+CAPPED = ["max_stage_storage_buffers", "max_stage_sampled", "max_stage_resources"]
+groups = {}
+for f in files:
+    b = os.path.basename(f)[:-5]
+    try:
+        dev = json.load(open(os.path.join(out, b + ".json")))[0]
+    except Exception:
+        continue
+    plan = {k: v for k, v in dev["profile"].items() if k not in ("name", "file", "descriptors")}
+    rec = {k: dev.get(k) for k in CAPS}
+    rec.update({k: min(dev.get(k, 0), 32) for k in CAPPED})
+    key = json.dumps([plan, rec], sort_keys=True) if dedupe else b
+    groups.setdefault(key, []).append(b)
+for i, (key, members) in enumerate(groups.items()):
+    print(f"{i}\t{' '.join(members)}")
+EOF
+)
+
+printf '%s\n' "$groups" >"$out/groups.txt"
+results="$out/results.txt"
+: >"$results"
+while IFS=$'\t' read -r gid members; do
+  [ -z "$gid" ] && continue
+  first=${members%% *}
+  for s in "${suites[@]}"; do
+    start=$(date +%s)
+    REACH_DEVICE_PROFILE="$dir/$first.json" nice meson test -C build --no-rebuild --logbase "profile-$first-$s" "$s" \
+      >"$out/$first.$s.log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    if [ $rc -eq 0 ]; then verdict=pass
+    elif grep -q "binds .* this device allows\|needs Vulkan 1.2\|profile .*refused" \
+           "build/meson-logs/profile-$first-$s.txt" 2>/dev/null; then verdict="refused"
+    else verdict=FAIL; status=1
+    fi
+    echo -e "$gid\t$s\t$verdict\t${secs}s\t$members" >>"$results"
+    echo "profile_matrix: $s under $first ($members): $verdict in ${secs}s"
+  done
+done <<<"$groups"
+
+# The table: per profile, what reach chose (first device) and each suite's result (its group's).
+/usr/bin/python3 - "$out" "$results" "$dir"/*.json <<'EOF'
+import json, os, sys
+out, results, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+runs = {}
+for line in open(results):
+    gid, suite, verdict, secs, members = line.rstrip("\n").split("\t")
+    for m in members.split():
+        runs.setdefault(m, []).append(f"{suite} {verdict} ({secs}{', shared' if len(members.split()) > 1 else ''})")
+print("| profile | matvec | GEMM (quantized) | decode | max binding | subgroup | suites |")
+print("|---|---|---|---|---|---|---|")
+for f in files:
+    b = os.path.basename(f)[:-5]
+    try:
+        p = json.load(open(os.path.join(out, b + ".json")))[0]["profile"]
+    except Exception:
+        print(f"| {b} | reach info failed | | | | | |")
+        continue
+    short = lambda s: s.split(" (")[0].split(",")[0]
+    print(f"| {b} | {short(p['matvec_mode'])} | {short(p['gemm_quantized'])} | {short(p['decode'])} | "
+          f"{p['max_binding'].split(';')[0]} | {p['subgroup']} | {'; '.join(runs.get(b, ['not run']))} |")
+EOF
+exit $status
