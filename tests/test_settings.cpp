@@ -292,6 +292,29 @@ TEST_CASE("C API: use_environment is the opt-in; the default reads no variable")
   REQUIRE(reach_device_free(dev) == REACH_OK);
 }
 
+TEST_CASE("C API: device_profile applies a profile; a malformed one fails creation naming the key") {
+  reach_device_params dp = reach_device_default_params();
+  CHECK(dp.device_profile == nullptr);
+  dp.device_profile = "tests/data/device-profiles/VP_ANDROID_15_minimums.json";
+  reach_device* dev = nullptr;
+  REQUIRE(reach_device_create(&dp, &dev) == REACH_OK);
+  REQUIRE(reach_device_free(dev) == REACH_OK);
+  dev = nullptr;
+  dp.device_profile = "tests/data/device-profiles/README.md";   // not JSON
+  CHECK(reach_device_create(&dp, &dev) == REACH_ERROR_FORMAT);
+  CHECK(std::string(reach_last_error()).find("README.md: not JSON") != std::string::npos);
+  CHECK(dev == nullptr);
+  // With use_environment, REACH_DEVICE_PROFILE is read; the field, when set, wins.
+  ScopedEnv env(Env{{"REACH_DEVICE_PROFILE", "tests/data/device-profiles/no-such.json"}});
+  dp.use_environment = 1;
+  dp.device_profile = nullptr;
+  CHECK(reach_device_create(&dp, &dev) == REACH_ERROR_IO);
+  CHECK(std::string(reach_last_error()).find("no-such.json") != std::string::npos);
+  dp.device_profile = "tests/data/device-profiles/VP_KHR_roadmap.json";
+  REQUIRE(reach_device_create(&dp, &dev) == REACH_OK);
+  REQUIRE(reach_device_free(dev) == REACH_OK);
+}
+
 TEST_CASE("C API: with use_environment a value reach does not take is logged with the variable and the reason") {
   ScopedEnv env(Env{{"REACH_MATVEC_WG", "abc"}});
   Logged log;

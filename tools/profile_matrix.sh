@@ -10,8 +10,10 @@
 # --dedupe groups the profiles whose effective capabilities on this device are the same and runs each
 # group once, naming the profiles that share the run.  The record compared is the kernel plan `reach info`
 # prints plus the intersected capabilities (features, subgroups, sizes, shared memory, workgroup limits),
-# with descriptor counts capped at 32: no kernel binds more than 18 buffers, so beyond that a count
-# changes nothing reach does.  `reach info --device-profile` runs for every profile either way.
+# with two kinds of value capped where a larger one changes nothing reach does: descriptor counts at the
+# most buffers one pipeline binds (the attention decode's, from `reach info`), and the buffer and
+# allocation sizes at 1 GiB (the suites' models are a few hundred MB at most, and a binding spans at most
+# maxStorageBufferRange, compared exactly).  `reach info --device-profile` runs for every profile either way.
 # Needs a built ./build (ninja -C build cli/reach and the suites' test_* programs).  Exit status: 0 when
 # every run passed or was refused with a message naming the limit or feature the profile lacks (what
 # reach must do on such a device; the table says "refused"), 1 when a run failed otherwise.
@@ -38,13 +40,13 @@ done
 
 # Groups: "KEY<TAB>profile profile ..." (one line per profile without --dedupe).
 groups=$(/usr/bin/python3 - "$out" "$dedupe" "$dir"/*.json <<'EOF'
-import json, os, sys
+import json, os, re, sys
 out, dedupe, files = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 CAPS = ["fp16_arithmetic", "storage_16bit", "storage_8bit", "integer_dot", "cooperative_matrix", "subgroup_size",
         "subgroup_min", "subgroup_max", "subgroup_arithmetic", "max_storage_buffer_range",
-        "max_memory_allocation_size", "max_buffer_size", "max_shared_memory", "max_workgroup_invocations",
-        "api_version"]
+        "max_shared_memory", "max_workgroup_invocations", "api_version"]
 CAPPED = ["max_stage_storage_buffers", "max_stage_sampled", "max_stage_resources"]
+SIZES = ["max_memory_allocation_size", "max_buffer_size"]
 groups = {}
 for f in files:
     b = os.path.basename(f)[:-5]
@@ -53,8 +55,10 @@ for f in files:
     except Exception:
         continue
     plan = {k: v for k, v in dev["profile"].items() if k not in ("name", "file", "descriptors")}
+    most_bound = int(re.search(r"binds (\d+) buffers", dev["profile"]["descriptors"]).group(1))
     rec = {k: dev.get(k) for k in CAPS}
-    rec.update({k: min(dev.get(k, 0), 32) for k in CAPPED})
+    rec.update({k: min(dev.get(k, 0), most_bound) for k in CAPPED})
+    rec.update({k: min(dev.get(k, 0), 1 << 30) for k in SIZES})
     key = json.dumps([plan, rec], sort_keys=True) if dedupe else b
     groups.setdefault(key, []).append(b)
 for i, (key, members) in enumerate(groups.items()):
