@@ -136,6 +136,7 @@ int device_type_rank(VkPhysicalDeviceType type) {
 
 std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback& on_validation,
                                               const Settings& settings) {
+  const auto profile = profile_of(settings);   // before the instance: a bad file leaks nothing
   MessageSink sink;
   sink.on_message = on_validation;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&sink);
@@ -148,7 +149,6 @@ std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback&
     vki.vkDestroyInstance(vki.instance, nullptr);
   };
   std::vector<PhysicalDeviceInfo> out;
-  const auto profile = profile_of(settings);
   try {
     if (inst.debug_utils) messenger = create_messenger(vki, &sink);
     uint32_t i = 0;

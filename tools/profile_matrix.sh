@@ -9,7 +9,8 @@
 #
 # --dedupe groups the profiles whose effective capabilities on this device are the same and runs each
 # group once, naming the profiles that share the run.  The record compared is the kernel plan `reach info`
-# prints plus the intersected capabilities (features, subgroups, sizes, shared memory, workgroup limits),
+# prints plus the intersected capabilities (features reach uses, subgroups, sizes, shared memory,
+# workgroup limits),
 # with two kinds of value capped where a larger one changes nothing reach does: descriptor counts at the
 # most buffers one pipeline binds (the attention decode's, from `reach info`), and the buffer and
 # allocation sizes at 1 GiB (the suites' models are a few hundred MB at most, and a binding spans at most
@@ -42,7 +43,9 @@ done
 groups=$(/usr/bin/python3 - "$out" "$dedupe" "$dir"/*.json <<'EOF'
 import json, os, re, sys
 out, dedupe, files = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
-CAPS = ["fp16_arithmetic", "storage_16bit", "storage_8bit", "integer_dot", "cooperative_matrix", "subgroup_size",
+# Not compared: shaderFloat16 and 8-bit storage, which reach uses for nothing but the cooperative-matrix
+# decision (cooperative_matrix, compared), and the device name.
+CAPS = ["storage_16bit", "integer_dot", "cooperative_matrix", "subgroup_size",
         "subgroup_min", "subgroup_max", "subgroup_arithmetic", "max_storage_buffer_range",
         "max_shared_memory", "max_workgroup_invocations", "api_version"]
 CAPPED = ["max_stage_storage_buffers", "max_stage_sampled", "max_stage_resources"]
