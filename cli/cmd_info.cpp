@@ -2,6 +2,7 @@
 // for it, and whether the Khronos validation layer is on (REACH_VALIDATION=1).
 #include <cstdio>
 #include <algorithm>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -94,6 +95,19 @@ std::vector<std::pair<std::string, std::string>> plan(const Capabilities& caps) 
                                             std::to_string(caps.subgroup_max) + ")"
                                       : " (not pinned: the width may vary " + std::to_string(caps.subgroup_min) + "-" +
                                             std::to_string(caps.subgroup_max) + ", kernels assume no fixed size)")});
+  const auto dims = [](const uint32_t v[3]) {
+    return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
+  };
+  out.push_back({"storage_alignment", std::to_string(caps.min_storage_buffer_offset_alignment) + " bytes"});
+  out.push_back({"texel_alignment", std::to_string(caps.min_texel_buffer_offset_alignment) + " bytes"});
+  out.push_back({"push_constants", std::to_string(caps.max_push_constants) + " bytes"});
+  out.push_back({"workgroup_size", dims(caps.max_workgroup_size) + ", " +
+                                       std::to_string(caps.max_workgroup_invocations) + " invocations"});
+  out.push_back({"workgroup_count", dims(caps.max_workgroup_count)});
+  out.push_back({"texel_elements", std::to_string(caps.max_texel_buffer_elements)});
+  std::string texel_formats;
+  for (size_t i = 0; i < std::size(caps.uniform_texel); ++i) texel_formats += caps.uniform_texel[i] ? '1' : '0';
+  out.push_back({"uniform_texel_formats", texel_formats + " (Capabilities::kTexelFormats)"});
   out.push_back({"weights", caps.storage_16bit ? "f16/bf16 stay 16-bit (storageBuffer16BitAccess)"
                                                : "converted to f32 (no storageBuffer16BitAccess)"});
   const Variants v = variants(caps);

@@ -11,10 +11,11 @@
 # group once, naming the profiles that share the run.  The record compared is the kernel plan `reach info`
 # prints plus the intersected capabilities (features reach uses, subgroups, sizes, shared memory,
 # workgroup limits),
-# with two kinds of value capped where a larger one changes nothing reach does: descriptor counts at the
-# most buffers one pipeline binds (the attention decode's, from `reach info`), and the buffer and
-# allocation sizes at 1 GiB (the suites' models are a few hundred MB at most, and a binding spans at most
-# maxStorageBufferRange, compared exactly).  `reach info --device-profile` runs for every profile either way.
+# with values capped where a larger one changes nothing reach does: descriptor counts at the most buffers
+# one pipeline binds (the attention decode's, from `reach info`), the buffer and allocation sizes at 1 GiB
+# (the suites' models are a few hundred MB at most, and a binding spans at most maxStorageBufferRange,
+# compared exactly), the dispatch grid at 65535 and texel elements at what one binding holds; of the
+# workgroup size only x (every kernel's workgroup is one-dimensional).  `reach info --device-profile` runs for every profile either way.
 # Needs a built ./build (ninja -C build cli/reach and the suites' test_* programs).  Exit status: 0 when
 # every run passed or was refused with a message naming the limit or feature the profile lacks (what
 # reach must do on such a device; the table says "refused"), 1 when a run failed otherwise.
@@ -57,11 +58,19 @@ for f in files:
         dev = json.load(open(os.path.join(out, b + ".json")))[0]
     except Exception:
         continue
-    plan = {k: v for k, v in dev["profile"].items() if k not in ("name", "file", "descriptors")}
-    most_bound = int(re.search(r"binds (\d+) buffers", dev["profile"]["descriptors"]).group(1))
+    prof = dev["profile"]
+    plan = {k: v for k, v in prof.items()
+            if k not in ("name", "file", "descriptors", "workgroup_count", "texel_elements", "workgroup_size")}
+    most_bound = int(re.search(r"binds (\d+) buffers", prof["descriptors"]).group(1))
     rec = {k: dev.get(k) for k in CAPS}
     rec.update({k: min(dev.get(k, 0), most_bound) for k in CAPPED})
     rec.update({k: min(dev.get(k, 0), 1 << 30) for k in SIZES})
+    # reach dispatches at most 65535 workgroups a dimension (kernels/binding.cpp row_grid), and a texel
+    # buffer spans at most one binding (maxStorageBufferRange) of 2-byte texels at the smallest.
+    rec["workgroup_count"] = [min(int(x), 65535) for x in prof["workgroup_count"].split("x")]
+    rec["texel_elements"] = min(int(prof["texel_elements"]), dev["max_storage_buffer_range"] // 2)
+    # Every kernel's workgroup is one-dimensional (local_size_x only): y and z change nothing.
+    rec["workgroup_size_x"] = prof["workgroup_size"].split("x")[0]
     key = json.dumps([plan, rec], sort_keys=True) if dedupe else b
     groups.setdefault(key, []).append(b)
 for i, (key, members) in enumerate(groups.items()):
