@@ -195,6 +195,10 @@ int cmd_info(const Args& args) {
                 VK_API_VERSION_MINOR(profile->api_version));
     if (const std::string why = profile_refusal(*profile); !why.empty()) std::printf("  refused: %s\n", why.c_str());
     print_plan("profile alone", profile_capabilities(*profile));
+    if (profile->cooperative_matrix())
+      std::printf("     %-24s the profile has VK_KHR_cooperative_matrix (cooperativeMatrix, shaderFloat16,\n"
+                  "     %-24s vulkanMemoryModel), but profiles list no matrix shapes, which reach needs to pick a tile\n",
+                  "cooperative_matrix", "");
   }
   auto devices = Device::list(validation, {}, settings);
   if (json) {
