@@ -51,11 +51,16 @@ class DecodeBatch {
     std::unique_ptr<CommandList> cmd;
   };
   CommandList& program(std::span<Session* const> sessions);
+  enum class Slot { q, out, k, v };
+  Act slot(Slot which, uint32_t row, uint32_t cols) const;   // a row's aligned copy in row_slots_
 
   Model& model_;
   uint32_t max_rows_ = 0;
   ForwardScratch fwd_;   // token ids, activations and logits of max_rows rows
   std::vector<float> logits_;
+  // > 0 where a row of q / k,v does not end at a binding offset: the bytes of one row's aligned slot.
+  uint64_t q_slot_ = 0, kv_slot_ = 0;
+  Buffer row_slots_;   // q_slot_ > 0: the rows' attention inputs and outputs at aligned offsets
   std::list<Program> programs_;   // most recently used first
 };
 
