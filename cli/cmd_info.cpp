@@ -76,15 +76,19 @@ std::vector<std::pair<std::string, std::string>> plan(const Capabilities& caps) 
   out.push_back({"decode", k.matvec_fused ? "fused mat-vec (binds up to " + std::to_string(fused) + " buffers)"
                                           : "unfused (the fused mat-vec binds " + std::to_string(fused) + " buffers; " +
                                                 std::to_string(caps.max_stage_storage_buffers) + " storage buffers per stage)"});
-  const uint32_t attn = spec::AttentionDecodeBindings::count;
+  // The fused attention decode binds them all (5 as texel buffers on CPU devices); where they do not fit,
+  // decode stores the new row, then attends with the unfused kernel's first bindings (kernels/attention.cpp).
+  const uint32_t attn = spec::AttentionDecodeBindings::count, attn_unfused = spec::AttentionDecodeBindings::B_SINK;
+  const bool attn_fits = attn <= caps.max_stage_storage_buffers && attn <= caps.max_stage_resources;
+  const bool attn_fits_tex = attn - 5 <= caps.max_stage_storage_buffers && 5 <= caps.max_stage_sampled &&
+                             attn <= caps.max_stage_resources;
+  const std::string attn_else = "kv_store, then the unfused decode's " + std::to_string(attn_unfused);
   out.push_back({"descriptors", std::to_string(caps.max_stage_storage_buffers) + " storage, " +
-                                    std::to_string(caps.max_stage_sampled) + " texel per stage; the attention decode binds " +
+                                    std::to_string(caps.max_stage_sampled) + " texel per stage; the fused attention decode binds " +
                                     std::to_string(attn) + " buffers" +
-                                    (attn > caps.max_stage_resources || attn > caps.max_stage_storage_buffers + caps.max_stage_sampled
-                                         ? " (more than the device allows: refused when its pipeline is made)"
-                                     : attn > caps.max_stage_storage_buffers
-                                         ? " (fits only where some are texel buffers: CPU devices; else refused)"
-                                         : "")});
+                                    (attn_fits        ? ""
+                                     : attn_fits_tex ? " (fits only where 5 are texel buffers: CPU devices; else " + attn_else + ")"
+                                                     : " (more than the device allows: " + attn_else + ")")});
   out.push_back({"max_binding", std::to_string(k.max_binding >> 20) + " MiB; a larger weight is split by rows into "
                                 "chunks of at most that (kernels/binding.cpp)"});
   const bool varies = caps.subgroup_min != caps.subgroup_max;
