@@ -57,7 +57,8 @@ const std::vector<const char*>& settings_variables() {
       "REACH_COOPMAT_XSPLIT", "REACH_MATVEC_WG", "REACH_MATVEC_ROWS",    "REACH_MATVEC_XSHARED",
       "REACH_GEMM_TILE",    "REACH_GEMM_TM",     "REACH_GEMM_TN",        "REACH_GEMM_BK",
       "REACH_PIPELINE_LOG", "REACH_TUNING_FILE", "REACH_VULKAN_LIBRARY", "REACH_FAULT",
-      "REACH_SUBMIT_MS",    "REACH_SUBMIT_LAYERS"};
+      "REACH_SUBMIT_MS",    "REACH_SUBMIT_LAYERS",
+      "REACH_DEVICE_PROFILE"};
   return names;
 }
 
@@ -87,6 +88,7 @@ Settings settings_from(const EnvLookup& env) {
   else s.tuning_file = ".reach-tuning.json";
 
   if (const char* v = value_of(env, "REACH_VULKAN_LIBRARY")) s.vulkan_library = v;
+  if (const char* v = value_of(env, "REACH_DEVICE_PROFILE")) s.device_profile = v;
 
   // REACH_FAULT=POINT:N:RESULT (a test hook): all three parts or nothing.
   if (const char* v = value_of(env, "REACH_FAULT")) {

@@ -70,6 +70,9 @@ struct Settings {
   // many of a pass's steps (the embedding, each layer, the head) per submission (REACH_SUBMIT_LAYERS; 0: no cap).
   uint32_t submit_ms = 500;
   uint32_t submit_layers = 0;
+  // A Vulkan Profiles JSON file (REACH_DEVICE_PROFILE): the device then uses only what both it and
+  // that profile allow (engine/device_profile.hpp).  "": the device as it is.
+  std::string device_profile;
   // One line per variable whose value was not taken, naming it, the value and why
   // ("REACH_MATVEC_WG='abc' ignored: not a whole number from 1 to 4096").  The edge reports them.
   std::vector<std::string> ignored;

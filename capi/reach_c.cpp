@@ -257,6 +257,7 @@ reach_status reach_device_create(const reach_device_params* params, reach_device
     o.validation = p.validation != 0;
     o.low_priority = p.low_priority != 0;
     if (p.pipeline_cache_dir) o.pipeline_cache_dir = p.pipeline_cache_dir;
+    if (p.device_profile) o.settings.device_profile = p.device_profile;
     o.on_validation = validation_to_log();
     auto d = std::make_unique<reach_device>();
     d->dev = Device::create(o);

@@ -40,6 +40,7 @@ void usage(FILE* out) {
                "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n"
                "  REACH_VULKAN_LIBRARY=F  the Vulkan loader to open (default libvulkan.so.1)\n"
                "  REACH_FAULT=P:N:R       test hook: the Nth submit|wait|alloc fails with R (device_lost, ...)\n"
+               "  REACH_DEVICE_PROFILE=F  a Vulkan Profiles JSON file: use only what it and the device allow\n"
                "  REACH_COOPMAT=0|1|quant prefill GEMMs without cooperative matrices, with them for float weights\n"
                "                          and on a CPU device too, or for the block types on any device\n"
                "                          (`reach info` lists the variant; default: block types on GPUs)\n"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/device_profile.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/vk_check.hpp"
 #include "engine/vk_loader.hpp"
@@ -108,6 +109,15 @@ std::string lower(std::string s) {
   return s;
 }
 
+// settings.device_profile (REACH_DEVICE_PROFILE): read once per call, refused with its reason, or
+// nullptr when none is named.
+std::unique_ptr<DeviceProfile> profile_of(const Settings& settings) {
+  if (settings.device_profile.empty()) return nullptr;
+  auto p = std::make_unique<DeviceProfile>(load_device_profile(settings.device_profile));
+  if (const std::string why = profile_refusal(*p); !why.empty()) throw Error(ErrorCode::unsupported, why);
+  return p;
+}
+
 }  // namespace
 
 bool validation_layer_installed(const Settings& settings) {
@@ -126,6 +136,7 @@ int device_type_rank(VkPhysicalDeviceType type) {
 
 std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback& on_validation,
                                               const Settings& settings) {
+  const auto profile = profile_of(settings);   // before the instance: a bad file leaks nothing
   MessageSink sink;
   sink.on_message = on_validation;
   const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(&sink);
@@ -142,6 +153,8 @@ std::vector<PhysicalDeviceInfo> Device::list(bool validation, const LogCallback&
     if (inst.debug_utils) messenger = create_messenger(vki, &sink);
     uint32_t i = 0;
     for (VkPhysicalDevice d : physical_devices(vki)) out.push_back({i++, d, query_capabilities(vki, d)});
+    if (profile)
+      for (auto& o : out) o.caps = apply_profile(o.caps, *profile);
   } catch (...) {
     destroy_instance();
     throw;
@@ -249,6 +262,8 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   if (dev->caps_.api_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::unsupported, dev->caps_.device_name + " supports Vulkan " + dev->caps_.api_version_string() +
                                             "; reach needs 1.2: update the driver");
+  // A device profile narrows what reach uses, and so the features enabled below.
+  if (const auto profile = profile_of(options.settings)) dev->caps_ = apply_profile(dev->caps_, *profile);
 
   uint32_t qn = 0;
   vki.vkGetPhysicalDeviceQueueFamilyProperties(dev->phys_, &qn, nullptr);
@@ -370,6 +385,7 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
                                   h.cooperative_matrix_enabled;
   dev->caps_.storage_8bit = false;
   dev->caps_.int8_arithmetic = false;
+  if (const auto profile = profile_of(h.settings)) dev->caps_ = apply_profile(dev->caps_, *profile);
   dev->settings_ = h.settings;
   dev->pipeline_cache_dir_ = h.pipeline_cache_dir.empty() ? h.settings.pipeline_cache_dir : h.pipeline_cache_dir;
   dev->init_common();

@@ -195,7 +195,15 @@ typedef struct reach_device_params {
    * to open instead of the system's).  Read once, when the device is made; a value
    * reach does not take is reported to the log (REACH_LOG_WARN) with the reason. */
   int32_t use_environment;
-  uint32_t reserved[15];
+  /* ---- device profile (took reserved[0..]: reserved0 keeps the pointer aligned alike on 32- and 64-bit
+   * targets, and reserved shrinks by what the pointer takes, so the struct's size is unchanged; a caller
+   * built against an older header passes zeros) ---- */
+  uint32_t reserved0;
+  /* A Vulkan Profiles JSON file (README, "Device profiles"): the device uses only what both the profile and
+   * the real device allow.  NULL: none, or with use_environment REACH_DEVICE_PROFILE.  A file that cannot be
+   * read or is malformed fails reach_device_create (REACH_ERROR_IO / REACH_ERROR_FORMAT, naming the key). */
+  const char* device_profile;
+  uint32_t reserved[(56 - sizeof(const char*)) / 4];
 } reach_device_params;
 
 REACH_API reach_device_params reach_device_default_params(void);

@@ -55,6 +55,11 @@ using CacheBindings = spec::AttentionPrefillBindings;
 static_assert(same_cache_bindings<CacheBindings, spec::AttentionDecodeBindings>() &&
               same_cache_bindings<CacheBindings, spec::AttentionDecodeLanesBindings>());
 static_assert(spec::AttentionDecodeBindings::B_PART == spec::AttentionDecodeLanesBindings::B_PART);
+// The unfused decode's split pass (the *_unfused kernels) binds the first 8 only: the fused step's
+// bindings, from SINK on, are left out of its layout.
+constexpr uint32_t kUnfusedDecodeBindings = spec::AttentionDecodeBindings::B_SINK;
+static_assert(spec::AttentionDecodeBindings::B_PART < kUnfusedDecodeBindings &&
+              CacheBindings::B_KROT < kUnfusedDecodeBindings && spec::AttentionDecodeBindings::B_KNEW > kUnfusedDecodeBindings);
 
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
 [[noreturn]] void unsupported(const std::string& what) { throw Error(ErrorCode::unsupported, "attention: " + what); }
@@ -496,7 +501,12 @@ bool Attention::fused_decode_supported(const AttentionSpec& spec, const LayerCac
   if (cache.ring && spec.window < 2) return false;
   const auto chunks = head_chunks(spec, cache.rows(spec), max_binding(device_.caps()),
                                   device_.caps().min_storage_buffer_offset_alignment);
-  return chunks.size() == 1;
+  // The fused kernel binds all 18 (5 of them texel buffers in the texel variant): where the device allows
+  // fewer per stage (Android's 12 storage buffers), kv_store + decode's 8-binding split pass serve instead.
+  const Capabilities& caps = device_.caps();
+  const uint32_t all = spec::AttentionDecodeBindings::count, texels = tuning_.texel == 2 ? 5 : 0;
+  return chunks.size() == 1 && all - texels <= caps.max_stage_storage_buffers && texels <= caps.max_stage_sampled &&
+         all <= caps.max_stage_resources;
 }
 
 void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
@@ -561,12 +571,16 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   sc.fused = fused;
   sc.qk_rms = qk_rms;
   using B = spec::AttentionDecodeBindings;   // attention_decode_lanes: the same (static_assert above)
-  PipelineDesc desc{ShaderId::attention_decode, B::count, sizeof(AttnPush), sc.constants()};
+  PipelineDesc desc{ShaderId::attention_decode, fused ? B::count : kUnfusedDecodeBindings, sizeof(AttnPush),
+                    sc.constants()};
   if (lanes) {
     desc.required_subgroup = d.wg;   // lanes_decode_supported: the width is fixed
-    select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
-  } else {
+    if (fused) select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
+    else select_variant(desc, ShaderId::attention_decode_lanes_unfused, ShaderId::attention_decode_lanes_unfused_tex);
+  } else if (fused) {
     select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
+  } else {
+    select_variant(desc, ShaderId::attention_decode_unfused, ShaderId::attention_decode_unfused_tex);
   }
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache);
@@ -589,30 +603,29 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
     const BufferRange kc = cache.k->range(hc.first * slab, hc.count * slab);
     const BufferRange vc = cache.v->range(hc.first * slab, hc.count * slab);
     const BufferRange krc = kr->range(hc.first * slab, hc.count * slab);
-    // The fused kernel's own bindings; placeholders (never read) for the unfused one.
+    // The fused kernel's own bindings; the unfused kernel's layout stops before them.
     const BufferRange kn = fused ? BufferRange{k_new->buffer->handle(), k_new->offset, uint64_t(kvd) * 4} : step;
     const BufferRange vn = fused ? BufferRange{v_new->buffer->handle(), v_new->offset, uint64_t(kvd) * 4} : step;
-    cmd.dispatch(p,
-                 spec::bound<B>({{B::B_STEP, step},
-                                 {B::B_Q, q1},
-                                 {B::B_KCACHE, kc},
-                                 {B::B_VCACHE, vc},
-                                 {B::B_TAB1, r1},
-                                 {B::B_TAB2, r2},
-                                 {B::B_PART, part},
-                                 {B::B_KROT, krc},
-                                 {B::B_SINK, fused ? sk : step},
-                                 {B::B_KNEW, kn},
-                                 {B::B_VNEW, vn},
-                                 {B::B_OUT, fused ? o1 : step},
-                                 {B::B_KSTORE, fused ? kc : step},
-                                 {B::B_VSTORE, fused ? vc : step},
-                                 {B::B_KRSTORE, fused ? krc : step},
-                                 {B::B_COUNT, fused ? counters : step},
-                                 {B::B_QNORM, qk_rms ? qk_norm.q : step},
-                                 {B::B_KNORM, qk_rms ? qk_norm.k : step}}),
-                 &push, sizeof push, d.n_splits, hc.count * d.nhc, 1,
-                 lanes ? "attention_decode_lanes" : "attention_decode");
+    const auto bound = spec::bound<B>({{B::B_STEP, step},
+                                       {B::B_Q, q1},
+                                       {B::B_KCACHE, kc},
+                                       {B::B_VCACHE, vc},
+                                       {B::B_TAB1, r1},
+                                       {B::B_TAB2, r2},
+                                       {B::B_PART, part},
+                                       {B::B_KROT, krc},
+                                       {B::B_SINK, fused ? sk : step},
+                                       {B::B_KNEW, kn},
+                                       {B::B_VNEW, vn},
+                                       {B::B_OUT, fused ? o1 : step},
+                                       {B::B_KSTORE, fused ? kc : step},
+                                       {B::B_VSTORE, fused ? vc : step},
+                                       {B::B_KRSTORE, fused ? krc : step},
+                                       {B::B_COUNT, fused ? counters : step},
+                                       {B::B_QNORM, qk_rms ? qk_norm.q : step},
+                                       {B::B_KNORM, qk_rms ? qk_norm.k : step}});
+    cmd.dispatch(p, std::span<const BufferRange>(bound.data(), desc.buffers), &push, sizeof push, d.n_splits,
+                 hc.count * d.nhc, 1, lanes ? "attention_decode_lanes" : "attention_decode");
   }
   if (fused) return;
   cmd.barrier();

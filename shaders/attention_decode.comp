@@ -47,7 +47,14 @@ layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
 #define VC(i) vc[i]
 #endif
 layout(binding = B_PART) coherent buffer Part { float part[]; };
-// FUSED (attention_decode_fused.glsl); placeholders otherwise.
+// FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
+// kernels, FUSED false): bindings 0-7 only, so the split pass fits a device with few descriptors per
+// stage (Android's 12 storage buffers); the fused step's buffers become stand-ins it never touches.
+#ifdef DECODE_UNFUSED
+float sink_logit[1];
+vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
+shared uint counter[1];   // atomicAdd needs a buffer or shared variable
+#else
 layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
 layout(binding = B_KNEW) readonly buffer KN { vec4 k_new[]; };
 layout(binding = B_VNEW) readonly buffer VN { vec4 v_new[]; };
@@ -58,6 +65,7 @@ layout(binding = B_KRSTORE) writeonly buffer KRS { vec4 krstore[]; };
 layout(binding = B_COUNT) coherent buffer Count { uint counter[]; };
 layout(binding = B_QNORM) readonly buffer QNW { vec4 qnorm_w[]; };
 layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
+#endif
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_merge.glsl"

@@ -5,14 +5,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "base/error.hpp"
+#include "engine/device.hpp"
+#include "engine/memory.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
@@ -120,6 +124,65 @@ TEST_CASE("decode batch: each row equals its sequence decoded alone, and the Num
     const size_t last = ids[s].size() - 1;
     CAPTURE(s);
     CHECK(max_err_rel(batched[s]->logits(), std::span<const float>(&ref.logits[last * kVocab], kVocab)) <= 1e-3);
+  }
+}
+
+TEST_CASE("decode batch under Android 15's limits: rows off the 256-byte binding alignment equal decode alone") {
+  // The profile leaves minStorageBufferOffsetAlignment unstated (the specification's 256 bytes) and allows
+  // 12 storage buffers per stage: this model's rows of k / v (128 bytes) start off it, so each row's
+  // attention goes through aligned copies, and decode takes the unfused attention kernels.
+  DeviceOptions o;
+  o.settings = settings_from(std::getenv);
+  o.settings.device_profile = "tests/data/device-profiles/VP_ANDROID_15_minimums.json";
+  o.pipeline_cache_dir = "-";
+  o.validation = validation_wanted();
+  o.on_validation = on_validation_message;
+  auto dev = Device::create(o);
+  REQUIRE(dev->caps().min_storage_buffer_offset_alignment == 256);
+  REQUIRE(dev->caps().max_stage_storage_buffers <= 12);
+  {
+    Allocator alloc(*dev);
+    auto dir = tiny_model(kF32);
+    LoadOptions lo;
+    lo.require_tokenizer = false;
+    auto model = Model::load(*dev, alloc, dir, lo);
+    constexpr size_t kSeqs = 3, kSteps = 4;
+    const size_t prompt_len[kSeqs] = {5, 12, 2};
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::unique_ptr<Session>> batched, alone;
+    for (size_t s = 0; s < kSeqs; ++s) {
+      ids.push_back(random_ids(prompt_len[s] + kSteps, kVocab, 200 + uint32_t(s)));
+      batched.push_back(std::make_unique<Session>(*model, opts(32)));
+      alone.push_back(std::make_unique<Session>(*model, opts(32)));
+      batched[s]->prefill(std::span<const int32_t>(ids[s].data(), prompt_len[s]));
+      alone[s]->prefill(std::span<const int32_t>(ids[s].data(), prompt_len[s]));
+    }
+    DecodeBatch batch(*model, 4);
+    for (size_t step = 0; step < kSteps; ++step) {
+      std::vector<Session*> rows;
+      std::vector<int32_t> toks;
+      for (size_t s = 0; s < kSeqs; ++s) {   // the row order changes each step
+        const size_t k = (s + step) % kSeqs;
+        rows.push_back(batched[k].get());
+        toks.push_back(ids[k][prompt_len[k] + step]);
+      }
+      batch.step(rows, toks);
+      for (size_t r = 0; r < kSeqs; ++r) {
+        const size_t k = (r + step) % kSeqs;
+        alone[k]->decode(toks[r]);
+        CAPTURE(step);
+        CAPTURE(k);
+        CHECK(max_err_rel(batched[k]->logits(), alone[k]->logits()) <= kBatchTol);
+        CHECK(argmax(batched[k]->logits()) == argmax(alone[k]->logits()));
+      }
+    }
+    for (size_t s = 0; s < kSeqs; ++s) {
+      auto ref = reference_forward(dir, ids[s]);
+      const size_t last = ids[s].size() - 1;
+      CAPTURE(s);
+      CHECK(max_err_rel(batched[s]->logits(), std::span<const float>(&ref.logits[last * kVocab], kVocab)) <= 1e-3);
+      CHECK(max_err_rel(alone[s]->logits(), std::span<const float>(&ref.logits[last * kVocab], kVocab)) <= 1e-3);
+    }
   }
 }
 

@@ -93,6 +93,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.pipeline_cache_dir.empty());   // no HOME: no cache folder
   CHECK(s.tuning_file == ".reach-tuning.json");
   CHECK(s.vulkan_library.empty());
+  CHECK(s.device_profile.empty());
   CHECK(s.kernels.matvec_wg == 0);
   CHECK(s.kernels.matvec_rows == 0);
   CHECK_FALSE(s.kernels.matvec_xshared.has_value());
@@ -102,7 +103,7 @@ TEST_CASE("settings_from: nothing set gives the defaults, and it asks for exactl
   CHECK(s.ignored.empty());
 
   std::set<std::string> want(settings_variables().begin(), settings_variables().end());
-  CHECK(want.size() == 18);
+  CHECK(want.size() == 19);
   want.insert("XDG_CACHE_HOME");
   want.insert("HOME");
   CHECK(asked == want);
@@ -135,6 +136,11 @@ TEST_CASE("settings_from: the cache folders follow REACH_CACHE_DIR / REACH_TUNIN
   // Empty counts as unset.
   CHECK(parse({{"HOME", "/home/u"}, {"REACH_CACHE_DIR", ""}}).pipeline_cache_dir == "/home/u/.cache/reach");
   CHECK(s.ignored.empty());
+}
+
+TEST_CASE("settings_from: REACH_DEVICE_PROFILE names the profile file, empty counts as unset") {
+  CHECK(parse({{"REACH_DEVICE_PROFILE", "/p/m1.json"}}).device_profile == "/p/m1.json");
+  CHECK(parse({{"REACH_DEVICE_PROFILE", ""}}).device_profile.empty());
 }
 
 TEST_CASE("settings_from: REACH_DEVICE, REACH_VALIDATION, REACH_PIPELINE_LOG") {
@@ -256,8 +262,11 @@ struct Logged {
 }  // namespace
 
 TEST_CASE("C API: use_environment is the opt-in; the default reads no variable") {
-  // The field took reserved[0]: the struct's size and the other fields' offsets are what they were.
-  CHECK(offsetof(reach_device_params, reserved) == offsetof(reach_device_params, use_environment) + 4);
+  // use_environment took reserved[0], device_profile the words after it: the struct's size and the
+  // other fields' offsets are what they were.
+  CHECK(offsetof(reach_device_params, reserved0) == offsetof(reach_device_params, use_environment) + 4);
+  CHECK(offsetof(reach_device_params, device_profile) % alignof(const char*) == 0);
+  CHECK(offsetof(reach_device_params, reserved) == offsetof(reach_device_params, device_profile) + sizeof(const char*));
   CHECK(sizeof(reach_device_params) ==
         (offsetof(reach_device_params, use_environment) + 16 * 4 + alignof(reach_device_params) - 1) /
             alignof(reach_device_params) * alignof(reach_device_params));
@@ -279,6 +288,29 @@ TEST_CASE("C API: use_environment is the opt-in; the default reads no variable")
   CHECK(dev == nullptr);
   // A field the host sets still wins over the environment.
   dp.index = 0;
+  REQUIRE(reach_device_create(&dp, &dev) == REACH_OK);
+  REQUIRE(reach_device_free(dev) == REACH_OK);
+}
+
+TEST_CASE("C API: device_profile applies a profile; a malformed one fails creation naming the key") {
+  reach_device_params dp = reach_device_default_params();
+  CHECK(dp.device_profile == nullptr);
+  dp.device_profile = "tests/data/device-profiles/VP_ANDROID_15_minimums.json";
+  reach_device* dev = nullptr;
+  REQUIRE(reach_device_create(&dp, &dev) == REACH_OK);
+  REQUIRE(reach_device_free(dev) == REACH_OK);
+  dev = nullptr;
+  dp.device_profile = "tests/data/device-profiles/README.md";   // not JSON
+  CHECK(reach_device_create(&dp, &dev) == REACH_ERROR_FORMAT);
+  CHECK(std::string(reach_last_error()).find("README.md: not JSON") != std::string::npos);
+  CHECK(dev == nullptr);
+  // With use_environment, REACH_DEVICE_PROFILE is read; the field, when set, wins.
+  ScopedEnv env(Env{{"REACH_DEVICE_PROFILE", "tests/data/device-profiles/no-such.json"}});
+  dp.use_environment = 1;
+  dp.device_profile = nullptr;
+  CHECK(reach_device_create(&dp, &dev) == REACH_ERROR_IO);
+  CHECK(std::string(reach_last_error()).find("no-such.json") != std::string::npos);
+  dp.device_profile = "tests/data/device-profiles/VP_KHR_roadmap.json";
   REQUIRE(reach_device_create(&dp, &dev) == REACH_OK);
   REQUIRE(reach_device_free(dev) == REACH_OK);
 }

@@ -3,8 +3,8 @@
 
   * each kernel name (ShaderId) in shaders/meson.build (its rows, and the
     variants it generates from its weight_kernels / storage_kernels tables) is
-    its source file's stem, or the stem plus a variant suffix ([_tex | _xtex]
-    then [_f32 | _f16 | _bf16]), and every shaders/*.comp is listed;
+    its source file's stem, or the stem plus a variant suffix ([_unfused] then
+    [_tex | _xtex] then [_f32 | _f16 | _bf16]), and every shaders/*.comp is listed;
   * each stem starts with its family (linear_, norm_, elementwise_, embed,
     attention_, moe_), has its contract list shaders/spec/<stem>.h, which the
     shader includes, and is named in kernels/<family>*.cpp as ShaderId::<stem>...;
@@ -27,7 +27,7 @@ import sys
 
 FAMILIES = ('linear_', 'norm_', 'elementwise_', 'embed', 'attention_', 'moe_')
 INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp', 'quant_binding.cpp'}
-VARIANT = re.compile(r'(_(tex|xtex))?(_(f32|f16|bf16))?')
+VARIANT = re.compile(r'(_unfused)?(_(tex|xtex))?(_(f32|f16|bf16))?')
 # Stems an Attention method records besides its own.
 SUBKERNELS = {'attention_decode_lanes': 'decode', 'attention_combine': 'decode'}
 

@@ -193,6 +193,14 @@ case $rc in
 esac
 stage_end coopmat "$note"
 
+# Device profiles (tests/data/device-profiles): `reach info --device-profile` for all 13, and the families
+# suite once per distinct effective record on this device (tools/profile_matrix.sh --dedupe says which
+# profiles share a run).  The full profile x suite matrix: tools/profile_matrix.sh.
+stage_begin profiles "reach info under 13 device profiles, families once per distinct plan (tools/profile_matrix.sh --dedupe families)" 150
+bash tools/profile_matrix.sh --dedupe families >build/profile_matrix.log 2>&1 || status=1
+tail -n 16 build/profile_matrix.log
+stage_end profiles
+
 # The background job (sanitizer build and suites, fuzz build) may still be running;
 # then the fuzz runs: one core per target, so two at a time with nothing else beside
 # them (each target gets a whole core for its 10 s).

@@ -23,19 +23,30 @@ DecodeBatch::DecodeBatch(Model& model, uint32_t max_rows) : model_(model), max_r
   const ModelConfig& c = model.config();
   const uint64_t d = uint64_t(c.head_dim), qd = uint64_t(c.n_heads) * d, kvd = uint64_t(c.n_kv_heads) * d,
                  n = max_rows;
-  // Each row's attention binds its q / k / v / out row at an offset: rows must start aligned.
+  // Each row's attention binds its q / k / v / out row at an offset. Where rows do not start at binding
+  // offsets (minStorageBufferOffsetAlignment above a row's bytes: 256 on Android), each row's attention
+  // works on copies in slots that do: q, k, v copied in, out copied back.
   const uint64_t align = std::max<uint64_t>(model.device().caps().min_storage_buffer_offset_alignment, 1);
-  if ((qd * 4) % align || (kvd * 4) % align)
-    throw Error(ErrorCode::unsupported,
-                "batched decoding binds one row of q (" + std::to_string(qd * 4) + " bytes) and k/v (" +
-                    std::to_string(kvd * 4) + " bytes) per sequence, but this device aligns bindings to " +
-                    std::to_string(align) + " bytes: run one sequence at a time (--parallel 1)");
+  if ((qd * 4) % align || (kvd * 4) % align) {
+    q_slot_ = (qd * 4 + align - 1) / align * align;
+    kv_slot_ = (kvd * 4 + align - 1) / align * align;
+  }
   Allocator& A = model.allocator();
-  A.require(Arena::scratch, ForwardScratch::activation_bytes(c, n),
+  const uint64_t slot_bytes = n * 2 * (q_slot_ + kv_slot_);
+  A.require(Arena::scratch, ForwardScratch::activation_bytes(c, n) + slot_bytes,
             "activations for a decode batch of " + std::to_string(n) + " sequences", "use fewer parallel sequences");
   A.require(Arena::readback, ForwardScratch::logits_bytes(c, n),
             "the logits of a decode batch of " + std::to_string(n) + " sequences", "use fewer parallel sequences");
   fwd_ = ForwardScratch::allocate(A, c, n, "batch ");
+  if (slot_bytes) row_slots_ = A.allocate(Arena::scratch, slot_bytes, "batch rows' aligned q, k, v and out");
+}
+
+Act DecodeBatch::slot(Slot which, uint32_t row, uint32_t cols) const {
+  // Slots in order: every row's q, then out, then k, then v.
+  const uint64_t n = max_rows_;
+  const uint64_t base[] = {0, n * q_slot_, 2 * n * q_slot_, 2 * n * q_slot_ + n * kv_slot_};
+  const uint64_t stride = which == Slot::q || which == Slot::out ? q_slot_ : kv_slot_;
+  return Act{&row_slots_, base[int(which)] + row * stride, 1, cols};
 }
 
 void DecodeBatch::check(std::span<Session* const> sessions, std::span<const int32_t> ids) const {
@@ -99,17 +110,35 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   // Row i belongs to sessions[i]: its new k/v go to that session's cache, its q attends over it.
-  attention.store = [&](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+  auto row = [](const Act& a, uint32_t i) { return Act{a.buffer, a.offset + uint64_t(i) * a.cols * 4, 1, a.cols}; };
+  const bool slots = q_slot_ != 0;
+  auto copy_row = [](CommandList& cmd, const Act& from, const Act& to) { cmd.copy(from.range(), to.range()); };
+  attention.store = [&, row, slots, copy_row](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+    if (slots) {
+      for (uint32_t i = 0; i < n; ++i) {
+        copy_row(cmd, row(k, i), slot(Slot::k, i, k.cols));
+        copy_row(cmd, row(v, i), slot(Slot::v, i, v.cols));
+      }
+      cmd.barrier();
+    }
     for (uint32_t i = 0; i < n; ++i)
-      sessions[i]->record_store_kv(cmd, l, Act{k.buffer, k.offset + uint64_t(i) * k.cols * 4, 1, k.cols},
-                                   Act{v.buffer, v.offset + uint64_t(i) * v.cols * 4, 1, v.cols});
+      sessions[i]->record_store_kv(cmd, l, slots ? slot(Slot::k, i, k.cols) : row(k, i),
+                                   slots ? slot(Slot::v, i, v.cols) : row(v, i));
   };
-  attention.attend = [&](CommandList& cmd, size_t l, const Act& q, const Act& o) {
+  attention.attend = [&, row, slots, copy_row](CommandList& cmd, size_t l, const Act& q, const Act& o) {
+    if (slots) {
+      for (uint32_t i = 0; i < n; ++i) copy_row(cmd, row(q, i), slot(Slot::q, i, q.cols));
+      cmd.barrier();
+    }
     for (uint32_t i = 0; i < n; ++i)
-      sessions[i]->record_attend(cmd, l, Act{q.buffer, q.offset + uint64_t(i) * q.cols * 4, 1, q.cols},
-                                 Act{o.buffer, o.offset + uint64_t(i) * o.cols * 4, 1, o.cols}, 1);
+      sessions[i]->record_attend(cmd, l, slots ? slot(Slot::q, i, q.cols) : row(q, i),
+                                 slots ? slot(Slot::out, i, o.cols) : row(o, i), 1);
+    if (slots) {   // record_forward's barrier after attend covers these copies
+      cmd.barrier();
+      for (uint32_t i = 0; i < n; ++i) copy_row(cmd, slot(Slot::out, i, o.cols), row(o, i));
+    }
   };
-  if (sessions[0]->options().fused_decode) {
+  if (sessions[0]->options().fused_decode && !slots) {   // the fused step binds the rows themselves
     attention.can_store_attend = [&](size_t l) {
       for (Session* s : sessions)
         if (!s->can_store_attend(l)) return false;

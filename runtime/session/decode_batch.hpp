@@ -57,11 +57,16 @@ class DecodeBatch {
   ForwardCounts record(CommandList& cmd, const std::vector<Session*>& sessions, ForwardSteps steps);
   // Each step's estimated cost with every row at its session's position (at_capacity: at its capacity).
   std::vector<double> step_costs(std::span<Session* const> sessions, bool at_capacity) const;
+  enum class Slot { q, out, k, v };
+  Act slot(Slot which, uint32_t row, uint32_t cols) const;   // a row's aligned copy in row_slots_
 
   Model& model_;
   uint32_t max_rows_ = 0;
   ForwardScratch fwd_;   // token ids, activations and logits of max_rows rows
   std::vector<float> logits_;
+  // > 0 where a row of q / k,v does not end at a binding offset: the bytes of one row's aligned slot.
+  uint64_t q_slot_ = 0, kv_slot_ = 0;
+  Buffer row_slots_;   // q_slot_ > 0: the rows' attention inputs and outputs at aligned offsets
   std::list<Program> programs_;   // most recently used first
   // ns per cost unit the programs measured last (a new program starts from it); 0: none yet.
   double scale_ = 0;

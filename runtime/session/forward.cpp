@@ -298,13 +298,16 @@ struct LayerRecorder {
   void mlp_residual_fused(const LayerWeights& w) {
     const MatvecInput in = pre_norm(w.mlp_norm);
     const bool one_row = n == 1;
-    const Act gate = g, up = one_row ? Act{g.buffer, uint64_t(I) * 4, 1, I} : u;
+    // [gate | up] side by side only where down reads them so: the elementwise pass binds up, which at I
+    // floats in would miss a 256-byte minStorageBufferOffsetAlignment.
+    const bool side_by_side = one_row && !w.post_mlp_norm;
+    const Act gate = g, up = side_by_side ? Act{g.buffer, uint64_t(I) * 4, 1, I} : u;
     const MatvecOutput gu[] = {{w.gate, gate, {}, false}, {w.up, up, {}, false}};
     K.linear_matvec_fused(cmd, x, in, gu);
     cmd.barrier();
     const GateActivation act =
         c.activation == Activation::gelu_tanh ? GateActivation::gelu_tanh : GateActivation::silu;
-    if (w.post_mlp_norm || !one_row) {
+    if (!side_by_side) {
       if (act == GateActivation::gelu_tanh) K.elementwise_gelu_tanh_mul(cmd, gate.range(), up.range(), gate.range(), n * I);
       else K.elementwise_silu_mul(cmd, gate.range(), up.range(), gate.range(), n * I);
       cmd.barrier();
@@ -404,9 +407,15 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
   const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
   if (steps.first > head_step || steps.end <= head_step) return counts;
   // Only the rows whose logits are wanted go through the final norm and lm_head.
+  // The norm starts at the last row at or before them whose offset is a binding offset (norm_rms binds x
+  // at it; minStorageBufferOffsetAlignment may be 256 bytes), lm_head reads h from the wanted rows on.
   const uint32_t rows = logits_rows;
-  Act xr{b.x, uint64_t(n - rows) * H * 4, rows, H}, hr{b.h, 0, rows, H}, lg{b.logits, 0, rows, V};
-  K.norm_rms(cmd, xr, model.final_norm().range(), hr, R.eps);
+  const uint64_t align = std::max<uint64_t>(model.device().caps().min_storage_buffer_offset_alignment, 1);
+  uint32_t r0 = n - rows;
+  while (r0 > 0 && uint64_t(r0) * H * 4 % align) --r0;
+  Act xr{b.x, uint64_t(r0) * H * 4, n - r0, H}, hn{b.h, 0, n - r0, H};
+  Act hr{b.h, uint64_t(n - rows - r0) * H * 4, rows, H}, lg{b.logits, 0, rows, V};
+  K.norm_rms(cmd, xr, model.final_norm().range(), hn, R.eps);
   cmd.barrier();
   K.linear(cmd, hr, model.lm_head(), lg);
   if (c.final_softcap > 0) {   // Gemma 2: cap * tanh(logit / cap)

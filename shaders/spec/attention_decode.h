@@ -13,7 +13,7 @@ SPEC_BOOL(8, QKRMS, qk_rms, false)     // FUSED: per-head RMSNorm of q and of th
 // Bindings.
 #include "attention_cache_bindings.h"
 BINDING(6, PART)     // per-split partials (attention_combine.comp reads them)
-// FUSED only (the unfused kernel gets placeholders; SINK above too):
+// FUSED only (SINK above too; the *_unfused kernels leave them out of their layout):
 BINDING(9, KNEW)     // the new token's keys [n_kv_heads * head_dim] (the qkv output)
 BINDING(10, VNEW)    // the new token's values
 BINDING(11, OUT)     // output row [n_heads * head_dim]
