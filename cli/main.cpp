@@ -39,6 +39,8 @@ void usage(FILE* out) {
                "  REACH_PIPELINE_LOG=1    print each pipeline's creation time\n"
                "  REACH_TUNING_FILE=FILE  where reach tune keeps its choices (default ~/.cache/reach/tuning.json)\n"
                "  REACH_VULKAN_LIBRARY=F  the Vulkan loader to open (default libvulkan.so.1)\n"
+               "  REACH_SUBMIT_MS=N       GPU time one submission of a forward pass aims to stay under (500; 0: none)\n"
+               "  REACH_SUBMIT_LAYERS=N   at most N steps of a forward pass per submission (0: no cap)\n"
                "  REACH_FAULT=P:N:R       test hook: the Nth submit|wait|alloc fails with R (device_lost, ...)\n"
                "  REACH_DEVICE_PROFILE=F  a Vulkan Profiles JSON file: use only what it and the device allow\n"
                "  REACH_COOPMAT=0|1|quant prefill GEMMs without cooperative matrices, with them for float weights\n"
