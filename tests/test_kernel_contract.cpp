@@ -40,9 +40,13 @@ std::set<std::string> shader_stems() {
 
 bool is_variant(std::string_view suffix) {
   if (suffix.empty()) return true;
-  for (std::string_view access : {"", "_tex", "_xtex"})
-    for (std::string_view type : {"", "_f32", "_f16", "_bf16"})
-      if (!(access.empty() && type.empty()) && suffix == std::string(access) + std::string(type)) return true;
+  // [_unfused] then [_tex | _xtex] then [_f32 | _f16 | _bf16], as tools/check_kernel_names.py reads them.
+  for (std::string_view form : {"", "_unfused"})
+    for (std::string_view access : {"", "_tex", "_xtex"})
+      for (std::string_view type : {"", "_f32", "_f16", "_bf16"})
+        if (!(form.empty() && access.empty() && type.empty()) &&
+            suffix == std::string(form) + std::string(access) + std::string(type))
+          return true;
   return false;
 }
 
