@@ -10,7 +10,9 @@
 #           openai (tests/python/test_serve.py drives `reach serve` with the OpenAI client) and
 #           prometheus_client (tests/python/test_serve_hostile.py parses GET /metrics with it)
 #           from PyPI into the Python venv of tools/venv.sh (${REACH_VENV:-~/.cache/reach/venv}),
-#           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set).
+#           whose bin/ the test suites put first on PATH (or into $REACH_PYTHON when set);
+#           and Mono's mcs + mono (mono-devel: 46 MB to download, 205 MB installed) for the C# binding's
+#           suite (tests/csharp)
 #   --no-build  install only (tools/run_tests.sh fetches the models while a second call builds)
 #   --wine  also MinGW-w64 g++ (posix threads) for the Windows build and wine64 + xvfb to run it
 #           (tools/wine_check.sh, the Windows stage of tools/run_tests.sh); about 180 MB to
@@ -38,7 +40,8 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ $test_tools = 1 ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2
-             spirv-cross)   # the msl suite: every kernel translates to Metal as MoltenVK does
+             spirv-cross    # the msl suite: every kernel translates to Metal as MoltenVK does
+             mono-devel)    # the csharp suite: mcs and mono for the C# binding (bindings/csharp)
 fi
 if [ $wine = 1 ]; then
   packages+=(g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 xvfb xauth

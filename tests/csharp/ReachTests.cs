@@ -1,0 +1,314 @@
+// The C# binding (bindings/csharp) under Mono against the build's libreach.so, driven by
+// tests/csharp/run_csharp_tests.py, which passes `reach run`'s greedy output and the C struct layout:
+//  - the binding's struct declarations match the C layout (abi_layout.c);
+//  - greedy SmolLM2 output (ids and text) equals `reach run --temp 0`'s, whole, streamed, through a
+//    callback, cut by a stop string and stopped early;
+//  - a JSON-schema NPC line parses and has the schema's fields, its mood one of the enum;
+//  - failures surface as ReachException with the status and reach's message;
+//  - disposing twice is harmless, and a session is always freed before its model, its model before
+//    its device, whichever is disposed first and also when the finalizers free them.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Json;
+using System.Linq;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using Reach;
+
+static class ReachTests
+{
+    static int failures, checks;
+    static JsonObject reference;
+    static string modelDir;
+
+    static void Check(bool ok, string what)
+    {
+        checks++;
+        if (!ok) { failures++; Console.WriteLine("FAIL: " + what); }
+        else Console.WriteLine("ok: " + what);
+    }
+
+    // Validation-layer errors during the run (REACH_VALIDATION=1 through UseEnvironment) fail it.
+    static readonly List<string> vulkanErrors = new List<string>();
+    static readonly ReachLogCallback onLog = OnLog;
+    static void OnLog(IntPtr user, int level, IntPtr message)
+    {
+        string text = Marshal.PtrToStringAnsi(message);
+        if (level == 3 && text.StartsWith("vulkan:")) lock (vulkanErrors) vulkanErrors.Add(text);
+        else if (level >= 2) Console.Error.WriteLine("reach: " + text);
+    }
+
+    static ModelOptions Options()
+    {
+        return new ModelOptions { DeviceOptions = new DeviceOptions { UseEnvironment = true } };
+    }
+
+    static SessionOptions Greedy()
+    {
+        return new SessionOptions { Temperature = 0, Context = 512 };
+    }
+
+    // ---------------------------------------------------------------- ABI
+    static void StructLayout(string layoutFile)
+    {
+        var types = typeof(ReachNative).Assembly.GetTypes().ToDictionary(t => t.Name);
+        int lines = 0;
+        foreach (string line in File.ReadAllLines(layoutFile))
+        {
+            string[] kv = line.Split(' ');
+            long want = long.Parse(kv[1]);
+            string[] name = kv[0].Split('.');
+            Type t = types[name[0]];
+            long got = name.Length == 1 ? Marshal.SizeOf(t) : Marshal.OffsetOf(t, name[1]).ToInt64();
+            Check(got == want, "layout: " + kv[0] + " is " + got + " in C#, " + want + " in C");
+            lines++;
+        }
+        Check(lines > 40, "layout: abi_layout printed every struct (" + lines + " lines)");
+    }
+
+    // ---------------------------------------------------------------- greedy output
+    static void Greedy(Model model)
+    {
+        string prompt = reference["prompt"];
+        int n = reference["n"];
+        string refText = reference["text"];
+        int[] refIds = ((JsonArray)reference["ids"]).Select(v => (int)v).ToArray();
+        int[] refPrompt = ((JsonArray)reference["prompt_ids"]).Select(v => (int)v).ToArray();
+
+        Check(model.Tokenize(prompt).SequenceEqual(refPrompt), "Tokenize gives reach run's prompt ids");
+        using (Session s = model.CreateSession(Greedy()))
+        {
+            var pieces = new List<string>();
+            foreach (string piece in s.Generate(prompt, new GenerateOptions { MaxTokens = n })) pieces.Add(piece);
+            Check(s.LastTokens.SequenceEqual(refIds),
+                  "greedy ids equal reach run's: " + string.Join(" ", s.LastTokens) + " vs " + string.Join(" ", refIds));
+            Check(string.Concat(pieces) == refText, "greedy text equals reach run's: '" + string.Concat(pieces) + "'");
+            Check(pieces.Count > 1 && pieces.All(p => p.Length > 0), "the text streams in " + pieces.Count + " non-empty pieces");
+            Check(model.Detokenize(refIds) == refText, "Detokenize of reach run's ids gives its text");
+            Check(s.Position == refPrompt.Length + n - 1, "the session holds the prompt and the decoded tokens (" + s.Position + ")");
+
+            // The same through the callback overload, after a Reset.
+            s.Reset();
+            int calls = 0;
+            string whole = s.GenerateText(prompt, new GenerateOptions { MaxTokens = n }, piece => { calls++; return true; });
+            Check(whole == refText && calls == pieces.Count, "GenerateText with a callback gives the same text (" + calls + " calls)");
+
+            // A stop string from the middle of the reference: the reply is the text before it, never any of it.
+            s.Reset();
+            int cut = refText.Length / 2;
+            string stop = refText.Substring(cut, Math.Min(6, refText.Length - cut));
+            string before = refText.Substring(0, refText.IndexOf(stop, StringComparison.Ordinal));
+            string stopped = s.GenerateText(prompt, new GenerateOptions { MaxTokens = n, Stop = { stop } });
+            Check(stopped == before, "stop string '" + stop + "' ends the reply before it: '" + stopped + "'");
+
+            // A callback that returns false stops after its first piece.
+            s.Reset();
+            string first = s.GenerateText(prompt, new GenerateOptions { MaxTokens = n }, piece => false);
+            Check(first.Length > 0 && refText.StartsWith(first, StringComparison.Ordinal) && first.Length < refText.Length,
+                  "a callback returning false stops early: '" + first + "'");
+            Check(s.LastTokens.Count < n, "stopping early samples fewer tokens (" + s.LastTokens.Count + ")");
+
+            // A continuation appends to the sequence: prompt, every sampled token, then the new text.
+            s.Reset();
+            s.GenerateText(prompt, new GenerateOptions { MaxTokens = 4 });
+            int[] firstFour = s.LastTokens.ToArray();
+            s.GenerateText(" And", new GenerateOptions { MaxTokens = 2 });
+            int expected = refPrompt.Length + 4 + model.Tokenize(" And", false).Length + 2 - 1;
+            Check(firstFour.SequenceEqual(refIds.Take(4)) && s.Position == expected,
+                  "a second Generate continues the sequence (position " + s.Position + ", expected " + expected + ")");
+        }
+    }
+
+    // ---------------------------------------------------------------- JSON schema
+    const string NpcSchema = @"{""type"": ""object"", ""properties"": {
+        ""name"": {""type"": ""string""},
+        ""mood"": {""enum"": [""friendly"", ""grumpy"", ""afraid""]},
+        ""line"": {""type"": ""string""}},
+      ""required"": [""name"", ""mood"", ""line""], ""additionalProperties"": false}";
+
+    static void JsonNpc(Model model)
+    {
+        using (Session s = model.CreateSession(Greedy()))
+        {
+            s.SetJsonSchema(NpcSchema);
+            string prompt = "A blacksmith greets the player. Reply as JSON with his name, mood and one short line.\n";
+            string json = s.GenerateText(prompt, new GenerateOptions { MaxTokens = 160 });
+            Console.WriteLine("npc: " + json);
+            int last = s.LastTokens[s.LastTokens.Count - 1];
+            Check(model.IsEos(last), "the constrained reply ends with an end token once the document is whole");
+            JsonObject npc = null;
+            try { npc = (JsonObject)JsonValue.Parse(json); }
+            catch (Exception e) { Check(false, "the NPC reply parses as a JSON object: " + e.Message); return; }
+            Check(npc.Count == 3 && npc.ContainsKey("name") && npc.ContainsKey("mood") && npc.ContainsKey("line"),
+                  "the NPC object has exactly name, mood and line");
+            Check(npc["name"].JsonType == JsonType.String && npc["line"].JsonType == JsonType.String,
+                  "name and line are strings");
+            string mood = npc["mood"].JsonType == JsonType.String ? (string)npc["mood"] : "";
+            Check(new[] { "friendly", "grumpy", "afraid" }.Contains(mood), "mood is one of the enum: '" + mood + "'");
+
+            // Outside the subset: an exception naming the keyword; the session keeps its constraint.
+            try
+            {
+                s.SetJsonSchema(@"{""type"": ""string"", ""pattern"": ""^a""}");
+                Check(false, "a schema with 'pattern' throws");
+            }
+            catch (ReachException e)
+            {
+                Check(e.Status == ReachStatus.InvalidArgument && e.NativeMessage.Contains("pattern") &&
+                      e.Call == "reach_session_set_json_schema",
+                      "a schema with 'pattern' throws InvalidArgument naming it: " + e.Message);
+            }
+            s.Reset();
+            string again = s.GenerateText(prompt, new GenerateOptions { MaxTokens = 160 });
+            Check(again == json, "after the rejected schema the NPC schema still applies");
+            s.SetJsonSchema(null);   // removes the constraint
+        }
+    }
+
+    // ---------------------------------------------------------------- errors
+    static void Errors(Model model)
+    {
+        string missing = Path.Combine(Path.GetTempPath(), "reach-no-such-model-" + Guid.NewGuid().ToString("N"));
+        try
+        {
+            using (Model.Load(missing, Options())) { }
+            Check(false, "loading a missing folder throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.IO && e.NativeMessage.Contains(missing) &&
+                  e.Message.StartsWith("REACH_ERROR_IO: reach_model_load: model path ", StringComparison.Ordinal),
+                  "a missing model folder throws IO naming it: " + e.Message);
+        }
+        try
+        {
+            using (model.CreateSession(new SessionOptions { SchemeFlags = "--bogus-flag 3" })) { }
+            Check(false, "an unknown scheme flag throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.InvalidArgument && e.NativeMessage.Contains("--bogus-flag"),
+                  "an unknown scheme flag throws InvalidArgument naming it: " + e.Message);
+        }
+        try
+        {
+            using (model.CreateSession(new SessionOptions { TopP = 0 })) { }
+            Check(false, "top_p 0 throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.InvalidArgument && e.NativeMessage.Contains("top_p"),
+                  "top_p 0 throws InvalidArgument naming the field: " + e.Message);
+        }
+        using (Session s = model.CreateSession(new SessionOptions { Temperature = 0, Context = 8 }))
+        {
+            try
+            {
+                s.GenerateText("one two three four five six seven eight nine ten", new GenerateOptions { MaxTokens = 4 });
+                Check(false, "a prompt longer than the context throws");
+            }
+            catch (ReachException e)
+            {
+                Check(e.Status == ReachStatus.ContextOverflow && e.Call == "reach_session_prefill",
+                      "a prompt longer than the context throws ContextOverflow: " + e.Message);
+            }
+            Check(s.Position == 0, "the failed prefill appended nothing");
+        }
+        Session gone = model.CreateSession(Greedy());
+        gone.Dispose();
+        try
+        {
+            gone.GenerateText("hi").ToString();
+            Check(false, "a disposed session throws");
+        }
+        catch (ObjectDisposedException)
+        {
+            Check(true, "a disposed session throws ObjectDisposedException, never calls reach with a freed handle");
+        }
+    }
+
+    // ---------------------------------------------------------------- lifetimes
+    static readonly List<string> released = new List<string>();
+
+    static void Lifetimes()
+    {
+        ReachHandle.Released = (kind, status) => { lock (released) released.Add(kind + ":" + status); };
+
+        // Dispose the model first: its free waits for the session's, then the model's own device goes.
+        released.Clear();
+        Model m = Model.Load(modelDir, Options());
+        Session s = m.CreateSession(Greedy());
+        m.Dispose();
+        Check(released.Count == 0, "disposing a model with a live session frees nothing yet");
+        try
+        {
+            s.GenerateText("Hello", new GenerateOptions { MaxTokens = 2 });
+            Check(true, "the session still generates after its model was disposed");
+        }
+        catch (Exception e) { Check(false, "the session still generates after its model was disposed: " + e.Message); }
+        s.Dispose();
+        Check(string.Join(",", released) == "reply:Ok,session:Ok,model:Ok,device:Ok",
+              "session, then model, then device freed, each Ok: " + string.Join(",", released));
+        m.Dispose();
+        s.Dispose();
+        Check(released.Count == 4, "disposing twice frees nothing again and does not throw");
+
+        // The finalizers, in whatever order the GC runs them.
+        released.Clear();
+        Abandon();
+        for (int i = 0; i < 4 && released.Count < 3; i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+        Check(string.Join(",", released) == "session:Ok,model:Ok,device:Ok",
+              "unreachable session, model and device are finalized in that order, each Ok: " + string.Join(",", released));
+        ReachHandle.Released = null;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Abandon()
+    {
+        Model m = Model.Load(modelDir, Options());
+        Session s = m.CreateSession(Greedy());
+        s.Prefill(m.Tokenize("Hello"));
+    }
+
+    static int Main(string[] args)
+    {
+        if (args.Length != 3)
+        {
+            Console.Error.WriteLine("usage: ReachTests.exe MODEL_DIR REFERENCE_JSON LAYOUT_FILE");
+            return 2;
+        }
+        modelDir = args[0];
+        reference = (JsonObject)JsonValue.Parse(File.ReadAllText(args[1]));
+        ReachNative.reach_set_log_callback(onLog, IntPtr.Zero);
+        Console.WriteLine("reach " + Marshal.PtrToStringAnsi(ReachNative.reach_version()));
+
+        var tests = new List<KeyValuePair<string, Action>>();
+        tests.Add(new KeyValuePair<string, Action>("layout", () => StructLayout(args[2])));
+        tests.Add(new KeyValuePair<string, Action>("model", () =>
+        {
+            using (Model model = Model.Load(modelDir, Options()))
+            {
+                Check(model.Info.VocabSize == 49152 && model.Info.HasTokenizer, "model info: SmolLM2's vocabulary, a tokenizer");
+                Greedy(model);
+                JsonNpc(model);
+                Errors(model);
+            }
+        }));
+        tests.Add(new KeyValuePair<string, Action>("lifetimes", Lifetimes));
+        foreach (var t in tests)
+        {
+            Console.WriteLine("--- " + t.Key);
+            try { t.Value(); }
+            catch (Exception e) { Check(false, t.Key + " threw " + e); }
+        }
+        Check(vulkanErrors.Count == 0, "no validation errors (" + string.Join("; ", vulkanErrors) + ")");
+        ReachNative.reach_set_log_callback(null, IntPtr.Zero);
+        Console.WriteLine(failures == 0 ? "all " + checks + " checks passed" : failures + " of " + checks + " checks FAILED");
+        return failures == 0 ? 0 : 1;
+    }
+}
