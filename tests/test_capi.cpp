@@ -621,3 +621,80 @@ TEST_CASE("capi: reach_reply splits a gpt-oss reply into its channels and stops 
   REQUIRE_OK(reach_model_free(m));
   REQUIRE_OK(reach_device_free(dev));
 }
+
+TEST_CASE("capi: reach_chat_tokenize applies the model's chat template; reach_chat_end_tokens ends its turn") {
+  // Qwen2's fixture: ChatML (its tokenizer_config.json's template), EOS </s> (2), <|im_end|> (5) not an EOS id.
+  const std::string dir = (reach::test::source_root() / "tests/data/families/qwen2/hf").string();
+  reach_device* dev = nullptr;
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
+  REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+
+  auto ids_of = [&](const std::string& text) {
+    size_t n = 0;
+    REQUIRE_OK(reach_tokenize(m, text.data(), text.size(), 1, nullptr, 0, &n));
+    std::vector<int32_t> ids(n);
+    REQUIRE_OK(reach_tokenize(m, text.data(), text.size(), 1, ids.data(), ids.size(), &n));
+    return ids;
+  };
+  auto chat_ids = [&](const std::vector<reach_chat_message>& chat) {
+    size_t n = 0;
+    REQUIRE_OK(reach_chat_tokenize(m, chat.data(), chat.size(), nullptr, 0, &n));
+    std::vector<int32_t> ids(n);
+    REQUIRE_OK(reach_chat_tokenize(m, chat.data(), chat.size(), ids.data(), ids.size(), &n));
+    CHECK(n == ids.size());
+    return ids;
+  };
+  // The ChatML text written out by hand (Qwen 2.5's template: its default system turn when none is given).
+  CHECK(chat_ids({{"system", "You are Brom, the smith."}, {"user", "Hello!"}}) ==
+        ids_of("<|im_start|>system\nYou are Brom, the smith.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
+               "<|im_start|>assistant\n"));
+  CHECK(chat_ids({{"user", "Hi"}, {"assistant", "Well met."}, {"user", "Wares?"}}) ==
+        ids_of("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+               "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nWell met.<|im_end|>\n"
+               "<|im_start|>user\nWares?<|im_end|>\n<|im_start|>assistant\n"));
+
+  // The end tokens: <|im_end|> and the EOS; is_eos knows only the latter.
+  size_t n_end = 0;
+  REQUIRE_OK(reach_chat_end_tokens(m, nullptr, 0, &n_end));
+  std::vector<int32_t> ends(n_end);
+  REQUIRE_OK(reach_chat_end_tokens(m, ends.data(), ends.size(), &n_end));
+  CHECK(ends == std::vector<int32_t>{5, 2});
+  int eos = -1;
+  REQUIRE_OK(reach_model_is_eos(m, 5, &eos));
+  CHECK(eos == 0);
+  int32_t one = 0;
+  CHECK_FAILS(reach_chat_end_tokens(m, &one, 1, &n_end), REACH_ERROR_BUFFER_TOO_SMALL);
+  CHECK(n_end == 2);
+
+  // Misuse: a code and a message, nothing written.
+  const reach_chat_message hello[] = {{"user", "Hello!"}};
+  size_t n = 0;
+  int32_t small[2] = {-1, -1};
+  CHECK_FAILS(reach_chat_tokenize(m, hello, 1, small, 2, &n), REACH_ERROR_BUFFER_TOO_SMALL);
+  CHECK(n > 2);
+  CHECK(small[0] == -1);
+  CHECK_FAILS(reach_chat_tokenize(m, hello, 0, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_chat_tokenize(m, nullptr, 1, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_chat_tokenize(m, hello, 1, nullptr, 0, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  const reach_chat_message no_role[] = {{nullptr, "Hello!"}};
+  CHECK_FAILS(reach_chat_tokenize(m, no_role, 1, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(reach_last_error()).find("messages[0].role") != std::string::npos);
+  const reach_chat_message no_content[] = {{"user", nullptr}};
+  CHECK_FAILS(reach_chat_tokenize(m, no_content, 1, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_chat_tokenize(nullptr, hello, 1, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_chat_end_tokens(nullptr, nullptr, 0, &n), REACH_ERROR_INVALID_ARGUMENT);
+  REQUIRE_OK(reach_model_free(m));
+
+  // Token ids only (no tokenizer): no template to apply.
+  reach_model_params mp = reach_model_default_params();
+  mp.require_tokenizer = 0;
+  reach::test::TempDir bare("capi_chat_bare");
+  for (const char* f : {"config.json", "model.safetensors"})
+    std::filesystem::copy_file(std::filesystem::path(dir) / f, bare.path / f);
+  REQUIRE_OK(reach_model_load(dev, bare.path.string().c_str(), &mp, &m));
+  CHECK_FAILS(reach_chat_tokenize(m, hello, 1, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
+  CHECK_FAILS(reach_chat_end_tokens(m, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+}
