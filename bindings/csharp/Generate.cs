@@ -34,6 +34,9 @@ namespace Reach
         /// <summary>Every token the last Generate sampled, the end token included (as `reach run --ids`).</summary>
         public IList<int> LastTokens { get { return lastTokens.AsReadOnly(); } }
 
+        /// <summary>Tokens the last Generate or Chat prefilled (less than its prompt when Chat kept a prefix).</summary>
+        public int LastPrefill { get; private set; }
+
         /// <summary>Appends the prompt and yields the reply's text as it becomes final (pieces may be any
         /// length, none empty).  Stops at an end token, a stop string or MaxTokens; breaking out of the
         /// loop stops too, and frees what the generation holds.  The session keeps the sequence: a later
@@ -60,8 +63,16 @@ namespace Reach
                 ids = all;
             }
             if (ids.Length == 0) throw new ArgumentException("the prompt encodes to no tokens", "prompt");
+            foreach (string piece in Stream(ids, options, null)) yield return piece;
+        }
+
+        // Prefills ids, then samples until an end token (is_eos, or one of ends), a stop string or
+        // MaxTokens, yielding the reply's text as reach_reply releases it.
+        IEnumerable<string> Stream(int[] ids, GenerateOptions options, HashSet<int> ends)
+        {
             lastTokens.Clear();
             Prefill(ids);
+            LastPrefill = ids.Length;
             pending = -1;
 
             using (ReplyHandle reply = CreateReply(options))
@@ -74,7 +85,7 @@ namespace Reach
                 {
                     lastTokens.Add(token);
                     pending = token;
-                    if (eos) break;
+                    if (eos || (ends != null && ends.Contains(token))) break;
                     ReachException.Check(ReachNative.reach_reply_push(reply.Get("reply"), token, ref text), "reach_reply_push");
                     string piece = Deliver(text, options);
                     if (piece.Length > 0) yield return piece;
@@ -92,8 +103,13 @@ namespace Reach
         /// returns false to stop early.</summary>
         public string GenerateText(string prompt, GenerateOptions options = null, Func<string, bool> onText = null)
         {
+            return Collect(Generate(prompt, options), onText);
+        }
+
+        static string Collect(IEnumerable<string> pieces, Func<string, bool> onText)
+        {
             var all = new StringBuilder();
-            foreach (string piece in Generate(prompt, options))
+            foreach (string piece in pieces)
             {
                 all.Append(piece);
                 if (onText != null && !onText(piece)) break;

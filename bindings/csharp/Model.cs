@@ -38,7 +38,7 @@ namespace Reach
         public MonoPInvokeCallbackAttribute(Type type) { }
     }
 
-    public sealed class Model : IDisposable
+    public sealed partial class Model : IDisposable
     {
         internal readonly ModelHandle Handle;
         readonly Device ownDevice;   // created for this model; freed after it

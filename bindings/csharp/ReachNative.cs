@@ -161,6 +161,14 @@ namespace Reach
         uint _r0, _r1, _r2, _r3, _r4, _r5, _r6, _r7;
     }
 
+    /// <summary>reach_chat_message: role and content, each a UTF-8 const char*.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct ReachChatMessage
+    {
+        public IntPtr Role;
+        public IntPtr Content;
+    }
+
     /// <summary>reach_sampling_params; take it from reach_sampling_default_params().</summary>
     [StructLayout(LayoutKind.Sequential)]
     public struct ReachSamplingParams
@@ -245,6 +253,10 @@ namespace Reach
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_stream_push(IntPtr stream, int token, out IntPtr text, out UIntPtr length);
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_stream_flush(IntPtr stream, out IntPtr text, out UIntPtr length);
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_stream_free(IntPtr stream);
+
+        // ---- chat
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_chat_tokenize(IntPtr model, ReachChatMessage[] messages, UIntPtr nMessages, [Out] int[] tokens, UIntPtr capacity, out UIntPtr nTokens);
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_chat_end_tokens(IntPtr model, [Out] int[] tokens, UIntPtr capacity, out UIntPtr nTokens);
 
         // ---- replies
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachReplyParams reach_reply_default_params();

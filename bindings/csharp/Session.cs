@@ -42,6 +42,8 @@ namespace Reach
     {
         internal readonly SessionHandle Handle;
         readonly Model model;
+        // The tokens the session holds, in order (what Chat may keep of a conversation).
+        readonly System.Collections.Generic.List<int> held = new System.Collections.Generic.List<int>();
 
         Session(SessionHandle h, Model m) { Handle = h; model = m; }
 
@@ -103,12 +105,14 @@ namespace Reach
         public void Prefill(int[] tokens)
         {
             ReachException.Check(ReachNative.reach_session_prefill(S, tokens, new UIntPtr((ulong)tokens.Length)), "reach_session_prefill");
+            held.AddRange(tokens);
         }
 
         /// <summary>Appends one token with the decode program.</summary>
         public void Decode(int token)
         {
             ReachException.Check(ReachNative.reach_session_decode(S, token), "reach_session_decode");
+            held.Add(token);
         }
 
         /// <summary>Samples the next token from the current logits (does not append it).</summary>
@@ -125,6 +129,7 @@ namespace Reach
         {
             int next, eos;
             ReachException.Check(ReachNative.reach_session_step(S, token, out next, out eos), "reach_session_step");
+            held.Add(token);
             isEos = eos != 0;
             return next;
         }
@@ -160,6 +165,7 @@ namespace Reach
         {
             if (position < 0) throw new ArgumentOutOfRangeException("position");
             ReachException.Check(ReachNative.reach_session_rewind(S, (uint)position), "reach_session_rewind");
+            if (position < held.Count) held.RemoveRange(position, held.Count - position);
             pending = -1;
         }
 
@@ -167,6 +173,7 @@ namespace Reach
         public void Reset()
         {
             ReachException.Check(ReachNative.reach_session_reset(S), "reach_session_reset");
+            held.Clear();
             pending = -1;
         }
 

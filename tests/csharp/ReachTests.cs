@@ -3,6 +3,8 @@
 //  - the binding's struct declarations match the C layout (abi_layout.c);
 //  - greedy SmolLM2 output (ids and text) equals `reach run --temp 0`'s, whole, streamed, through a
 //    callback, cut by a stop string and stopped early;
+//  - greedy chat replies equal `reach run --chat`'s, and a second turn that reuses the session's
+//    tokens equals a fresh session's;
 //  - a JSON-schema NPC line parses and has the schema's fields, its mood one of the enum;
 //  - failures surface as ReachException with the status and reach's message;
 //  - disposing twice is harmless, and a session is always freed before its model, its model before
@@ -120,6 +122,54 @@ static class ReachTests
         }
     }
 
+    // ---------------------------------------------------------------- chat
+    static void Chat(Model model)
+    {
+        var c = (JsonObject)reference["chat"];
+        int n = c["n"];
+        string refText = c["text"];
+        int[] refIds = ((JsonArray)c["ids"]).Select(v => (int)v).ToArray();
+        int[] refPrompt = ((JsonArray)c["prompt_ids"]).Select(v => (int)v).ToArray();
+        var chat = new List<ChatMessage> { ChatMessage.System(c["system"]), ChatMessage.User(c["user"]) };
+        Check(model.ChatTokenize(chat).SequenceEqual(refPrompt), "ChatTokenize gives reach run --chat's prompt ids");
+        int[] ends = model.ChatEndTokens();
+        Check(ends.Contains(model.Info.EosId), "the chat's end tokens hold the EOS (" + string.Join(" ", ends) + ")");
+
+        using (Session s = model.CreateSession(Greedy()))
+        {
+            string reply = s.ChatText(chat, new GenerateOptions { MaxTokens = n });
+            Check(s.LastTokens.SequenceEqual(refIds) && reply == refText,
+                  "greedy chat reply equals reach run --chat's: '" + reply + "'");
+
+            // The next turn keeps what the session holds of the conversation and prefills the rest; the
+            // reply is a fresh session's.
+            chat.Add(ChatMessage.Assistant(reply));
+            chat.Add(ChatMessage.User("How much for a sword?"));
+            var options = new GenerateOptions { MaxTokens = 12 };
+            string second = s.ChatText(chat, options);
+            int[] secondIds = s.LastTokens.ToArray();
+            int prompt = model.ChatTokenize(chat).Length;
+            Check(s.LastPrefill > 0 && s.LastPrefill < prompt - refPrompt.Length,
+                  "the second turn prefills only its new tokens (" + s.LastPrefill + " of " + prompt + ")");
+            using (Session fresh = model.CreateSession(Greedy()))
+            {
+                string again = fresh.ChatText(chat, options);
+                Check(fresh.LastPrefill == prompt && again == second && fresh.LastTokens.SequenceEqual(secondIds),
+                      "the second turn's reply equals a fresh session's: '" + second + "' vs '" + again + "'");
+            }
+        }
+        try
+        {
+            model.ChatTokenize(new List<ChatMessage>());
+            Check(false, "an empty conversation throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.InvalidArgument && e.Call == "reach_chat_tokenize",
+                  "an empty conversation throws InvalidArgument: " + e.Message);
+        }
+    }
+
     // ---------------------------------------------------------------- JSON schema
     const string NpcSchema = @"{""type"": ""object"", ""properties"": {
         ""name"": {""type"": ""string""},
@@ -132,8 +182,10 @@ static class ReachTests
         using (Session s = model.CreateSession(Greedy()))
         {
             s.SetJsonSchema(NpcSchema);
-            string prompt = "A blacksmith greets the player. Reply as JSON with his name, mood and one short line.\n";
-            string json = s.GenerateText(prompt, new GenerateOptions { MaxTokens = 160 });
+            var chat = new List<ChatMessage> {
+                ChatMessage.System("Reply in JSON."),
+                ChatMessage.User("Invent a blacksmith NPC: his name, mood and a short greeting.") };
+            string json = s.ChatText(chat, new GenerateOptions { MaxTokens = 160 });
             Console.WriteLine("npc: " + json);
             int last = s.LastTokens[s.LastTokens.Count - 1];
             Check(model.IsEos(last), "the constrained reply ends with an end token once the document is whole");
@@ -160,7 +212,7 @@ static class ReachTests
                       "a schema with 'pattern' throws InvalidArgument naming it: " + e.Message);
             }
             s.Reset();
-            string again = s.GenerateText(prompt, new GenerateOptions { MaxTokens = 160 });
+            string again = s.ChatText(chat, new GenerateOptions { MaxTokens = 160 });
             Check(again == json, "after the rejected schema the NPC schema still applies");
             s.SetJsonSchema(null);   // removes the constraint
         }
@@ -295,6 +347,7 @@ static class ReachTests
             {
                 Check(model.Info.VocabSize == 49152 && model.Info.HasTokenizer, "model info: SmolLM2's vocabulary, a tokenizer");
                 Greedy(model);
+                Chat(model);
                 JsonNpc(model);
                 Errors(model);
             }

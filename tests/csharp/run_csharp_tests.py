@@ -17,6 +17,9 @@ import sys
 
 PROMPT = "The three primary colors are"
 N = 32
+SYSTEM = "You are Brom, the village blacksmith. Answer in one sentence."
+USER = "What do you sell?"
+N_CHAT = 24
 SKIP = 77
 
 
@@ -48,21 +51,28 @@ def main():
     with open(layout, "w") as f:
         subprocess.run([abi_layout], stdout=f, check=True)
 
-    # The reference: `reach run`'s greedy continuation, its ids from --ids (stderr) and its text (stdout,
-    # which ends with one newline).
-    r = subprocess.run([reach, "run", "-m", model, "-p", PROMPT, "-n", str(N), "--temp", "0", "--ids"],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        print(f"FAIL: reach run exited {r.returncode}: {r.stderr[-2000:]}")
+    # The references: `reach run`'s greedy continuation of a prompt and greedy reply to a chat, their ids
+    # from --ids (stderr) and their text (stdout, which ends with one newline).
+    def reach_run(args, n):
+        r = subprocess.run([reach, "run", "-m", model] + args + ["-n", str(n), "--temp", "0", "--ids"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"reach run exited {r.returncode}: {r.stderr[-2000:]}")
+        lines = {k: v for k, _, v in (line.partition(": ") for line in r.stderr.splitlines())}
+        return {
+            "n": n,
+            "text": r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout,
+            "ids": [int(x) for x in lines["generated ids"].split()],
+            "prompt_ids": [int(x) for x in lines["prompt ids"].split()],
+        }
+    try:
+        reference = reach_run(["-p", PROMPT], N)
+        reference["prompt"] = PROMPT
+        reference["chat"] = reach_run(["--system", SYSTEM, "--chat", USER], N_CHAT)
+        reference["chat"].update({"system": SYSTEM, "user": USER})
+    except RuntimeError as e:
+        print(f"FAIL: {e}")
         return 1
-    lines = {k: v for k, _, v in (line.partition(": ") for line in r.stderr.splitlines())}
-    reference = {
-        "prompt": PROMPT,
-        "n": N,
-        "text": r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout,
-        "ids": [int(x) for x in lines["generated ids"].split()],
-        "prompt_ids": [int(x) for x in lines["prompt ids"].split()],
-    }
     ref_file = os.path.join(out_dir, "reference.json")
     with open(ref_file, "w") as f:
         json.dump(reference, f)
