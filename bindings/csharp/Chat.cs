@@ -78,7 +78,7 @@ namespace Reach
         /// those of the template (harmony's analysis goes to OnReasoning) unless options set them.</summary>
         public IEnumerable<string> Chat(IList<ChatMessage> messages, GenerateOptions options = null)
         {
-            options = options ?? new GenerateOptions { Channels = ReachNative.ReplyChannelsAuto };
+            options = options ?? new GenerateOptions();
             if (options.MaxTokens < 1) throw new ArgumentOutOfRangeException("options.MaxTokens", "at least 1");
             int[] ids = ChatNative.Tokenize(ModelRaw, messages);   // a conversation the template refuses throws here
             var ends = new HashSet<int>(ChatNative.EndTokens(ModelRaw));
@@ -87,7 +87,7 @@ namespace Reach
 
         IEnumerable<string> ChatRun(int[] ids, GenerateOptions options, HashSet<int> ends)
         {
-            foreach (string piece in Stream(Reuse(ids), options, ends)) yield return piece;
+            foreach (string piece in Stream(Reuse(ids), options, ends, true)) yield return piece;
         }
 
         /// <summary>Chat's reply as one string; onText as in GenerateText.</summary>

@@ -18,8 +18,9 @@ namespace Reach
         /// empty (a first prompt, not a continuation).</summary>
         public bool? AddSpecial;
         /// <summary>Harmony channels (gpt-oss): 0 plain text, 1 channels, -1 as the model's chat template
-        /// says.  With channels only the final channel is yielded; the analysis goes to OnReasoning.</summary>
-        public int Channels = 0;
+        /// says; null: 0 for Generate, -1 for Chat.  With channels only the final channel is yielded; the
+        /// analysis goes to OnReasoning.</summary>
+        public int? Channels;
         /// <summary>The analysis channel's text as it becomes final (channels only).</summary>
         public Action<string> OnReasoning;
     }
@@ -53,6 +54,12 @@ namespace Reach
 
         IEnumerable<string> Run(string prompt, GenerateOptions options)
         {
+            foreach (string piece in Stream(PromptIds(prompt, options), options, null, false)) yield return piece;
+        }
+
+        // The prompt's ids after the token the last generation left pending.
+        int[] PromptIds(string prompt, GenerateOptions options)
+        {
             bool addSpecial = options.AddSpecial ?? (Position == 0 && pending < 0);
             int[] ids = Model.Tokenize(ModelRaw, prompt, addSpecial);
             if (pending >= 0)
@@ -63,19 +70,19 @@ namespace Reach
                 ids = all;
             }
             if (ids.Length == 0) throw new ArgumentException("the prompt encodes to no tokens", "prompt");
-            foreach (string piece in Stream(ids, options, null)) yield return piece;
+            return ids;
         }
 
         // Prefills ids, then samples until an end token (is_eos, or one of ends), a stop string or
         // MaxTokens, yielding the reply's text as reach_reply releases it.
-        IEnumerable<string> Stream(int[] ids, GenerateOptions options, HashSet<int> ends)
+        IEnumerable<string> Stream(int[] ids, GenerateOptions options, HashSet<int> ends, bool chat)
         {
             lastTokens.Clear();
             Prefill(ids);
             LastPrefill = ids.Length;
             pending = -1;
 
-            using (ReplyHandle reply = CreateReply(options))
+            using (ReplyHandle reply = CreateReply(options, chat))
             {
                 var text = new ReachReplyText();
                 text.Size = (uint)Marshal.SizeOf(typeof(ReachReplyText));
@@ -117,12 +124,12 @@ namespace Reach
             return all.ToString();
         }
 
-        ReplyHandle CreateReply(GenerateOptions options)
+        internal ReplyHandle CreateReply(GenerateOptions options, bool chat)
         {
             if (options.Stop != null && options.Stop.Count > ReachNative.ReplyMaxStop)
                 throw new ArgumentException("at most " + ReachNative.ReplyMaxStop + " stop strings", "options.Stop");
             ReachReplyParams p = ReachNative.reach_reply_default_params();
-            p.Channels = options.Channels;
+            p.Channels = options.Channels ?? (chat ? ReachNative.ReplyChannelsAuto : 0);
             var h = new ReplyHandle();
             using (var strings = new NativeStrings())
             {
@@ -135,7 +142,7 @@ namespace Reach
             return h;
         }
 
-        static string Deliver(ReachReplyText text, GenerateOptions options)
+        internal static string Deliver(ReachReplyText text, GenerateOptions options)
         {
             if (options.OnReasoning != null && text.ReasoningLen != UIntPtr.Zero)
                 options.OnReasoning(Utf8.FromNative(text.Reasoning, (long)text.ReasoningLen.ToUInt64()));

@@ -2,7 +2,7 @@
 // tests/csharp/run_csharp_tests.py, which passes `reach run`'s greedy output and the C struct layout:
 //  - the binding's struct declarations match the C layout (abi_layout.c);
 //  - greedy SmolLM2 output (ids and text) equals `reach run --temp 0`'s, whole, streamed, through a
-//    callback, cut by a stop string and stopped early;
+//    callback, one step per Poll (FrameReply), cut by a stop string and stopped early;
 //  - greedy chat replies equal `reach run --chat`'s, and a second turn that reuses the session's
 //    tokens equals a fresh session's;
 //  - a JSON-schema NPC line parses and has the schema's fields, its mood one of the enum;
@@ -16,6 +16,8 @@ using System.Json;
 using System.Linq;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
+using System.Text;
+using System.Threading;
 using Reach;
 
 static class ReachTests
@@ -111,6 +113,43 @@ static class ReachTests
                   "a callback returning false stops early: '" + first + "'");
             Check(s.LastTokens.Count < n, "stopping early samples fewer tokens (" + s.LastTokens.Count + ")");
 
+            // One step per Poll, never waiting for the GPU: the same reply.
+            s.Reset();
+            int polls = 0, idle = 0;
+            var polled = new StringBuilder();
+            using (FrameReply r = s.StartGenerate(prompt, new GenerateOptions { MaxTokens = n }))
+            {
+                while (!r.Done)
+                {
+                    string piece = r.Poll();
+                    polls++;
+                    if (piece.Length == 0) idle++;
+                    polled.Append(piece);
+                    if (!r.Done) Thread.Sleep(1);
+                }
+                Check(polled.ToString() == refText && r.Text == refText && s.LastTokens.SequenceEqual(refIds),
+                      "StartGenerate + Poll gives reach run's text and ids (" + polls + " polls, " + idle + " found the step running)");
+                Check(r.Poll() == "", "Poll after the end returns nothing");
+            }
+            Check(s.Position == refPrompt.Length + n - 1, "after the polled reply the session holds the prompt and the decoded tokens");
+
+            // A call while a step is in flight is refused; disposing the reply mid-way waits for the step.
+            s.Reset();
+            using (FrameReply r = s.StartGenerate(prompt, new GenerateOptions { MaxTokens = n }))
+            {
+                r.Poll();   // samples the first token and submits its decode
+                try
+                {
+                    s.Decode(0);
+                    Check(false, "a decode while a step is in flight throws");
+                }
+                catch (ReachException e)
+                {
+                    Check(e.Status == ReachStatus.InvalidState, "a decode while a step is in flight throws InvalidState: " + e.Message);
+                }
+            }
+            Check(s.Position == refPrompt.Length + 1, "disposing the reply waited for its step (position " + s.Position + ")");
+
             // A continuation appends to the sequence: prompt, every sampled token, then the new text.
             s.Reset();
             s.GenerateText(prompt, new GenerateOptions { MaxTokens = 4 });
@@ -140,6 +179,13 @@ static class ReachTests
             string reply = s.ChatText(chat, new GenerateOptions { MaxTokens = n });
             Check(s.LastTokens.SequenceEqual(refIds) && reply == refText,
                   "greedy chat reply equals reach run --chat's: '" + reply + "'");
+
+            using (Session polled = model.CreateSession(Greedy()))
+            using (FrameReply r = polled.StartChat(chat, new GenerateOptions { MaxTokens = n }))
+            {
+                while (!r.Done) { r.Poll(); Thread.Sleep(1); }
+                Check(r.Text == refText && polled.LastTokens.SequenceEqual(refIds), "StartChat + Poll gives the same reply");
+            }
 
             // The next turn keeps what the session holds of the conversation and prefills the rest; the
             // reply is a fresh session's.
