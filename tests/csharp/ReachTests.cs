@@ -326,6 +326,81 @@ static class ReachTests
         }
     }
 
+    // ---------------------------------------------------------------- devices, loading, text, logits
+    static void Devices()
+    {
+        DeviceInfo[] all = Device.List();
+        Check(all.Length > 0 && all.All(d => d.Name.Length > 0), "Device.List names " + all.Length + " device(s): " +
+              string.Join(", ", all.Select(d => d.Name)));
+        using (Device d = Device.Create(new DeviceOptions { UseEnvironment = true, LowPriority = true }))
+            Check(all.Any(x => x.Name == d.Info.Name), "the created device is one of the list: " + d.Info.Name);
+        try
+        {
+            using (Device.Create(new DeviceOptions { Name = "no-such-gpu-" + Guid.NewGuid().ToString("N") })) { }
+            Check(false, "a device name no device has throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.InvalidArgument && e.NativeMessage.Contains("no-such-gpu") &&
+                  e.NativeMessage.Contains(all[0].Name), "a device name no device has throws InvalidArgument listing the devices: " + e.Message);
+        }
+    }
+
+    static void Loading()
+    {
+        // Progress in bytes up to the total; a shared device outlives its models.
+        var seen = new List<KeyValuePair<ulong, ulong>>();
+        using (Device d = Device.Create(new DeviceOptions { UseEnvironment = true }))
+        {
+            using (Model m = Model.Load(modelDir, new ModelOptions { Device = d, Progress = (done, total) =>
+                                                       { seen.Add(new KeyValuePair<ulong, ulong>(done, total)); return true; } }))
+            {
+                ulong total = seen.Count > 0 ? seen[seen.Count - 1].Value : 0;
+                Check(seen.Count > 1 && total > 100000000UL && seen[seen.Count - 1].Key == total &&
+                      seen.Zip(seen.Skip(1), (a, b) => a.Key <= b.Key && a.Value == b.Value).All(x => x),
+                      "load progress rises to the total (" + seen.Count + " calls, " + total + " bytes)");
+                Check(m.Info.WeightBytes > 0, "the model on a shared device loads");
+            }
+            int calls = 0;
+            try
+            {
+                using (Model.Load(modelDir, new ModelOptions { Device = d, Progress = (done, total) => ++calls < 2 })) { }
+                Check(false, "a progress callback returning false cancels the load");
+            }
+            catch (ReachException e)
+            {
+                Check(e.Status == ReachStatus.Cancelled && calls == 2, "a progress callback returning false cancels the load: " + e.Message);
+            }
+            try
+            {
+                using (Model.Load(modelDir, new ModelOptions { Device = d, Progress = (done, total) => { throw new InvalidOperationException("boom"); } })) { }
+                Check(false, "a progress callback that throws cancels the load");
+            }
+            catch (ReachException e)
+            {
+                Check(e.Status == ReachStatus.Cancelled, "a progress callback that throws cancels the load (the exception stays in C#)");
+            }
+        }
+    }
+
+    static void TextAndLogits(Model model)
+    {
+        const string text = "Grüße aus Köln, 世界! 🙂 naïve café";
+        int[] ids = model.Tokenize(text, false);
+        Check(ids.Length > 0 && model.Detokenize(ids) == text, "UTF-8 text round-trips through Tokenize / Detokenize");
+        int[] refIds = ((JsonArray)reference["ids"]).Select(v => (int)v).ToArray();
+        using (Session s = model.CreateSession(Greedy()))
+        {
+            s.Prefill(model.Tokenize((string)reference["prompt"]));
+            float[] logits = s.Logits();
+            int argmax = 0;
+            for (int i = 1; i < logits.Length; i++) if (logits[i] > logits[argmax]) argmax = i;
+            bool eos;
+            Check(logits.Length == model.Info.VocabSize && argmax == refIds[0] && s.Sample(out eos) == refIds[0] && !eos,
+                  "the logits' argmax is greedy's first token (" + argmax + ")");
+        }
+    }
+
     // ---------------------------------------------------------------- lifetimes
     static readonly List<string> released = new List<string>();
 
@@ -387,11 +462,14 @@ static class ReachTests
 
         var tests = new List<KeyValuePair<string, Action>>();
         tests.Add(new KeyValuePair<string, Action>("layout", () => StructLayout(args[2])));
+        tests.Add(new KeyValuePair<string, Action>("devices", Devices));
+        tests.Add(new KeyValuePair<string, Action>("loading", Loading));
         tests.Add(new KeyValuePair<string, Action>("model", () =>
         {
             using (Model model = Model.Load(modelDir, Options()))
             {
                 Check(model.Info.VocabSize == 49152 && model.Info.HasTokenizer, "model info: SmolLM2's vocabulary, a tokenizer");
+                TextAndLogits(model);
                 Greedy(model);
                 Chat(model);
                 JsonNpc(model);
