@@ -35,13 +35,13 @@ static class ReachTests
 
     // Validation-layer errors during the run (REACH_VALIDATION=1 through UseEnvironment) fail it.
     static readonly List<string> vulkanErrors = new List<string>();
-    static readonly ReachLogCallback onLog = OnLog;
-    static void OnLog(IntPtr user, int level, IntPtr message)
+    static void OnLog(LogLevel level, string text)
     {
-        string text = Marshal.PtrToStringAnsi(message);
-        if (level == 3 && text.StartsWith("vulkan:")) lock (vulkanErrors) vulkanErrors.Add(text);
-        else if (level >= 2) Console.Error.WriteLine("reach: " + text);
+        if (level == LogLevel.Error && text.StartsWith("vulkan:")) lock (vulkanErrors) vulkanErrors.Add(text);
+        else if (level >= LogLevel.Warn) Console.Error.WriteLine("reach: " + text);
+        if (level == LogLevel.Debug) lock (debugLines) debugLines.Add(text);
     }
+    static readonly List<string> debugLines = new List<string>();
 
     static ModelOptions Options()
     {
@@ -275,6 +275,8 @@ static class ReachTests
         }
         catch (ReachException e)
         {
+            lock (debugLines)
+                Check(debugLines.Any(l => l.Contains(missing)), "the failed load reached the log handler at Debug");
             Check(e.Status == ReachStatus.IO && e.NativeMessage.Contains(missing) &&
                   e.Message.StartsWith("REACH_ERROR_IO: reach_model_load: model path ", StringComparison.Ordinal),
                   "a missing model folder throws IO naming it: " + e.Message);
@@ -457,7 +459,7 @@ static class ReachTests
         }
         modelDir = args[0];
         reference = (JsonObject)JsonValue.Parse(File.ReadAllText(args[1]));
-        ReachNative.reach_set_log_callback(onLog, IntPtr.Zero);
+        ReachLog.SetHandler(OnLog);
         Console.WriteLine("reach " + Marshal.PtrToStringAnsi(ReachNative.reach_version()));
 
         var tests = new List<KeyValuePair<string, Action>>();
@@ -484,7 +486,7 @@ static class ReachTests
             catch (Exception e) { Check(false, t.Key + " threw " + e); }
         }
         Check(vulkanErrors.Count == 0, "no validation errors (" + string.Join("; ", vulkanErrors) + ")");
-        ReachNative.reach_set_log_callback(null, IntPtr.Zero);
+        ReachLog.SetHandler(null);
         Console.WriteLine(failures == 0 ? "all " + checks + " checks passed" : failures + " of " + checks + " checks FAILED");
         return failures == 0 ? 0 : 1;
     }
