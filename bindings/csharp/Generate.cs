@@ -28,7 +28,8 @@ namespace Reach
     public sealed partial class Session
     {
         // The last token sampled by Generate, not yet appended: the next Generate appends it before its
-        // prompt, so the session holds the prompt and every sampled token.  -1: none.
+        // prompt, so the session holds the prompt and every sampled token.  Prefill, Decode, Step,
+        // Rewind, Reset and Chat drop it (their caller says what follows).  -1: none.
         int pending = -1;
         readonly List<int> lastTokens = new List<int>();
 

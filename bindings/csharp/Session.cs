@@ -106,6 +106,7 @@ namespace Reach
         {
             ReachException.Check(ReachNative.reach_session_prefill(S, tokens, new UIntPtr((ulong)tokens.Length)), "reach_session_prefill");
             held.AddRange(tokens);
+            pending = -1;   // the caller chose what follows: a pending sampled token is not appended
         }
 
         /// <summary>Appends one token with the decode program.</summary>
@@ -113,6 +114,7 @@ namespace Reach
         {
             ReachException.Check(ReachNative.reach_session_decode(S, token), "reach_session_decode");
             held.Add(token);
+            pending = -1;
         }
 
         /// <summary>Samples the next token from the current logits (does not append it).</summary>
@@ -130,6 +132,7 @@ namespace Reach
             int next, eos;
             ReachException.Check(ReachNative.reach_session_step(S, token, out next, out eos), "reach_session_step");
             held.Add(token);
+            pending = -1;
             isEos = eos != 0;
             return next;
         }
