@@ -1,6 +1,7 @@
 // The C API (include/reach.h) from C++: an adopted host device generates the
 // same tokens as a device reach owns (sync, step_async and record_decode into
-// a host command buffer), and misuse returns codes with messages.
+// a host command buffer), misuse returns codes with messages, replies split
+// harmony's channels, and chat prompts follow the model's template.
 #include <doctest/doctest.h>
 #include <reach.h>
 #include <vulkan/vulkan.h>
