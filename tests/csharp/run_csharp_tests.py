@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The C# binding's suite: compiles bindings/csharp and tests/csharp/ReachTests.cs with Mono's mcs, takes
+"""The C# binding's suite: compiles bindings/csharp and tests/csharp/*.cs with Mono's mcs, takes
 `reach run --temp 0 --ids` on SmolLM2 as the reference, and runs the tests with mono, which finds the
 build's libreach.so (DllImport "libreach") through LD_LIBRARY_PATH.
 
@@ -37,8 +37,8 @@ def main():
 
     os.makedirs(out_dir, exist_ok=True)
     exe = os.path.join(out_dir, "ReachTests.exe")
-    sources = sorted(glob.glob(os.path.join(source_root, "bindings", "csharp", "*.cs")))
-    sources.append(os.path.join(source_root, "tests", "csharp", "ReachTests.cs"))
+    sources = sorted(glob.glob(os.path.join(source_root, "bindings", "csharp", "*.cs")) +
+                     glob.glob(os.path.join(source_root, "tests", "csharp", "*.cs")))
     # -warnaserror: the binding compiles clean.  System.Json parses the reference and the NPC reply.
     r = subprocess.run([mcs, "-warnaserror", "-nowarn:649", "-r:System.Json", "-r:System.Core", "-out:" + exe] + sources,
                        capture_output=True, text=True)
