@@ -570,6 +570,17 @@ REACH_API reach_status reach_session_reset(reach_session* session);
  */
 REACH_API reach_status reach_session_set_json_schema(reach_session* session, const char* schema_json);
 
+/* The whitespace a constrained document may hold.  reach_session_set_json_schema
+ * writes compact JSON: one space after ':' and ',' at most, and nothing else,
+ * so that a model at a high temperature cannot spend its tokens on gaps.
+ * REACH_JSON_PRETTY also allows, after '{' '[' ',' and before '}' ']', a
+ * newline and then up to 4 spaces of indentation per open object or array.
+ * Any other value is INVALID_ARGUMENT. */
+#define REACH_JSON_COMPACT 0
+#define REACH_JSON_PRETTY 1
+REACH_API reach_status reach_session_set_json_schema_ws(reach_session* session, const char* schema_json,
+                                                        int whitespace);
+
 /* ----------------------------------------- frame budget: one step per frame
  *
  * (a) reach submits, the host polls.  Once per frame:
