@@ -484,6 +484,23 @@ int main(int argc, char** argv) {
     EXPECT_STATUS(reach_session_free(npc), REACH_OK);
   }
 
+  /* Embeddings from C: the tiny model says nothing of pooling, so the last token, normalized. */
+  {
+    size_t dims = 0;
+    EXPECT_STATUS(reach_embedding_dims(model, &dims), REACH_OK);
+    EXPECT(dims == 64);
+    float v[64];
+    double sq = 0;
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, dims, NULL), REACH_OK);
+    for (size_t i = 0; i < 64; ++i) sq += (double)v[i] * v[i];
+    EXPECT(sq > 0.99999 && sq < 1.00001);
+    reach_embed_params ep = reach_embed_default_params();
+    ep.normalize = 0;
+    ep.pooling = REACH_POOLING_MEAN;
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, dims, &ep), REACH_OK);
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, 32, NULL), REACH_ERROR_INVALID_ARGUMENT);
+  }
+
   /* Free in order; freeing NULL is fine. */
   EXPECT_STATUS(reach_session_free(s), REACH_OK);
   EXPECT_STATUS(reach_model_free(model), REACH_OK);

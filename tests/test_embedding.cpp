@@ -15,6 +15,7 @@
 #include "base/error.hpp"
 #include "runtime/session/embedding.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/gguf_writer.hpp"
 #include "tests/support/model_fixture.hpp"
 
 using namespace reach;
@@ -79,6 +80,25 @@ TEST_CASE("embedding: the fixture's pooling is read from its sentence-transforme
   CHECK_THROWS_WITH_AS(pooling_of_folder(dir.path), doctest::Contains("modules.json"), Error);
   CHECK(pooling_from_name("last") == Pooling::last);
   CHECK_THROWS_AS(pooling_from_name("max"), Error);
+}
+
+TEST_CASE("embedding: a GGUF's pooling_type (llama.cpp's numbering), normalized") {
+  TempDir dir("pooling_gguf");
+  auto pooling = [&](std::optional<int32_t> type) {
+    test::GgufBuilder b;
+    b.kv_string("general.architecture", "qwen3");
+    if (type) b.kv_i32("qwen3.pooling_type", *type);
+    b.write(dir / "m.gguf");
+    return pooling_of_gguf(GgufFile::open(dir / "m.gguf"));
+  };
+  CHECK(pooling(std::nullopt).pooling == Pooling::none);
+  CHECK(pooling(0).pooling == Pooling::none);
+  CHECK(pooling(1).pooling == Pooling::mean);
+  CHECK(pooling(2).pooling == Pooling::cls);
+  const PoolingSpec last = pooling(3);
+  CHECK(last.pooling == Pooling::last);
+  CHECK(last.normalize);
+  CHECK_THROWS_WITH_AS(pooling(4), doctest::Contains("qwen3.pooling_type = 4"), Error);   // rank
 }
 
 TEST_CASE("embedding: hidden states and last-token embeddings match transformers' float64 forward") {
