@@ -161,3 +161,16 @@ TEST_CASE("embedding: pooling and the inputs it refuses") {
   CHECK_THROWS_AS(e.embed(std::vector<int32_t>(17, 5)), Error);
   CHECK(e.embed(std::vector<int32_t>(16, 5)).size() == e.dims());   // still usable
 }
+
+TEST_CASE("embedding: a bare base model without a head loads even where its config says untied") {
+  // Qwen3-Embedding-8B's kind: tie_word_embeddings false, and sentence-transformers saves no lm_head.
+  TempDir dir("untied");
+  std::filesystem::copy(kFixture, dir.path, std::filesystem::copy_options::recursive);
+  json cfg = json::parse(read_text(dir / "config.json"));
+  cfg["tie_word_embeddings"] = false;
+  std::ofstream(dir / "config.json") << cfg.dump();
+  auto model = test::load_model(dir.path);
+  Embedder e(*model, model_pooling(*model));
+  const json& in = reference()["inputs"][0];
+  CHECK(cosine(e.embed(in["ids"].get<std::vector<int32_t>>()), in["embedding"]) >= 0.9999);
+}
