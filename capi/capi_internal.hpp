@@ -17,6 +17,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/serve/reply_text.hpp"
 #include "runtime/session/decode_batch.hpp"
+#include "runtime/session/embedding.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
 
@@ -33,6 +34,7 @@ struct reach_model {
   std::unique_ptr<reach::Allocator> alloc;   // declared first: destroyed after the model
   std::unique_ptr<reach::Model> model;
   std::unique_ptr<reach::DecodeBatch> batch;   // reach_batch_decode's, made on first use; dies before the model
+  std::unique_ptr<reach::Embedder> embedder;   // reach_embed's, made on first use; dies before the model
   int sessions = 0;
 };
 

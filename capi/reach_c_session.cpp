@@ -278,13 +278,20 @@ reach_status reach_session_rewind(reach_session* session, uint32_t position) {
 }
 
 reach_status reach_session_set_json_schema(reach_session* session, const char* schema_json) {
+  return reach_session_set_json_schema_ws(session, schema_json, REACH_JSON_COMPACT);
+}
+
+reach_status reach_session_set_json_schema_ws(reach_session* session, const char* schema_json, int whitespace) {
   return guard(__func__, [&] {
     auto s = live(session, Kind::session, "session");
+    need(whitespace == REACH_JSON_COMPACT || whitespace == REACH_JSON_PRETTY, REACH_ERROR_INVALID_ARGUMENT,
+         "whitespace must be REACH_JSON_COMPACT or REACH_JSON_PRETTY");
+    const JsonWhitespace ws = whitespace == REACH_JSON_PRETTY ? JsonWhitespace::pretty : JsonWhitespace::compact;
     std::shared_ptr<const JsonConstraint> c;
     if (schema_json && *schema_json) {
       const Tokenizer* tk = s->model->model->tokenizer();
       need(tk, REACH_ERROR_INVALID_STATE, "the model was loaded without a tokenizer: it has no token bytes to constrain");
-      c = std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(schema_json), TokenTrie::for_tokenizer(*tk));
+      c = std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(schema_json, ws), TokenTrie::for_tokenizer(*tk));
     }
     auto l = lock(s.get());
     s->gen->set_constraint(std::move(c));

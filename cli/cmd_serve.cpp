@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/serve_shutdown.hpp"
 #include "runtime/serve/scheduler.hpp"
+#include "runtime/session/embedding.hpp"
 #include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
 #include "server/openai_routes.hpp"
@@ -42,6 +43,8 @@ void serve_usage() {
       "                      get 503 meanwhile.  Past it, those left end with an error.  A second SIGTERM,\n"
       "                      or SIGINT, stops at once\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
+      "  --embeddings        serve POST /v1/embeddings (always on for an embedding model: sentence-\n"
+      "                      transformers pooling modules, a GGUF pooling_type, or a bare *Model class)\n"
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
       "%s%s",
@@ -65,7 +68,7 @@ int cmd_serve(const Args& args) {
   server::ApiOptions ao;
   SessionOptions so;
   std::optional<WType> quantize;
-  bool prefix_cache = true;
+  bool prefix_cache = true, embeddings_on = false;
   double drain_timeout = 30;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -86,6 +89,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
     else if (a == "--no-prefix-cache") prefix_cache = false;
+    else if (a == "--embeddings") embeddings_on = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
   }
@@ -109,15 +113,29 @@ int cmd_serve(const Args& args) {
   // the server cannot know a request's length when the slot is made.
   // After a lost GPU (serve::Scheduler, "A lost device"): the old model, allocator and device go, in that
   // order, and the model is loaded as at the start on a device made anew.
+  // POST /v1/embeddings: an Embedder (a session of its own beside the slots) for --embeddings or a model that
+  // says it is an embedding model.
+  std::unique_ptr<server::EmbeddingsRoute> embeddings;
+  auto make_embedder = [&] { return std::make_unique<Embedder>(*e.model, model_pooling(*e.model), uint32_t(ctx)); };
+  if (embeddings_on || is_embedding_model(*e.model))
+    embeddings = std::make_unique<server::EmbeddingsRoute>(make_embedder(), *e.model->tokenizer(), ao.model_id);
   auto reload = [&]() -> Model& {
+    if (embeddings) embeddings->reset(nullptr);
     e.model.reset();
     e.allocator.reset();
     e.device.reset();
     e = open_engine(model_dir, device, true, quantize);
+    if (embeddings) embeddings->reset(make_embedder());
     return *e.model;
   };
   serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache, reload);
   server::OpenAiRoutes routes(*e.model, scheduler, ao);
+  if (embeddings) {
+    routes.set_embeddings(embeddings.get());
+    const PoolingSpec p = model_pooling(*e.model);
+    std::fprintf(stderr, "reach serve: /v1/embeddings: %lld dimensions, %s pooling%s\n",
+                 (long long)e.model->config().hidden_size, pooling_name(p.pooling), p.normalize ? ", normalized" : "");
+  }
   server::HttpServer http(routes, ho);
   const int port = http.bind();
   std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ao.model_id.c_str(),

@@ -54,7 +54,8 @@ constexpr Route kRoutes[] = {{"/health", "GET", true},
                              {"/metrics", "GET", true},
                              {"/v1/models", "GET", false},
                              {"/v1/completions", "POST", false},
-                             {"/v1/chat/completions", "POST", false}};
+                             {"/v1/chat/completions", "POST", false},
+                             {"/v1/embeddings", "POST", false}};
 
 }  // namespace
 
@@ -125,6 +126,9 @@ std::optional<HttpResponse> OpenAiRoutes::quick(const HttpRequest& req) {
     return r;
   }
   if (req.path == "/v1/models") return json_response(models_json(options_.model_id, started_));
+  if (req.path == "/v1/embeddings" && !embeddings_)
+    return error_response({404, "this server does not serve embeddings: start it with reach serve --embeddings",
+                           "invalid_request_error", "", "not_found"});
   return std::nullopt;
 }
 
@@ -188,6 +192,10 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r) {
 }
 
 void OpenAiRoutes::respond(Exchange& ex) {
+  if (ex.request().path == "/v1/embeddings") {
+    if (scheduler_.loading()) return ex.reply(error_response(model_loading()));
+    return ex.reply(embeddings_->answer(ex.request().body));
+  }
   const Endpoint ep = ex.request().path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completions;
   std::shared_ptr<serve::Job> job;
   GenerationRequest r;

@@ -17,6 +17,7 @@
 #include "server/http_handler.hpp"
 #include "server/http_metrics.hpp"
 #include "server/openai_api.hpp"
+#include "server/openai_embeddings.hpp"
 
 namespace reach::server {
 
@@ -38,6 +39,8 @@ class OpenAiRoutes : public HttpHandler {
   void respond(Exchange& ex) override;
   // Counted by route and status for /metrics.
   void answered(std::string_view path, int status) override { metrics_.count_request(path, status); }
+  // Serves POST /v1/embeddings (reach serve --embeddings, or an embedding model); without: 404.
+  void set_embeddings(EmbeddingsRoute* embeddings) { embeddings_ = embeddings; }
 
  private:
   // The engine's request for an API request: the prompt's ids and end tokens, limits, sampling.
@@ -56,6 +59,7 @@ class OpenAiRoutes : public HttpHandler {
   int64_t started_ = 0;
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_ = 0;
+  EmbeddingsRoute* embeddings_ = nullptr;
 };
 
 }  // namespace reach::server

@@ -19,7 +19,18 @@ std::shared_ptr<const JsonGrammar> parse_response_format(const nlohmann::json& v
     bad("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
   const std::string type = value["type"].get<std::string>();
   if (type == "text") return nullptr;
-  if (type == "json_object") return JsonGrammar::any_object();
+  // An extension: "whitespace": "compact" (the default: one space after ':' and ',') or "pretty".
+  JsonWhitespace ws = JsonWhitespace::compact;
+  if (value.contains("whitespace")) {
+    if (!value["whitespace"].is_string())
+      bad("response_format.whitespace", "'response_format.whitespace' must be \"compact\" or \"pretty\"");
+    try {
+      ws = json_whitespace_from_name(value["whitespace"].get<std::string>());
+    } catch (const Error& e) {
+      bad("response_format.whitespace", std::string(e.what()) + " (in response_format.whitespace)");
+    }
+  }
+  if (type == "json_object") return JsonGrammar::any_object(ws);
   if (type != "json_schema")
     bad("response_format.type", "response_format type '" + type + "' is not supported: use \"text\", "
                                 "\"json_object\" or \"json_schema\"");
@@ -37,7 +48,7 @@ std::shared_ptr<const JsonGrammar> parse_response_format(const nlohmann::json& v
   try {
     // The body already passed the bounded parse: this second, ordered one cannot fail or grow past it.
     const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body_text);
-    return JsonGrammar::from_schema(ordered["response_format"]["json_schema"]["schema"]);
+    return JsonGrammar::from_schema(ordered["response_format"]["json_schema"]["schema"], ws);
   } catch (const Error& e) {
     bad(param, std::string(e.what()) + " (in " + param + ")");
   }

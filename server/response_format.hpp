@@ -1,6 +1,8 @@
 #pragma once
 // The request field response_format: {"type": "text"} (no constraint), {"type": "json_object"} (any
-// JSON object) or {"type": "json_schema", "json_schema": {"name", "schema", "strict", "description"}}.
+// JSON object) or {"type": "json_schema", "json_schema": {"name", "schema", "strict", "description"}};
+// with either JSON type, the extension "whitespace": "compact" (the default) or "pretty" (newlines and
+// indentation, bounded: runtime/constrain/json_grammar.hpp).
 // The grammar it gives is what the sampler follows (runtime/constrain/json_grammar.hpp lists the schema
 // keywords it supports; any other is a 400 that names it and where it is).
 #include <memory>

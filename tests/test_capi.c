@@ -437,6 +437,9 @@ int main(int argc, char** argv) {
     EXPECT(strstr(reach_last_error(), "'pattern'") != NULL && strstr(reach_last_error(), " at #") != NULL);
     EXPECT_STATUS(reach_session_set_json_schema(npc, "{\"type\": "), REACH_ERROR_INVALID_ARGUMENT);
     EXPECT(strstr(reach_last_error(), "not valid JSON") != NULL);
+    EXPECT_STATUS(reach_session_set_json_schema_ws(npc, schema, 2), REACH_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(reach_last_error(), "REACH_JSON_PRETTY") != NULL);
+    EXPECT_STATUS(reach_session_set_json_schema_ws(npc, schema, REACH_JSON_PRETTY), REACH_OK);
     EXPECT_STATUS(reach_session_set_json_schema(npc, schema), REACH_OK);
     for (int round = 0; round < 3; ++round) {
       sp.sampling.seed = (uint64_t)round + 1;
@@ -461,6 +464,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; doc[i]; ++i)
         if (!strchr(" \n\t\r", doc[i])) compact[c++] = doc[i];
       compact[c] = '\0';
+      EXPECT(strchr(doc, '\n') == NULL && strstr(doc, "  ") == NULL);   /* compact: one space at most */
       int matches = 0;
       for (int a = 0; a < 4; ++a)
         for (int t = 0; t < 2; ++t)
@@ -478,6 +482,23 @@ int main(int argc, char** argv) {
     EXPECT_STATUS(reach_session_set_json_schema(npc, NULL), REACH_OK);   /* free text again */
     EXPECT_STATUS(reach_session_sample(npc, &tok, NULL), REACH_OK);
     EXPECT_STATUS(reach_session_free(npc), REACH_OK);
+  }
+
+  /* Embeddings from C: the tiny model says nothing of pooling, so the last token, normalized. */
+  {
+    size_t dims = 0;
+    EXPECT_STATUS(reach_embedding_dims(model, &dims), REACH_OK);
+    EXPECT(dims == 64);
+    float v[64];
+    double sq = 0;
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, dims, NULL), REACH_OK);
+    for (size_t i = 0; i < 64; ++i) sq += (double)v[i] * v[i];
+    EXPECT(sq > 0.99999 && sq < 1.00001);
+    reach_embed_params ep = reach_embed_default_params();
+    ep.normalize = 0;
+    ep.pooling = REACH_POOLING_MEAN;
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, dims, &ep), REACH_OK);
+    EXPECT_STATUS(reach_embed(model, ids, 4, v, 32, NULL), REACH_ERROR_INVALID_ARGUMENT);
   }
 
   /* Free in order; freeing NULL is fine. */

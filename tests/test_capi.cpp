@@ -7,11 +7,14 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
@@ -696,6 +699,50 @@ TEST_CASE("capi: reach_chat_tokenize applies the model's chat template; reach_ch
   REQUIRE_OK(reach_model_load(dev, bare.path.string().c_str(), &mp, &m));
   CHECK_FAILS(reach_chat_tokenize(m, hello, 1, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
   CHECK_FAILS(reach_chat_end_tokens(m, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
+TEST_CASE("capi: reach_embed gives the fixture's float64 embeddings; mean and CLS on request; bad calls fail") {
+  const auto fixture = reach::test::source_root() / "tests/data/embedding";
+  const nlohmann::json ref = nlohmann::json::parse(reach::test::read_text(fixture / "reference.json"));
+  reach_device* dev = nullptr;
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_model_load(dev, fixture.string().c_str(), nullptr, &m));
+  size_t dims = 0;
+  REQUIRE_OK(reach_embedding_dims(m, &dims));
+  REQUIRE(dims == ref["dims"].get<size_t>());
+  auto cosine = [&](const std::vector<float>& a, const nlohmann::json& b) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < dims; ++i) {
+      const double y = b[i].get<double>();
+      ab += a[i] * y, aa += double(a[i]) * a[i], bb += y * y;
+    }
+    return ab / std::sqrt(aa * bb);
+  };
+  std::vector<float> v(dims);
+  for (const auto& in : ref["inputs"]) {
+    CAPTURE(in["text"].get<std::string>());
+    const std::vector<int32_t> ids = in["ids"].get<std::vector<int32_t>>();
+    REQUIRE_OK(reach_embed(m, ids.data(), ids.size(), v.data(), dims, nullptr));
+    CHECK(cosine(v, in["embedding"]) >= 0.9999);
+    reach_embed_params p = reach_embed_default_params();
+    p.pooling = REACH_POOLING_MEAN;
+    REQUIRE_OK(reach_embed(m, ids.data(), ids.size(), v.data(), dims, &p));
+    CHECK(cosine(v, in["mean_normalized"]) >= 0.9999);
+    p.pooling = REACH_POOLING_CLS;
+    p.normalize = 0;
+    REQUIRE_OK(reach_embed(m, ids.data(), ids.size(), v.data(), dims, &p));
+    CHECK(cosine(v, in["cls_normalized"]) >= 0.9999);
+  }
+  const int32_t one = 5, outside = 384;
+  CHECK_FAILS(reach_embed(m, &one, 1, v.data(), dims - 1, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK(std::strstr(reach_last_error(), "reach_embedding_dims") != nullptr);
+  CHECK_FAILS(reach_embed(m, &one, 0, v.data(), dims, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_embed(m, &outside, 1, v.data(), dims, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_embed(m, &one, 1, nullptr, dims, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  CHECK_FAILS(reach_embed(nullptr, &one, 1, v.data(), dims, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+  reach_embed_params bad = reach_embed_default_params();
+  bad.pooling = 7;
+  CHECK_FAILS(reach_embed(m, &one, 1, v.data(), dims, &bad), REACH_ERROR_INVALID_ARGUMENT);
+  REQUIRE_OK(reach_embed(m, &one, 1, v.data(), dims, nullptr));   // still usable after the failures
   REQUIRE_OK(reach_model_free(m));
   REQUIRE_OK(reach_device_free(dev));
 }

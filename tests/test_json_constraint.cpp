@@ -16,9 +16,11 @@
 #include "base/error.hpp"
 #include "base/platform/process.hpp"
 #include "runtime/constrain/json_constraint.hpp"
+#include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "runtime/text/utf8.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/model_fixture.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -130,15 +132,23 @@ TEST_CASE("schema errors name the keyword and where it is") {
 }
 
 TEST_CASE("the automaton agrees with json + jsonschema on the reference documents") {
-  std::vector<std::shared_ptr<const JsonGrammar>> grammars;
-  for (const auto& schema : cases()["schemas"]) grammars.push_back(JsonGrammar::from_schema_text(schema.dump()));
+  // Each document against the compact grammar and the pretty one: the indented canonical documents
+  // (json.dumps indent=2) are pretty JSON, the others compact.
+  std::vector<std::shared_ptr<const JsonGrammar>> grammars, pretty;
+  for (const auto& schema : cases()["schemas"]) {
+    grammars.push_back(JsonGrammar::from_schema_text(schema.dump()));
+    pretty.push_back(JsonGrammar::from_schema_text(schema.dump(), reach::JsonWhitespace::pretty));
+  }
   size_t accepted = 0, rejected = 0, canonical = 0;
   for (const auto& c : cases()["cases"]) {
     const std::string doc = c["doc"].get<std::string>();
     const bool valid = c["valid"].get<bool>();
-    const bool ok = accepts(*grammars[c["schema"].get<size_t>()], doc);
-    CAPTURE(c["schema"].get<int>());
+    const size_t si = c["schema"].get<size_t>();
+    const bool compact_ok = accepts(*grammars[si], doc), ok = accepts(*pretty[si], doc);
+    CAPTURE(si);
     CAPTURE(doc);
+    if (compact_ok) CHECK(ok);   // compact JSON is pretty JSON too
+    if (doc.find('\n') == std::string::npos && valid && c["canonical"].get<bool>()) CHECK(compact_ok);
     // Sound: nothing the reference rejects gets through.  Complete on the canonical form.
     if (ok) CHECK(valid);
     if (valid && c["canonical"].get<bool>()) {
@@ -165,10 +175,32 @@ TEST_CASE("a number or an enum value that a longer one extends ends where the te
   CHECK_FALSE(accepts(*n, "1.0"));
 }
 
-TEST_CASE("whitespace and nesting are bounded") {
+TEST_CASE("whitespace: compact by default, pretty on request and bounded; nesting is bounded") {
   auto any = JsonGrammar::any_object();
-  CHECK(accepts(*any, "{" + std::string(reach::kMaxGap, ' ') + "}"));
-  CHECK_FALSE(accepts(*any, "{" + std::string(reach::kMaxGap + 1, ' ') + "}"));
+  CHECK(any->whitespace() == reach::JsonWhitespace::compact);
+  // Compact: one space after ':' and ',' and nowhere else; no newline, tab or carriage return at all.
+  CHECK(accepts(*any, R"({"a":1,"b":[1,2]})"));
+  CHECK(accepts(*any, R"({"a": 1, "b": [1, 2]})"));
+  for (const char* refused : {R"({"a":  1})", R"({"a":1,  "b":2})", R"({ "a":1})", R"({"a":1 })", R"({"a" :1})",
+                              R"({"a":[ 1]})", R"({"a":[1 ]})", "{\"a\":\n1}", "{\n\"a\":1}", "{\"a\":\t1}",
+                              R"( {"a":1})", "{}\n"})
+    CHECK_MESSAGE(!accepts(*any, refused), refused);
+  // Pretty: json.dumps(indent=2 or 4) and compact both pass; a newline takes at most 4 spaces per level.
+  auto pretty = JsonGrammar::any_object(reach::JsonWhitespace::pretty);
+  const std::string indented = "{\n  \"a\": 1,\n  \"b\": [\n    1,\n    {\n      \"c\": null\n    }\n  ]\n}";
+  CHECK(accepts(*pretty, indented));
+  CHECK_FALSE(accepts(*any, indented));
+  CHECK(accepts(*pretty, "{\n    \"a\": [\n        1\n    ]\n}"));
+  CHECK(accepts(*pretty, R"({"a": 1, "b": [1, 2]})"));
+  CHECK(accepts(*pretty, "{\n" + std::string(4, ' ') + "}"));
+  CHECK_FALSE(accepts(*pretty, "{\n" + std::string(5, ' ') + "}"));
+  CHECK(accepts(*pretty, "{\"a\":[\n" + std::string(8, ' ') + "1]}"));
+  CHECK_FALSE(accepts(*pretty, "{\"a\":[\n" + std::string(9, ' ') + "1]}"));
+  for (const char* refused : {"{\n\n}", "{ \n}", "{\"a\":\n1}", "{\"a\"\n:1}", "{\n\t\"a\":1}", "\n{}", "{}\n"})
+    CHECK_MESSAGE(!accepts(*pretty, refused), refused);
+  CHECK(reach::json_whitespace_from_name("pretty") == reach::JsonWhitespace::pretty);
+  CHECK(reach::json_whitespace_from_name("compact") == reach::JsonWhitespace::compact);
+  CHECK_THROWS_WITH_AS(reach::json_whitespace_from_name("loose"), doctest::Contains("'loose'"), reach::Error);
   std::string deep = "{\"a\":", close = "}";
   for (int i = 1; i < reach::kMaxNesting; ++i) { deep += "["; close = "]" + close; }
   CHECK(accepts(*any, deep + "1" + close));
@@ -248,9 +280,12 @@ TEST_CASE("random walks over the mask write documents that json + jsonschema acc
     const size_t vocab = size_t(tk.vocab_size());
     std::mt19937 rng(11);
     for (size_t si = 0; si < schemas.size(); ++si) {
-      auto c = std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(schemas[si].dump()), trie);
+      // Odd walks write pretty JSON: its newlines and indentation through the same checks.
+      auto compact = std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(schemas[si].dump()), trie);
+      auto pretty = std::make_shared<JsonConstraint>(
+          JsonGrammar::from_schema_text(schemas[si].dump(), reach::JsonWhitespace::pretty), trie);
       for (int walk = 0; walk < 10; ++walk) {
-        ConstrainedReply reply(c);
+        ConstrainedReply reply(walk % 2 ? pretty : compact);
         std::string doc;
         std::vector<uint8_t> allowed;
         std::vector<int32_t> ids, closing;
@@ -303,6 +338,96 @@ TEST_CASE("random walks over the mask write documents that json + jsonschema acc
   { std::ofstream(dir / "walks.json") << request.dump(); }
   const Command ref = run("python3 " + (source_root() / "tests/python/json_schema_ref.py").string() + " " +
                           (dir / "walks.json").string());
+  if (ref.status == 77) {
+    MESSAGE("SKIP the jsonschema check: " << ref.out);
+    return;
+  }
+  REQUIRE(ref.status == 0);
+  const json verdicts = json::parse(ref.out);
+  REQUIRE(verdicts.size() == request["docs"].size());
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    CAPTURE(request["docs"][i].dump());
+    CHECK(verdicts[i].get<bool>());
+  }
+}
+
+namespace {
+
+// A game's NPC as a small model at temperature 1 writes it: the aim is documents that end.
+const char* kNpcSchema = R"({"type": "object", "properties": {
+  "name": {"enum": ["Ada", "Bram", "Cyra", "Dov"]},
+  "role": {"enum": ["guard", "smith", "thief"]},
+  "level": {"type": "integer"},
+  "hostile": {"type": "boolean"},
+  "items": {"type": "array", "items": {"enum": ["sword", "bread"]}, "maxItems": 2}},
+  "required": ["name", "role", "level", "hostile", "items"],
+  "additionalProperties": false})";
+
+struct NpcRun {
+  std::vector<std::string> finished;
+  int unfinished = 0;
+};
+
+// Eight replies to the NPC schema, 96 tokens each at most, from the random qwen3 family fixture.
+NpcRun npc_documents(reach::Model& model, reach::JsonWhitespace ws) {
+  reach::GenerationOptions o;
+  o.session.context = 160;
+  o.session.chunk = 64;
+  o.sampling.temperature = 1;
+  o.sampling.top_k = 0;
+  o.sampling.top_p = 1;
+  reach::Generation gen(model, o);
+  const auto trie = TokenTrie::for_tokenizer(*model.tokenizer());
+  gen.set_constraint(std::make_shared<JsonConstraint>(JsonGrammar::from_schema_text(kNpcSchema, ws), trie));
+  const std::vector<int32_t> prompt = model.tokenizer()->encode("An NPC as JSON:", true);
+  NpcRun run;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    reach::SamplerParams p = o.sampling;
+    p.seed = seed;
+    gen.restart(p, {});
+    gen.session().prefill(prompt);
+    std::string doc;
+    bool ended = false;
+    for (int i = 0; i < 96 && !ended; ++i) {
+      const reach::GeneratedToken t = gen.next();
+      ended = t.stop;
+      if (!ended) {
+        doc += t.text;
+        gen.session().decode(t.id);
+      }
+    }
+    doc += gen.flush();
+    if (ended) run.finished.push_back(doc);
+    else ++run.unfinished;
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a random small model at temperature 1 finishes compact NPC documents within 96 tokens") {
+  auto model = reach::test::load_model(source_root() / "tests/data/families/qwen3/hf");
+  REQUIRE(model->tokenizer());
+  nlohmann::ordered_json request = {{"schemas", json::array({json::parse(kNpcSchema)})}, {"docs", json::array()}};
+  for (auto ws : {reach::JsonWhitespace::compact, reach::JsonWhitespace::pretty}) {
+    const bool pretty = ws == reach::JsonWhitespace::pretty;
+    const NpcRun run = npc_documents(*model, ws);
+    MESSAGE(std::string(pretty ? "pretty" : "compact") << ": " << run.finished.size() << " of 8 documents finished within 96 tokens");
+    for (const std::string& doc : run.finished) {
+      CAPTURE(doc);
+      CHECK(json::accept(doc));
+      if (!pretty) {
+        CHECK(doc.find('\n') == std::string::npos);
+        CHECK(doc.find("  ") == std::string::npos);   // at most one space in a gap
+      }
+      request["docs"].push_back({0, doc});
+    }
+    if (!pretty) CHECK(run.finished.size() >= 6);
+  }
+  TempDir dir("json_npc");
+  { std::ofstream(dir / "npc.json") << request.dump(); }
+  const Command ref = run("python3 " + (source_root() / "tests/python/json_schema_ref.py").string() + " " +
+                          (dir / "npc.json").string());
   if (ref.status == 77) {
     MESSAGE("SKIP the jsonschema check: " << ref.out);
     return;

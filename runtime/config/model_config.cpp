@@ -93,7 +93,9 @@ ModelConfig parse_model_config(const json& j, const std::filesystem::path& sourc
       {"Qwen3ForCausalLM", "qwen3"},     {"Phi3ForCausalLM", "phi3"},       {"Gemma2ForCausalLM", "gemma2"},
       {"Gemma3ForCausalLM", "gemma3_text"}, {"Olmo2ForCausalLM", "olmo2"}, {"SmolLM3ForCausalLM", "smollm3"},
       {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"MixtralForCausalLM", "mixtral"}, {"OlmoeForCausalLM", "olmoe"},
-      {"GptOssForCausalLM", "gpt_oss"}};
+      {"GptOssForCausalLM", "gpt_oss"},
+      // The model without its head, as sentence-transformers saves an embedding model (Qwen3-Embedding).
+      {"Qwen3Model", "qwen3"}};
   if (const json* archs = r.find("architectures")) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       r.wrong_type("architectures", *archs, "a list of class names like [\"LlamaForCausalLM\"]");

@@ -5,6 +5,11 @@ namespace reach {
 HfNaming hf_naming_of(const std::function<bool(const std::string& name)>& has) {
   HfNaming n;
   if (has("model.embed_tokens.weight")) return n;
+  if (has("embed_tokens.weight")) {   // a bare base model (Qwen3Model of an embedding model): no prefix
+    n.model = "";
+    n.lm_head = "";   // and no head: the embeddings stand in (an embedding model reads no logits)
+    return n;
+  }
   for (const char* pre : {"language_model.model.", "model.language_model."})
     if (has(std::string(pre) + "embed_tokens.weight")) {
       n.model = pre;

@@ -33,7 +33,8 @@ struct HfNaming {
 // The naming of a safetensors checkpoint whose tensors `has` reports: "model." and "lm_head.weight", or,
 // where there is no model.embed_tokens.weight but a prefixed one, the language model's prefix of Gemma 3's
 // multimodal checkpoints ("language_model.model." with "language_model.lm_head.weight", or
-// "model.language_model." with "lm_head.weight").  The other fields keep their defaults.
+// "model.language_model." with "lm_head.weight"), or a bare base model's "embed_tokens.weight" (no prefix,
+// lm_head "": none).  The other fields keep their defaults.
 HfNaming hf_naming_of(const std::function<bool(const std::string& name)>& has);
 
 // "model.layers.3.self_attn.q_proj.weight", ...  `layer` is ignored for the model-wide roles.

@@ -70,7 +70,10 @@ constexpr const char* kNumberStart = "-0123456789";
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const json& root) : root_(root), g_(std::make_shared<JsonGrammar>()) { builtins(); }
+  SchemaCompiler(const json& root, JsonWhitespace whitespace) : root_(root), g_(std::make_shared<JsonGrammar>()) {
+    g_->whitespace_ = whitespace;
+    builtins();
+  }
 
   std::shared_ptr<const JsonGrammar> compile_root() {
     g_->root_ = compile(root_, "#");
@@ -405,11 +408,18 @@ class SchemaCompiler {
   std::set<int32_t> pending_;
 };
 
-std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const nlohmann::ordered_json& schema) {
-  return SchemaCompiler(schema).compile_root();
+JsonWhitespace json_whitespace_from_name(const std::string& name) {
+  if (name == "compact") return JsonWhitespace::compact;
+  if (name == "pretty") return JsonWhitespace::pretty;
+  throw Error(ErrorCode::invalid_argument, "JSON whitespace '" + name + "' is not known: use \"compact\" (one space "
+                                           "after ':' and ',') or \"pretty\" (newlines and indentation)");
 }
 
-std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema_text(const std::string& text) {
+std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const nlohmann::ordered_json& schema, JsonWhitespace ws) {
+  return SchemaCompiler(schema, ws).compile_root();
+}
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema_text(const std::string& text, JsonWhitespace ws) {
   json schema;
   try {
     parse_json_bounded(text, 64, 1 << 20);   // the bounds; then again in order
@@ -419,9 +429,11 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema_text(const std::stri
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::invalid_argument, std::string("JSON schema: the text is not valid JSON: ") + e.what());
   }
-  return from_schema(schema);
+  return from_schema(schema, ws);
 }
 
-std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() { return SchemaCompiler(json::object()).any_object(); }
+std::shared_ptr<const JsonGrammar> JsonGrammar::any_object(JsonWhitespace ws) {
+  return SchemaCompiler(json::object(), ws).any_object();
+}
 
 }  // namespace reach

@@ -18,8 +18,11 @@
 //  - numbers: at most 15 digits before and after the point and 2 in the exponent; integers: no point,
 //    no exponent; strings: any UTF-8, escapes \" \\ \/ \b \f \n \r \t and \uXXXX except \uD800-\uDFFF
 //    (lone surrogates are not text);
-//  - at most kMaxGap whitespace bytes between two tokens of the JSON text, none after the document,
-//    and at most kMaxNesting open objects and arrays: a model cannot loop on whitespace or brackets.
+//  - whitespace by JsonWhitespace: compact (the default) allows one space after ':' and ',' and nothing
+//    else; pretty also allows, after '{' '[' ',' and before '}' ']', a newline and then at most
+//    kIndentPerLevel spaces per open object or array.  Nothing before or after the document, and at most
+//    kMaxNesting open objects and arrays: a model cannot spend its tokens on whitespace or brackets (at
+//    temperature 1 a looser rule let a small model write gaps until it ran out of tokens).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -30,7 +33,7 @@
 
 namespace reach {
 
-constexpr int kMaxGap = 16;
+constexpr int kIndentPerLevel = 4;
 constexpr int kMaxNesting = 24;
 constexpr size_t kMaxProperties = 64;   // per object schema (and values per enum)
 
@@ -55,23 +58,32 @@ struct SchemaNode {
   std::array<int32_t, 256> by_first_byte{};
 };
 
+// Where the document may hold whitespace (see above).  Tool-call arguments follow the same rule.
+enum class JsonWhitespace : uint8_t { compact, pretty };
+// "compact" or "pretty"; anything else throws Error(invalid_argument) naming the value and the choices.
+JsonWhitespace json_whitespace_from_name(const std::string& name);
+
 class JsonGrammar {
  public:
   // Throws Error(invalid_argument): "JSON schema: <what> at <pointer>: <what to do>".
-  static std::shared_ptr<const JsonGrammar> from_schema(const nlohmann::ordered_json& schema);
+  static std::shared_ptr<const JsonGrammar> from_schema(const nlohmann::ordered_json& schema,
+                                                        JsonWhitespace whitespace = JsonWhitespace::compact);
   // Parses the text first (an error names the JSON syntax problem); 64 levels at most.
-  static std::shared_ptr<const JsonGrammar> from_schema_text(const std::string& schema_json);
+  static std::shared_ptr<const JsonGrammar> from_schema_text(const std::string& schema_json,
+                                                             JsonWhitespace whitespace = JsonWhitespace::compact);
   // Any JSON object (OpenAI's response_format json_object).
-  static std::shared_ptr<const JsonGrammar> any_object();
+  static std::shared_ptr<const JsonGrammar> any_object(JsonWhitespace whitespace = JsonWhitespace::compact);
 
   const SchemaNode& node(int32_t i) const { return nodes_[size_t(i)]; }
   int32_t root() const { return root_; }
   int32_t any() const { return any_; }   // any JSON value: the values of an object without properties
+  JsonWhitespace whitespace() const { return whitespace_; }
 
  private:
   friend class SchemaCompiler;
   std::vector<SchemaNode> nodes_;
   int32_t root_ = 0, any_ = 0;
+  JsonWhitespace whitespace_ = JsonWhitespace::compact;
 };
 
 }  // namespace reach

@@ -14,17 +14,10 @@ enum NumberPhase : uint8_t { kStart, kMinus, kZero, kInt, kDot, kFrac, kExp, kEx
 constexpr uint32_t kMaxDigits = 15, kMaxExpDigits = 2;
 
 bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+constexpr uint8_t kNewline = 0x80;   // Frame::gap: the gap began with a newline; the low bits count its spaces
 bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-// 1: a whitespace byte the gap still has room for; 0: one too many; -1: not whitespace.
-template <class F>
-int gap(F& f, uint8_t c) {
-  if (!is_space(c)) return -1;
-  if (f.gap >= kMaxGap) return 0;
-  ++f.gap;
-  return 1;
-}
 
 // The range of a UTF-8 continuation byte by the rule its lead byte set (no overlong forms, no surrogates,
 // nothing above U+10FFFF).
@@ -55,6 +48,26 @@ JsonState& JsonState::operator=(const JsonState& o) {
 
 bool JsonState::in_plain_string() const {
   return depth_ > 0 && frames_[depth_ - 1].kind == string && frames_[depth_ - 1].phase == kPlain;
+}
+
+int JsonState::gap(Frame& f, uint8_t c, Slot slot) const {
+  if (!is_space(c)) return -1;
+  const bool pretty = g_->whitespace() == JsonWhitespace::pretty;
+  if (c == '\n') {
+    if (f.gap != 0 || !pretty || (slot != kEdge && slot != kAfterComma)) return 0;
+    f.gap = kNewline;
+    return 1;
+  }
+  if (c != ' ') return 0;   // tabs and carriage returns: never
+  if (f.gap == 0 && (slot == kAfterColon || slot == kAfterComma)) {
+    f.gap = 1;   // the one space of compact JSON
+    return 1;
+  }
+  // Indentation: kIndentPerLevel spaces for each open object or array (the frames above the root).
+  const uint32_t spaces = f.gap & ~kNewline, level = uint32_t(&f - frames_);
+  if (!(f.gap & kNewline) || spaces >= kIndentPerLevel * level) return 0;
+  ++f.gap;
+  return 1;
 }
 
 const std::vector<std::string>& JsonState::texts(const Frame& f) const { return g_->node(f.node).literals; }
@@ -107,7 +120,7 @@ bool JsonState::feed(uint8_t c) {
 
 int JsonState::feed_root(Frame& f, uint8_t c) {
   if (f.phase != 0) return 0;   // the document is whole: nothing may follow
-  if (const int s = gap(f, c); s >= 0) return s;
+  if (is_space(c)) return 0;    // nor precede it
   f.phase = 1;
   return start_value(g_->root(), c) ? 1 : 0;
 }
@@ -115,7 +128,8 @@ int JsonState::feed_root(Frame& f, uint8_t c) {
 int JsonState::feed_object(Frame& f, uint8_t c) {
   const SchemaNode& n = g_->node(f.node);
   const size_t count = n.properties.size();
-  if (const int s = gap(f, c); s >= 0) return s;
+  const Slot slot = f.phase == kKey ? kTight : f.phase == kColon ? kAfterColon : f.phase == kComma ? kAfterComma : kEdge;
+  if (const int s = gap(f, c, slot); s >= 0) return s;
   switch (f.phase) {
     case kOpen:
     case kComma:
@@ -162,7 +176,7 @@ int JsonState::feed_object(Frame& f, uint8_t c) {
 
 int JsonState::feed_array(Frame& f, uint8_t c) {
   const SchemaNode& n = g_->node(f.node);
-  if (const int s = gap(f, c); s >= 0) return s;
+  if (const int s = gap(f, c, f.phase == kArrayComma ? kAfterComma : kEdge); s >= 0) return s;
   switch (f.phase) {
     case kArrayOpen:
     case kArrayComma:

@@ -34,13 +34,17 @@ class JsonState {
     int32_t node;
     Kind kind;
     uint8_t phase;
-    uint8_t gap;           // whitespace bytes in the current gap
+    uint8_t gap;           // the current gap's whitespace: 0, or 1 space, or kNewline | its spaces
     uint8_t aux;           // object: the next property index; literal: 1 for an object key; string: UTF-8 rule
   };
 
   bool start_value(int32_t node, uint8_t byte);
   bool push(Frame f);
-  bool space(Frame& f, uint8_t byte);
+  // Where a gap lies: between a key and its ':' (none), after ':', after ',', or after an opening
+  // bracket / before a closing one (an edge: only pretty JSON's newlines and indentation).
+  enum Slot : uint8_t { kTight, kAfterColon, kAfterComma, kEdge };
+  // 1: a whitespace byte the gap may take (taken); 0: whitespace it may not; -1: not whitespace.
+  int gap(Frame& f, uint8_t byte, Slot slot) const;
   // Each returns 1: taken, 0: refused, -1: the frame ended before this byte (popped: feed it to the parent).
   int feed_root(Frame& f, uint8_t byte);
   int feed_object(Frame& f, uint8_t byte);

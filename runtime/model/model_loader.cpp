@@ -329,7 +329,7 @@ void ModelLoader::build(Model& m, const WeightSource& src, const LoadOptions& op
     Mat lm_head = embed;
     const std::string head = src.name(Role::lm_head, -1);
     if (c.tie_word_embeddings || !src.has(head)) {
-      if (!c.tie_word_embeddings)
+      if (!c.tie_word_embeddings && !head.empty())   // empty: a bare base model, which has no head
         throw Error(ErrorCode::format, "tensor " + head + " is missing from " + src.where() +
                                            " and the config says tie_word_embeddings=false: set it to true if the "
                                            "model shares its embedding table, or restore " + head);

@@ -392,7 +392,7 @@ void record_layer(LayerRecorder& R, size_t l, const ForwardAttention& attention,
 
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
                              uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
-                             QuantActivations activations, ForwardSteps steps) {
+                             QuantActivations activations, ForwardSteps steps, ForwardHead head) {
   LayerRecorder R(cmd, model, c, b, n, activations);
   Kernels& K = R.K;
   const uint32_t H = R.H, V = uint32_t(c.vocab_size);
@@ -406,6 +406,10 @@ ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelCo
     record_layer(R, l, attention, fuse);
   const ForwardCounts counts{cmd.dispatch_count() - d0, cmd.barrier_count() - b0};
   if (steps.first > head_step || steps.end <= head_step) return counts;
+  if (head == ForwardHead::hidden) {   // every row normed into the readback buffer; no lm_head
+    K.norm_rms(cmd, Act{b.x, 0, n, H}, model.final_norm().range(), Act{b.logits, 0, n, H}, R.eps);
+    return counts;
+  }
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   // The norm starts at the last row at or before them whose offset is a binding offset (norm_rms binds x
   // at it; minStorageBufferOffsetAlignment may be 256 bytes), lm_head reads h from the wanted rows on.

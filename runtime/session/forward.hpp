@@ -107,12 +107,17 @@ struct ForwardCounts {
 struct ForwardSteps {
   size_t first = 0, end = SIZE_MAX;   // the default: every step
 };
+// What the head writes into b.logits: the lm_head's logits [logits_rows, vocab], or the final-normed
+// hidden states [n, hidden] of every row (embeddings: logits_rows must be n, and the buffer's vocab-wide
+// rows hold the hidden-wide ones, so vocab >= hidden).
+enum class ForwardHead : uint8_t { logits, hidden };
 // fused: rows up to the mat-vec limit (decode, batched decode) run the fused layer steps.
 // activations: KernelConfig::set_activations (int8 records the unfused layer: the fused mat-vecs are f32 only).
 // steps: the ones recorded into cmd; the same kernels in the same order as the whole pass, so a pass cut
 // into several lists computes the same bits.
 ForwardCounts record_forward(CommandList& cmd, const Model& model, const ModelConfig& c, const ForwardBuffers& b,
                              uint32_t n, uint32_t logits_rows, const ForwardAttention& attention, bool fused,
-                             QuantActivations activations = QuantActivations::device, ForwardSteps steps = {});
+                             QuantActivations activations = QuantActivations::device, ForwardSteps steps = {},
+                             ForwardHead head = ForwardHead::logits);
 
 }  // namespace reach

@@ -260,13 +260,14 @@ void Session::advance(uint32_t n) {
     if (ring_[l] && pos_ > ring_[l]) ring_lost_[l] = std::max(ring_lost_[l], pos_ - ring_[l]);
 }
 
-Session::Program& Session::program(uint32_t n, bool all_logits) {
-  auto key = std::make_pair(n, all_logits);
+Session::Program& Session::program(uint32_t n, Output out) {
+  auto key = std::make_pair(n, out);
   auto it = programs_.find(key);
   if (it != programs_.end()) return it->second;
   Program p;
   p.n = n;
-  p.all_logits = all_logits;
+  p.out = out;
+  const bool all_logits = out != Output::last_logits;   // every row through the head
   // A new program starts from the slowest ns per cost unit the others measured (none: the reference).
   double scale = 0;
   for (const auto& [k, q] : programs_)
@@ -274,7 +275,7 @@ Session::Program& Session::program(uint32_t n, bool all_logits) {
   // Cut where the pass costs most: its rows at the end of the context.
   p.parts = std::make_unique<SubmitParts>(
       model_.device(), options_.profile, submit_bound_,
-      [this, n, all_logits](CommandList& cmd, ForwardSteps steps) { return record(cmd, n, all_logits, steps); },
+      [this, n, out](CommandList& cmd, ForwardSteps steps) { return record(cmd, n, out, steps); },
       step_costs(n, all_logits, capacity_ - n), scale > 0 ? scale : 1, scale > 0);
   return programs_.emplace(key, std::move(p)).first->second;
 }
@@ -289,7 +290,7 @@ std::vector<double> Session::run_costs(const SubmitParts& parts, uint32_t n, boo
   return parts.timed() ? step_costs(n, all_logits, pos_) : std::vector<double>{};
 }
 
-ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits, ForwardSteps steps) {
+ForwardCounts Session::record(CommandList& cmd, uint32_t n, Output out, ForwardSteps steps) {
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
   attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
@@ -299,8 +300,9 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, bool all_logits, For
     attention.store_attend = [&](CommandList& c, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
                                  const QkRmsNorm* qk) { record_store_attend(c, l, q, k, v, o, qk); };
   }
-  return record_forward(cmd, model_, config_, b, n, all_logits ? n : 1, attention, options_.fused_decode,
-                        n == 1 ? activations_.decode : activations_.prefill, steps);
+  return record_forward(cmd, model_, config_, b, n, out == Output::last_logits ? 1 : n, attention,
+                        options_.fused_decode, n == 1 ? activations_.decode : activations_.prefill, steps,
+                        out == Output::hidden ? ForwardHead::hidden : ForwardHead::logits);
 }
 
 LayerCache Session::layer_cache(size_t l) const {
@@ -356,15 +358,19 @@ void Session::check_ids(std::span<const int32_t> ids) const {
 }
 
 // The ids were checked (check_prefill / check_decode) before the first step.
-void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits) {
+void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits, std::vector<float>* hidden) {
   const uint32_t V = uint32_t(config_.vocab_size);
-  Program& p = program(n, all_logits != nullptr);
+  Program& p = program(n, hidden ? Output::hidden : all_logits ? Output::all_logits : Output::last_logits);
   write_step_inputs(ids, n);
-  p.parts->run(run_costs(*p.parts, n, all_logits != nullptr));
+  p.parts->run(run_costs(*p.parts, n, all_logits || hidden));
   last_ = p.parts.get();
   const uint32_t rows = all_logits ? n : 1;
   Transfer T(model_.allocator());
-  if (all_logits) {
+  if (hidden) {
+    const size_t old = hidden->size(), H = size_t(config_.hidden_size);
+    hidden->resize(old + size_t(n) * H);
+    T.download(fwd_.logits, 0, hidden->data() + old, uint64_t(n) * H * 4);
+  } else if (all_logits) {
     const size_t old = all_logits->size();
     all_logits->resize(old + size_t(rows) * V);
     T.download(fwd_.logits, 0, all_logits->data() + old, uint64_t(rows) * V * 4);
@@ -404,6 +410,20 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
   }
 }
 
+void Session::prefill_hidden(std::span<const int32_t> ids, std::vector<float>& hidden) {
+  need_idle("prefill_hidden");
+  if (config_.vocab_size < config_.hidden_size)
+    throw Error(ErrorCode::unsupported, "hidden states are read back through the logits buffer, and this model's "
+                                        "vocabulary (" + std::to_string(config_.vocab_size) +
+                                        ") is smaller than its hidden size (" + std::to_string(config_.hidden_size) + ")");
+  check_prefill(ids);
+  for (size_t done = 0; done < ids.size();) {
+    const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
+    run_step(ids.data() + done, n, nullptr, &hidden);
+    done += n;
+  }
+}
+
 void Session::decode(int32_t id) {
   need_idle("decode");
   check_decode(id);
@@ -413,7 +433,7 @@ void Session::decode(int32_t id) {
 void Session::decode_async(int32_t id) {
   need_idle("decode_async");
   check_decode(id);
-  Program& p = program(1, false);
+  Program& p = program(1, Output::last_logits);
   write_step_inputs(&id, 1);
   async_ = p.parts.get();
   last_ = async_;
@@ -453,7 +473,7 @@ void Session::record_decode(VkCommandBuffer cmd) {
   auto& list = recordings_[cmd];
   if (!list) list = std::make_unique<CommandList>(model_.device(), cmd);
   list->begin();   // reuses its descriptor pools: the buffer is not pending (the host reset it)
-  record(*list, 1, false);
+  record(*list, 1, Output::last_logits);
   list->barrier();   // results visible to the host and to the host's later commands
 }
 

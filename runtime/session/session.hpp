@@ -62,6 +62,10 @@ class Session {
   // Appends tokens at the current position.  Logits of the last token are kept
   // (logits()); with all_logits, every row [n, vocab] is appended to *all_logits.
   void prefill(std::span<const int32_t> ids, std::vector<float>* all_logits = nullptr);
+  // prefill, reading back each row's final hidden state (after the final norm, before the lm_head) instead
+  // of logits: [n, hidden] appended to *hidden (embeddings: runtime/session/embedding.hpp).  logits()
+  // keep their old values.  Throws unsupported for a model whose vocabulary is smaller than its hidden size.
+  void prefill_hidden(std::span<const int32_t> ids, std::vector<float>& hidden);
   // Appends one token with the recorded decode program.
   void decode(int32_t id);
   // What prefill / decode (and decode_async, begin_decode_step) check, after
@@ -166,18 +170,20 @@ class Session {
   void begin_batch_row(int32_t id);
   void finish_batch_row(const float* logits);
 
+  // What a program reads back: the last row's logits, every row's, or every row's final hidden state.
+  enum class Output : uint8_t { last_logits, all_logits, hidden };
   struct Program {
     std::unique_ptr<SubmitParts> parts;
     uint32_t n = 0;
-    bool all_logits = false;
+    Output out = Output::last_logits;
   };
-  Program& program(uint32_t n, bool all_logits);
-  ForwardCounts record(CommandList& cmd, uint32_t n, bool all_logits, ForwardSteps steps = {});
+  Program& program(uint32_t n, Output out);
+  ForwardCounts record(CommandList& cmd, uint32_t n, Output out, ForwardSteps steps = {});
   // Each step's estimated cost for n rows from position pos (submit_plan.hpp); empty when the
   // program's submissions are not timed (nothing to divide).
   std::vector<double> step_costs(uint32_t n, bool all_logits, uint32_t pos) const;
   std::vector<double> run_costs(const SubmitParts& parts, uint32_t n, bool all_logits) const;
-  void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits);
+  void run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_logits, std::vector<float>* hidden = nullptr);
   void need_idle(const char* what) const;
   void check_ids(std::span<const int32_t> ids) const;
   void write_step_inputs(const int32_t* ids, uint32_t n);
@@ -205,7 +211,7 @@ class Session {
   Buffer step_, decode_scratch_;
   ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;
-  std::map<std::pair<uint32_t, bool>, Program> programs_;
+  std::map<std::pair<uint32_t, Output>, Program> programs_;
   SubmitBound submit_bound_;
   const SubmitParts* last_ = nullptr;   // the program last submitted (not record_decode's buffers)
   SubmitParts* async_ = nullptr;   // the decode program, once decode_async submitted it

@@ -122,6 +122,11 @@ def bad_requests(srv):
     check(st == 400 and j["error"]["param"] == "response_format", "a response_format that is not an object is a 400")
     st, j = post({"type": "text"})
     check(st == 200, "response_format text is free text")
+    st, j = post({"type": "json_object", "whitespace": "loose"})
+    check(st == 400 and j["error"]["param"] == "response_format.whitespace" and "'loose'" in j["error"]["message"],
+          "an unknown whitespace is a 400 naming it")
+    st, j = post({"type": "json_object", "whitespace": "pretty"})
+    check(st == 200, "whitespace pretty is accepted")
 
 
 def main():
