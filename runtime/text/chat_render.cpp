@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "base/platform/local_time.hpp"
+#include "runtime/text/tool_json.hpp"
 
 namespace reach {
 
@@ -135,9 +136,9 @@ void check_alternation(std::span<const ChatMessage> m, size_t first, const std::
 
 // The families added with Llama 3.1 render system, user and assistant messages; their templates'
 // other roles (tool results, ipython) carry fields a ChatMessage does not have.
-void check_roles(std::span<const ChatMessage> m, const std::string& origin) {
+void check_roles(std::span<const ChatMessage> m, const std::string& origin, bool tool_role = false) {
   for (size_t i = 0; i < m.size(); ++i)
-    if (m[i].role != "system" && m[i].role != "user" && m[i].role != "assistant")
+    if (m[i].role != "system" && m[i].role != "user" && m[i].role != "assistant" && !(tool_role && m[i].role == "tool"))
       throw Error(ErrorCode::unsupported, origin + ": message " + std::to_string(i + 1) + " has role '" + m[i].role +
                                               "': reach renders system, user and assistant messages of this template");
 }
@@ -156,9 +157,80 @@ Thought split_thought(std::string_view text) {
   return {std::string(lstrip_char(before, '\n')), std::string(lstrip_char(text.substr(last_close + 8), '\n'))};
 }
 
+bool has_tool_history(std::span<const ChatMessage> m) {
+  for (const ChatMessage& msg : m)
+    if (msg.role == "tool" || !msg.tool_calls.empty()) return true;
+  return false;
+}
+
+// Qwen 2.5's and Qwen3's tool block in the system turn, its fixed text as their templates write it.
+constexpr std::string_view kQwenToolsHead =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+    "function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr std::string_view kQwenToolsTail =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
+
+std::string qwen_tools(std::span<const ChatTool> tools, const std::string& origin) {
+  std::string out(kQwenToolsHead);
+  for (const ChatTool& tool : tools)
+    out.append("\n").append(python_json(parse_tool_json(tool.json, origin + ": tool '" + tool.name + "'")));
+  return out += kQwenToolsTail;
+}
+
+// One call as Qwen writes it: the arguments object through tojson.
+std::string qwen_call(const ToolCall& call, const std::string& origin) {
+  return "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " +
+         python_json(parse_tool_json(call.arguments, origin + ": the arguments of call '" + call.id + "'")) +
+         "}\n</tool_call>";
+}
+
+// A tool result: consecutive ones share one user turn.
+void qwen_tool_response(std::span<const ChatMessage> m, size_t i, std::string& out) {
+  if (i == 0 || m[i - 1].role != "tool") out += "<|im_start|>user";
+  out += "\n<tool_response>\n" + m[i].content + "\n</tool_response>";
+  if (i + 1 == m.size() || m[i + 1].role != "tool") out += "<|im_end|>\n";
+}
+
+// Qwen 2.5's template when it has tools or tool history (its other path is plain ChatML).
+std::string qwen2_5_tools(const std::string& origin, std::span<const ChatMessage> m, bool add_generation_prompt,
+                          std::span<const ChatTool> tools, const std::string& default_system) {
+  std::string out;
+  const bool has_system = m[0].role == "system";
+  if (!tools.empty())
+    out.append("<|im_start|>system\n").append(has_system ? m[0].content : default_system).append("\n\n")
+        .append(qwen_tools(tools, origin));
+  else if (has_system)
+    out += "<|im_start|>system\n" + m[0].content + "<|im_end|>\n";
+  else
+    out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+  for (size_t i = 0; i < m.size(); ++i) {
+    const ChatMessage& msg = m[i];
+    if (msg.role == "user" || (msg.role == "system" && i != 0) || (msg.role == "assistant" && msg.tool_calls.empty())) {
+      out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
+    } else if (msg.role == "assistant") {
+      out += "<|im_start|>assistant";
+      if (!msg.content.empty()) out += "\n" + msg.content;
+      for (const ToolCall& call : msg.tool_calls) out.append("\n").append(qwen_call(call, origin));
+      out += "<|im_end|>\n";
+    } else if (msg.role == "tool") {
+      qwen_tool_response(m, i, out);
+    }
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
 }  // namespace
 
-std::string ChatRender::chatml(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::chatml(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                               std::span<const ChatTool> tools) {
+  if (t.takes_tools_) {
+    check_roles(m, t.origin_, true);
+    if (!tools.empty() || has_tool_history(m))
+      return qwen2_5_tools(t.origin_, m, add_generation_prompt, tools, t.default_system_);
+  }
   std::string out;
   const bool has_system = m[0].role == "system";
   if (t.known_roles_only_) check_roles(m, t.origin_);
@@ -168,7 +240,7 @@ std::string ChatRender::chatml(const ChatTemplate& t, std::span<const ChatMessag
   return out;
 }
 
-std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   if (has_system && !t.system_role_)
@@ -185,7 +257,7 @@ std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   for (size_t i = 0; i < m.size(); ++i) {
     if (i == 0 && t.writes_bos_) out += t.bos_;
@@ -196,7 +268,7 @@ std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessag
 }
 
 // The reply follows "[/INST]" directly: the template has no generation prompt.
-std::string ChatRender::llama2(const ChatTemplate& t, std::span<const ChatMessage> m, bool) {
+std::string ChatRender::llama2(const ChatTemplate& t, std::span<const ChatMessage> m, bool, std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   const size_t first = has_system ? 1 : 0;
@@ -210,7 +282,7 @@ std::string ChatRender::llama2(const ChatTemplate& t, std::span<const ChatMessag
   return out;
 }
 
-std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   check_roles(m, t.origin_);
@@ -226,10 +298,16 @@ std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMess
   return out;
 }
 
-std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                               std::span<const ChatTool> tools) {
   std::string out;
-  check_roles(m, t.origin_);
-  if (m[0].role == "system") out += "<|im_start|>system\n" + m[0].content + "<|im_end|>\n";
+  check_roles(m, t.origin_, true);
+  if (!tools.empty())
+    out.append("<|im_start|>system\n")
+        .append(m[0].role == "system" ? m[0].content + "\n\n" : "")
+        .append(qwen_tools(tools, t.origin_));
+  else if (m[0].role == "system")
+    out += "<|im_start|>system\n" + m[0].content + "<|im_end|>\n";
   // The last user message (a tool response in a user message would not count; reach has none):
   // assistant turns after it keep their reasoning.
   size_t last_query = m.size() - 1;
@@ -250,7 +328,13 @@ std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage
                std::string(lstrip_char(thought.content, '\n'));
       else
         out += "<|im_start|>assistant\n" + thought.content;
+      for (size_t k = 0; k < m[i].tool_calls.size(); ++k) {
+        if (k > 0 || !thought.content.empty()) out += "\n";
+        out += qwen_call(m[i].tool_calls[k], t.origin_);
+      }
       out += "<|im_end|>\n";
+    } else if (m[i].role == "tool") {
+      qwen_tool_response(m, i, out);
     }
   }
   if (add_generation_prompt) {
@@ -260,7 +344,7 @@ std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   check_roles(m, t.origin_);
@@ -299,7 +383,7 @@ std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessa
 }
 
 // The reply follows "[/INST]" directly: the template has no generation prompt.
-std::string ChatRender::mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool) {
+std::string ChatRender::mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool, std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   const size_t first = has_system ? 1 : 0;
@@ -334,15 +418,15 @@ std::string ChatRender::phi(const ChatTemplate& t, std::span<const ChatMessage> 
   return out;
 }
 
-std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   return phi(t, m, add_generation_prompt, true);
 }
 
-std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   return phi(t, m, add_generation_prompt, false);
 }
 
-std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   check_roles(m, t.origin_);
   if (t.writes_bos_) out += t.bos_;
@@ -355,7 +439,7 @@ std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt) {
+std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
   std::string out;
   const ChatDate today = t.today_ ? *t.today_ : local_today();
   out += "<|start|>system<|message|>" + t.model_identity_ + "\nKnowledge cutoff: 2024-06\nCurrent date: " +

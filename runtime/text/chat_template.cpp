@@ -119,6 +119,11 @@ std::optional<std::string> set_literal(std::string_view text, std::string_view n
   return std::nullopt;
 }
 
+// Qwen 2.5's and Qwen3's tool instructions (chat_render.cpp writes them): a template without them
+// writes tools some other way, which reach does not render.
+constexpr std::string_view kQwenToolsMarker =
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>";
+
 // gpt-oss's identity line when neither the template nor the caller gives one.
 constexpr const char* kHarmonyIdentity = "You are ChatGPT, a large language model trained by OpenAI.";
 
@@ -214,10 +219,12 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
           has(text, "<|im_start|>assistant\\n<think>") || has(text, "<|im_start|>assistant\n<think>"))
         unsupported("a ChatML chat template with reasoning (<think>) that is not Qwen3's");
       t.family_ = ChatFamily::qwen3;
+      t.takes_tools_ = has(text, kQwenToolsMarker) && has(text, "<tool_response>");
     } else {
       t.family_ = ChatFamily::chatml;
       // Qwen 2.5 writes tool results as <tool_response> in a user turn, not as a turn of their role.
       t.known_roles_only_ = has(text, "<tool_response>");
+      t.takes_tools_ = t.known_roles_only_ && has(text, kQwenToolsMarker);
       if (auto s = chatml_default_system(text)) {
         t.has_default_system_ = true;
         t.default_system_ = *s;
@@ -308,14 +315,24 @@ void ChatTemplate::set_reasoning_effort(std::optional<std::string> effort) {
   reasoning_effort_ = std::move(effort);
 }
 
-std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_generation_prompt) const {
+std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_generation_prompt,
+                                 std::span<const ChatTool> tools) const {
   if (m.empty()) raise(origin_, "no messages to render");
-  return row(family_).render(*this, m, add_generation_prompt);
+  if (!takes_tools_) {
+    const auto history = std::find_if(m.begin(), m.end(), [](const ChatMessage& msg) {
+      return !msg.tool_calls.empty();
+    });
+    if (!tools.empty() || history != m.end())
+      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's and Qwen3's "
+                                                    "templates, not this one (" + family_name() + ")");
+  }
+  return row(family_).render(*this, m, add_generation_prompt, tools);
 }
 
-ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<const ChatMessage> messages) {
+ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<const ChatMessage> messages,
+                       std::span<const ChatTool> tools, const std::string& reply_prefix) {
   ChatPrompt c;
-  c.ids = tk.encode(t.render(messages, true), false);
+  c.ids = tk.encode(t.render(messages, true, tools) + reply_prefix, false);
   const auto prefix = tk.special_prefix();
   const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
   if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());

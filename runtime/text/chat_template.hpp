@@ -63,9 +63,27 @@ namespace reach {
 
 class Tokenizer;
 
+// A function call an assistant message made (the OpenAI API's tool_calls[i]).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;   // a JSON object's text, as the API carries it
+};
+
+// A function the model may call: the API's whole tool entry ({"type": "function", "function": {"name",
+// "description", "parameters"}}) as JSON text with its keys in the request's order, which the templates
+// write out (tojson) as they are.
+struct ChatTool {
+  std::string name;
+  std::string json;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  std::vector<ToolCall> tool_calls;   // assistant: the calls it made
+  std::string tool_call_id;           // tool: the call this is the result of
+  std::string name;                   // tool: the function's name, where the request gives it
 };
 
 enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2, harmony };
@@ -95,7 +113,14 @@ class ChatTemplate {
   // add_generation_prompt opens the assistant's turn.  Throws invalid_argument where the template
   // itself raises (roles not alternating user/assistant, a system role it has no place for, no
   // messages).
-  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  // tools (the functions the model may call) and tool history (assistant tool_calls, tool messages) are
+  // written by the families takes_tools() names; others throw unsupported for them.  The template sees
+  // each call's arguments as the parsed object (as vLLM and transformers' documentation pass them), not
+  // the API's JSON string.
+  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                     std::span<const ChatTool> tools = {}) const;
+  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3).
+  bool takes_tools() const { return takes_tools_; }
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
   // (Llama 2, Mistral, OLMo 2).
@@ -127,6 +152,7 @@ class ChatTemplate {
   bool writes_bos_ = false;            // gemma: the template starts with bos_token
   bool has_default_system_ = false;    // chatml
   bool known_roles_only_ = false;      // chatml: system / user / assistant only (Qwen 2.5: tools differ)
+  bool takes_tools_ = false;           // the template writes tools (<tools>, <tool_call>, <tool_response>)
   std::string default_system_;
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
@@ -153,7 +179,10 @@ struct ChatPrompt {
 // tokenizer's own prefix (BOS) is added only where the rendered text does not start with it already:
 // Gemma's and Llama's templates write bos_token themselves, and a doubled BOS degrades the reply.
 // Throws what render() and encode() throw.
+// `tools` as render() takes them; `reply_prefix` is written after the generation prompt (the opening of a
+// tool call the reply must make).
 ChatPrompt encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                       std::span<const ChatMessage> messages);
+                       std::span<const ChatMessage> messages, std::span<const ChatTool> tools = {},
+                       const std::string& reply_prefix = {});
 
 }  // namespace reach

@@ -1,0 +1,19 @@
+#pragma once
+// JSON as the chat templates write it: transformers' tojson filter is Python's json.dumps(x,
+// ensure_ascii=False) (", " and ": " between items, keys in their given order, non-ASCII text as it
+// is), which differs from nlohmann's compact dump.  Tools and tool-call arguments are written so.
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace reach {
+
+// json.dumps(value, ensure_ascii=False).
+std::string python_json(const nlohmann::ordered_json& value);
+
+// A tool's JSON or a call's arguments, parsed with their keys in order (bounded as untrusted input).
+// Throws Error(invalid_argument) "`what`: ..." when the text is not JSON or nests too deep.
+nlohmann::ordered_json parse_tool_json(std::string_view text, const std::string& what);
+
+}  // namespace reach
