@@ -159,7 +159,7 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
         throw ApiError{400,
                        std::string("tools are not supported with this model's chat template (") +
                            chat_template_->family_name() +
-                           "): reach renders and parses tool calls for Qwen 2.5's and Qwen3's templates",
+                           "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's and Llama 3.1's templates",
                        "invalid_request_error", "tools", ""};
       if (r.json)
         throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",
@@ -168,7 +168,8 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
       if (r.tools.forced()) {
         // The call is opened in the prompt and its object constrained to the tool's schema.
         reply_prefix = tool_syntax->forced_prefix();
-        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools), TokenTrie::for_tokenizer(tokenizer_));
+        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key),
+                                                         TokenTrie::for_tokenizer(tokenizer_));
       }
     }
     try {

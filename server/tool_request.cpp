@@ -122,7 +122,7 @@ ToolRequest parse_tool_request(const ojson& body) {
   return t;
 }
 
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t) {
+std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key) {
   ojson name = ojson::object(), arguments = {{"type", "object"}};
   std::string param = "tools";
   if (t.choice == ToolChoice::function || t.tools.size() == 1) {
@@ -139,8 +139,8 @@ std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t) {
     for (const ChatTool& x : t.tools) name["enum"].push_back(x.name);
   }
   ojson call = {{"type", "object"},
-                {"properties", {{"name", name}, {"arguments", arguments}}},
-                {"required", {"name", "arguments"}}};
+                {"properties", {{"name", name}, {arguments_key, arguments}}},
+                {"required", {"name", arguments_key}}};
   try {
     return JsonGrammar::from_schema(call);
   } catch (const Error& e) {

@@ -34,10 +34,11 @@ struct ToolRequest {
 // object, a tool_choice that is not one of the forms or names no tool.
 ToolRequest parse_tool_request(const nlohmann::ordered_json& ordered);
 
-// A forced call's object as the sampler must write it, {"name": NAME, "arguments": {...}}: the
+// A forced call's object as the sampler must write it, {"name": NAME, ARGUMENTS_KEY: {...}} (the
+// template's key: "arguments", Llama 3.1's "parameters"): the
 // arguments follow the named tool's parameters; under "required" with several tools, the name is one
 // of theirs and the arguments any object (the grammar cannot choose a schema by a name it has not read
 // yet).  Throws ApiError (400) naming the tool whose schema uses a keyword the grammar does not support.
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t);
+std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key);
 
 }  // namespace reach::server

@@ -39,9 +39,12 @@ void add(Parsed& p, const ToolPiece& piece) {
   }
 }
 
+const ToolSyntax kLlama{"", "", "parameters"};
+
 // The reply fed `step` bytes at a time (0: at once).
-Parsed parse(const std::string& reply, size_t step, bool in_call = false, size_t max_calls = 8) {
-  ToolCallStream s(kQwen, in_call, max_calls);
+Parsed parse(const std::string& reply, size_t step, bool in_call = false, size_t max_calls = 8,
+             const ToolSyntax& syntax = kQwen) {
+  ToolCallStream s(syntax, in_call, max_calls);
   Parsed p;
   if (step == 0) add(p, s.push(reply));
   else
@@ -52,11 +55,12 @@ Parsed parse(const std::string& reply, size_t step, bool in_call = false, size_t
 }
 
 // Every piece size gives what the whole reply gives.
-Parsed parse_all_ways(const std::string& reply, bool in_call = false, size_t max_calls = 8) {
-  const Parsed whole = parse(reply, 0, in_call, max_calls);
+Parsed parse_all_ways(const std::string& reply, bool in_call = false, size_t max_calls = 8,
+                      const ToolSyntax& syntax = kQwen) {
+  const Parsed whole = parse(reply, 0, in_call, max_calls, syntax);
   for (size_t step = 1; step <= reply.size(); ++step) {
     INFO("pieces of " << step << " bytes");
-    const Parsed p = parse(reply, step, in_call, max_calls);
+    const Parsed p = parse(reply, step, in_call, max_calls, syntax);
     CHECK(p.content == whole.content);
     CHECK(p.names == whole.names);
     CHECK(p.arguments == whole.arguments);
@@ -113,4 +117,23 @@ TEST_CASE("Qwen tool calls: another key order, not a call, an unclosed call, a c
   const Parsed forced = parse_all_ways("{\"name\": \"f\", \"arguments\": {\"q\": \"x\"}}", true);
   CHECK(forced.names == std::vector<std::string>{"f"});
   CHECK(forced.arguments == std::vector<std::string>{"{\"q\": \"x\"}"});
+}
+
+TEST_CASE("Llama 3.1 tool calls: the reply is one call object, or text") {
+  const Parsed call = parse_all_ways(" \n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", false, 8, kLlama);
+  CHECK(call.content.empty());
+  CHECK(call.names == std::vector<std::string>{"get_weather"});
+  CHECK(call.arguments == std::vector<std::string>{"{\"city\": \"Paris\"}"});
+
+  const Parsed text = parse_all_ways("The weather {is} fine.", false, 8, kLlama);
+  CHECK(text.names.empty());
+  CHECK(text.content == "The weather {is} fine.");
+
+  // A JSON object that is not a call stays text; a call in another key order is sent whole.
+  CHECK(parse_all_ways("{\"a\": 1}", false, 8, kLlama).content == "{\"a\": 1}");
+  const Parsed reordered = parse_all_ways("{\"parameters\": {\"x\": [1]}, \"name\": \"f\"}", false, 8, kLlama);
+  CHECK(reordered.names == std::vector<std::string>{"f"});
+  CHECK(reordered.arguments == std::vector<std::string>{"{\"x\":[1]}"});
+  CHECK(ToolSyntax{"", "", "parameters"}.forced_prefix().empty());
+  CHECK(kQwen.forced_prefix() == "<tool_call>\n");
 }

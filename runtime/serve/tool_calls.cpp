@@ -62,7 +62,7 @@ Head read_head(std::string_view s) {
   i = end + 1;
   if (!lit(",")) return h;
   ws();
-  // "arguments" (Qwen) or "parameters" (the name some models write).
+  // "arguments" (Qwen) or "parameters" (Llama 3.1; some other models).
   const std::string_view rest = s.substr(i);
   const std::string_view key = rest.substr(0, 2) == "\"p" ? "\"parameters\"" : "\"arguments\"";
   if (!lit(key) || !lit(":")) return h;
@@ -78,12 +78,16 @@ Head read_head(std::string_view s) {
 
 std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
   if (!t.takes_tools()) return std::nullopt;
-  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3) return ToolSyntax{"<tool_call>", "</tool_call>"};
+  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3)
+    return ToolSyntax{"<tool_call>", "</tool_call>", "arguments"};
+  if (t.family() == ChatFamily::llama3_1) return ToolSyntax{"", "", "parameters"};
   return std::nullopt;
 }
 
 ToolCallStream::ToolCallStream(ToolSyntax syntax, bool in_call, size_t max_calls)
-    : syntax_(std::move(syntax)), max_calls_(max_calls), phase_(in_call ? Phase::seek_name : Phase::text) {}
+    : syntax_(std::move(syntax)),
+      max_calls_(max_calls),
+      phase_(in_call ? Phase::seek_name : syntax_.open.empty() ? Phase::sniff : Phase::text) {}
 
 ToolPiece ToolCallStream::push(std::string_view text) {
   ToolPiece out;
@@ -109,6 +113,12 @@ void ToolCallStream::step(ToolPiece& out, bool end) {
       case Phase::after_arguments: moved = step_tail(end); break;
       case Phase::whole: moved = step_whole(out, end); break;
       case Phase::ignore: buf_.clear(); moved = false; break;
+      case Phase::sniff: moved = step_sniff(end); break;
+      case Phase::plain:
+        emit_text(out, buf_);
+        buf_.clear();
+        moved = false;
+        break;
     }
   }
 }
@@ -127,6 +137,13 @@ bool ToolCallStream::step_text(ToolPiece& out, bool end) {
   return true;
 }
 
+bool ToolCallStream::step_sniff(bool end) {
+  const size_t first = buf_.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos && !end) return false;
+  phase_ = first != std::string::npos && buf_[first] == '{' && max_calls_ > 0 ? Phase::seek_name : Phase::plain;
+  return true;
+}
+
 bool ToolCallStream::step_head(ToolPiece& out, bool end) {
   const Head h = read_head(buf_);
   if (h.state == Head::ok) {
@@ -138,7 +155,7 @@ bool ToolCallStream::step_head(ToolPiece& out, bool end) {
     return true;
   }
   // Not the expected head (or the call ends before it is whole): the call goes out at its end.
-  if (h.state == Head::bad || end || buf_.find(syntax_.close) != std::string::npos) {
+  if (h.state == Head::bad || end || (!syntax_.close.empty() && buf_.find(syntax_.close) != std::string::npos)) {
     phase_ = Phase::whole;
     return true;
   }
@@ -160,7 +177,7 @@ bool ToolCallStream::step_arguments(ToolPiece& out, bool end) {
       ++depth_;
     } else if (c == '}' || c == ']') {
       done = --depth_ == 0;
-    } else if (c == '<') {
+    } else if (c == '<' && !syntax_.close.empty()) {
       // Outside a string: the closing tag before the arguments closed (or maybe it, still arriving).
       const std::string_view rest = std::string_view(buf_).substr(pos_);
       if (rest.substr(0, syntax_.close.size()) == syntax_.close ||
@@ -175,33 +192,34 @@ bool ToolCallStream::step_arguments(ToolPiece& out, bool end) {
     phase_ = Phase::after_arguments;
     return true;
   }
-  if (cut && std::string_view(buf_).substr(pos_, syntax_.close.size()) == syntax_.close) {
+  if (cut && std::string_view(buf_).substr(pos_, syntax_.close.size()) == syntax_.close) {   // cut: close non-empty
     phase_ = Phase::after_arguments;
     return true;
   }
   if (end) {
     close_call();
     buf_.clear();
-    phase_ = Phase::text;
+    phase_ = after_call();
   }
   return false;
 }
 
 bool ToolCallStream::step_tail(bool end) {
-  const size_t at = buf_.find(syntax_.close, std::min(pos_, buf_.size()));
-  if (at == std::string::npos && !end) return false;
+  // Tagless: the reply is the call, which ends with its object; what follows is dropped.
+  const size_t at = syntax_.close.empty() ? std::string::npos : buf_.find(syntax_.close, std::min(pos_, buf_.size()));
+  if (at == std::string::npos && !end && !syntax_.close.empty()) return false;
   buf_.erase(0, at == std::string::npos ? buf_.size() : at + syntax_.close.size());
   close_call();
-  phase_ = Phase::text;
+  phase_ = after_call();
   return true;
 }
 
 bool ToolCallStream::step_whole(ToolPiece& out, bool end) {
-  const size_t at = buf_.find(syntax_.close);
+  const size_t at = syntax_.close.empty() ? std::string::npos : buf_.find(syntax_.close);
   if (at == std::string::npos && !end) return false;
   const std::string block = buf_.substr(0, at);
   buf_.erase(0, at == std::string::npos ? buf_.size() : at + syntax_.close.size());
-  phase_ = Phase::text;
+  phase_ = after_call();
   // A call object in another key order: its name and arguments (compact); anything else is text.
   nlohmann::ordered_json call;
   try {
@@ -215,12 +233,17 @@ bool ToolCallStream::step_whole(ToolPiece& out, bool end) {
     return true;
   }
   open_call(out, call["name"].get<std::string>());
-  const char* key = call.contains("arguments") ? "arguments" : "parameters";
+  const std::string key = call.contains(syntax_.arguments_key) ? syntax_.arguments_key
+                          : call.contains("arguments")           ? "arguments"
+                                                                 : "parameters";
   const nlohmann::ordered_json args = call.contains(key) ? call[key] : nlohmann::ordered_json::object();
   add_arguments(out, args.is_string() ? args.get<std::string>() : args.dump());
   close_call();
   return true;
 }
+
+// After a call: more text and calls, or (tagless: the reply was the call) nothing.
+ToolCallStream::Phase ToolCallStream::after_call() const { return syntax_.open.empty() ? Phase::ignore : Phase::text; }
 
 void ToolCallStream::open_call(ToolPiece& out, std::string name) {
   out.calls.push_back({calls_, std::move(name), ""});

@@ -138,7 +138,8 @@ void check_alternation(std::span<const ChatMessage> m, size_t first, const std::
 // other roles (tool results, ipython) carry fields a ChatMessage does not have.
 void check_roles(std::span<const ChatMessage> m, const std::string& origin, bool tool_role = false) {
   for (size_t i = 0; i < m.size(); ++i)
-    if (m[i].role != "system" && m[i].role != "user" && m[i].role != "assistant" && !(tool_role && m[i].role == "tool"))
+    if (m[i].role != "system" && m[i].role != "user" && m[i].role != "assistant" &&
+        !(tool_role && (m[i].role == "tool" || m[i].role == "ipython")))
       throw Error(ErrorCode::unsupported, origin + ": message " + std::to_string(i + 1) + " has role '" + m[i].role +
                                               "': reach renders system, user and assistant messages of this template");
 }
@@ -282,18 +283,47 @@ std::string ChatRender::llama2(const ChatTemplate& t, std::span<const ChatMessag
   return out;
 }
 
-std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                                 std::span<const ChatTool> tools) {
   std::string out;
   const bool has_system = m[0].role == "system";
-  check_roles(m, t.origin_);
+  check_roles(m, t.origin_, t.takes_tools_);
   if (t.writes_bos_) out += t.bos_;
-  out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ";
+  out += "<|start_header_id|>system<|end_header_id|>\n\n";
+  // tools = none unless given; the template's tools_in_user_message defaults to true.
+  if (!tools.empty()) out += "Environment: ipython\n";
+  out += "Cutting Knowledge Date: December 2023\nToday Date: ";
   out += t.date_string_.empty() ? format_date(t.today_ ? *t.today_ : local_today(), false) : t.date_string_;
   out += "\n\n";
   if (has_system) out += strip(m[0].content);
   out += "<|eot_id|>";
-  for (size_t i = has_system ? 1 : 0; i < m.size(); ++i)
-    out += "<|start_header_id|>" + m[i].role + "<|end_header_id|>\n\n" + strip(m[i].content) + "<|eot_id|>";
+  size_t i = has_system ? 1 : 0;
+  if (!tools.empty()) {
+    // The tools go into the first message after the system message, whatever its role.
+    if (i == m.size()) raise(t.origin_, "Cannot put tools in the first user message when there's no first user message!");
+    out += "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for "
+           "a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format "
+           "{\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use "
+           "variables.\n\n";
+    for (const ChatTool& tool : tools)
+      out.append(python_json(parse_tool_json(tool.json, t.origin_ + ": tool '" + tool.name + "'"), 4)).append("\n\n");
+    out += strip(m[i++].content) + "<|eot_id|>";
+  }
+  for (; i < m.size(); ++i) {
+    const ChatMessage& msg = m[i];
+    if (!msg.tool_calls.empty()) {
+      if (msg.tool_calls.size() != 1) raise(t.origin_, "This model only supports single tool-calls at once!");
+      const ToolCall& call = msg.tool_calls[0];
+      out += "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"" + call.name + "\", \"parameters\": " +
+             python_json(parse_tool_json(call.arguments, t.origin_ + ": the arguments of call '" + call.id + "'")) +
+             "}<|eot_id|>";
+    } else if (msg.role == "tool" || msg.role == "ipython") {
+      // A string is iterable to Jinja, so the template writes the result through tojson: as a JSON string.
+      out += "<|start_header_id|>ipython<|end_header_id|>\n\n" + python_json(msg.content) + "<|eot_id|>";
+    } else {
+      out += "<|start_header_id|>" + msg.role + "<|end_header_id|>\n\n" + strip(msg.content) + "<|eot_id|>";
+    }
+  }
   if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   return out;
 }

@@ -196,6 +196,10 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       if (!has(text, "strftime_now") && !date)
         unsupported("a Llama 3.1-style chat template without a date_string reach can find");
       if (!has(text, "strftime_now")) t.date_string_ = *date;
+      // Custom tools as JSON in the first user message (tools_in_user_message's default), calls as
+      // {"name", "parameters"}, results in ipython turns.
+      t.takes_tools_ = has(text, "Given the following functions, please respond with a JSON for a function call ") &&
+                       has(text, "tools_in_user_message") && has(text, "tojson(indent=4)");
     } else if (has(text, "Cutting Knowledge Date") || has(text, "date_string") || has(text, "tools")) {
       unsupported("a Llama 3 chat template with a system header reach does not know (only Llama 3.1's "
                   "\"Cutting Knowledge Date: December 2023\" one is rendered)");
@@ -323,8 +327,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       return !msg.tool_calls.empty();
     });
     if (!tools.empty() || history != m.end())
-      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's and Qwen3's "
-                                                    "templates, not this one (" + family_name() + ")");
+      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's and "
+                                                    "Llama 3.1's templates, not this one (" + family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);
 }

@@ -30,7 +30,8 @@
 //  - Llama 3.1 (<|start_header_id|> with the "Cutting Knowledge Date: December 2023" system header:
 //    Llama 3.1, 3.2, 3.3 Instruct): the "Today Date" the template writes, its date_string literal
 //    ("26 Jul 2024" in Llama 3.1's), or today's date where it asks strftime_now (Llama 3.2's);
-//    tools are not rendered;
+//    custom tools (JSON in the first user message), one call per assistant turn, results as ipython
+//    turns; not builtin_tools;
 //  - Llama 2 ([INST] with <<SYS>>);
 //  - Mistral ([INST] without <<SYS>>: mistralai's "v3" template of Mistral 7B Instruct v0.3, and
 //    its "v3-tekken" form of Mistral Nemo): whether "[INST] " has its space and the assistant's
@@ -119,7 +120,7 @@ class ChatTemplate {
   // the API's JSON string.
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      std::span<const ChatTool> tools = {}) const;
-  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3).
+  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2).
   bool takes_tools() const { return takes_tools_; }
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text

@@ -9,8 +9,9 @@
 
 namespace reach {
 
-// json.dumps(value, ensure_ascii=False).
-std::string python_json(const nlohmann::ordered_json& value);
+// json.dumps(value, ensure_ascii=False), or with indent >= 0 json.dumps(value, ensure_ascii=False,
+// indent=indent) (items on their own lines, "," and ": " between them; Llama 3.1's tojson(indent=4)).
+std::string python_json(const nlohmann::ordered_json& value, int indent = -1);
 
 // A tool's JSON or a call's arguments, parsed with their keys in order (bounded as untrusted input).
 // Throws Error(invalid_argument) "`what`: ..." when the text is not JSON or nests too deep.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Function calling through `reach serve` (tools, tool_choice, parallel_tool_calls, tool history) on the
-Qwen3 family fixture (tests/data/families/qwen3/hf: a tiny random checkpoint whose tokenizer_config.json
-carries Qwen3's template) and on SmolLM2 (whose template has no tools).
+Qwen3 and Llama 3 family fixtures (tests/data/families/{qwen3,llama3}/hf: tiny random checkpoints whose
+tokenizer_config.json carries Qwen3's and Llama 3.1's templates) and on SmolLM2 (whose template has no
+tools).
 
 Checked against references that are not reach's own code:
   - the prompt: usage.prompt_tokens equals the token count of jinja2's rendering of the template with the
@@ -39,7 +40,6 @@ sys.path.insert(0, HERE)
 import chat_template_ref  # noqa: E402
 from test_serve import REACH, Server, check, failures  # noqa: E402  (the server harness)
 
-FIXTURE = os.path.join(ROOT, "tests", "data", "families", "qwen3", "hf")
 SMOLLM2 = os.path.expanduser("~/.cache/reach/models/smollm2-135m-instruct")
 REQUESTS = int(os.environ.get("REACH_TOOL_REQUESTS", "200"))
 
@@ -54,7 +54,7 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER,
 ASK = [{"role": "user", "content": "Weather in Paris for two days?"}]
 
 
-def render(template, messages, tools):
+def render(template, messages, tools, bos="", eos="<|im_end|>"):
     """jinja2 as transformers renders the template, the API's argument strings parsed into objects."""
     env = chat_template_ref.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = chat_template_ref.raise_exception
@@ -67,7 +67,7 @@ def render(template, messages, tools):
                                for c in m["tool_calls"]]
         msgs.append(m)
     return env.from_string(template).render(messages=msgs, tools=tools, add_generation_prompt=True,
-                                            bos_token="", eos_token="<|im_end|>")
+                                            bos_token=bos, eos_token=eos)
 
 
 def calls_of(message):
@@ -93,21 +93,21 @@ def streamed(client, **kw):
     return content, [tuple(calls[i]) for i in sorted(calls)], finish, ids
 
 
-def test_prompts(c, tk, template):
+def test_prompts(c, tk, template, forced_prefix, bos, eos):
     prefix = tk.encode("", add_special_tokens=True).ids
 
     def count(text):
         ids = tk.encode(text, add_special_tokens=False).ids
         return len(ids) + (0 if ids[:len(prefix)] == prefix else len(prefix))
 
-    for choice, forced in (("auto", ""), ("required", "<tool_call>\n")):
+    for choice, forced in (("auto", ""), ("required", forced_prefix)):
         r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice=choice,
                                       max_tokens=1, temperature=0)
-        want = count(render(template, ASK, [WEATHER, CLOCK]) + forced)
+        want = count(render(template, ASK, [WEATHER, CLOCK], bos, eos) + forced)
         check(r.usage.prompt_tokens == want, f"tool_choice {choice}: the prompt is jinja2's ({r.usage.prompt_tokens} == {want})")
     # tool_choice none: the tools are left out of the prompt.
     r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=1, temperature=0)
-    check(r.usage.prompt_tokens == count(render(template, ASK, None)), "tool_choice none renders no tools")
+    check(r.usage.prompt_tokens == count(render(template, ASK, None, bos, eos)), "tool_choice none renders no tools")
 
     # A round trip: the call the model made, its result, the answer; then a question after it.
     call = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="required",
@@ -123,15 +123,15 @@ def test_prompts(c, tk, template):
         {"role": "tool", "tool_call_id": tc[0].id, "content": "{\"temp\": 21}"}]
     jinja_history = [dict(m, content=m["content"] or "") for m in history]
     r = c.chat.completions.create(model="m", messages=history, tools=[WEATHER], max_tokens=1, temperature=0)
-    want = count(render(template, jinja_history, [WEATHER]))
+    want = count(render(template, jinja_history, [WEATHER], bos, eos))
     check(r.usage.prompt_tokens == want, f"the round trip renders as jinja2 ({r.usage.prompt_tokens} == {want})")
     more = history + [{"role": "assistant", "content": "It is 21."}, {"role": "user", "content": "Thanks"}]
     r = c.chat.completions.create(model="m", messages=more, tools=[WEATHER], max_tokens=1, temperature=0)
-    want = count(render(template, [dict(m, content=m["content"] or "") for m in more], [WEATHER]))
+    want = count(render(template, [dict(m, content=m["content"] or "") for m in more], [WEATHER], bos, eos))
     check(r.usage.prompt_tokens == want, f"the answer after the round trip renders as jinja2 ({r.usage.prompt_tokens} == {want})")
 
 
-def test_forced(c):
+def test_forced(c, requests):
     """"required" with one tool, or a named tool among two: the call follows that tool's schema."""
     def one(i):
         tools = [WEATHER] if i % 2 == 0 else [WEATHER, CLOCK]
@@ -143,7 +143,7 @@ def test_forced(c):
 
     invalid, shown = [], 0
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        for i, want, ch in pool.map(one, range(REQUESTS)):
+        for i, want, ch in pool.map(one, range(requests)):
             calls = calls_of(ch.message)
             why = None
             if ch.finish_reason != "tool_calls" or len(calls) != 1:
@@ -160,7 +160,7 @@ def test_forced(c):
             elif shown < 3:
                 shown += 1
                 print(f"request {i}: {calls[0]}")
-    check(not invalid, f"{REQUESTS} forced calls at temperature 1 parse and validate ({len(invalid)} do not: {invalid[:3]})")
+    check(not invalid, f"{requests} forced calls at temperature 1 parse and validate ({len(invalid)} do not: {invalid[:3]})")
 
     # "required" among several tools: the name is one of theirs; the arguments are an object of any keys
     # (the grammar cannot pick a schema by a name it has not read), which a random model may not finish.
@@ -213,20 +213,26 @@ def main():
     if not os.path.exists(REACH):
         print(f"SKIP: {REACH} is not built")
         return 77
-    with open(os.path.join(FIXTURE, "tokenizer_config.json"), encoding="utf-8") as f:
-        template = json.load(f)["chat_template"]
-    tk = Tokenizer.from_file(os.path.join(FIXTURE, "tokenizer.json"))
-    # The fixture's 384-token vocabulary spells the tool block out in many tokens: a context past the
-    # 256 positions it was made for holds it (the model is random either way).
-    srv = Server(FIXTURE, "--ctx", "1536", "--alias", "m", "--parallel", "4")
-    try:
-        c = srv.client()
-        test_prompts(c, tk, template)
-        test_stream(c)
-        test_errors(srv)
-        test_forced(c)
-    finally:
-        srv.stop()
+    # Qwen3's template (<tool_call> tags, "arguments") and Llama 3.1's (the reply is the call object,
+    # "parameters"; tools in the first user message), each on its family's fixture.
+    for family, forced_prefix, requests in (("qwen3", "<tool_call>\n", REQUESTS), ("llama3", "", max(1, REQUESTS // 4))):
+        fixture = os.path.join(ROOT, "tests", "data", "families", family, "hf")
+        with open(os.path.join(fixture, "tokenizer_config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+        tk = Tokenizer.from_file(os.path.join(fixture, "tokenizer.json"))
+        print(f"-- {family}")
+        # The fixture's 384-token vocabulary spells the tool block out in many tokens: a context past the
+        # 256 positions it was made for holds it (the model is random either way).
+        srv = Server(fixture, "--ctx", "2048", "--alias", "m", "--parallel", "4")
+        try:
+            c = srv.client()
+            test_prompts(c, tk, cfg["chat_template"], forced_prefix, cfg["bos_token"], cfg["eos_token"])
+            test_stream(c)
+            if family == "qwen3":
+                test_errors(srv)
+            test_forced(c, requests)
+        finally:
+            srv.stop()
     if os.path.isdir(SMOLLM2):
         srv = Server(SMOLLM2, "--ctx", "512", "--alias", "m")
         try:
