@@ -13,6 +13,7 @@ Checked against references that are not reach's own code:
     sampled at temperature 1 each parse into one call of that tool whose arguments validate against its
     schema (jsonschema); "required" among two tools calls one of them;
   - a streamed reply, its delta.tool_calls pieces joined, equals the whole reply (same seed);
+  - `reach run --tools --tool-choice required` prints the call the server makes (greedy);
   - the 400s name the field: a malformed tool schema, an unknown tool_choice name, a tool message
     without tool_call_id, "required" without tools, arguments that are not JSON, tools on a template
     without them (SmolLM2).
@@ -23,7 +24,9 @@ without a build of `reach serve`.
 import concurrent.futures
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 try:
     import jinja2  # noqa: F401
@@ -209,6 +212,23 @@ def test_errors(srv):
         check(st == 400 and j["error"]["param"] == param, f"{name}: 400 naming {param} ({st} {j})")
 
 
+def test_run(c, fixture):
+    """`reach run --tools FILE --tool-choice required` prints the call reach serve makes (greedy)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tools.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump([WEATHER], f)
+        run = subprocess.run([REACH, "run", "-m", fixture, "--chat", ASK[0]["content"], "--tools", path,
+                              "--tool-choice", "required", "-n", "400", "--ctx", "2048", "--temp", "0"],
+                             capture_output=True, text=True, timeout=300)
+    r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=400,
+                                  temperature=0)
+    lines = run.stdout.splitlines()
+    printed = [(x["name"], x["arguments"]) for x in json.loads(lines[-1])] if run.returncode == 0 and lines else None
+    check(printed == calls_of(r.choices[0].message),
+          f"reach run --tools prints the served call ({printed} vs {calls_of(r.choices[0].message)}; {run.stderr[-200:]})")
+
+
 def main():
     if not os.path.exists(REACH):
         print(f"SKIP: {REACH} is not built")
@@ -230,6 +250,7 @@ def main():
             test_stream(c)
             if family == "qwen3":
                 test_errors(srv)
+                test_run(c, fixture)
             test_forced(c, requests)
         finally:
             srv.stop()
