@@ -413,22 +413,80 @@ std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessa
 }
 
 // The reply follows "[/INST]" directly: the template has no generation prompt.
-std::string ChatRender::mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool, std::span<const ChatTool>) {
+// The reply follows "[/INST]" directly: the template has no generation prompt.  Tools go before the last
+// user message, calls and results as [TOOL_CALLS] / [TOOL_RESULTS] with mistralai's 9-character ids.
+std::string ChatRender::mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool,
+                                std::span<const ChatTool> tools) {
   std::string out;
   const bool has_system = m[0].role == "system";
   const size_t first = has_system ? 1 : 0;
-  check_alternation(m, first, t.origin_);
+  // The alternation the template checks skips tool results and messages with calls.
+  size_t turn = 0;
+  for (size_t i = first; i < m.size(); ++i) {
+    if (m[i].role == "tool" || m[i].role == "tool_results" || !m[i].tool_calls.empty()) continue;
+    if ((m[i].role == "user") != (turn++ % 2 == 0))
+      raise(t.origin_, "message " + std::to_string(i + 1) + " has role '" + m[i].role +
+                           "': after the optional system message, conversation roles must alternate "
+                           "user/assistant/user/assistant/...");
+  }
+  // The template compares messages by value: every user message equal to the last one gets the tools.
+  const ChatMessage* last_user = nullptr;
+  for (size_t i = first; i < m.size(); ++i)
+    if (m[i].role == "user") last_user = &m[i];
   const std::string inst = t.inst_space_ ? "[INST] " : "[INST]";
+  const std::string sp = t.inst_space_ ? " " : "";
+  auto check_id = [&](const std::string& id) {
+    if (id.size() != 9) raise(t.origin_, "Tool call IDs should be alphanumeric strings with length 9!");
+  };
   out += t.bos_;
   for (size_t i = first; i < m.size(); ++i) {
-    if (m[i].role == "user") {
-      // The system message goes into the last user message only (none when the conversation
-      // ends on the assistant's turn).
-      out += inst + (i + 1 == m.size() && has_system ? m[0].content + "\n\n" : "") + m[i].content + "[/INST]";
-    } else if (m[i].role == "assistant") {
-      out += (t.assistant_trim_ ? " " + strip(m[i].content) : m[i].content) + t.eos_;
+    const ChatMessage& msg = m[i];
+    if (msg.role == "user") {
+      if (!tools.empty() && msg.content == last_user->content && msg.tool_calls.empty() && msg.tool_call_id.empty() &&
+          msg.name == last_user->name) {
+        // Each tool's function, its string values written raw (not escaped), the others through tojson.
+        out += "[AVAILABLE_TOOLS]" + sp + "[";
+        for (size_t k = 0; k < tools.size(); ++k) {
+          const auto tool = parse_tool_json(tools[k].json, t.origin_ + ": tool '" + tools[k].name + "'");
+          out += "{\"type\": \"function\", \"function\": {";
+          bool first_key = true;
+          if (tool.contains("function") && tool["function"].is_object())
+            for (auto it = tool["function"].begin(); it != tool["function"].end(); ++it) {
+              if (it.key() == "return") continue;
+              if (!first_key) out += ", ";
+              first_key = false;
+              out += it.value().is_string() ? "\"" + it.key() + "\": \"" + it.value().get<std::string>() + "\""
+                                            : "\"" + it.key() + "\": " + python_json(it.value());
+            }
+          out += "}}";
+          out += k + 1 < tools.size() ? ", " : "]";
+        }
+        out += "[/AVAILABLE_TOOLS]";
+      }
+      // The system message goes into the last message, when it is a user message.
+      out += inst + (i + 1 == m.size() && has_system ? m[0].content + "\n\n" : "") + msg.content + "[/INST]";
+    } else if (!msg.tool_calls.empty()) {
+      out += "[TOOL_CALLS]" + sp + "[";
+      for (size_t k = 0; k < msg.tool_calls.size(); ++k) {
+        const ToolCall& call = msg.tool_calls[k];
+        // tojson of the call's function ({"name", "arguments"}) less its closing brace, then the id.
+        nlohmann::ordered_json fn = {{"name", call.name}};
+        fn["arguments"] = parse_tool_json(call.arguments, t.origin_ + ": the arguments of call '" + call.id + "'");
+        std::string j = python_json(fn);
+        j.pop_back();
+        out += j;
+        check_id(call.id);
+        out += ", \"id\": \"" + call.id + "\"}";
+        out += k + 1 < msg.tool_calls.size() ? ", " : "]" + t.eos_;
+      }
+    } else if (msg.role == "assistant") {
+      out += (t.assistant_trim_ ? " " + strip(msg.content) : msg.content) + t.eos_;
+    } else if (msg.role == "tool" || msg.role == "tool_results") {
+      out += "[TOOL_RESULTS]" + sp + "{\"content\": " + msg.content + ", ";
+      check_id(msg.tool_call_id);
+      out += "\"call_id\": \"" + msg.tool_call_id + "\"}[/TOOL_RESULTS]";
     } else {
-      raise(t.origin_, "message " + std::to_string(i + 1) + " has role '" + m[i].role +
+      raise(t.origin_, "message " + std::to_string(i + 1) + " has role '" + msg.role +
                            "': the template supports user and assistant roles after an optional first system "
                            "message");
     }

@@ -244,6 +244,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
     t.family_ = ChatFamily::mistral;
     t.inst_space_ = has(text, "\"[INST] \"") || has(text, "'[INST] '");
     t.assistant_trim_ = has(text, "|trim + eos_token");
+    t.takes_tools_ = has(text, "[AVAILABLE_TOOLS]") && has(text, "[TOOL_CALLS]") && has(text, "[TOOL_RESULTS]") &&
+                     has(text, "out[:-1]");
   } else if (has(text, "<|end|>") && has(text, "<|user|>")) {
     // Phi-3.5: "<|user|>\n"; Phi-3 mini 4k's older template (no system role, no generation prompt
     // switch) differs.
@@ -327,8 +329,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       return !msg.tool_calls.empty();
     });
     if (!tools.empty() || history != m.end())
-      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's and "
-                                                    "Llama 3.1's templates, not this one (" + family_name() + ")");
+      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
+                                                    "Llama 3.1's and Mistral v3's templates, not this one (" + family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);
 }

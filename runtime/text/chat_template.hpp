@@ -35,7 +35,8 @@
 //  - Llama 2 ([INST] with <<SYS>>);
 //  - Mistral ([INST] without <<SYS>>: mistralai's "v3" template of Mistral 7B Instruct v0.3, and
 //    its "v3-tekken" form of Mistral Nemo): whether "[INST] " has its space and the assistant's
-//    text its leading space and trim; the system message goes before the last user message;
+//    text its leading space and trim; the system message goes before the last user message, the tools
+//    ([AVAILABLE_TOOLS]) before the last user message, calls as [TOOL_CALLS], results as [TOOL_RESULTS];
 //  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
 //    starts with bos_token;
@@ -120,7 +121,8 @@ class ChatTemplate {
   // the API's JSON string.
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      std::span<const ChatTool> tools = {}) const;
-  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2).
+  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
+  // Mistral v3 / v3-tekken).
   bool takes_tools() const { return takes_tools_; }
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
