@@ -258,11 +258,11 @@ int run(const Args& args) {
       tool_syntax = serve::ToolSyntax::for_template(t);
       if (!tool_syntax)
         throw Error(ErrorCode::unsupported, std::string("--tools: this model's chat template (") + t.family_name() +
-                                                ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1 do)");
+                                                ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3 do)");
       if (tools.forced()) {
         reply_prefix = tool_syntax->forced_prefix();
         try {
-          json = server::forced_call_grammar(tools, tool_syntax->arguments_key);
+          json = server::forced_call_grammar(tools, tool_syntax->arguments_key, tool_syntax->list);
         } catch (const server::ApiError& e) {
           throw Error(ErrorCode::invalid_argument, "--tools " + tools_file + ": " + e.message);
         }

@@ -159,7 +159,8 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
         throw ApiError{400,
                        std::string("tools are not supported with this model's chat template (") +
                            chat_template_->family_name() +
-                           "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's and Llama 3.1's templates",
+                           "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's, Llama 3.1's and "
+                           "Mistral v3's templates",
                        "invalid_request_error", "tools", ""};
       if (r.json)
         throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",
@@ -168,7 +169,7 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
       if (r.tools.forced()) {
         // The call is opened in the prompt and its object constrained to the tool's schema.
         reply_prefix = tool_syntax->forced_prefix();
-        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key),
+        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key, tool_syntax->list),
                                                          TokenTrie::for_tokenizer(tokenizer_));
       }
     }
@@ -244,7 +245,18 @@ void OpenAiRoutes::respond(Exchange& ex) {
   std::optional<serve::ToolCallStream> tool_stream;
   if (tool_syntax) tool_stream.emplace(*tool_syntax, r.tools.forced(), r.tools.parallel ? SIZE_MAX : 1);
   const std::string call_prefix = "call_" + id.substr(id.find('-') + 1) + "_";
-  auto call_id = [&](size_t index) { return call_prefix + std::to_string(index); };
+  std::vector<std::string> short_ids;   // Mistral's: 9 letters and digits, drawn once per call
+  auto call_id = [&](size_t index) {
+    if (!tool_syntax || !tool_syntax->short_ids) return call_prefix + std::to_string(index);
+    static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::random_device rd;
+    while (short_ids.size() <= index) {
+      std::string s(9, 'a');
+      for (char& c : s) c = kAlnum[rd() % 62];
+      short_ids.push_back(s);
+    }
+    return short_ids[index];
+  };
 
   if (!r.stream) {
     std::string text, reasoning;

@@ -122,7 +122,8 @@ ToolRequest parse_tool_request(const ojson& body) {
   return t;
 }
 
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key) {
+std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key,
+                                                       bool list) {
   ojson name = ojson::object(), arguments = {{"type", "object"}};
   std::string param = "tools";
   if (t.choice == ToolChoice::function || t.tools.size() == 1) {
@@ -141,6 +142,7 @@ std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, con
   ojson call = {{"type", "object"},
                 {"properties", {{"name", name}, {arguments_key, arguments}}},
                 {"required", {"name", arguments_key}}};
+  if (list) call = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}};
   try {
     return JsonGrammar::from_schema(call);
   } catch (const Error& e) {

@@ -39,6 +39,8 @@ ToolRequest parse_tool_request(const nlohmann::ordered_json& ordered);
 // arguments follow the named tool's parameters; under "required" with several tools, the name is one
 // of theirs and the arguments any object (the grammar cannot choose a schema by a name it has not read
 // yet).  Throws ApiError (400) naming the tool whose schema uses a keyword the grammar does not support.
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key);
+// list: the call is written as a one-element array (Mistral's [TOOL_CALLS] [...]).
+std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key,
+                                                       bool list = false);
 
 }  // namespace reach::server

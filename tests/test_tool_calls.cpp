@@ -3,12 +3,18 @@
 // not a call stays text.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "runtime/serve/tool_calls.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "tests/support/files.hpp"
 
+namespace fs = std::filesystem;
+using reach::test::read_text;
+using reach::test::source_root;
 using reach::serve::ToolCallStream;
 using reach::serve::ToolPiece;
 using reach::serve::ToolSyntax;
@@ -134,6 +140,46 @@ TEST_CASE("Llama 3.1 tool calls: the reply is one call object, or text") {
   const Parsed reordered = parse_all_ways("{\"parameters\": {\"x\": [1]}, \"name\": \"f\"}", false, 8, kLlama);
   CHECK(reordered.names == std::vector<std::string>{"f"});
   CHECK(reordered.arguments == std::vector<std::string>{"{\"x\":[1]}"});
-  CHECK(ToolSyntax{"", "", "parameters"}.forced_prefix().empty());
-  CHECK(kQwen.forced_prefix() == "<tool_call>\n");
+}
+
+TEST_CASE("Mistral tool calls: [TOOL_CALLS] (or its dropped token) then an array, sent at its end") {
+  const ToolSyntax mistral{"[TOOL_CALLS]", "", "arguments", true, true};
+  for (const char* reply : {"[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]",
+                            " [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]"}) {
+    INFO(reply);
+    const Parsed p = parse_all_ways(reply, false, 8, mistral);
+    CHECK(p.content.empty());
+    CHECK(p.names == std::vector<std::string>{"a", "b"});
+    CHECK(p.arguments == std::vector<std::string>{"{\"x\":1}", "{}"});
+  }
+  CHECK(parse_all_ways("[1, 2] are numbers", false, 8, mistral).content == "[1, 2] are numbers");
+  CHECK(parse_all_ways("Plain [TOOL_CALLS] text", false, 8, mistral).content == "Plain [TOOL_CALLS] text");
+  // Forced: the prompt ends with "[TOOL_CALLS] ", the reply is the array.
+  CHECK(parse_all_ways("[{\"name\": \"a\", \"arguments\": {}}]", true, 8, mistral).names == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("each family's syntax and forced prefix come from its template") {
+  struct Want {
+    const char* file;
+    const char* open;
+    const char* key;
+    bool list;
+    const char* forced;
+  };
+  for (const Want& w : {Want{"qwen2_5.jinja", "<tool_call>", "arguments", false, "<tool_call>\n"},
+                        Want{"qwen3.jinja", "<tool_call>", "arguments", false, "<tool_call>\n"},
+                        Want{"llama3_1.jinja", "", "parameters", false, ""},
+                        Want{"mistral.jinja", "[TOOL_CALLS]", "arguments", true, "[TOOL_CALLS] "},
+                        Want{"mistral_nemo.jinja", "[TOOL_CALLS]", "arguments", true, "[TOOL_CALLS]"}}) {
+    INFO(w.file);
+    const fs::path p = source_root() / "tests" / "data" / "chat_templates" / w.file;
+    const auto s = ToolSyntax::for_template(reach::ChatTemplate::from_jinja(read_text(p), w.file, "<s>", "</s>"));
+    REQUIRE(s);
+    CHECK(s->open == w.open);
+    CHECK(s->arguments_key == w.key);
+    CHECK(s->list == w.list);
+    CHECK(s->forced_prefix() == w.forced);
+  }
+  const fs::path smol = source_root() / "tests" / "data" / "chat_templates" / "gemma3.jinja";
+  CHECK(!ToolSyntax::for_template(reach::ChatTemplate::from_jinja(read_text(smol), "gemma3", "<bos>", "<eos>")));
 }

@@ -78,16 +78,20 @@ Head read_head(std::string_view s) {
 
 std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
   if (!t.takes_tools()) return std::nullopt;
-  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3)
-    return ToolSyntax{"<tool_call>", "</tool_call>", "arguments"};
-  if (t.family() == ChatFamily::llama3_1) return ToolSyntax{"", "", "parameters"};
-  return std::nullopt;
+  std::optional<ToolSyntax> s;
+  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3) s = ToolSyntax{"<tool_call>", "</tool_call>"};
+  else if (t.family() == ChatFamily::llama3_1) s = ToolSyntax{"", "", "parameters"};
+  else if (t.family() == ChatFamily::mistral) s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
+  if (s) s->forced = t.tool_call_prefix();
+  return s;
 }
 
 ToolCallStream::ToolCallStream(ToolSyntax syntax, bool in_call, size_t max_calls)
     : syntax_(std::move(syntax)),
       max_calls_(max_calls),
-      phase_(in_call ? Phase::seek_name : syntax_.open.empty() ? Phase::sniff : Phase::text) {}
+      phase_(in_call ? (syntax_.list ? Phase::list : Phase::seek_name)
+                     : syntax_.open.empty() || syntax_.list ? Phase::sniff
+                                                            : Phase::text) {}
 
 ToolPiece ToolCallStream::push(std::string_view text) {
   ToolPiece out;
@@ -114,6 +118,7 @@ void ToolCallStream::step(ToolPiece& out, bool end) {
       case Phase::whole: moved = step_whole(out, end); break;
       case Phase::ignore: buf_.clear(); moved = false; break;
       case Phase::sniff: moved = step_sniff(end); break;
+      case Phase::list: moved = step_list(out, end); break;
       case Phase::plain:
         emit_text(out, buf_);
         buf_.clear();
@@ -138,10 +143,49 @@ bool ToolCallStream::step_text(ToolPiece& out, bool end) {
 }
 
 bool ToolCallStream::step_sniff(bool end) {
-  const size_t first = buf_.find_first_not_of(" \t\r\n");
+  size_t first = buf_.find_first_not_of(" \t\r\n");
+  if (syntax_.list && first != std::string::npos) {
+    // Mistral: the [TOOL_CALLS] tag where the decoder wrote it, then the array.
+    const std::string_view rest = std::string_view(buf_).substr(first);
+    if (!end && rest.size() < syntax_.open.size() && syntax_.open.substr(0, rest.size()) == rest) return false;
+    if (rest.substr(0, syntax_.open.size()) == syntax_.open) first = buf_.find_first_not_of(" \t\r\n", first + syntax_.open.size());
+  }
   if (first == std::string::npos && !end) return false;
-  phase_ = first != std::string::npos && buf_[first] == '{' && max_calls_ > 0 ? Phase::seek_name : Phase::plain;
+  const char want = syntax_.list ? '[' : '{';
+  phase_ = first != std::string::npos && buf_[first] == want && max_calls_ > 0 ? (syntax_.list ? Phase::list : Phase::seek_name)
+                                                                                : Phase::plain;
   return true;
+}
+
+bool ToolCallStream::step_list(ToolPiece& out, bool end) {
+  if (!end) return false;
+  std::string_view text = buf_;
+  const size_t tag = text.find(syntax_.open);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (tag != std::string_view::npos && tag == first) text.remove_prefix(tag + syntax_.open.size());
+  nlohmann::ordered_json list;
+  try {
+    (void)parse_json_bounded(text, 64);
+    list = nlohmann::ordered_json::parse(text);
+  } catch (const std::exception&) {
+  }
+  const bool calls = list.is_array() && !list.empty() && std::all_of(list.begin(), list.end(), [](const auto& c) {
+                       return c.is_object() && c.contains("name") && c["name"].is_string();
+                     });
+  if (!calls) {
+    emit_text(out, buf_);
+  } else {
+    for (const auto& c : list) {
+      if (calls_ >= max_calls_) break;
+      open_call(out, c["name"].template get<std::string>());
+      const nlohmann::ordered_json args = c.contains("arguments") ? c["arguments"] : nlohmann::ordered_json::object();
+      add_arguments(out, args.is_string() ? args.get<std::string>() : args.dump());
+      close_call();
+    }
+  }
+  buf_.clear();
+  phase_ = Phase::ignore;
+  return false;
 }
 
 bool ToolCallStream::step_head(ToolPiece& out, bool end) {

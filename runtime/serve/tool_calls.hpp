@@ -6,7 +6,10 @@
 //  - Qwen 2.5 / Qwen3 (Hermes style): <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>,
 //    any number of them, text around them;
 //  - Llama 3.1 / 3.2: the whole reply is one call, {"name": NAME, "parameters": {...}} (no tags): a
-//    reply whose first non-blank character is "{" is read as a call, any other as text.
+//    reply whose first non-blank character is "{" is read as a call, any other as text;
+//  - Mistral v3 / Nemo: [TOOL_CALLS] then a JSON array of {"name", "arguments"}; the tag is a special
+//    token a decoder may drop, so a reply that starts with it, or with "[", is read as the array, sent
+//    at its end (its arguments are not streamed piece by piece).
 // A call's arguments are streamed as the model writes them (the bytes of its "arguments" object, from
 // "{" to the matching "}"), once its name is known; the name must come first in the object, as the
 // templates show it.  A call whose object has another order is sent whole at its end; a block that is
@@ -26,10 +29,13 @@ namespace reach::serve {
 struct ToolSyntax {
   std::string open, close;   // the tags around one call; empty: the reply is the call (Llama 3.1)
   std::string arguments_key = "arguments";   // the call object's key of its arguments
+  bool list = false;          // the calls are one JSON array at the start of the reply (Mistral)
+  bool short_ids = false;     // call ids of 9 letters and digits, which the template requires (Mistral)
+  std::string forced;         // ChatTemplate::tool_call_prefix()
   // The template's syntax; nullopt when reach parses no calls for its family.
   static std::optional<ToolSyntax> for_template(const ChatTemplate& t);
   // The text that opens a call, written after the generation prompt when the reply must be a call.
-  std::string forced_prefix() const { return open.empty() ? "" : open + "\n"; }
+  std::string forced_prefix() const { return forced; }
 };
 
 // What one push gives: text, and pieces of calls (a call's first piece carries its name).
@@ -57,10 +63,12 @@ class ToolCallStream {
   // text: outside calls; seek_name: a call's object up to its arguments; arguments: streaming them;
   // after_arguments: to the closing tag; whole: a call sent at its end; ignore: calls past max_calls.
   // sniff: a tagless syntax's reply, before its first non-blank character says call or text; plain: text.
-  enum class Phase { text, seek_name, arguments, after_arguments, whole, ignore, sniff, plain };
+  // list: a Mistral reply's array, sent at its end.
+  enum class Phase { text, seek_name, arguments, after_arguments, whole, ignore, sniff, plain, list };
   void step(ToolPiece& out, bool end);
   bool step_text(ToolPiece& out, bool end);        // each returns whether it moved to another phase
   bool step_sniff(bool end);
+  bool step_list(ToolPiece& out, bool end);
   bool step_head(ToolPiece& out, bool end);
   bool step_arguments(ToolPiece& out, bool end);
   bool step_tail(bool end);

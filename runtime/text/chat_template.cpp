@@ -309,6 +309,12 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
 
 const char* ChatTemplate::family_name() const { return row(family_).name; }
 
+std::string ChatTemplate::tool_call_prefix() const {
+  if (family_ == ChatFamily::mistral) return inst_space_ ? "[TOOL_CALLS] " : "[TOOL_CALLS]";
+  if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3) return "<tool_call>\n";
+  return "";
+}
+
 std::string ChatTemplate::end_of_turn() const {
   const char* text = row(family_).end_of_turn;
   return text ? text : eos_;

@@ -124,6 +124,10 @@ class ChatTemplate {
   // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
   // Mistral v3 / v3-tekken).
   bool takes_tools() const { return takes_tools_; }
+  // The text a reply that must call a tool opens with, written after the generation prompt: the
+  // family's call tag as its template writes it ("<tool_call>\n", "[TOOL_CALLS] "; "" for Llama 3.1,
+  // whose reply is the call object).
+  std::string tool_call_prefix() const;
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
   // (Llama 2, Mistral, OLMo 2).

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Function calling through `reach serve` (tools, tool_choice, parallel_tool_calls, tool history) on the
-Qwen3 and Llama 3 family fixtures (tests/data/families/{qwen3,llama3}/hf: tiny random checkpoints whose
-tokenizer_config.json carries Qwen3's and Llama 3.1's templates) and on SmolLM2 (whose template has no
-tools).
+Qwen3, Llama 3 and Mistral family fixtures (tests/data/families/{qwen3,llama3,mistral}/hf: tiny random
+checkpoints whose tokenizer_config.json carries Qwen3's, Llama 3.1's and Mistral v0.3's templates) and on
+SmolLM2 (whose template has no tools).
 
 Checked against references that are not reach's own code:
   - the prompt: usage.prompt_tokens equals the token count of jinja2's rendering of the template with the
@@ -233,9 +233,11 @@ def main():
     if not os.path.exists(REACH):
         print(f"SKIP: {REACH} is not built")
         return 77
-    # Qwen3's template (<tool_call> tags, "arguments") and Llama 3.1's (the reply is the call object,
-    # "parameters"; tools in the first user message), each on its family's fixture.
-    for family, forced_prefix, requests in (("qwen3", "<tool_call>\n", REQUESTS), ("llama3", "", max(1, REQUESTS // 4))):
+    # Qwen3's template (<tool_call> tags, "arguments"), Llama 3.1's (the reply is the call object,
+    # "parameters"; tools in the first user message) and Mistral v3's ([TOOL_CALLS] and an array; ids of
+    # 9 characters), each on its family's fixture.
+    for family, forced_prefix, requests in (("qwen3", "<tool_call>\n", REQUESTS), ("llama3", "", max(1, REQUESTS // 4)),
+                                            ("mistral", "[TOOL_CALLS] ", max(1, REQUESTS // 4))):
         fixture = os.path.join(ROOT, "tests", "data", "families", family, "hf")
         with open(os.path.join(fixture, "tokenizer_config.json"), encoding="utf-8") as f:
             cfg = json.load(f)
