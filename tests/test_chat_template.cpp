@@ -29,6 +29,7 @@
 #include "runtime/formats/gguf.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer.hpp"
+#include "runtime/text/tool_json.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/model_fixture.hpp"
@@ -152,6 +153,7 @@ struct Subject {
   json source;  // {"template_file": ...} / {"template_gguf": ...} / {"template": ...}
   std::string bos, eos;
   json variables = json::object();  // further template variables (enable_thinking)
+  std::string tools_variable = "tools";   // the variable the template reads its tools from
 };
 
 // The day chat_template_ref.py's strftime_now formats (FIXED_DATE there).
@@ -171,15 +173,15 @@ bool compare_with_jinja(const std::vector<Subject>& subjects,
       for (bool gen : {true, false}) {
         const auto& conv = convs[ci];
         json c = s.source;
-        if (!tools_of(ci).empty()) {
-          c["tools"] = json::array();
-          for (const auto& t : tools_of(ci)) c["tools"].push_back(json::parse(t.json));
-        }
+        json tool_list = json::array();
+        for (const auto& t : tools_of(ci)) tool_list.push_back(json::parse(t.json));
+        if (!tool_list.empty() && s.tools_variable == "tools") c["tools"] = tool_list;
         c["bos_token"] = s.bos;
         c["eos_token"] = s.eos;
         c["messages"] = to_json(conv);
         c["add_generation_prompt"] = gen;
         c["variables"] = s.variables;
+        if (!tool_list.empty() && s.tools_variable != "tools") c["variables"][s.tools_variable] = tool_list;
         cases.push_back(c);
       }
   TempDir tmp("chat_template");
@@ -333,7 +335,7 @@ TEST_CASE("the families added with Llama 3.1 are recognised, with their end-of-t
   CHECK_HAS(error_of([&] { (void)smol3.render(hi, true); }, ErrorCode::invalid_argument), "not a calendar day");
 
   // Roles these templates render no turn for (tool results) are refused, not dropped.
-  for (const char* file : {"smollm3.jinja", "phi3.jinja", "olmo2.jinja"}) {
+  for (const char* file : {"phi3.jinja", "olmo2.jinja"}) {
     INFO(file);
     CHECK_HAS(error_of([&] { (void)from_file(file, "", "").tmpl.render(
                                 std::vector<ChatMessage>{{"user", "u"}, {"tool", "42"}}, true); },
@@ -437,7 +439,31 @@ std::vector<ToolCase> tool_cases() {
 
 }  // namespace
 
-TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2 and Mistral v3 / Nemo render tools and tool history as jinja2 does") {
+TEST_CASE("tools are written as Python's json.dumps and str() write them") {
+  // The expected texts are Python 3.11's output for the same value.
+  const auto v = reach::parse_tool_json(
+      R"({"a":"it's","b":"say \"hi\"","c":"both ' \"","d":"\n\t\u0001\u007fé\u2028","e":true,"f":null,"g":1.5,)"
+      R"("h":[1,{}],"i":1e-05,"j":"\\"})",
+      "test");
+  CHECK(reach::python_str(v) ==
+        R"({'a': "it's", 'b': 'say "hi"', 'c': 'both \' "', 'd': '\n\t\x01\x7fé\u2028', 'e': True, 'f': None, )"
+        R"('g': 1.5, 'h': [1, {}], 'i': 1e-05, 'j': '\\'})");
+  CHECK(reach::python_json(v) ==
+        R"({"a": "it's", "b": "say \"hi\"", "c": "both ' \"", "d": "\n\t\u0001é ", "e": true, "f": null, )"
+        R"("g": 1.5, "h": [1, {}], "i": 1e-05, "j": "\\"})");
+  CHECK(reach::python_json(reach::parse_tool_json(R"({"a": [1, {}], "b": {"c": []}})", "test"), 4) ==
+        "{\n    \"a\": [\n        1,\n        {}\n    ],\n    \"b\": {\n        \"c\": []\n    }\n}");
+  CHECK_HAS(error_of([] { (void)reach::parse_tool_json("{\"a\": ", "tools[0]"); }, ErrorCode::invalid_argument),
+            "tools[0] is not valid JSON");
+}
+
+// SmolLM3's template reads its tools from xml_tools (its model card passes them so), not tools.
+Subject with_xml_tools(Subject s) {
+  s.tools_variable = "xml_tools";
+  return s;
+}
+
+TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2, Mistral v3 / Nemo and SmolLM3 render tools and tool history as jinja2 does") {
   std::vector<std::vector<ChatMessage>> convs;
   std::vector<std::vector<reach::ChatTool>> tools;
   for (auto& c : tool_cases()) {
@@ -450,7 +476,9 @@ TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2 and Mistral v3 / Nemo render tools and
                                       from_file("llama3_1.jinja", "<|begin_of_text|>", "<|eot_id|>"),
                                       from_file("llama3_2.jinja", "<|begin_of_text|>", "<|eot_id|>"),
                                       from_file("mistral.jinja", "<s>", "</s>"),
-                                      from_file("mistral_nemo.jinja", "<s>", "</s>")};
+                                      from_file("mistral_nemo.jinja", "<s>", "</s>"),
+                                      with_xml_tools(from_file("smollm3.jinja", "", "<|im_end|>")),
+                                      with_xml_tools(without_thinking(from_file("smollm3.jinja", "", "<|im_end|>")))};
   for (const auto& s : subjects) CHECK(s.tmpl.takes_tools());
   compare_with_jinja(subjects, convs, tools);
 
@@ -464,7 +492,7 @@ TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2 and Mistral v3 / Nemo render tools and
 
   // Templates reach renders no tools for refuse them rather than drop them; a bad tool is named.
   const std::vector<ChatMessage> hi{{"user", "Hi"}};
-  for (const char* file : {"smollm3.jinja", "phi4_mini.jinja", "gpt_oss.jinja"}) {
+  for (const char* file : {"phi4_mini.jinja", "gpt_oss.jinja"}) {
     INFO(file);
     CHECK_HAS(error_of([&] { (void)from_file(file, "", "").tmpl.render(hi, true, tools[0]); }, ErrorCode::unsupported),
               "tools");

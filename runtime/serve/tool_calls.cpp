@@ -79,7 +79,8 @@ Head read_head(std::string_view s) {
 std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
   if (!t.takes_tools()) return std::nullopt;
   std::optional<ToolSyntax> s;
-  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3) s = ToolSyntax{"<tool_call>", "</tool_call>"};
+  if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3 || t.family() == ChatFamily::smollm3)
+    s = ToolSyntax{"<tool_call>", "</tool_call>"};
   else if (t.family() == ChatFamily::llama3_1) s = ToolSyntax{"", "", "parameters"};
   else if (t.family() == ChatFamily::mistral) s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
   if (s) s->forced = t.tool_call_prefix();

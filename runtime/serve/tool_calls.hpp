@@ -3,7 +3,7 @@
 // pieces into the OpenAI API's delta.tool_calls, `reach run --tools` prints them).
 //
 // The call syntax is the chat family's (ToolSyntax::for_template):
-//  - Qwen 2.5 / Qwen3 (Hermes style): <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>,
+//  - Qwen 2.5 / Qwen3 / SmolLM3 (Hermes style): <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>,
 //    any number of them, text around them;
 //  - Llama 3.1 / 3.2: the whole reply is one call, {"name": NAME, "parameters": {...}} (no tags): a
 //    reply whose first non-blank character is "{" is read as a call, any other as text;

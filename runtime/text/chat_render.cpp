@@ -374,10 +374,11 @@ std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                                std::span<const ChatTool> tools) {
   std::string out;
   const bool has_system = m[0].role == "system";
-  check_roles(m, t.origin_);
+  check_roles(m, t.origin_, t.takes_tools_);
   bool think = t.thinking_.value_or(true);
   std::string instructions;
   if (has_system) {
@@ -395,6 +396,16 @@ std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessa
     out += "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: " + format_date(today, true) +
            "\nReasoning Mode: " + (think ? "/think" : "/no_think") + "\n\n## Custom Instructions\n\n";
     out += !instructions.empty() ? instructions + "\n\n" : think ? t.think_instructions_ : t.plain_instructions_;
+    if (!tools.empty()) {
+      // The template's xml_tools, each written with Python's str(): the system turn then closes.
+      out += "### Tools\n\nYou may call one or more functions to assist with the user query.\nYou are provided with "
+             "function signatures within <tools></tools> XML tags:\n\n<tools>\n";
+      for (const ChatTool& tool : tools)
+        out.append(python_str(parse_tool_json(tool.json, t.origin_ + ": tool '" + tool.name + "'"))).append("\n");
+      out += "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+             "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+             "<args-json-object>}\n</tool_call>\n\n<|im_end|>\n";
+    }
   }
   for (const auto& msg : m) {
     if (msg.role == "user") {
@@ -403,6 +414,9 @@ std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessa
       out += "<|im_start|>assistant\n";
       if (!think) out += "<think>\n\n</think>\n";
       out += std::string(lstrip_char(msg.content, '\n')) + "<|im_end|>\n";
+    } else if (msg.role == "tool") {
+      // A result as a user turn; the template writes no calls (an assistant message's tool_calls).
+      out += "<|im_start|>user\n" + msg.content + "<|im_end|>\n";
     }
   }
   if (add_generation_prompt) {

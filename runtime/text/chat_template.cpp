@@ -215,6 +215,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       auto plain = think ? literal_after(text.substr(text.find("reasoning_mode == \"/think\" -%}")), "{%- else -%}")
                          : std::nullopt;
       if (!think || !plain) unsupported("a SmolLM3 chat template whose default instructions reach cannot find");
+      // Tools come as the template's xml_tools variable (its model card's way: it reads no `tools`).
+      t.takes_tools_ = has(text, "xml_tools") && has(text, "<tool_call>") && has(text, "(tool | string)");
       t.think_instructions_ = *think;
       t.plain_instructions_ = *plain;
     } else if (has(text, "<think>") || has(text, "reasoning_content")) {
@@ -311,7 +313,8 @@ const char* ChatTemplate::family_name() const { return row(family_).name; }
 
 std::string ChatTemplate::tool_call_prefix() const {
   if (family_ == ChatFamily::mistral) return inst_space_ ? "[TOOL_CALLS] " : "[TOOL_CALLS]";
-  if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3) return "<tool_call>\n";
+  if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3 || family_ == ChatFamily::smollm3)
+    return "<tool_call>\n";
   return "";
 }
 
@@ -336,7 +339,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
     });
     if (!tools.empty() || history != m.end())
       throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
-                                                    "Llama 3.1's and Mistral v3's templates, not this one (" + family_name() + ")");
+                                                    "Llama 3.1's, Mistral v3's and SmolLM3's templates, not this one (" + family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);
 }

@@ -122,7 +122,7 @@ class ChatTemplate {
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      std::span<const ChatTool> tools = {}) const;
   // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
-  // Mistral v3 / v3-tekken).
+  // Mistral v3 / v3-tekken, SmolLM3).
   bool takes_tools() const { return takes_tools_; }
   // The text a reply that must call a tool opens with, written after the generation prompt: the
   // family's call tag as its template writes it ("<tool_call>\n", "[TOOL_CALLS] "; "" for Llama 3.1,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Function calling through `reach serve` (tools, tool_choice, parallel_tool_calls, tool history) on the
-Qwen3, Llama 3 and Mistral family fixtures (tests/data/families/{qwen3,llama3,mistral}/hf: tiny random
-checkpoints whose tokenizer_config.json carries Qwen3's, Llama 3.1's and Mistral v0.3's templates) and on
+Qwen3, Llama 3, Mistral and SmolLM3 family fixtures (tests/data/families/*/hf: tiny random checkpoints
+whose tokenizer_config.json carries Qwen3's, Llama 3.1's, Mistral v0.3's and SmolLM3's templates) and on
 SmolLM2 (whose template has no tools).
 
 Checked against references that are not reach's own code:
@@ -22,6 +22,7 @@ tests/test_tool_calls.cpp's).  Exit 77 (skipped) without openai, jinja2, tokeniz
 without a build of `reach serve`.
 """
 import concurrent.futures
+import datetime
 import json
 import os
 import subprocess
@@ -57,10 +58,12 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER,
 ASK = [{"role": "user", "content": "Weather in Paris for two days?"}]
 
 
-def render(template, messages, tools, bos="", eos="<|im_end|>"):
+def render(template, messages, tools, bos="", eos="<|im_end|>", tools_variable="tools"):
     """jinja2 as transformers renders the template, the API's argument strings parsed into objects."""
-    env = chat_template_ref.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = chat_template_ref.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                          extensions=[chat_template_ref.GenerationTag])
     env.globals["raise_exception"] = chat_template_ref.raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
     env.filters["tojson"] = chat_template_ref.tojson
     msgs = []
     for m in messages:
@@ -69,8 +72,8 @@ def render(template, messages, tools, bos="", eos="<|im_end|>"):
             m["tool_calls"] = [dict(c, function=dict(c["function"], arguments=json.loads(c["function"]["arguments"])))
                                for c in m["tool_calls"]]
         msgs.append(m)
-    return env.from_string(template).render(messages=msgs, tools=tools, add_generation_prompt=True,
-                                            bos_token=bos, eos_token=eos)
+    return env.from_string(template).render(messages=msgs, add_generation_prompt=True, bos_token=bos, eos_token=eos,
+                                            **{tools_variable: tools})
 
 
 def calls_of(message):
@@ -96,7 +99,10 @@ def streamed(client, **kw):
     return content, [tuple(calls[i]) for i in sorted(calls)], finish, ids
 
 
-def test_prompts(c, tk, template, forced_prefix, bos, eos):
+def test_prompts(c, tk, template, forced_prefix, bos, eos, tools_variable):
+    def render_(messages, tools):
+        return render(template, messages, tools, bos, eos, tools_variable)
+
     prefix = tk.encode("", add_special_tokens=True).ids
 
     def count(text):
@@ -106,11 +112,11 @@ def test_prompts(c, tk, template, forced_prefix, bos, eos):
     for choice, forced in (("auto", ""), ("required", forced_prefix)):
         r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice=choice,
                                       max_tokens=1, temperature=0)
-        want = count(render(template, ASK, [WEATHER, CLOCK], bos, eos) + forced)
+        want = count(render_(ASK, [WEATHER, CLOCK]) + forced)
         check(r.usage.prompt_tokens == want, f"tool_choice {choice}: the prompt is jinja2's ({r.usage.prompt_tokens} == {want})")
     # tool_choice none: the tools are left out of the prompt.
     r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=1, temperature=0)
-    check(r.usage.prompt_tokens == count(render(template, ASK, None, bos, eos)), "tool_choice none renders no tools")
+    check(r.usage.prompt_tokens == count(render_(ASK, None)), "tool_choice none renders no tools")
 
     # A round trip: the call the model made, its result, the answer; then a question after it.
     call = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="required",
@@ -126,11 +132,11 @@ def test_prompts(c, tk, template, forced_prefix, bos, eos):
         {"role": "tool", "tool_call_id": tc[0].id, "content": "{\"temp\": 21}"}]
     jinja_history = [dict(m, content=m["content"] or "") for m in history]
     r = c.chat.completions.create(model="m", messages=history, tools=[WEATHER], max_tokens=1, temperature=0)
-    want = count(render(template, jinja_history, [WEATHER], bos, eos))
+    want = count(render_(jinja_history, [WEATHER]))
     check(r.usage.prompt_tokens == want, f"the round trip renders as jinja2 ({r.usage.prompt_tokens} == {want})")
     more = history + [{"role": "assistant", "content": "It is 21."}, {"role": "user", "content": "Thanks"}]
     r = c.chat.completions.create(model="m", messages=more, tools=[WEATHER], max_tokens=1, temperature=0)
-    want = count(render(template, [dict(m, content=m["content"] or "") for m in more], [WEATHER], bos, eos))
+    want = count(render_([dict(m, content=m["content"] or "") for m in more], [WEATHER]))
     check(r.usage.prompt_tokens == want, f"the answer after the round trip renders as jinja2 ({r.usage.prompt_tokens} == {want})")
 
 
@@ -235,9 +241,12 @@ def main():
         return 77
     # Qwen3's template (<tool_call> tags, "arguments"), Llama 3.1's (the reply is the call object,
     # "parameters"; tools in the first user message) and Mistral v3's ([TOOL_CALLS] and an array; ids of
-    # 9 characters), each on its family's fixture.
-    for family, forced_prefix, requests in (("qwen3", "<tool_call>\n", REQUESTS), ("llama3", "", max(1, REQUESTS // 4)),
-                                            ("mistral", "[TOOL_CALLS] ", max(1, REQUESTS // 4))):
+    # 9 characters) and SmolLM3's (its template reads xml_tools), each on its family's fixture.
+    quarter = max(1, REQUESTS // 4)
+    for family, forced_prefix, requests, variable in (("qwen3", "<tool_call>\n", REQUESTS, "tools"),
+                                                      ("llama3", "", quarter, "tools"),
+                                                      ("mistral", "[TOOL_CALLS] ", quarter, "tools"),
+                                                      ("smollm3", "<tool_call>\n", quarter, "xml_tools")):
         fixture = os.path.join(ROOT, "tests", "data", "families", family, "hf")
         with open(os.path.join(fixture, "tokenizer_config.json"), encoding="utf-8") as f:
             cfg = json.load(f)
@@ -245,10 +254,10 @@ def main():
         print(f"-- {family}")
         # The fixture's 384-token vocabulary spells the tool block out in many tokens: a context past the
         # 256 positions it was made for holds it (the model is random either way).
-        srv = Server(fixture, "--ctx", "2048", "--alias", "m", "--parallel", "4")
+        srv = Server(fixture, "--ctx", "3072", "--alias", "m", "--parallel", "4")
         try:
             c = srv.client()
-            test_prompts(c, tk, cfg["chat_template"], forced_prefix, cfg["bos_token"], cfg["eos_token"])
+            test_prompts(c, tk, cfg["chat_template"], forced_prefix, cfg["bos_token"], cfg["eos_token"], variable)
             test_stream(c)
             if family == "qwen3":
                 test_errors(srv)
