@@ -258,7 +258,8 @@ int run(const Args& args) {
       tool_syntax = serve::ToolSyntax::for_template(t);
       if (!tool_syntax)
         throw Error(ErrorCode::unsupported, std::string("--tools: this model's chat template (") + t.family_name() +
-                                                ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3 do)");
+                                                ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, "
+                                                "Phi-4-mini do)");
       if (tools.forced()) {
         reply_prefix = tool_syntax->forced_prefix();
         try {

@@ -160,7 +160,7 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
                        std::string("tools are not supported with this model's chat template (") +
                            chat_template_->family_name() +
                            "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's, Llama 3.1's, "
-                           "Mistral v3's and SmolLM3's templates",
+                           "Mistral v3's, SmolLM3's and Phi-4-mini's templates",
                        "invalid_request_error", "tools", ""};
       if (r.json)
         throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",

@@ -153,7 +153,9 @@ struct Subject {
   json source;  // {"template_file": ...} / {"template_gguf": ...} / {"template": ...}
   std::string bos, eos;
   json variables = json::object();  // further template variables (enable_thinking)
-  std::string tools_variable = "tools";   // the variable the template reads its tools from
+  // Where the template reads its tools: "tools", "xml_tools" (SmolLM3), "system_tools" (Phi-4-mini: the
+  // system message's "tools" field).
+  std::string tools_variable = "tools";
 };
 
 // The day chat_template_ref.py's strftime_now formats (FIXED_DATE there).
@@ -176,12 +178,13 @@ bool compare_with_jinja(const std::vector<Subject>& subjects,
         json tool_list = json::array();
         for (const auto& t : tools_of(ci)) tool_list.push_back(json::parse(t.json));
         if (!tool_list.empty() && s.tools_variable == "tools") c["tools"] = tool_list;
+        if (!tool_list.empty() && s.tools_variable == "system_tools") c["system_tools"] = tool_list;
         c["bos_token"] = s.bos;
         c["eos_token"] = s.eos;
         c["messages"] = to_json(conv);
         c["add_generation_prompt"] = gen;
         c["variables"] = s.variables;
-        if (!tool_list.empty() && s.tools_variable != "tools") c["variables"][s.tools_variable] = tool_list;
+        if (!tool_list.empty() && s.tools_variable == "xml_tools") c["variables"]["xml_tools"] = tool_list;
         cases.push_back(c);
       }
   TempDir tmp("chat_template");
@@ -463,7 +466,13 @@ Subject with_xml_tools(Subject s) {
   return s;
 }
 
-TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2, Mistral v3 / Nemo and SmolLM3 render tools and tool history as jinja2 does") {
+// Phi-4-mini's takes them in the system message's "tools" field (its model card's way).
+Subject in_system(Subject s) {
+  s.tools_variable = "system_tools";
+  return s;
+}
+
+TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2, Mistral v3 / Nemo, SmolLM3 and Phi-4-mini render tools and tool history as jinja2 does") {
   std::vector<std::vector<ChatMessage>> convs;
   std::vector<std::vector<reach::ChatTool>> tools;
   for (auto& c : tool_cases()) {
@@ -478,7 +487,8 @@ TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2, Mistral v3 / Nemo and SmolLM3 render 
                                       from_file("mistral.jinja", "<s>", "</s>"),
                                       from_file("mistral_nemo.jinja", "<s>", "</s>"),
                                       with_xml_tools(from_file("smollm3.jinja", "", "<|im_end|>")),
-                                      with_xml_tools(without_thinking(from_file("smollm3.jinja", "", "<|im_end|>")))};
+                                      with_xml_tools(without_thinking(from_file("smollm3.jinja", "", "<|im_end|>"))),
+                                      in_system(from_file("phi4_mini.jinja", "<|endoftext|>", "<|endoftext|>"))};
   for (const auto& s : subjects) CHECK(s.tmpl.takes_tools());
   compare_with_jinja(subjects, convs, tools);
 
@@ -492,7 +502,7 @@ TEST_CASE("Qwen 2.5, Qwen3, Llama 3.1/3.2, Mistral v3 / Nemo and SmolLM3 render 
 
   // Templates reach renders no tools for refuse them rather than drop them; a bad tool is named.
   const std::vector<ChatMessage> hi{{"user", "Hi"}};
-  for (const char* file : {"phi4_mini.jinja", "gpt_oss.jinja"}) {
+  for (const char* file : {"gpt_oss.jinja", "gemma3.jinja", "phi3.jinja"}) {
     INFO(file);
     CHECK_HAS(error_of([&] { (void)from_file(file, "", "").tmpl.render(hi, true, tools[0]); }, ErrorCode::unsupported),
               "tools");

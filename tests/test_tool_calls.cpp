@@ -153,6 +153,12 @@ TEST_CASE("Mistral tool calls: [TOOL_CALLS] (or its dropped token) then an array
     CHECK(p.arguments == std::vector<std::string>{"{\"x\":1}", "{}"});
   }
   CHECK(parse_all_ways("[1, 2] are numbers", false, 8, mistral).content == "[1, 2] are numbers");
+  // Phi-4-mini: the tags around the array, written out or dropped.
+  const ToolSyntax phi{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
+  for (const char* reply : {"<|tool_call|>[{\"name\": \"a\", \"arguments\": {}}]<|/tool_call|>", "[{\"name\": \"a\", \"arguments\": {}}]"}) {
+    INFO(reply);
+    CHECK(parse_all_ways(reply, false, 8, phi).names == std::vector<std::string>{"a"});
+  }
   CHECK(parse_all_ways("Plain [TOOL_CALLS] text", false, 8, mistral).content == "Plain [TOOL_CALLS] text");
   // Forced: the prompt ends with "[TOOL_CALLS] ", the reply is the array.
   CHECK(parse_all_ways("[{\"name\": \"a\", \"arguments\": {}}]", true, 8, mistral).names == std::vector<std::string>{"a"});
@@ -170,7 +176,9 @@ TEST_CASE("each family's syntax and forced prefix come from its template") {
                         Want{"qwen3.jinja", "<tool_call>", "arguments", false, "<tool_call>\n"},
                         Want{"llama3_1.jinja", "", "parameters", false, ""},
                         Want{"mistral.jinja", "[TOOL_CALLS]", "arguments", true, "[TOOL_CALLS] "},
-                        Want{"mistral_nemo.jinja", "[TOOL_CALLS]", "arguments", true, "[TOOL_CALLS]"}}) {
+                        Want{"mistral_nemo.jinja", "[TOOL_CALLS]", "arguments", true, "[TOOL_CALLS]"},
+                        Want{"smollm3.jinja", "<tool_call>", "arguments", false, "<tool_call>\n"},
+                        Want{"phi4_mini.jinja", "<|tool_call|>", "arguments", true, "<|tool_call|>"}}) {
     INFO(w.file);
     const fs::path p = source_root() / "tests" / "data" / "chat_templates" / w.file;
     const auto s = ToolSyntax::for_template(reach::ChatTemplate::from_jinja(read_text(p), w.file, "<s>", "</s>"));

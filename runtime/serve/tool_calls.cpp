@@ -83,6 +83,7 @@ std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
     s = ToolSyntax{"<tool_call>", "</tool_call>"};
   else if (t.family() == ChatFamily::llama3_1) s = ToolSyntax{"", "", "parameters"};
   else if (t.family() == ChatFamily::mistral) s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
+  else if (t.family() == ChatFamily::phi4) s = ToolSyntax{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
   if (s) s->forced = t.tool_call_prefix();
   return s;
 }
@@ -164,6 +165,11 @@ bool ToolCallStream::step_list(ToolPiece& out, bool end) {
   const size_t tag = text.find(syntax_.open);
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (tag != std::string_view::npos && tag == first) text.remove_prefix(tag + syntax_.open.size());
+  // Phi-4-mini's closing tag, where the decoder wrote it.
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  if (!syntax_.close.empty() && last != std::string_view::npos && last + 1 >= syntax_.close.size() &&
+      text.substr(last + 1 - syntax_.close.size(), syntax_.close.size()) == syntax_.close)
+    text = text.substr(0, last + 1 - syntax_.close.size());
   nlohmann::ordered_json list;
   try {
     (void)parse_json_bounded(text, 64);

@@ -9,7 +9,9 @@
 //    reply whose first non-blank character is "{" is read as a call, any other as text;
 //  - Mistral v3 / Nemo: [TOOL_CALLS] then a JSON array of {"name", "arguments"}; the tag is a special
 //    token a decoder may drop, so a reply that starts with it, or with "[", is read as the array, sent
-//    at its end (its arguments are not streamed piece by piece).
+//    at its end (its arguments are not streamed piece by piece);
+//  - Phi-4-mini: <|tool_call|>[{"name", "arguments"}, ...]<|/tool_call|>, read as Mistral's array (the
+//    tags may be dropped as special tokens too).
 // A call's arguments are streamed as the model writes them (the bytes of its "arguments" object, from
 // "{" to the matching "}"), once its name is known; the name must come first in the object, as the
 // templates show it.  A call whose object has another order is sent whole at its end; a block that is

@@ -524,8 +524,29 @@ std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage>
   return phi(t, m, add_generation_prompt, true);
 }
 
-std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
-  return phi(t, m, add_generation_prompt, false);
+// Tools go in the system message's "tools" field, the list of their functions through json.dumps with its
+// defaults (Phi-4-mini's model card: non-ASCII escaped); without a system message, an empty one carries them.  Results are <|tool|> turns; the
+// template writes no past calls.
+std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool> tools) {
+  if (tools.empty()) {
+    if (t.takes_tools_) check_roles(m, t.origin_, true);
+    else check_roles(m, t.origin_);
+    std::string out;
+    for (const auto& msg : m) out += "<|" + msg.role + "|>" + msg.content + "<|end|>";
+    return out + (add_generation_prompt ? "<|assistant|>" : t.eos_);
+  }
+  check_roles(m, t.origin_, true);
+  nlohmann::ordered_json functions = nlohmann::ordered_json::array();
+  for (const ChatTool& tool : tools) {
+    const auto j = parse_tool_json(tool.json, t.origin_ + ": tool '" + tool.name + "'");
+    functions.push_back(j.contains("function") ? j["function"] : j);
+  }
+  std::string out = "<|system|>" + (m[0].role == "system" ? m[0].content : std::string()) + "<|tool|>" +
+                    python_json(functions, -1, true) + "<|/tool|><|end|>";
+  for (size_t i = m[0].role == "system" ? 1 : 0; i < m.size(); ++i)
+    out += "<|" + m[i].role + "|>" + m[i].content + "<|end|>";
+  return out + (add_generation_prompt ? "<|assistant|>" : t.eos_);
 }
 
 std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {

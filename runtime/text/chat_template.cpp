@@ -259,6 +259,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
   } else if (has(text, "<|end|>") && (has(text, "'<|' + message['role'] + '|>'") ||
                                       has(text, "\"<|\" + message[\"role\"] + \"|>\""))) {
     t.family_ = ChatFamily::phi4;
+    // Tools as the system message's "tools" text, between <|tool|> and <|/tool|>.
+    t.takes_tools_ = has(text, "'<|tool|>' + message['tools'] + '<|/tool|>'");
   } else if (has(text, "<|user|>") && has(text, "<|assistant|>") && has(text, "not loop.last") &&
              has(text, "eos_token")) {
     t.family_ = ChatFamily::olmo2;
@@ -313,6 +315,7 @@ const char* ChatTemplate::family_name() const { return row(family_).name; }
 
 std::string ChatTemplate::tool_call_prefix() const {
   if (family_ == ChatFamily::mistral) return inst_space_ ? "[TOOL_CALLS] " : "[TOOL_CALLS]";
+  if (family_ == ChatFamily::phi4) return "<|tool_call|>";
   if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3 || family_ == ChatFamily::smollm3)
     return "<tool_call>\n";
   return "";
@@ -339,7 +342,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
     });
     if (!tools.empty() || history != m.end())
       throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
-                                                    "Llama 3.1's, Mistral v3's and SmolLM3's templates, not this one (" + family_name() + ")");
+                                                    "Llama 3.1's, Mistral v3's, SmolLM3's and Phi-4-mini's templates, not this one (" + family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);
 }

@@ -37,7 +37,9 @@
 //    its "v3-tekken" form of Mistral Nemo): whether "[INST] " has its space and the assistant's
 //    text its leading space and trim; the system message goes before the last user message, the tools
 //    ([AVAILABLE_TOOLS]) before the last user message, calls as [TOOL_CALLS], results as [TOOL_RESULTS];
-//  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
+//  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines; tools
+//    as its model card passes them: the functions' json.dumps in the system message's "tools" field,
+//    an empty system message added to carry them where there is none);
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
 //    starts with bos_token;
 //  - harmony (<|start|> ... <|channel|> ... <|message|>: gpt-oss): the model identity the system
@@ -122,7 +124,7 @@ class ChatTemplate {
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      std::span<const ChatTool> tools = {}) const;
   // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
-  // Mistral v3 / v3-tekken, SmolLM3).
+  // Mistral v3 / v3-tekken, SmolLM3, Phi-4-mini).
   bool takes_tools() const { return takes_tools_; }
   // The text a reply that must call a tool opens with, written after the generation prompt: the
   // family's call tag as its template writes it ("<tool_call>\n", "[TOOL_CALLS] "; "" for Llama 3.1,

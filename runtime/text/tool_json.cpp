@@ -14,7 +14,7 @@ namespace {
 // A tool's schema nests a few levels; the bound keeps a hostile one from recursing deep when dumped.
 constexpr int kMaxToolDepth = 48;
 
-void dump(const nlohmann::ordered_json& v, std::string& out, int indent, int level) {
+void dump(const nlohmann::ordered_json& v, std::string& out, int indent, int level, bool ascii) {
   // Between items: ", " on one line; ",\n" and the next level's indent with indent >= 0.
   auto newline = [&](int at) {
     if (indent >= 0) out.append("\n").append(size_t(indent) * size_t(at), ' ');
@@ -27,9 +27,9 @@ void dump(const nlohmann::ordered_json& v, std::string& out, int indent, int lev
       if (!first) out += sep;
       first = false;
       newline(level + 1);
-      out += nlohmann::ordered_json(it.key()).dump(-1, ' ', false);
+      out += nlohmann::ordered_json(it.key()).dump(-1, ' ', ascii);
       out += ": ";
-      dump(it.value(), out, indent, level + 1);
+      dump(it.value(), out, indent, level + 1, ascii);
     }
     newline(level);
     out += '}';
@@ -38,14 +38,14 @@ void dump(const nlohmann::ordered_json& v, std::string& out, int indent, int lev
     for (size_t i = 0; i < v.size(); ++i) {
       if (i) out += sep;
       newline(level + 1);
-      dump(v[i], out, indent, level + 1);
+      dump(v[i], out, indent, level + 1, ascii);
     }
     newline(level);
     out += ']';
   } else {
     // Scalars and empty containers ("{}", "[]"): nlohmann writes strings (ensure_ascii off), integers
     // and shortest round-trip floats as Python does ("1.0", "1e-05", "\u001f").
-    out += v.dump(-1, ' ', false);
+    out += v.dump(-1, ' ', ascii);
   }
 }
 
@@ -127,9 +127,9 @@ std::string python_str(const nlohmann::ordered_json& value) {
   return out;
 }
 
-std::string python_json(const nlohmann::ordered_json& value, int indent) {
+std::string python_json(const nlohmann::ordered_json& value, int indent, bool ascii) {
   std::string out;
-  dump(value, out, indent, 0);
+  dump(value, out, indent, 0, ascii);
   return out;
 }
 

@@ -11,7 +11,8 @@ namespace reach {
 
 // json.dumps(value, ensure_ascii=False), or with indent >= 0 json.dumps(value, ensure_ascii=False,
 // indent=indent) (items on their own lines, "," and ": " between them; Llama 3.1's tojson(indent=4)).
-std::string python_json(const nlohmann::ordered_json& value, int indent = -1);
+// ascii: json.dumps's default ensure_ascii=True (non-ASCII text as \uXXXX escapes).
+std::string python_json(const nlohmann::ordered_json& value, int indent = -1, bool ascii = false);
 
 // Python's str() of the parsed value (SmolLM3's template writes each tool with `tool | string`): dicts
 // as {'key': value}, True / False / None, strings in repr quotes with repr's escapes.  Which characters

@@ -10,6 +10,8 @@ usage: chat_template_ref.py REQUEST.json
   "variables" (optional) are further template variables (enable_thinking, date_string, ...);
   "tools" (optional) the tool list, passed as transformers' apply_chat_template(tools=...) passes it
   (the variable is left undefined when absent); messages may carry tool_calls, tool_call_id and name.
+  "system_tools" (optional): tools put into the system message's "tools" field as Phi-4-mini's model
+  card does (json.dumps of the functions; an empty system message added where there is none).
   prints a JSON list, one entry per case: {"text": rendered} or {"error": message} (the template
   raised).  "template_gguf" reads tokenizer.chat_template with the PyPI gguf package.
 strftime_now is the function transformers provides (SmolLM3's and Llama 3.2's templates call it for
@@ -93,9 +95,18 @@ def main():
         else:
             text = gguf_template(case["template_gguf"])
         tools = {"tools": case["tools"]} if "tools" in case else {}
+        messages = case["messages"]
+        if "system_tools" in case:
+            # Phi-4-mini's model card: json.dumps of the functions in the system message's "tools" field.
+            text_tools = json.dumps([t.get("function", t) for t in case["system_tools"]])
+            messages = [dict(m) for m in messages]
+            if messages and messages[0]["role"] == "system":
+                messages[0]["tools"] = text_tools
+            else:
+                messages.insert(0, {"role": "system", "content": "", "tools": text_tools})
         try:
             rendered = env.from_string(text).render(
-                messages=case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                messages=messages, add_generation_prompt=case["add_generation_prompt"],
                 bos_token=case["bos_token"], eos_token=case["eos_token"], **tools,
                 **case.get("variables", {}))
             out.append({"text": rendered})

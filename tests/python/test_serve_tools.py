@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Function calling through `reach serve` (tools, tool_choice, parallel_tool_calls, tool history) on the
-Qwen3, Llama 3, Mistral and SmolLM3 family fixtures (tests/data/families/*/hf: tiny random checkpoints
-whose tokenizer_config.json carries Qwen3's, Llama 3.1's, Mistral v0.3's and SmolLM3's templates) and on
-SmolLM2 (whose template has no tools).
+Qwen3, Llama 3, Mistral, SmolLM3 and Phi-3 family fixtures (tests/data/families/*/hf: tiny random
+checkpoints whose tokenizer_config.json carries Qwen3's, Llama 3.1's, Mistral v0.3's, SmolLM3's and
+Phi-4-mini's templates) and on SmolLM2 (whose template has no tools).
 
 Checked against references that are not reach's own code:
   - the prompt: usage.prompt_tokens equals the token count of jinja2's rendering of the template with the
@@ -72,6 +72,15 @@ def render(template, messages, tools, bos="", eos="<|im_end|>", tools_variable="
             m["tool_calls"] = [dict(c, function=dict(c["function"], arguments=json.loads(c["function"]["arguments"])))
                                for c in m["tool_calls"]]
         msgs.append(m)
+    if tools_variable == "system_tools":
+        # Phi-4-mini's model card: json.dumps of the functions in the system message's "tools" field.
+        if tools:
+            text_tools = json.dumps([t["function"] for t in tools])
+            if msgs[0]["role"] == "system":
+                msgs[0]["tools"] = text_tools
+            else:
+                msgs.insert(0, {"role": "system", "content": "", "tools": text_tools})
+        return env.from_string(template).render(messages=msgs, add_generation_prompt=True, bos_token=bos, eos_token=eos)
     return env.from_string(template).render(messages=msgs, add_generation_prompt=True, bos_token=bos, eos_token=eos,
                                             **{tools_variable: tools})
 
@@ -241,12 +250,14 @@ def main():
         return 77
     # Qwen3's template (<tool_call> tags, "arguments"), Llama 3.1's (the reply is the call object,
     # "parameters"; tools in the first user message) and Mistral v3's ([TOOL_CALLS] and an array; ids of
-    # 9 characters) and SmolLM3's (its template reads xml_tools), each on its family's fixture.
+    # 9 characters), SmolLM3's (its template reads xml_tools) and Phi-4-mini's (tools in the system
+    # message; the phi3 fixture carries its template), each on its family's fixture.
     quarter = max(1, REQUESTS // 4)
     for family, forced_prefix, requests, variable in (("qwen3", "<tool_call>\n", REQUESTS, "tools"),
                                                       ("llama3", "", quarter, "tools"),
                                                       ("mistral", "[TOOL_CALLS] ", quarter, "tools"),
-                                                      ("smollm3", "<tool_call>\n", quarter, "xml_tools")):
+                                                      ("smollm3", "<tool_call>\n", quarter, "xml_tools"),
+                                                      ("phi3", "<|tool_call|>", quarter, "system_tools")):
         fixture = os.path.join(ROOT, "tests", "data", "families", family, "hf")
         with open(os.path.join(fixture, "tokenizer_config.json"), encoding="utf-8") as f:
             cfg = json.load(f)
