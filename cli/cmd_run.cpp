@@ -1,8 +1,8 @@
 // `reach run`: stream a completion of a prompt.
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -66,7 +66,8 @@ void run_usage() {
       "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(),
+      scheme_flags_help().c_str());
 }
 
 // --tools FILE (a JSON array of API tools) and --tool-choice, read as reach serve reads a request's.
@@ -81,8 +82,10 @@ server::ToolRequest read_tools(const std::string& file, const std::string& choic
   } catch (const std::exception& e) {
     throw Error(ErrorCode::invalid_argument, "--tools " + file + ": not valid JSON (" + e.what() + ")");
   }
-  if (choice == "auto" || choice == "none" || choice == "required") body["tool_choice"] = choice;
-  else if (!choice.empty()) body["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice}}}};
+  if (choice == "auto" || choice == "none" || choice == "required")
+    body["tool_choice"] = choice;
+  else if (!choice.empty())
+    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice}}}};
   try {
     server::ToolRequest t = server::parse_tool_request(body);
     if (t.tools.empty()) throw Error(ErrorCode::invalid_argument, "--tools " + file + ": no tools in the array");
@@ -181,8 +184,10 @@ int run(const Args& args) {
     else if (a == "--ids") print_ids = true;
     else if (a == "--json") json_object = true;
     else if (a == "--json-schema") json_schema_file = value_of(args, i);
-    else if (a == "--tools") tools_file = value_of(args, i);
-    else if (a == "--tool-choice") tool_choice = value_of(args, i);
+    else if (a == "--tools")
+      tools_file = value_of(args, i);
+    else if (a == "--tool-choice")
+      tool_choice = value_of(args, i);
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
@@ -208,8 +213,9 @@ int run(const Args& args) {
     throw Error(ErrorCode::invalid_argument, "--tool-choice needs --tools FILE");
   if (!tools_file.empty() && !have_chat) throw Error(ErrorCode::invalid_argument, "--tools needs --chat TEXT");
   if (!tools_file.empty() && json)
-    throw Error(ErrorCode::invalid_argument, "--tools with --json / --json-schema: pass one (a JSON reply leaves no "
-                                             "room for calls)");
+    throw Error(ErrorCode::invalid_argument,
+                "--tools with --json / --json-schema: pass one (a JSON reply leaves no "
+                "room for calls)");
   const server::ToolRequest tools = read_tools(tools_file, tool_choice);
   if (have_prompt && have_chat)
     throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");
@@ -227,7 +233,7 @@ int run(const Args& args) {
   const Tokenizer& tk = *model.tokenizer();
   GenerationOptions go;
   std::vector<int32_t> ids;
-  std::optional<serve::ToolSyntax> tool_syntax;   // set: the reply is parsed for tool calls
+  std::optional<serve::ToolSyntax> tool_syntax;  // set: the reply is parsed for tool calls
   bool channels = false;   // the reply is in harmony's channels: only the final one is the answer
   ReplyPrinter printer(verbose || show_reasoning);
   if (have_chat) {
@@ -257,9 +263,10 @@ int run(const Args& args) {
       // constrained to the tool's schema.
       tool_syntax = serve::ToolSyntax::for_template(t);
       if (!tool_syntax)
-        throw Error(ErrorCode::unsupported, std::string("--tools: this model's chat template (") + t.family_name() +
-                                                ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, "
-                                                "Phi-4-mini do)");
+        throw Error(ErrorCode::unsupported,
+                    std::string("--tools: this model's chat template (") + t.family_name() +
+                        ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, "
+                        "Phi-4-mini do)");
       if (tools.forced()) {
         reply_prefix = tool_syntax->forced_prefix();
         try {
@@ -269,8 +276,9 @@ int run(const Args& args) {
         }
       }
     }
-    ChatPrompt c = encode_chat(tk, t, messages, tools.active() ? std::span<const ChatTool>(tools.tools)
-                                                               : std::span<const ChatTool>(), reply_prefix);
+    ChatPrompt c = encode_chat(tk, t, messages,
+                               tools.active() ? std::span<const ChatTool>(tools.tools) : std::span<const ChatTool>(),
+                               reply_prefix);
     ids = std::move(c.ids);
     go.stop_ids = std::move(c.stop_ids);
     if (verbose) std::fprintf(stderr, "chat template: %s\n", describe_chat(t).c_str());
@@ -319,7 +327,7 @@ int run(const Args& args) {
   serve::ReplyText reply(stops, channels ? &tk : nullptr);
   std::optional<serve::ToolCallStream> tool_stream;
   if (tool_syntax) tool_stream.emplace(*tool_syntax, tools.forced(), tools.parallel ? SIZE_MAX : 1);
-  std::vector<std::pair<std::string, std::string>> calls;   // name, arguments
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
   // The reply's text, less its tool calls, which are kept for the end.
   auto shown = [&](serve::ReplyPiece piece, bool end) {
     if (!tool_stream) return piece;

@@ -101,7 +101,8 @@ std::vector<ToolCall> tool_calls_of(const json& v, const std::string& param) {
     } catch (const std::exception&) {
     }
     if (!args.is_object())
-      bad(p + ".function.arguments", "'" + p + ".function.arguments' must be a JSON object's text, as a call returns it");
+      bad(p + ".function.arguments",
+          "'" + p + ".function.arguments' must be a JSON object's text, as a call returns it");
     calls.push_back(std::move(call));
   }
   return calls;
@@ -150,7 +151,8 @@ void parse_messages(const json& body, GenerationRequest& r) {
       cm.tool_call_id = string_of(msg["tool_call_id"], p + ".tool_call_id");
       if (present(msg, "name")) cm.name = string_of(msg["name"], p + ".name");
     }
-    if (cm.role == "assistant" && present(msg, "tool_calls")) cm.tool_calls = tool_calls_of(msg["tool_calls"], p + ".tool_calls");
+    if (cm.role == "assistant" && present(msg, "tool_calls"))
+      cm.tool_calls = tool_calls_of(msg["tool_calls"], p + ".tool_calls");
     r.messages.push_back(std::move(cm));
   }
 }
@@ -305,7 +307,8 @@ json completion_json(Endpoint endpoint, const std::string& id, int64_t created, 
       if (text.empty()) choice["message"]["content"] = nullptr;
       json calls = json::array();
       for (const ToolCallOut& c : tool_calls)
-        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back(
+            {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
       choice["message"]["tool_calls"] = calls;
     }
   } else {
@@ -351,8 +354,8 @@ json tool_chunk_json(const std::string& id, int64_t created, const std::string& 
     }
     list.push_back(entry);
   }
-  j["choices"] = json::array({{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr},
-                               {"delta", {{"tool_calls", list}}}}});
+  j["choices"] = json::array(
+      {{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}, {"delta", {{"tool_calls", list}}}}});
   return j;
 }
 

@@ -43,7 +43,7 @@ struct GenerationRequest {
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema; null: free text
   // chat: "low", "medium" or "high", for the templates that take one (harmony); absent: the template's default.
   std::optional<std::string> reasoning_effort;
-  ToolRequest tools;                       // chat: tools, tool_choice, parallel_tool_calls
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
 // One tool call of a reply, as the response carries it.
@@ -68,8 +68,7 @@ nlohmann::json usage_json(const Usage& u);
 nlohmann::json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                const std::string& text, FinishReason finish, const Usage& usage,
                                const std::vector<TokenLogprob>* logprobs = nullptr,
-                               const std::string* reasoning = nullptr,
-                               const std::vector<ToolCallOut>& tool_calls = {});
+                               const std::string* reasoning = nullptr, const std::vector<ToolCallOut>& tool_calls = {});
 // One streamed chunk: text (may be empty), and a finish reason on the last one.  Chat streams open
 // with a chunk whose delta carries the role (first = true).  logprobs: the chunk's tokens, when asked.
 // reasoning (chat): the chunk's analysis text, as delta.reasoning_content, when non-empty.
@@ -83,7 +82,7 @@ nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>&
 // a call carries id, type and name, with the arguments so far, "" at least).
 struct ToolCallDelta {
   size_t index = 0;
-  std::string id, name;   // set on a call's first piece
+  std::string id, name;  // set on a call's first piece
   std::string arguments;
 };
 nlohmann::json tool_chunk_json(const std::string& id, int64_t created, const std::string& model,

@@ -1,9 +1,9 @@
 #include "server/openai_routes.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
-#include <cstdint>
 #include <random>
 #include <span>
 
@@ -169,8 +169,9 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
       if (r.tools.forced()) {
         // The call is opened in the prompt and its object constrained to the tool's schema.
         reply_prefix = tool_syntax->forced_prefix();
-        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key, tool_syntax->list),
-                                                         TokenTrie::for_tokenizer(tokenizer_));
+        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key,
+                                                                         tool_syntax->list),
+                                                     TokenTrie::for_tokenizer(tokenizer_));
       }
     }
     try {
@@ -245,7 +246,7 @@ void OpenAiRoutes::respond(Exchange& ex) {
   std::optional<serve::ToolCallStream> tool_stream;
   if (tool_syntax) tool_stream.emplace(*tool_syntax, r.tools.forced(), r.tools.parallel ? SIZE_MAX : 1);
   const std::string call_prefix = "call_" + id.substr(id.find('-') + 1) + "_";
-  std::vector<std::string> short_ids;   // Mistral's: 9 letters and digits, drawn once per call
+  std::vector<std::string> short_ids;  // Mistral's: 9 letters and digits, drawn once per call
   auto call_id = [&](size_t index) {
     if (!tool_syntax || !tool_syntax->short_ids) return call_prefix + std::to_string(index);
     static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";

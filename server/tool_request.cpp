@@ -34,9 +34,8 @@ void check_schema(const ojson& s, const std::string& at) {
   if (!s.is_object()) bad(at, "'" + at + "' must be a JSON schema object, not " + s.type_name());
   if (s.contains("type")) {
     const ojson& t = s["type"];
-    const bool ok = t.is_string() || (t.is_array() && std::all_of(t.begin(), t.end(), [](const ojson& x) {
-                                        return x.is_string();
-                                      }));
+    const bool ok = t.is_string() ||
+                    (t.is_array() && std::all_of(t.begin(), t.end(), [](const ojson& x) { return x.is_string(); }));
     if (!ok) bad(at + ".type", "'" + at + ".type' must be a type name or a list of them");
   }
   if (s.contains("properties")) {
@@ -96,11 +95,17 @@ ToolRequest parse_tool_request(const ojson& body) {
     const ojson& c = body["tool_choice"];
     if (c.is_string()) {
       const std::string s = c.get<std::string>();
-      if (s == "auto") t.choice = ToolChoice::automatic;
-      else if (s == "none") t.choice = ToolChoice::none;
-      else if (s == "required") t.choice = ToolChoice::required;
-      else bad("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
-                              "\"function\": {\"name\": ...}}, not \"" + s.substr(0, 64) + "\"");
+      if (s == "auto")
+        t.choice = ToolChoice::automatic;
+      else if (s == "none")
+        t.choice = ToolChoice::none;
+      else if (s == "required")
+        t.choice = ToolChoice::required;
+      else
+        bad("tool_choice",
+            "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
+            "\"function\": {\"name\": ...}}, not \"" +
+                s.substr(0, 64) + "\"");
     } else if (c.is_object()) {
       if (!c.contains("type") || c["type"] != "function")
         bad("tool_choice.type", "'tool_choice.type' must be \"function\"");
@@ -108,8 +113,8 @@ ToolRequest parse_tool_request(const ojson& body) {
         bad("tool_choice.function.name", "'tool_choice.function.name' must name one of the tools");
       t.choice = ToolChoice::function;
       t.forced_name = c["function"]["name"].get<std::string>();
-      const bool known = std::any_of(t.tools.begin(), t.tools.end(),
-                                     [&](const ChatTool& x) { return x.name == t.forced_name; });
+      const bool known =
+          std::any_of(t.tools.begin(), t.tools.end(), [&](const ChatTool& x) { return x.name == t.forced_name; });
       if (!known)
         bad("tool_choice.function.name",
             "'tool_choice' names the function '" + t.forced_name.substr(0, 64) + "', which is not among the tools");

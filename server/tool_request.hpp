@@ -18,10 +18,10 @@ namespace reach::server {
 enum class ToolChoice { automatic, none, required, function };
 
 struct ToolRequest {
-  std::vector<ChatTool> tools;                 // as the template writes them (keys in request order)
-  std::vector<nlohmann::ordered_json> schemas; // each tool's parameters ({} where it has none)
+  std::vector<ChatTool> tools;                  // as the template writes them (keys in request order)
+  std::vector<nlohmann::ordered_json> schemas;  // each tool's parameters ({} where it has none)
   ToolChoice choice = ToolChoice::automatic;
-  std::string forced_name;                     // ToolChoice::function
+  std::string forced_name;  // ToolChoice::function
   bool parallel = true;
 
   bool active() const { return !tools.empty() && choice != ToolChoice::none; }

@@ -13,11 +13,11 @@
 #include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
-using reach::test::read_text;
-using reach::test::source_root;
 using reach::serve::ToolCallStream;
 using reach::serve::ToolPiece;
 using reach::serve::ToolSyntax;
+using reach::test::read_text;
+using reach::test::source_root;
 
 namespace {
 
@@ -33,7 +33,7 @@ void add(Parsed& p, const ToolPiece& piece) {
   p.content += piece.content;
   for (const auto& c : piece.calls) {
     if (c.index >= p.names.size()) {
-      REQUIRE(c.index == p.names.size());   // calls open in order, each with its name first
+      REQUIRE(c.index == p.names.size());  // calls open in order, each with its name first
       REQUIRE(!c.name.empty());
       p.names.push_back(c.name);
       p.arguments.emplace_back();
@@ -52,7 +52,8 @@ Parsed parse(const std::string& reply, size_t step, bool in_call = false, size_t
              const ToolSyntax& syntax = kQwen) {
   ToolCallStream s(syntax, in_call, max_calls);
   Parsed p;
-  if (step == 0) add(p, s.push(reply));
+  if (step == 0)
+    add(p, s.push(reply));
   else
     for (size_t i = 0; i < reply.size(); i += step) add(p, s.push(reply.substr(i, step)));
   add(p, s.finish());
@@ -82,7 +83,8 @@ TEST_CASE("Qwen tool calls: text, one call, parallel calls, whatever the pieces"
   CHECK(plain.names.empty());
 
   const Parsed one = parse_all_ways(
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa}ris<\", \"n\": [1, {}]}}\n"
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa}ris<\", \"n\": [1, "
+      "{}]}}\n"
       "</tool_call>");
   CHECK(one.content == "Let me check.");
   REQUIRE(one.names == std::vector<std::string>{"get_weather"});
@@ -101,12 +103,14 @@ TEST_CASE("Qwen tool calls: text, one call, parallel calls, whatever the pieces"
   // parallel_tool_calls false: the first call only.
   const Parsed first = parse_all_ways(
       "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", \"arguments\": {}}"
-      "</tool_call>", false, 1);
+      "</tool_call>",
+      false, 1);
   CHECK(first.names == std::vector<std::string>{"a"});
 }
 
 TEST_CASE("Qwen tool calls: another key order, not a call, an unclosed call, a call the prompt opened") {
-  const Parsed reordered = parse_all_ways("<tool_call>\n{\"arguments\": {\"b\": 2, \"a\": 1}, \"name\": \"f\"}\n</tool_call>");
+  const Parsed reordered =
+      parse_all_ways("<tool_call>\n{\"arguments\": {\"b\": 2, \"a\": 1}, \"name\": \"f\"}\n</tool_call>");
   CHECK(reordered.names == std::vector<std::string>{"f"});
   CHECK(reordered.arguments == std::vector<std::string>{"{\"b\":2,\"a\":1}"});
 
@@ -126,7 +130,8 @@ TEST_CASE("Qwen tool calls: another key order, not a call, an unclosed call, a c
 }
 
 TEST_CASE("Llama 3.1 tool calls: the reply is one call object, or text") {
-  const Parsed call = parse_all_ways(" \n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", false, 8, kLlama);
+  const Parsed call =
+      parse_all_ways(" \n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", false, 8, kLlama);
   CHECK(call.content.empty());
   CHECK(call.names == std::vector<std::string>{"get_weather"});
   CHECK(call.arguments == std::vector<std::string>{"{\"city\": \"Paris\"}"});
@@ -144,8 +149,9 @@ TEST_CASE("Llama 3.1 tool calls: the reply is one call object, or text") {
 
 TEST_CASE("Mistral tool calls: [TOOL_CALLS] (or its dropped token) then an array, sent at its end") {
   const ToolSyntax mistral{"[TOOL_CALLS]", "", "arguments", true, true};
-  for (const char* reply : {"[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]",
-                            " [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]"}) {
+  for (const char* reply :
+       {"[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]",
+        " [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]"}) {
     INFO(reply);
     const Parsed p = parse_all_ways(reply, false, 8, mistral);
     CHECK(p.content.empty());
@@ -155,13 +161,15 @@ TEST_CASE("Mistral tool calls: [TOOL_CALLS] (or its dropped token) then an array
   CHECK(parse_all_ways("[1, 2] are numbers", false, 8, mistral).content == "[1, 2] are numbers");
   // Phi-4-mini: the tags around the array, written out or dropped.
   const ToolSyntax phi{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
-  for (const char* reply : {"<|tool_call|>[{\"name\": \"a\", \"arguments\": {}}]<|/tool_call|>", "[{\"name\": \"a\", \"arguments\": {}}]"}) {
+  for (const char* reply : {"<|tool_call|>[{\"name\": \"a\", \"arguments\": {}}]<|/tool_call|>",
+                            "[{\"name\": \"a\", \"arguments\": {}}]"}) {
     INFO(reply);
     CHECK(parse_all_ways(reply, false, 8, phi).names == std::vector<std::string>{"a"});
   }
   CHECK(parse_all_ways("Plain [TOOL_CALLS] text", false, 8, mistral).content == "Plain [TOOL_CALLS] text");
   // Forced: the prompt ends with "[TOOL_CALLS] ", the reply is the array.
-  CHECK(parse_all_ways("[{\"name\": \"a\", \"arguments\": {}}]", true, 8, mistral).names == std::vector<std::string>{"a"});
+  CHECK(parse_all_ways("[{\"name\": \"a\", \"arguments\": {}}]", true, 8, mistral).names ==
+        std::vector<std::string>{"a"});
 }
 
 TEST_CASE("each family's syntax and forced prefix come from its template") {

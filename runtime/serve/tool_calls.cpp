@@ -32,25 +32,39 @@ struct Head {
 Head read_head(std::string_view s) {
   Head h;
   size_t i = 0;
-  auto ws = [&] { while (i < s.size() && is_space(s[i])) ++i; };
+  auto ws = [&] {
+    while (i < s.size() && is_space(s[i])) ++i;
+  };
   // Reads `lit` at i: true when it is there, false (state set) when not or not yet.
   auto lit = [&](std::string_view word) {
     ws();
     const size_t n = std::min(word.size(), s.size() - i);
-    if (s.substr(i, n) != word.substr(0, n)) { h.state = Head::bad; return false; }
-    if (n < word.size()) { h.state = Head::more; return false; }
+    if (s.substr(i, n) != word.substr(0, n)) {
+      h.state = Head::bad;
+      return false;
+    }
+    if (n < word.size()) {
+      h.state = Head::more;
+      return false;
+    }
     i += n;
     return true;
   };
   if (!lit("{") || !lit("\"name\"") || !lit(":")) return h;
   ws();
   if (i == s.size()) return h;
-  if (s[i] != '"') { h.state = Head::bad; return h; }
+  if (s[i] != '"') {
+    h.state = Head::bad;
+    return h;
+  }
   size_t end = i + 1;
   for (bool esc = false; end < s.size(); ++end) {
-    if (esc) esc = false;
-    else if (s[end] == '\\') esc = true;
-    else if (s[end] == '"') break;
+    if (esc)
+      esc = false;
+    else if (s[end] == '\\')
+      esc = true;
+    else if (s[end] == '"')
+      break;
   }
   if (end == s.size()) return h;
   try {
@@ -68,7 +82,10 @@ Head read_head(std::string_view s) {
   if (!lit(key) || !lit(":")) return h;
   ws();
   if (i == s.size()) return h;
-  if (s[i] != '{') { h.state = Head::bad; return h; }
+  if (s[i] != '{') {
+    h.state = Head::bad;
+    return h;
+  }
   h.state = Head::ok;
   h.value_at = i;
   return h;
@@ -81,9 +98,12 @@ std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
   std::optional<ToolSyntax> s;
   if (t.family() == ChatFamily::chatml || t.family() == ChatFamily::qwen3 || t.family() == ChatFamily::smollm3)
     s = ToolSyntax{"<tool_call>", "</tool_call>"};
-  else if (t.family() == ChatFamily::llama3_1) s = ToolSyntax{"", "", "parameters"};
-  else if (t.family() == ChatFamily::mistral) s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
-  else if (t.family() == ChatFamily::phi4) s = ToolSyntax{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
+  else if (t.family() == ChatFamily::llama3_1)
+    s = ToolSyntax{"", "", "parameters"};
+  else if (t.family() == ChatFamily::mistral)
+    s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
+  else if (t.family() == ChatFamily::phi4)
+    s = ToolSyntax{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
   if (s) s->forced = t.tool_call_prefix();
   return s;
 }
@@ -91,9 +111,9 @@ std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
 ToolCallStream::ToolCallStream(ToolSyntax syntax, bool in_call, size_t max_calls)
     : syntax_(std::move(syntax)),
       max_calls_(max_calls),
-      phase_(in_call ? (syntax_.list ? Phase::list : Phase::seek_name)
-                     : syntax_.open.empty() || syntax_.list ? Phase::sniff
-                                                            : Phase::text) {}
+      phase_(in_call                                ? (syntax_.list ? Phase::list : Phase::seek_name)
+             : syntax_.open.empty() || syntax_.list ? Phase::sniff
+                                                    : Phase::text) {}
 
 ToolPiece ToolCallStream::push(std::string_view text) {
   ToolPiece out;
@@ -118,7 +138,10 @@ void ToolCallStream::step(ToolPiece& out, bool end) {
       case Phase::arguments: moved = step_arguments(out, end); break;
       case Phase::after_arguments: moved = step_tail(end); break;
       case Phase::whole: moved = step_whole(out, end); break;
-      case Phase::ignore: buf_.clear(); moved = false; break;
+      case Phase::ignore:
+        buf_.clear();
+        moved = false;
+        break;
       case Phase::sniff: moved = step_sniff(end); break;
       case Phase::list: moved = step_list(out, end); break;
       case Phase::plain:
@@ -150,12 +173,14 @@ bool ToolCallStream::step_sniff(bool end) {
     // Mistral: the [TOOL_CALLS] tag where the decoder wrote it, then the array.
     const std::string_view rest = std::string_view(buf_).substr(first);
     if (!end && rest.size() < syntax_.open.size() && syntax_.open.substr(0, rest.size()) == rest) return false;
-    if (rest.substr(0, syntax_.open.size()) == syntax_.open) first = buf_.find_first_not_of(" \t\r\n", first + syntax_.open.size());
+    if (rest.substr(0, syntax_.open.size()) == syntax_.open)
+      first = buf_.find_first_not_of(" \t\r\n", first + syntax_.open.size());
   }
   if (first == std::string::npos && !end) return false;
   const char want = syntax_.list ? '[' : '{';
-  phase_ = first != std::string::npos && buf_[first] == want && max_calls_ > 0 ? (syntax_.list ? Phase::list : Phase::seek_name)
-                                                                                : Phase::plain;
+  phase_ = first != std::string::npos && buf_[first] == want && max_calls_ > 0
+               ? (syntax_.list ? Phase::list : Phase::seek_name)
+               : Phase::plain;
   return true;
 }
 
@@ -219,9 +244,12 @@ bool ToolCallStream::step_arguments(ToolPiece& out, bool end) {
   for (; pos_ < buf_.size() && !done && !cut; ++pos_) {
     const char c = buf_[pos_];
     if (in_string_) {
-      if (escaped_) escaped_ = false;
-      else if (c == '\\') escaped_ = true;
-      else if (c == '"') in_string_ = false;
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
     } else if (c == '"') {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
@@ -243,7 +271,7 @@ bool ToolCallStream::step_arguments(ToolPiece& out, bool end) {
     phase_ = Phase::after_arguments;
     return true;
   }
-  if (cut && std::string_view(buf_).substr(pos_, syntax_.close.size()) == syntax_.close) {   // cut: close non-empty
+  if (cut && std::string_view(buf_).substr(pos_, syntax_.close.size()) == syntax_.close) {  // cut: close non-empty
     phase_ = Phase::after_arguments;
     return true;
   }
@@ -285,8 +313,8 @@ bool ToolCallStream::step_whole(ToolPiece& out, bool end) {
   }
   open_call(out, call["name"].get<std::string>());
   const std::string key = call.contains(syntax_.arguments_key) ? syntax_.arguments_key
-                          : call.contains("arguments")           ? "arguments"
-                                                                 : "parameters";
+                          : call.contains("arguments")         ? "arguments"
+                                                               : "parameters";
   const nlohmann::ordered_json args = call.contains(key) ? call[key] : nlohmann::ordered_json::object();
   add_arguments(out, args.is_string() ? args.get<std::string>() : args.dump());
   close_call();
@@ -299,7 +327,7 @@ ToolCallStream::Phase ToolCallStream::after_call() const { return syntax_.open.e
 void ToolCallStream::open_call(ToolPiece& out, std::string name) {
   out.calls.push_back({calls_, std::move(name), ""});
   call_open_ = true;
-  held_space_.clear();   // whitespace before a call is not content
+  held_space_.clear();  // whitespace before a call is not content
 }
 
 void ToolCallStream::add_arguments(ToolPiece& out, std::string_view bytes) {

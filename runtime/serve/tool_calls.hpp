@@ -29,11 +29,11 @@ class ChatTemplate;
 namespace reach::serve {
 
 struct ToolSyntax {
-  std::string open, close;   // the tags around one call; empty: the reply is the call (Llama 3.1)
-  std::string arguments_key = "arguments";   // the call object's key of its arguments
-  bool list = false;          // the calls are one JSON array at the start of the reply (Mistral)
-  bool short_ids = false;     // call ids of 9 letters and digits, which the template requires (Mistral)
-  std::string forced;         // ChatTemplate::tool_call_prefix()
+  std::string open, close;                  // the tags around one call; empty: the reply is the call (Llama 3.1)
+  std::string arguments_key = "arguments";  // the call object's key of its arguments
+  bool list = false;                        // the calls are one JSON array at the start of the reply (Mistral)
+  bool short_ids = false;                   // call ids of 9 letters and digits, which the template requires (Mistral)
+  std::string forced;                       // ChatTemplate::tool_call_prefix()
   // The template's syntax; nullopt when reach parses no calls for its family.
   static std::optional<ToolSyntax> for_template(const ChatTemplate& t);
   // The text that opens a call, written after the generation prompt when the reply must be a call.
@@ -44,8 +44,8 @@ struct ToolSyntax {
 struct ToolPiece {
   struct Call {
     size_t index = 0;
-    std::string name;        // non-empty on the call's first piece only
-    std::string arguments;   // the next bytes of its arguments
+    std::string name;       // non-empty on the call's first piece only
+    std::string arguments;  // the next bytes of its arguments
   };
   std::string content;
   std::vector<Call> calls;
@@ -68,7 +68,7 @@ class ToolCallStream {
   // list: a Mistral reply's array, sent at its end.
   enum class Phase { text, seek_name, arguments, after_arguments, whole, ignore, sniff, plain, list };
   void step(ToolPiece& out, bool end);
-  bool step_text(ToolPiece& out, bool end);        // each returns whether it moved to another phase
+  bool step_text(ToolPiece& out, bool end);  // each returns whether it moved to another phase
   bool step_sniff(bool end);
   bool step_list(ToolPiece& out, bool end);
   bool step_head(ToolPiece& out, bool end);
@@ -84,13 +84,13 @@ class ToolCallStream {
   ToolSyntax syntax_;
   size_t max_calls_;
   Phase phase_ = Phase::text;
-  std::string buf_;          // text not yet handed out (text phase) or the current call's block
-  size_t pos_ = 0;           // arguments: how far buf_ has been read (and sent)
-  int depth_ = 0;            // in the arguments value: open brackets
+  std::string buf_;  // text not yet handed out (text phase) or the current call's block
+  size_t pos_ = 0;   // arguments: how far buf_ has been read (and sent)
+  int depth_ = 0;    // in the arguments value: open brackets
   bool in_string_ = false, escaped_ = false;
-  std::string held_space_;   // whitespace-only text, sent only if more text follows
+  std::string held_space_;  // whitespace-only text, sent only if more text follows
   size_t calls_ = 0;
-  bool call_open_ = false;   // the current call's name went out
+  bool call_open_ = false;  // the current call's name went out
 };
 
 }  // namespace reach::serve

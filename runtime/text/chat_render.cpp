@@ -200,7 +200,9 @@ std::string qwen2_5_tools(const std::string& origin, std::span<const ChatMessage
   std::string out;
   const bool has_system = m[0].role == "system";
   if (!tools.empty())
-    out.append("<|im_start|>system\n").append(has_system ? m[0].content : default_system).append("\n\n")
+    out.append("<|im_start|>system\n")
+        .append(has_system ? m[0].content : default_system)
+        .append("\n\n")
         .append(qwen_tools(tools, origin));
   else if (has_system)
     out += "<|im_start|>system\n" + m[0].content + "<|im_end|>\n";
@@ -241,7 +243,8 @@ std::string ChatRender::chatml(const ChatTemplate& t, std::span<const ChatMessag
   return out;
 }
 
-std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                              std::span<const ChatTool>) {
   std::string out;
   const bool has_system = m[0].role == "system";
   if (has_system && !t.system_role_)
@@ -258,7 +261,8 @@ std::string ChatRender::gemma(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                               std::span<const ChatTool>) {
   std::string out;
   for (size_t i = 0; i < m.size(); ++i) {
     if (i == 0 && t.writes_bos_) out += t.bos_;
@@ -300,11 +304,13 @@ std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMess
   size_t i = has_system ? 1 : 0;
   if (!tools.empty()) {
     // The tools go into the first message after the system message, whatever its role.
-    if (i == m.size()) raise(t.origin_, "Cannot put tools in the first user message when there's no first user message!");
-    out += "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for "
-           "a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format "
-           "{\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use "
-           "variables.\n\n";
+    if (i == m.size())
+      raise(t.origin_, "Cannot put tools in the first user message when there's no first user message!");
+    out +=
+        "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for "
+        "a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format "
+        "{\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use "
+        "variables.\n\n";
     for (const ChatTool& tool : tools)
       out.append(python_json(parse_tool_json(tool.json, t.origin_ + ": tool '" + tool.name + "'"), 4)).append("\n\n");
     out += strip(m[i++].content) + "<|eot_id|>";
@@ -329,7 +335,7 @@ std::string ChatRender::llama3_1(const ChatTemplate& t, std::span<const ChatMess
 }
 
 std::string ChatRender::qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
-                               std::span<const ChatTool> tools) {
+                              std::span<const ChatTool> tools) {
   std::string out;
   check_roles(m, t.origin_, true);
   if (!tools.empty())
@@ -398,13 +404,15 @@ std::string ChatRender::smollm3(const ChatTemplate& t, std::span<const ChatMessa
     out += !instructions.empty() ? instructions + "\n\n" : think ? t.think_instructions_ : t.plain_instructions_;
     if (!tools.empty()) {
       // The template's xml_tools, each written with Python's str(): the system turn then closes.
-      out += "### Tools\n\nYou may call one or more functions to assist with the user query.\nYou are provided with "
-             "function signatures within <tools></tools> XML tags:\n\n<tools>\n";
+      out +=
+          "### Tools\n\nYou may call one or more functions to assist with the user query.\nYou are provided with "
+          "function signatures within <tools></tools> XML tags:\n\n<tools>\n";
       for (const ChatTool& tool : tools)
         out.append(python_str(parse_tool_json(tool.json, t.origin_ + ": tool '" + tool.name + "'"))).append("\n");
-      out += "</tools>\n\nFor each function call, return a json object with function name and arguments within "
-             "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-             "<args-json-object>}\n</tool_call>\n\n<|im_end|>\n";
+      out +=
+          "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+          "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+          "<args-json-object>}\n</tool_call>\n\n<|im_end|>\n";
     }
   }
   for (const auto& msg : m) {
@@ -520,18 +528,21 @@ std::string ChatRender::phi(const ChatTemplate& t, std::span<const ChatMessage> 
   return out;
 }
 
-std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool>) {
   return phi(t, m, add_generation_prompt, true);
 }
 
 // Tools go in the system message's "tools" field, the list of their functions through json.dumps with its
-// defaults (Phi-4-mini's model card: non-ASCII escaped); without a system message, an empty one carries them.  Results are <|tool|> turns; the
-// template writes no past calls.
+// defaults (Phi-4-mini's model card: non-ASCII escaped); without a system message, an empty one carries them.  Results
+// are <|tool|> turns; the template writes no past calls.
 std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
                              std::span<const ChatTool> tools) {
   if (tools.empty()) {
-    if (t.takes_tools_) check_roles(m, t.origin_, true);
-    else check_roles(m, t.origin_);
+    if (t.takes_tools_)
+      check_roles(m, t.origin_, true);
+    else
+      check_roles(m, t.origin_);
     std::string out;
     for (const auto& msg : m) out += "<|" + msg.role + "|>" + msg.content + "<|end|>";
     return out + (add_generation_prompt ? "<|assistant|>" : t.eos_);
@@ -549,7 +560,8 @@ std::string ChatRender::phi4(const ChatTemplate& t, std::span<const ChatMessage>
   return out + (add_generation_prompt ? "<|assistant|>" : t.eos_);
 }
 
-std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                              std::span<const ChatTool>) {
   std::string out;
   check_roles(m, t.origin_);
   if (t.writes_bos_) out += t.bos_;
@@ -562,7 +574,8 @@ std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage
   return out;
 }
 
-std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt, std::span<const ChatTool>) {
+std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                                std::span<const ChatTool>) {
   std::string out;
   const ChatDate today = t.today_ ? *t.today_ : local_today();
   out += "<|start|>system<|message|>" + t.model_identity_ + "\nKnowledge cutoff: 2024-06\nCurrent date: " +

@@ -337,12 +337,14 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
                                  std::span<const ChatTool> tools) const {
   if (m.empty()) raise(origin_, "no messages to render");
   if (!takes_tools_) {
-    const auto history = std::find_if(m.begin(), m.end(), [](const ChatMessage& msg) {
-      return !msg.tool_calls.empty();
-    });
+    const auto history =
+        std::find_if(m.begin(), m.end(), [](const ChatMessage& msg) { return !msg.tool_calls.empty(); });
     if (!tools.empty() || history != m.end())
-      throw Error(ErrorCode::unsupported, origin_ + ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
-                                                    "Llama 3.1's, Mistral v3's, SmolLM3's and Phi-4-mini's templates, not this one (" + family_name() + ")");
+      throw Error(ErrorCode::unsupported,
+                  origin_ +
+                      ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
+                      "Llama 3.1's, Mistral v3's, SmolLM3's and Phi-4-mini's templates, not this one (" +
+                      family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);
 }

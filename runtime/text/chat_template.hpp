@@ -71,7 +71,7 @@ class Tokenizer;
 struct ToolCall {
   std::string id;
   std::string name;
-  std::string arguments;   // a JSON object's text, as the API carries it
+  std::string arguments;  // a JSON object's text, as the API carries it
 };
 
 // A function the model may call: the API's whole tool entry ({"type": "function", "function": {"name",
@@ -85,9 +85,9 @@ struct ChatTool {
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
-  std::vector<ToolCall> tool_calls;   // assistant: the calls it made
-  std::string tool_call_id;           // tool: the call this is the result of
-  std::string name;                   // tool: the function's name, where the request gives it
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call this is the result of
+  std::string name;                  // tool: the function's name, where the request gives it
 };
 
 enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2, harmony };

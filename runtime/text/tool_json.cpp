@@ -76,11 +76,16 @@ std::string python_repr(std::string_view s) {
   for (size_t i = 0, n = 1; i < s.size(); i += n) {
     const uint32_t cp = code_point(s, i, n);
     char buf[16];
-    if (cp == '\\' || cp == uint32_t(q)) out.append(1, '\\').append(1, char(cp));
-    else if (cp == '\n') out += "\\n";
-    else if (cp == '\r') out += "\\r";
-    else if (cp == '\t') out += "\\t";
-    else if (printable(cp)) out.append(s.substr(i, n));
+    if (cp == '\\' || cp == uint32_t(q))
+      out.append(1, '\\').append(1, char(cp));
+    else if (cp == '\n')
+      out += "\\n";
+    else if (cp == '\r')
+      out += "\\r";
+    else if (cp == '\t')
+      out += "\\t";
+    else if (printable(cp))
+      out.append(s.substr(i, n));
     else {
       std::snprintf(buf, sizeof buf, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", unsigned(cp));
       out += buf;
@@ -115,7 +120,7 @@ void str(const nlohmann::ordered_json& v, std::string& out) {
   } else if (v.is_null()) {
     out += "None";
   } else {
-    out += v.dump();   // numbers: as json.dumps writes them, which is Python's repr
+    out += v.dump();  // numbers: as json.dumps writes them, which is Python's repr
   }
 }
 
