@@ -46,14 +46,15 @@
 //    message opens with, today's date (strftime_now("%Y-%m-%d")), the reasoning effort
 //    (set_reasoning_effort; "medium" by default); a first system (or developer) message becomes the
 //    developer message's instructions; assistant turns are written on the final channel, ending in
-//    <|end|>, or <|return|> for a last one without the generation prompt.  A ChatMessage carries no
-//    analysis ("thinking") text and no tool calls: the template's tool messages, which need a tool
-//    call before them, raise; roles it has no turn for (a later system message) are dropped, as it
-//    drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
-// A role other than system / user / assistant (tool results: their templates want fields a
-// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1 and in
-// ChatML templates with tool responses (Qwen 2.5), and invalid_argument in Mistral's, whose template
-// raises on it; the other families write any role as a turn of that name.
+//    <|end|>, or <|return|> for a last one without the generation prompt.  reach renders no analysis
+//    ("thinking") text and no tools or tool calls for it: the template's tool messages, which need a
+//    tool call before them, raise; roles it has no turn for (a later system message) are dropped, as
+//    it drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
+// Tools, tool calls and tool results (role "tool") are rendered by the families takes_tools() names
+// (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, Phi-4-mini: each as its template writes them);
+// there, and in the other families added with Llama 3.1, another role is ErrorCode::unsupported,
+// and tools or calls for a family that does not take them too.  Mistral's template raises on unknown
+// roles (invalid_argument); the older families write any role as a turn of that name.
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
 #include <cstdint>
