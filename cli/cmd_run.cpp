@@ -1,9 +1,14 @@
 // `reach run`: stream a completion of a prompt.
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.hpp"
 #include "base/platform/console.hpp"
@@ -13,9 +18,13 @@
 #include "engine/device.hpp"
 #include "engine/pipeline.hpp"
 #include "runtime/formats/file_read.hpp"
+#include "runtime/formats/json_parse.hpp"
 #include "runtime/serve/reply_text.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/chat_template.hpp"
+#include "server/http_error.hpp"
+#include "server/tool_request.hpp"
 
 namespace reach::cli {
 
@@ -47,11 +56,43 @@ void run_usage() {
       "  --json-schema FILE  the reply is a JSON document valid under the JSON schema in FILE (the keywords\n"
       "                      supported are listed in runtime/constrain/json_grammar.hpp); the mask's cost per\n"
       "                      token is printed with the decode speed\n"
+      "  --tools FILE        with --chat: the functions the model may call, a JSON array of OpenAI API tools\n"
+      "                      ({\"type\": \"function\", \"function\": {\"name\", \"description\", \"parameters\"}});\n"
+      "                      the reply's text is printed, then its calls as a JSON array on a line of their\n"
+      "                      own ([{\"name\", \"arguments\"}], arguments a JSON object's text)\n"
+      "  --tool-choice C     with --tools: auto (default), none, required, or a tool's name (that call is\n"
+      "                      made, its arguments constrained to the tool's parameters schema)\n"
       "  --ids               print the prompt's and the generated token ids to stderr\n"
       "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(),
+      scheme_flags_help().c_str());
+}
+
+// --tools FILE (a JSON array of API tools) and --tool-choice, read as reach serve reads a request's.
+server::ToolRequest read_tools(const std::string& file, const std::string& choice) {
+  if (file.empty()) return {};
+  const FileKind kind{"tools file", file_kinds::MiB, "a few kB"};
+  const std::string text = read_file(platform::path_from_utf8(file), kind);
+  nlohmann::ordered_json body = nlohmann::ordered_json::object();
+  try {
+    (void)parse_json_bounded(text, 64);
+    body["tools"] = nlohmann::ordered_json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::invalid_argument, "--tools " + file + ": not valid JSON (" + e.what() + ")");
+  }
+  if (choice == "auto" || choice == "none" || choice == "required")
+    body["tool_choice"] = choice;
+  else if (!choice.empty())
+    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice}}}};
+  try {
+    server::ToolRequest t = server::parse_tool_request(body);
+    if (t.tools.empty()) throw Error(ErrorCode::invalid_argument, "--tools " + file + ": no tools in the array");
+    return t;
+  } catch (const server::ApiError& e) {
+    throw Error(ErrorCode::invalid_argument, "--tools " + file + ": " + e.message);
+  }
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -112,6 +153,7 @@ int run(const Args& args) {
   std::optional<WType> quantize;
   std::string json_schema_file;
   bool json_object = false;
+  std::string tools_file, tool_choice;
   std::vector<std::string> stops;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -142,6 +184,10 @@ int run(const Args& args) {
     else if (a == "--ids") print_ids = true;
     else if (a == "--json") json_object = true;
     else if (a == "--json-schema") json_schema_file = value_of(args, i);
+    else if (a == "--tools")
+      tools_file = value_of(args, i);
+    else if (a == "--tool-choice")
+      tool_choice = value_of(args, i);
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
@@ -163,6 +209,14 @@ int run(const Args& args) {
       throw Error(e.code(), "--json-schema " + json_schema_file + ": " + e.what());
     }
   }
+  if (!tool_choice.empty() && tools_file.empty())
+    throw Error(ErrorCode::invalid_argument, "--tool-choice needs --tools FILE");
+  if (!tools_file.empty() && !have_chat) throw Error(ErrorCode::invalid_argument, "--tools needs --chat TEXT");
+  if (!tools_file.empty() && json)
+    throw Error(ErrorCode::invalid_argument,
+                "--tools with --json / --json-schema: pass one (a JSON reply leaves no "
+                "room for calls)");
+  const server::ToolRequest tools = read_tools(tools_file, tool_choice);
   if (have_prompt && have_chat)
     throw Error(ErrorCode::invalid_argument, "-p and --chat both given: pass one (--chat applies the chat template)");
   if (have_system && !have_chat) throw Error(ErrorCode::invalid_argument, "--system needs --chat TEXT");
@@ -179,6 +233,7 @@ int run(const Args& args) {
   const Tokenizer& tk = *model.tokenizer();
   GenerationOptions go;
   std::vector<int32_t> ids;
+  std::optional<serve::ToolSyntax> tool_syntax;  // set: the reply is parsed for tool calls
   bool channels = false;   // the reply is in harmony's channels: only the final one is the answer
   ReplyPrinter printer(verbose || show_reasoning);
   if (have_chat) {
@@ -202,7 +257,28 @@ int run(const Args& args) {
     std::vector<ChatMessage> messages;
     if (have_system) messages.push_back({"system", system});
     messages.push_back({"user", chat});
-    ChatPrompt c = encode_chat(tk, t, messages);
+    std::string reply_prefix;
+    if (tools.active()) {
+      // As reach serve: the family's call syntax; a forced call is opened in the prompt and its object
+      // constrained to the tool's schema.
+      tool_syntax = serve::ToolSyntax::for_template(t);
+      if (!tool_syntax)
+        throw Error(ErrorCode::unsupported,
+                    std::string("--tools: this model's chat template (") + t.family_name() +
+                        ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, "
+                        "Phi-4-mini do)");
+      if (tools.forced()) {
+        reply_prefix = tool_syntax->forced_prefix();
+        try {
+          json = server::forced_call_grammar(tools, tool_syntax->arguments_key, tool_syntax->list);
+        } catch (const server::ApiError& e) {
+          throw Error(ErrorCode::invalid_argument, "--tools " + tools_file + ": " + e.message);
+        }
+      }
+    }
+    ChatPrompt c = encode_chat(tk, t, messages,
+                               tools.active() ? std::span<const ChatTool>(tools.tools) : std::span<const ChatTool>(),
+                               reply_prefix);
     ids = std::move(c.ids);
     go.stop_ids = std::move(c.stop_ids);
     if (verbose) std::fprintf(stderr, "chat template: %s\n", describe_chat(t).c_str());
@@ -249,6 +325,24 @@ int run(const Args& args) {
 
   std::vector<int32_t> generated;
   serve::ReplyText reply(stops, channels ? &tk : nullptr);
+  std::optional<serve::ToolCallStream> tool_stream;
+  if (tool_syntax) tool_stream.emplace(*tool_syntax, tools.forced(), tools.parallel ? SIZE_MAX : 1);
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+  // The reply's text, less its tool calls, which are kept for the end.
+  auto shown = [&](serve::ReplyPiece piece, bool end) {
+    if (!tool_stream) return piece;
+    std::vector<serve::ToolPiece> parts{tool_stream->push(piece.content)};
+    if (end) parts.push_back(tool_stream->finish());
+    piece.content.clear();
+    for (const serve::ToolPiece& part : parts) {
+      piece.content += part.content;
+      for (const auto& c : part.calls) {
+        if (c.index >= calls.size()) calls.emplace_back(c.name, "");
+        calls[c.index].second += c.arguments;
+      }
+    }
+    return piece;
+  };
   t0 = std::chrono::steady_clock::now();
   double t_first_token = 0;
   for (int64_t i = 0; i < n_predict; ++i) {
@@ -256,14 +350,19 @@ int run(const Args& args) {
     if (i == 0) t_first_token = seconds_since(t_start);
     generated.push_back(next.id);
     if (next.stop) break;
-    printer.print(reply.push(next.id, next.text));
+    printer.print(shown(reply.push(next.id, next.text), false));
     if (reply.stopped()) break;   // a stop string: the text after it is not the reply's
     if (i + 1 < n_predict) session.decode(next.id);
   }
   const double t_decode = seconds_since(t0);
-  printer.print(reply.finish(gen.flush()));
+  printer.print(shown(reply.finish(gen.flush()), true));
   printer.end_reasoning();
   std::printf("\n");
+  if (tool_stream) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& [name, arguments] : calls) list.push_back({{"name", name}, {"arguments", arguments}});
+    std::printf("%s\n", list.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  }
   std::fflush(stdout);
 
   const size_t n_dec = generated.size() > 1 ? generated.size() - 1 : 0;

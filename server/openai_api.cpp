@@ -77,6 +77,37 @@ std::string content_of(const json& v, const std::string& param) {
   return out;
 }
 
+// An assistant message's tool_calls: [{"id", "type": "function", "function": {"name", "arguments": a JSON
+// object's text}}].
+std::vector<ToolCall> tool_calls_of(const json& v, const std::string& param) {
+  if (!v.is_array()) wrong_type(param, v, "an array");
+  std::vector<ToolCall> calls;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    const json& c = v[i];
+    if (!c.is_object()) wrong_type(p, c, "an object");
+    if (present(c, "type") && c["type"] != "function") bad(p + ".type", "'" + p + ".type' must be \"function\"");
+    if (!present(c, "function") || !c["function"].is_object())
+      bad(p + ".function", "'" + p + ".function' must be an object {\"name\", \"arguments\"}");
+    const json& fn = c["function"];
+    ToolCall call;
+    if (present(c, "id")) call.id = string_of(c["id"], p + ".id");
+    if (!present(fn, "name")) bad(p + ".function.name", "'" + p + ".function.name' is required");
+    call.name = string_of(fn["name"], p + ".function.name");
+    call.arguments = present(fn, "arguments") ? string_of(fn["arguments"], p + ".function.arguments") : "{}";
+    json args;
+    try {
+      args = parse_json_bounded(call.arguments, kMaxDepth, kMaxValues);
+    } catch (const std::exception&) {
+    }
+    if (!args.is_object())
+      bad(p + ".function.arguments",
+          "'" + p + ".function.arguments' must be a JSON object's text, as a call returns it");
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
 void parse_prompt(const json& body, GenerationRequest& r) {
   if (!present(body, "prompt")) bad("prompt", "'prompt' is required");
   const json& p = body["prompt"];
@@ -111,9 +142,17 @@ void parse_messages(const json& body, GenerationRequest& r) {
     ChatMessage cm;
     cm.role = string_of(msg["role"], p + ".role");
     if (cm.role == "developer") cm.role = "system";   // the newer name of the system role
-    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
-      bad(p + ".role", "role '" + cm.role + "' is not supported: use system, user or assistant");
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool")
+      bad(p + ".role", "role '" + cm.role + "' is not supported: use system, user, assistant or tool");
     if (present(msg, "content")) cm.content = content_of(msg["content"], p + ".content");
+    if (cm.role == "tool") {
+      if (!present(msg, "tool_call_id"))
+        bad(p + ".tool_call_id", "a tool message needs 'tool_call_id': the id of the call it answers");
+      cm.tool_call_id = string_of(msg["tool_call_id"], p + ".tool_call_id");
+      if (present(msg, "name")) cm.name = string_of(msg["name"], p + ".name");
+    }
+    if (cm.role == "assistant" && present(msg, "tool_calls"))
+      cm.tool_calls = tool_calls_of(msg["tool_calls"], p + ".tool_calls");
     r.messages.push_back(std::move(cm));
   }
 }
@@ -218,6 +257,12 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
     if (*r.reasoning_effort != "low" && *r.reasoning_effort != "medium" && *r.reasoning_effort != "high")
       bad("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
   }
+  if (endpoint == Endpoint::chat &&
+      (present(body, "tools") || present(body, "tool_choice") || present(body, "parallel_tool_calls"))) {
+    // Again with the keys in order: the template writes each tool as it was sent.  The body passed the
+    // bounded parse above, so this one cannot fail or grow past it.
+    r.tools = parse_tool_request(nlohmann::ordered_json::parse(text));
+  }
   if (present(body, "n") && integer_of(body, "n") != 1) bad("n", "only n = 1 is supported");
   if (present(body, "best_of") && integer_of(body, "best_of") != 1) bad("best_of", "only best_of = 1 is supported");
   if (present(body, "echo") && bool_of(body, "echo")) bad("echo", "echo is not supported");
@@ -229,6 +274,10 @@ GenerationRequest parse_generation_request(const std::string& text, Endpoint end
 }
 
 const char* finish_reason_name(serve::FinishReason r) { return r == serve::FinishReason::stop ? "stop" : "length"; }
+
+const char* finish_name(FinishReason r, bool called_tools) {
+  return called_tools && r == FinishReason::stop ? "tool_calls" : finish_reason_name(r);
+}
 
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
@@ -245,13 +294,23 @@ json envelope(Endpoint endpoint, const std::string& id, int64_t created, const s
 
 json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                      const std::string& text, FinishReason finish, const Usage& usage,
-                     const std::vector<TokenLogprob>* logprobs, const std::string* reasoning) {
+                     const std::vector<TokenLogprob>* logprobs, const std::string* reasoning,
+                     const std::vector<ToolCallOut>& tool_calls) {
   json j = envelope(endpoint, id, created, model, false);
-  json choice = {{"index", 0}, {"finish_reason", finish_reason_name(finish)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", finish_name(finish, !tool_calls.empty())}, {"logprobs", nullptr}};
   if (logprobs) choice["logprobs"] = logprobs_json(endpoint, *logprobs);
   if (endpoint == Endpoint::chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
     if (reasoning) choice["message"]["reasoning_content"] = *reasoning;
+    if (!tool_calls.empty()) {
+      // As OpenAI answers a call: content null unless the model wrote text besides it.
+      if (text.empty()) choice["message"]["content"] = nullptr;
+      json calls = json::array();
+      for (const ToolCallOut& c : tool_calls)
+        calls.push_back(
+            {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      choice["message"]["tool_calls"] = calls;
+    }
   } else {
     choice["text"] = text;
   }
@@ -277,6 +336,26 @@ json chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const
     choice["text"] = text;
   }
   j["choices"] = json::array({choice});
+  return j;
+}
+
+json tool_chunk_json(const std::string& id, int64_t created, const std::string& model,
+                     const std::vector<ToolCallDelta>& calls) {
+  json j = envelope(Endpoint::chat, id, created, model, true);
+  json list = json::array();
+  for (const ToolCallDelta& c : calls) {
+    json entry = {{"index", c.index}};
+    if (!c.id.empty()) {
+      entry["id"] = c.id;
+      entry["type"] = "function";
+      entry["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+    } else {
+      entry["function"] = {{"arguments", c.arguments}};
+    }
+    list.push_back(entry);
+  }
+  j["choices"] = json::array(
+      {{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}, {"delta", {{"tool_calls", list}}}}});
   return j;
 }
 

@@ -17,6 +17,7 @@
 #include "runtime/session/token_logprobs.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "server/http_error.hpp"
+#include "server/tool_request.hpp"
 
 namespace reach::server {
 
@@ -42,6 +43,12 @@ struct GenerationRequest {
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema; null: free text
   // chat: "low", "medium" or "high", for the templates that take one (harmony); absent: the template's default.
   std::optional<std::string> reasoning_effort;
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
+};
+
+// One tool call of a reply, as the response carries it.
+struct ToolCallOut {
+  std::string id, name, arguments;
 };
 
 // Parses and checks a request body.  Throws ApiError (400) for malformed JSON, a field of the wrong
@@ -61,7 +68,7 @@ nlohmann::json usage_json(const Usage& u);
 nlohmann::json completion_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                const std::string& text, FinishReason finish, const Usage& usage,
                                const std::vector<TokenLogprob>* logprobs = nullptr,
-                               const std::string* reasoning = nullptr);
+                               const std::string* reasoning = nullptr, const std::vector<ToolCallOut>& tool_calls = {});
 // One streamed chunk: text (may be empty), and a finish reason on the last one.  Chat streams open
 // with a chunk whose delta carries the role (first = true).  logprobs: the chunk's tokens, when asked.
 // reasoning (chat): the chunk's analysis text, as delta.reasoning_content, when non-empty.
@@ -71,6 +78,17 @@ nlohmann::json chunk_json(Endpoint endpoint, const std::string& id, int64_t crea
 // choices[].logprobs in the endpoint's format: chat {"content": [{token, logprob, bytes, top_logprobs}]},
 // completions {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
 nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens);
+// A streamed chunk of tool calls: delta.tool_calls, one entry per call piece (its index; the first piece of
+// a call carries id, type and name, with the arguments so far, "" at least).
+struct ToolCallDelta {
+  size_t index = 0;
+  std::string id, name;  // set on a call's first piece
+  std::string arguments;
+};
+nlohmann::json tool_chunk_json(const std::string& id, int64_t created, const std::string& model,
+                               const std::vector<ToolCallDelta>& calls);
+// finish_reason as the API names it: "tool_calls" for a reply that stopped after calling tools.
+const char* finish_name(FinishReason r, bool called_tools);
 // The usage-only chunk that stream_options.include_usage asks for (empty choices).
 nlohmann::json usage_chunk_json(Endpoint endpoint, const std::string& id, int64_t created, const std::string& model,
                                 const Usage& usage);

@@ -1,9 +1,11 @@
 #include "server/openai_routes.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <span>
 
 #include "base/error.hpp"
 
@@ -133,7 +135,8 @@ std::optional<HttpResponse> OpenAiRoutes::quick(const HttpRequest& req) {
 }
 
 // The prompt's token ids and end tokens, as `reach run` builds them (encode_chat).
-std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r) {
+std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
+                                                   std::optional<serve::ToolSyntax>& tool_syntax) {
   auto job = std::make_shared<serve::Job>();
   if (r.endpoint == Endpoint::chat) {
     if (!chat_template_)
@@ -152,10 +155,33 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r) {
                        "invalid_request_error", "logprobs", ""};
       job->channels = true;
     }
+    std::span<const ChatTool> tools;
+    std::string reply_prefix;
+    if (r.tools.active()) {
+      tool_syntax = serve::ToolSyntax::for_template(*chat_template_);
+      if (!tool_syntax)
+        throw ApiError{400,
+                       std::string("tools are not supported with this model's chat template (") +
+                           chat_template_->family_name() +
+                           "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's, Llama 3.1's, "
+                           "Mistral v3's, SmolLM3's and Phi-4-mini's templates",
+                       "invalid_request_error", "tools", ""};
+      if (r.json)
+        throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",
+                       "invalid_request_error", "response_format", ""};
+      tools = r.tools.tools;
+      if (r.tools.forced()) {
+        // The call is opened in the prompt and its object constrained to the tool's schema.
+        reply_prefix = tool_syntax->forced_prefix();
+        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key,
+                                                                         tool_syntax->list),
+                                                     TokenTrie::for_tokenizer(tokenizer_));
+      }
+    }
     try {
       ChatTemplate t = *chat_template_;
       if (t.takes_reasoning_effort()) t.set_reasoning_effort(r.reasoning_effort);
-      ChatPrompt c = encode_chat(tokenizer_, t, r.messages);
+      ChatPrompt c = encode_chat(tokenizer_, t, r.messages, tools, reply_prefix);
       job->ids = std::move(c.ids);
       job->stop_ids = std::move(c.stop_ids);
     } catch (const Error& e) {
@@ -199,13 +225,14 @@ void OpenAiRoutes::respond(Exchange& ex) {
   const Endpoint ep = ex.request().path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completions;
   std::shared_ptr<serve::Job> job;
   GenerationRequest r;
+  std::optional<serve::ToolSyntax> tool_syntax;
   try {
     r = parse_generation_request(ex.request().body, ep);
     if (!r.model.empty() && r.model != options_.model_id)
       throw ApiError{404, "the model '" + r.model + "' does not exist: this server has '" + options_.model_id + "'",
                      "invalid_request_error", "model", "model_not_found"};
     validate_sampler_params(r.sampling);
-    job = make_job(r);
+    job = make_job(r, tool_syntax);
   } catch (const ApiError& e) {
     return ex.reply(error_response(e));
   } catch (const Error& e) {
@@ -223,6 +250,22 @@ void OpenAiRoutes::respond(Exchange& ex) {
   const int64_t created = std::time(nullptr);
   const std::string& model_id = options_.model_id;
   const bool want_logprobs = r.logprobs >= 0;
+  // Tool calls parsed out of the reply text, whole or streamed alike.
+  std::optional<serve::ToolCallStream> tool_stream;
+  if (tool_syntax) tool_stream.emplace(*tool_syntax, r.tools.forced(), r.tools.parallel ? SIZE_MAX : 1);
+  const std::string call_prefix = "call_" + id.substr(id.find('-') + 1) + "_";
+  std::vector<std::string> short_ids;  // Mistral's: 9 letters and digits, drawn once per call
+  auto call_id = [&](size_t index) {
+    if (!tool_syntax || !tool_syntax->short_ids) return call_prefix + std::to_string(index);
+    static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::random_device rd;
+    while (short_ids.size() <= index) {
+      std::string s(9, 'a');
+      for (char& c : s) c = kAlnum[rd() % 62];
+      short_ids.push_back(s);
+    }
+    return short_ids[index];
+  };
 
   if (!r.stream) {
     std::string text, reasoning;
@@ -235,9 +278,21 @@ void OpenAiRoutes::respond(Exchange& ex) {
       logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
       if (!e->done) continue;
       if (!e->error.empty()) return ex.reply(error_response(job_error(*e)));
+      std::vector<ToolCallOut> calls;
+      if (tool_stream) {
+        std::string content;
+        for (const serve::ToolPiece& piece : {tool_stream->push(text), tool_stream->finish()}) {
+          content += piece.content;
+          for (const auto& c : piece.calls) {
+            if (c.index >= calls.size()) calls.push_back({call_id(c.index), c.name, ""});
+            calls[c.index].arguments += c.arguments;
+          }
+        }
+        text = std::move(content);
+      }
       return ex.reply(json_response(completion_json(ep, id, created, model_id, text, e->finish, e->usage,
                                                     want_logprobs ? &logprobs : nullptr,
-                                                    job->channels ? &reasoning : nullptr)));
+                                                    job->channels ? &reasoning : nullptr, calls)));
     }
     return;
   }
@@ -254,10 +309,26 @@ void OpenAiRoutes::respond(Exchange& ex) {
     // Reasoning first: within one event it was written before the answer.
     if (!e->reasoning.empty())
       ex.send_chunk(sse(chunk_json(ep, id, created, model_id, "", std::nullopt, false, nullptr, e->reasoning)));
-    if (!e->text.empty() || !e->logprobs.empty())
-      ex.send_chunk(sse(chunk_json(ep, id, created, model_id, e->text, std::nullopt, false, lp)));
+    std::string text = e->text;
+    std::vector<ToolCallDelta> deltas;
+    if (tool_stream) {
+      serve::ToolPiece piece = tool_stream->push(e->text);
+      if (e->done) {
+        serve::ToolPiece last = tool_stream->finish();
+        piece.content += last.content;
+        piece.calls.insert(piece.calls.end(), last.calls.begin(), last.calls.end());
+      }
+      text = std::move(piece.content);
+      for (const auto& c : piece.calls)
+        deltas.push_back({c.index, c.name.empty() ? "" : call_id(c.index), c.name, c.arguments});
+    }
+    if (!text.empty() || !e->logprobs.empty())
+      ex.send_chunk(sse(chunk_json(ep, id, created, model_id, text, std::nullopt, false, lp)));
+    if (!deltas.empty()) ex.send_chunk(sse(tool_chunk_json(id, created, model_id, deltas)));
     if (!e->done) continue;
-    std::string tail = sse(chunk_json(ep, id, created, model_id, "", e->finish, false));
+    json last = chunk_json(ep, id, created, model_id, "", e->finish, false);
+    last["choices"][0]["finish_reason"] = finish_name(e->finish, tool_stream && tool_stream->calls() > 0);
+    std::string tail = sse(last);
     if (r.include_usage) tail += sse(usage_chunk_json(ep, id, created, model_id, e->usage));
     ex.send_chunk(tail + "data: [DONE]\n\n");
     return ex.end_stream();

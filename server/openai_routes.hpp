@@ -12,6 +12,7 @@
 
 #include "runtime/model/model.hpp"
 #include "runtime/serve/scheduler.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer.hpp"
 #include "server/http_handler.hpp"
@@ -44,7 +45,8 @@ class OpenAiRoutes : public HttpHandler {
 
  private:
   // The engine's request for an API request: the prompt's ids and end tokens, limits, sampling.
-  std::shared_ptr<serve::Job> make_job(const GenerationRequest& r);
+  // tool_syntax: set where the reply is parsed for tool calls (the request's tools are active).
+  std::shared_ptr<serve::Job> make_job(const GenerationRequest& r, std::optional<serve::ToolSyntax>& tool_syntax);
   std::string new_id(Endpoint ep);
   bool authorized(const HttpRequest& req) const;
 

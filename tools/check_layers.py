@@ -118,12 +118,14 @@ ROOMS = [
     Room('runtime/serve/', 'the serving engine, protocol-free (no JSON, no HTTP; as MLC-LLM\'s cpp/serve): '
          'requests with their sampling, stops, constraint and logprob options and their events (request.hpp), '
          'the continuous-batching Scheduler (one file per step), reply assembly (stop strings with held-back '
-         'text, harmony channels, logprob entries, finish reasons: reply_text, reply_assembly) and the '
+         'text, harmony channels, logprob entries, finish reasons: reply_text, reply_assembly), tool calls '
+         'parsed from a reply as it streams (tool_calls) and the '
          'counters; the server, the C API (reach_reply) and `reach run` use it', SERVE, False,
          'sessions from below, never server/: the engine knows no protocol', acyclic=True),
     Room('server/', '`reach serve`: transport and protocol only. Transport: its own HTTP/1.1 server (http_*, on '
          'base/platform\'s sockets and poller), which hands every request to an HttpHandler and knows no route, and the drain on SIGTERM '
-         '(drain.*). Protocol: the OpenAI API\'s JSON <-> engine requests (openai_api, response_format) and '
+         '(drain.*). Protocol: the OpenAI API\'s JSON <-> engine requests (openai_api, response_format, '
+         'tool_request: tools and tool_choice) and '
          'its routes (openai_routes: the handler, with the /metrics counters)',
          RUNTIME_ALL + ('server/',), False, 'the model through runtime/ (runtime/serve drives it), never engine '
          'or kernels', uses=(SERVE_ROOM,), acyclic=True),

@@ -12,19 +12,32 @@ namespace reach {
 
 // One function per ChatFamily: the messages (at least one) as that family's prompt text.
 struct ChatRender {
-  using Fn = std::string (*)(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string chatml(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string llama2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
-  static std::string harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt);
+  using Fn = std::string (*)(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool> tools);
+  static std::string chatml(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                            std::span<const ChatTool> tools);
+  static std::string gemma(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                           std::span<const ChatTool> tools);
+  static std::string llama3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                            std::span<const ChatTool> tools);
+  static std::string llama2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                            std::span<const ChatTool> tools);
+  static std::string llama3_1(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                              std::span<const ChatTool> tools);
+  static std::string qwen3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                           std::span<const ChatTool> tools);
+  static std::string smollm3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool> tools);
+  static std::string mistral(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool> tools);
+  static std::string phi3(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                          std::span<const ChatTool> tools);
+  static std::string phi4(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                          std::span<const ChatTool> tools);
+  static std::string olmo2(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                           std::span<const ChatTool> tools);
+  static std::string harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
+                             std::span<const ChatTool> tools);
 
  private:
   // Phi-3.5 and Phi-4-mini: the same turns, Phi-3.5's with newlines.

@@ -119,6 +119,11 @@ std::optional<std::string> set_literal(std::string_view text, std::string_view n
   return std::nullopt;
 }
 
+// Qwen 2.5's and Qwen3's tool instructions (chat_render.cpp writes them): a template without them
+// writes tools some other way, which reach does not render.
+constexpr std::string_view kQwenToolsMarker =
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>";
+
 // gpt-oss's identity line when neither the template nor the caller gives one.
 constexpr const char* kHarmonyIdentity = "You are ChatGPT, a large language model trained by OpenAI.";
 
@@ -191,6 +196,10 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       if (!has(text, "strftime_now") && !date)
         unsupported("a Llama 3.1-style chat template without a date_string reach can find");
       if (!has(text, "strftime_now")) t.date_string_ = *date;
+      // Custom tools as JSON in the first user message (tools_in_user_message's default), calls as
+      // {"name", "parameters"}, results in ipython turns.
+      t.takes_tools_ = has(text, "Given the following functions, please respond with a JSON for a function call ") &&
+                       has(text, "tools_in_user_message") && has(text, "tojson(indent=4)");
     } else if (has(text, "Cutting Knowledge Date") || has(text, "date_string") || has(text, "tools")) {
       unsupported("a Llama 3 chat template with a system header reach does not know (only Llama 3.1's "
                   "\"Cutting Knowledge Date: December 2023\" one is rendered)");
@@ -206,6 +215,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       auto plain = think ? literal_after(text.substr(text.find("reasoning_mode == \"/think\" -%}")), "{%- else -%}")
                          : std::nullopt;
       if (!think || !plain) unsupported("a SmolLM3 chat template whose default instructions reach cannot find");
+      // Tools come as the template's xml_tools variable (its model card's way: it reads no `tools`).
+      t.takes_tools_ = has(text, "xml_tools") && has(text, "<tool_call>") && has(text, "(tool | string)");
       t.think_instructions_ = *think;
       t.plain_instructions_ = *plain;
     } else if (has(text, "<think>") || has(text, "reasoning_content")) {
@@ -214,10 +225,12 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
           has(text, "<|im_start|>assistant\\n<think>") || has(text, "<|im_start|>assistant\n<think>"))
         unsupported("a ChatML chat template with reasoning (<think>) that is not Qwen3's");
       t.family_ = ChatFamily::qwen3;
+      t.takes_tools_ = has(text, kQwenToolsMarker) && has(text, "<tool_response>");
     } else {
       t.family_ = ChatFamily::chatml;
       // Qwen 2.5 writes tool results as <tool_response> in a user turn, not as a turn of their role.
       t.known_roles_only_ = has(text, "<tool_response>");
+      t.takes_tools_ = t.known_roles_only_ && has(text, kQwenToolsMarker);
       if (auto s = chatml_default_system(text)) {
         t.has_default_system_ = true;
         t.default_system_ = *s;
@@ -233,6 +246,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
     t.family_ = ChatFamily::mistral;
     t.inst_space_ = has(text, "\"[INST] \"") || has(text, "'[INST] '");
     t.assistant_trim_ = has(text, "|trim + eos_token");
+    t.takes_tools_ = has(text, "[AVAILABLE_TOOLS]") && has(text, "[TOOL_CALLS]") && has(text, "[TOOL_RESULTS]") &&
+                     has(text, "out[:-1]");
   } else if (has(text, "<|end|>") && has(text, "<|user|>")) {
     // Phi-3.5: "<|user|>\n"; Phi-3 mini 4k's older template (no system role, no generation prompt
     // switch) differs.
@@ -244,6 +259,8 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
   } else if (has(text, "<|end|>") && (has(text, "'<|' + message['role'] + '|>'") ||
                                       has(text, "\"<|\" + message[\"role\"] + \"|>\""))) {
     t.family_ = ChatFamily::phi4;
+    // Tools as the system message's "tools" text, between <|tool|> and <|/tool|>.
+    t.takes_tools_ = has(text, "'<|tool|>' + message['tools'] + '<|/tool|>'");
   } else if (has(text, "<|user|>") && has(text, "<|assistant|>") && has(text, "not loop.last") &&
              has(text, "eos_token")) {
     t.family_ = ChatFamily::olmo2;
@@ -296,6 +313,14 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
 
 const char* ChatTemplate::family_name() const { return row(family_).name; }
 
+std::string ChatTemplate::tool_call_prefix() const {
+  if (family_ == ChatFamily::mistral) return inst_space_ ? "[TOOL_CALLS] " : "[TOOL_CALLS]";
+  if (family_ == ChatFamily::phi4) return "<|tool_call|>";
+  if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3 || family_ == ChatFamily::smollm3)
+    return "<tool_call>\n";
+  return "";
+}
+
 std::string ChatTemplate::end_of_turn() const {
   const char* text = row(family_).end_of_turn;
   return text ? text : eos_;
@@ -308,14 +333,26 @@ void ChatTemplate::set_reasoning_effort(std::optional<std::string> effort) {
   reasoning_effort_ = std::move(effort);
 }
 
-std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_generation_prompt) const {
+std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_generation_prompt,
+                                 std::span<const ChatTool> tools) const {
   if (m.empty()) raise(origin_, "no messages to render");
-  return row(family_).render(*this, m, add_generation_prompt);
+  if (!takes_tools_) {
+    const auto history =
+        std::find_if(m.begin(), m.end(), [](const ChatMessage& msg) { return !msg.tool_calls.empty(); });
+    if (!tools.empty() || history != m.end())
+      throw Error(ErrorCode::unsupported,
+                  origin_ +
+                      ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
+                      "Llama 3.1's, Mistral v3's, SmolLM3's and Phi-4-mini's templates, not this one (" +
+                      family_name() + ")");
+  }
+  return row(family_).render(*this, m, add_generation_prompt, tools);
 }
 
-ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<const ChatMessage> messages) {
+ChatPrompt encode_chat(const Tokenizer& tk, const ChatTemplate& t, std::span<const ChatMessage> messages,
+                       std::span<const ChatTool> tools, const std::string& reply_prefix) {
   ChatPrompt c;
-  c.ids = tk.encode(t.render(messages, true), false);
+  c.ids = tk.encode(t.render(messages, true, tools) + reply_prefix, false);
   const auto prefix = tk.special_prefix();
   const bool has_prefix = c.ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), c.ids.begin());
   if (!has_prefix) c.ids.insert(c.ids.begin(), prefix.begin(), prefix.end());

@@ -30,26 +30,31 @@
 //  - Llama 3.1 (<|start_header_id|> with the "Cutting Knowledge Date: December 2023" system header:
 //    Llama 3.1, 3.2, 3.3 Instruct): the "Today Date" the template writes, its date_string literal
 //    ("26 Jul 2024" in Llama 3.1's), or today's date where it asks strftime_now (Llama 3.2's);
-//    tools are not rendered;
+//    custom tools (JSON in the first user message), one call per assistant turn, results as ipython
+//    turns; not builtin_tools;
 //  - Llama 2 ([INST] with <<SYS>>);
 //  - Mistral ([INST] without <<SYS>>: mistralai's "v3" template of Mistral 7B Instruct v0.3, and
 //    its "v3-tekken" form of Mistral Nemo): whether "[INST] " has its space and the assistant's
-//    text its leading space and trim; the system message goes before the last user message;
-//  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines);
+//    text its leading space and trim; the system message goes before the last user message, the tools
+//    ([AVAILABLE_TOOLS]) before the last user message, calls as [TOOL_CALLS], results as [TOOL_RESULTS];
+//  - Phi-3 (<|user|> ... <|end|>: Phi-3.5-mini) and Phi-4-mini (the same turn tokens, no newlines; tools
+//    as its model card passes them: the functions' json.dumps in the system message's "tools" field,
+//    an empty system message added to carry them where there is none);
 //  - OLMo 2 (<|user|> with eos_token ending the assistant's turns: the Tulu 3 template): whether it
 //    starts with bos_token;
 //  - harmony (<|start|> ... <|channel|> ... <|message|>: gpt-oss): the model identity the system
 //    message opens with, today's date (strftime_now("%Y-%m-%d")), the reasoning effort
 //    (set_reasoning_effort; "medium" by default); a first system (or developer) message becomes the
 //    developer message's instructions; assistant turns are written on the final channel, ending in
-//    <|end|>, or <|return|> for a last one without the generation prompt.  A ChatMessage carries no
-//    analysis ("thinking") text and no tool calls: the template's tool messages, which need a tool
-//    call before them, raise; roles it has no turn for (a later system message) are dropped, as it
-//    drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
-// A role other than system / user / assistant (tool results: their templates want fields a
-// ChatMessage does not have) is ErrorCode::unsupported in the families added with Llama 3.1 and in
-// ChatML templates with tool responses (Qwen 2.5), and invalid_argument in Mistral's, whose template
-// raises on it; the other families write any role as a turn of that name.
+//    <|end|>, or <|return|> for a last one without the generation prompt.  reach renders no analysis
+//    ("thinking") text and no tools or tool calls for it: the template's tool messages, which need a
+//    tool call before them, raise; roles it has no turn for (a later system message) are dropped, as
+//    it drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
+// Tools, tool calls and tool results (role "tool") are rendered by the families takes_tools() names
+// (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, Phi-4-mini: each as its template writes them);
+// there, and in the other families added with Llama 3.1, another role is ErrorCode::unsupported,
+// and tools or calls for a family that does not take them too.  Mistral's template raises on unknown
+// roles (invalid_argument); the older families write any role as a turn of that name.
 // Anything else is ErrorCode::unsupported, naming the markers looked for.  tests/test_chat_template.cpp
 // compares the output with Python's jinja2 rendering of the real templates.
 #include <cstdint>
@@ -63,9 +68,27 @@ namespace reach {
 
 class Tokenizer;
 
+// A function call an assistant message made (the OpenAI API's tool_calls[i]).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object's text, as the API carries it
+};
+
+// A function the model may call: the API's whole tool entry ({"type": "function", "function": {"name",
+// "description", "parameters"}}) as JSON text with its keys in the request's order, which the templates
+// write out (tojson) as they are.
+struct ChatTool {
+  std::string name;
+  std::string json;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call this is the result of
+  std::string name;                  // tool: the function's name, where the request gives it
 };
 
 enum class ChatFamily { chatml, gemma, llama3, llama2, llama3_1, qwen3, smollm3, mistral, phi3, phi4, olmo2, harmony };
@@ -95,7 +118,19 @@ class ChatTemplate {
   // add_generation_prompt opens the assistant's turn.  Throws invalid_argument where the template
   // itself raises (roles not alternating user/assistant, a system role it has no place for, no
   // messages).
-  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  // tools (the functions the model may call) and tool history (assistant tool_calls, tool messages) are
+  // written by the families takes_tools() names; others throw unsupported for them.  The template sees
+  // each call's arguments as the parsed object (as vLLM and transformers' documentation pass them), not
+  // the API's JSON string.
+  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                     std::span<const ChatTool> tools = {}) const;
+  // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
+  // Mistral v3 / v3-tekken, SmolLM3, Phi-4-mini).
+  bool takes_tools() const { return takes_tools_; }
+  // The text a reply that must call a tool opens with, written after the generation prompt: the
+  // family's call tag as its template writes it ("<tool_call>\n", "[TOOL_CALLS] "; "" for Llama 3.1,
+  // whose reply is the call object).
+  std::string tool_call_prefix() const;
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
   // (Llama 2, Mistral, OLMo 2).
@@ -127,6 +162,7 @@ class ChatTemplate {
   bool writes_bos_ = false;            // gemma: the template starts with bos_token
   bool has_default_system_ = false;    // chatml
   bool known_roles_only_ = false;      // chatml: system / user / assistant only (Qwen 2.5: tools differ)
+  bool takes_tools_ = false;           // the template writes tools (<tools>, <tool_call>, <tool_response>)
   std::string default_system_;
   bool system_role_ = true;            // gemma: false for Gemma 2's template
   std::string system_separator_;       // gemma: after the system text, before the first user message
@@ -153,7 +189,10 @@ struct ChatPrompt {
 // tokenizer's own prefix (BOS) is added only where the rendered text does not start with it already:
 // Gemma's and Llama's templates write bos_token themselves, and a doubled BOS degrades the reply.
 // Throws what render() and encode() throw.
+// `tools` as render() takes them; `reply_prefix` is written after the generation prompt (the opening of a
+// tool call the reply must make).
 ChatPrompt encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                       std::span<const ChatMessage> messages);
+                       std::span<const ChatMessage> messages, std::span<const ChatTool> tools = {},
+                       const std::string& reply_prefix = {});
 
 }  // namespace reach

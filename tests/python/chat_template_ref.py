@@ -7,7 +7,11 @@ usage: chat_template_ref.py REQUEST.json
   REQUEST.json: {"cases": [{"template": TEXT | "template_file": PATH | "template_gguf": PATH,
                             "bos_token": S, "eos_token": S, "messages": [{"role", "content"}...],
                             "add_generation_prompt": BOOL, "variables": {NAME: VALUE...}}, ...]}
-  "variables" (optional) are further template variables (enable_thinking, date_string, ...).
+  "variables" (optional) are further template variables (enable_thinking, date_string, ...);
+  "tools" (optional) the tool list, passed as transformers' apply_chat_template(tools=...) passes it
+  (the variable is left undefined when absent); messages may carry tool_calls, tool_call_id and name.
+  "system_tools" (optional): tools put into the system message's "tools" field as Phi-4-mini's model
+  card does (json.dumps of the functions; an empty system message added where there is none).
   prints a JSON list, one entry per case: {"text": rendered} or {"error": message} (the template
   raised).  "template_gguf" reads tokenizer.chat_template with the PyPI gguf package.
 strftime_now is the function transformers provides (SmolLM3's and Llama 3.2's templates call it for
@@ -56,6 +60,12 @@ class GenerationTag(Extension):
         return jinja2.nodes.Scope(body, lineno=lineno)
 
 
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    """transformers' tojson filter: json.dumps, keys in order, no HTML escaping (jinja2's own sorts the
+    keys and escapes <, >, &, ')."""
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
 def gguf_template(path):
     try:
         import gguf
@@ -74,6 +84,7 @@ def main():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag])
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
+    env.filters["tojson"] = tojson
     out = []
     for case in request["cases"]:
         if "template" in case:
@@ -83,10 +94,21 @@ def main():
                 text = f.read()
         else:
             text = gguf_template(case["template_gguf"])
+        tools = {"tools": case["tools"]} if "tools" in case else {}
+        messages = case["messages"]
+        if "system_tools" in case:
+            # Phi-4-mini's model card: json.dumps of the functions in the system message's "tools" field.
+            text_tools = json.dumps([t.get("function", t) for t in case["system_tools"]])
+            messages = [dict(m) for m in messages]
+            if messages and messages[0]["role"] == "system":
+                messages[0]["tools"] = text_tools
+            else:
+                messages.insert(0, {"role": "system", "content": "", "tools": text_tools})
         try:
             rendered = env.from_string(text).render(
-                messages=case["messages"], add_generation_prompt=case["add_generation_prompt"],
-                bos_token=case["bos_token"], eos_token=case["eos_token"], **case.get("variables", {}))
+                messages=messages, add_generation_prompt=case["add_generation_prompt"],
+                bos_token=case["bos_token"], eos_token=case["eos_token"], **tools,
+                **case.get("variables", {}))
             out.append({"text": rendered})
         except (TemplateError, jinja2.TemplateError) as e:
             out.append({"error": str(e)})
