@@ -699,6 +699,10 @@ TEST_CASE("capi: reach_chat_tokenize applies the model's chat template; reach_ch
   REQUIRE_OK(reach_model_load(dev, bare.path.string().c_str(), &mp, &m));
   CHECK_FAILS(reach_chat_tokenize(m, hello, 1, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
   CHECK_FAILS(reach_chat_end_tokens(m, nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+}
+
 TEST_CASE("capi: reach_embed gives the fixture's float64 embeddings; mean and CLS on request; bad calls fail") {
   const auto fixture = reach::test::source_root() / "tests/data/embedding";
   const nlohmann::json ref = nlohmann::json::parse(reach::test::read_text(fixture / "reference.json"));
