@@ -340,6 +340,27 @@ REACH_API reach_status reach_tokenize(const reach_model* model, const char* text
 REACH_API reach_status reach_detokenize(const reach_model* model, const int32_t* tokens, size_t n_tokens,
                                         int skip_special, char* text, size_t capacity, size_t* length);
 
+/* One message of a conversation: role ("system", "user", "assistant") and its text (UTF-8, NUL-terminated). */
+typedef struct reach_chat_message {
+  const char* role;
+  const char* content;
+} reach_chat_message;
+
+#define REACH_CHAT_MAX_STOP 4   /* stop ids reach_chat_encode writes at most */
+
+/* The conversation through the model's chat template (README, "Two commands": the families reach
+ * renders; the template of tokenizer_config.json or the GGUF, else the turn tokens of the vocabulary)
+ * with the assistant's turn opened, as the prompt's token ids: the ids `reach run --chat` prefills.
+ * BOS is added only where the template does not write it.  tokens / capacity / *n_tokens as
+ * reach_tokenize (tokens = NULL asks the count).  stop_ids (NULL: not wanted) receives the ids that end
+ * the reply (the end-of-turn token, harmony's <|call|>, EOS), REACH_CHAT_MAX_STOP at most, their count in
+ * *n_stop: stop generating at one of them, as reach_session_sample's is_eos may not say so (Gemma's
+ * <end_of_turn>).  A template reach does not recognise is UNSUPPORTED; messages it rejects (roles out of
+ * order, an unknown role) INVALID_ARGUMENT, naming the template. */
+REACH_API reach_status reach_chat_encode(const reach_model* model, const reach_chat_message* messages,
+                                         size_t n_messages, int32_t* tokens, size_t capacity, size_t* n_tokens,
+                                         int32_t* stop_ids, size_t* n_stop);
+
 /* Incremental detokenizer for streaming output: never splits a UTF-8 character. */
 REACH_API reach_status reach_stream_create(const reach_model* model, int skip_special, reach_stream** out);
 /* Appends token; *text / *length: the text now final (may be empty).  The

@@ -621,3 +621,46 @@ TEST_CASE("capi: reach_reply splits a gpt-oss reply into its channels and stops 
   REQUIRE_OK(reach_model_free(m));
   REQUIRE_OK(reach_device_free(dev));
 }
+
+TEST_CASE("capi: reach_chat_encode gives the template's prompt ids and the end-of-turn stop id") {
+  // The qwen2 fixture ships Qwen 2.5's ChatML template, whose default system message it writes.
+  const std::string dir = (reach::test::source_root() / "tests/data/families/qwen2/hf").string();
+  reach_device* dev = nullptr;
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_device_create(nullptr, &dev));
+  REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+  auto ids_of = [&](const std::string& text) {
+    size_t n = 0;
+    REQUIRE_OK(reach_tokenize(m, text.data(), text.size(), 0, nullptr, 0, &n));
+    std::vector<int32_t> ids(n);
+    REQUIRE_OK(reach_tokenize(m, text.data(), text.size(), 0, ids.data(), ids.size(), &n));
+    return ids;
+  };
+  // Written out by hand from the template (tests/test_chat_template.cpp checks the renderer against jinja2).
+  const std::vector<int32_t> want = ids_of(
+      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+      "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n");
+  const reach_chat_message conversation[] = {{"user", "Hi there"}};
+  size_t n = 0, n_stop = 0;
+  int32_t stops[REACH_CHAT_MAX_STOP] = {};
+  REQUIRE_OK(reach_chat_encode(m, conversation, 1, nullptr, 0, &n, stops, &n_stop));
+  CHECK(n == want.size());
+  std::vector<int32_t> got(n);
+  CHECK_FAILS(reach_chat_encode(m, conversation, 1, got.data(), n - 1, &n, nullptr, nullptr),
+              REACH_ERROR_BUFFER_TOO_SMALL);
+  REQUIRE_OK(reach_chat_encode(m, conversation, 1, got.data(), got.size(), &n, stops, &n_stop));
+  CHECK(got == want);
+  const std::vector<int32_t> im_end = ids_of("<|im_end|>");
+  REQUIRE(im_end.size() == 1);
+  REQUIRE(n_stop >= 1);
+  CHECK(stops[0] == im_end[0]);
+
+  CHECK_FAILS(reach_chat_encode(m, conversation, 0, got.data(), got.size(), &n, nullptr, nullptr),
+              REACH_ERROR_INVALID_ARGUMENT);
+  const reach_chat_message null_text[] = {{"user", nullptr}};
+  CHECK_FAILS(reach_chat_encode(m, null_text, 1, got.data(), got.size(), &n, nullptr, nullptr),
+              REACH_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(reach_last_error()).find("messages[0]") != std::string::npos);
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+}
