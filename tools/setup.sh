@@ -66,9 +66,9 @@ fi
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
 if [ $test_tools = 1 ]; then
-  echo "reach setup: jinja2, openai, jsonschema, prometheus_client, pytest and meson-python for the test suites, from" \
+  echo "reach setup: jinja2, openai, jsonschema, prometheus_client, pytest, meson-python and build for the test suites, from" \
        "PyPI into the Python venv (tools/venv.sh; under a minute, once)" >&2
-  bash tools/venv.sh jinja2 openai jsonschema prometheus_client pytest meson-python >/dev/null \
+  bash tools/venv.sh jinja2 openai jsonschema prometheus_client pytest meson-python build >/dev/null \
     || echo "reach setup: could not install jinja2 / openai / jsonschema / prometheus_client / pytest / meson-python;" \
             "the chat_template comparisons and the serve, json and python suites will SKIP" >&2
 fi
