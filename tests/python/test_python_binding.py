@@ -125,6 +125,14 @@ def test_sampling_is_seeded():
     assert a.ids == b.ids
 
 
+def test_a_full_context_ends_with_length():
+    m = model(SMOLLM2)
+    prompt = m.tokenize("one two three four five six seven eight nine ten " * 11)[:CONTEXT - 8]
+    got = m.generate(prompt, max_tokens=100, temperature=0)
+    # The last token sampled fills the cache's last row: CONTEXT - len(prompt) decodes, one more sample.
+    assert got.finish_reason == "length" and len(got.ids) == CONTEXT - len(prompt) + 1, got
+
+
 def test_json_schema_is_honoured():
     m = model(SMOLLM2)
     schema = {"type": "object",

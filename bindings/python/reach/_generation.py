@@ -95,9 +95,10 @@ def run(native_model: "_reach.Model", session: "_reach.Session", prompt_ids: Seq
             if stopped:
                 out.finish_reason = "stop"
                 break
-            position += 1
+            # The token just sampled goes into the cache at `position`: stop when that is past its end.
             if len(out.ids) >= max_tokens or position >= capacity:
                 break
+            position += 1
             token, eos = session.step(token)
     content, thought, _ = reply.finish()
     if thought:
