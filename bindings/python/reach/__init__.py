@@ -196,9 +196,10 @@ class Model:
             stop = [stop]
         out = Completion(text="", ids=[], finish_reason="length")
         own = session is None
-        s = self._take_session() if own else session
 
         def pieces():
+            # Taken when the generation starts: a Stream never iterated holds no session.
+            s = self._take_session() if own else session
             try:
                 yield from _run(self._native, s._native, prompt_ids, max_tokens=max_tokens, temperature=temperature,
                                 top_k=top_k, top_p=top_p, seed=seed, stop=stop or [], stop_ids=stop_ids,
