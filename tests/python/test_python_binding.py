@@ -279,6 +279,30 @@ def test_devices_and_info():
     assert m.detokenize(m.tokenize("Hello world", add_special=False)) == "Hello world"
 
 
+def test_the_stub_names_what_the_extension_has():
+    import ast
+    stub = os.path.join(os.path.dirname(reach.__file__), "_reach.pyi")
+    tree = ast.parse(open(stub).read())
+    named = 0
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            cls = getattr(reach._reach, node.name)
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name != "__init__":
+                    assert callable(getattr(cls, item.name)), (node.name, item.name)
+                    named += 1
+        elif isinstance(node, ast.FunctionDef):
+            assert callable(getattr(reach._reach, node.name)), node.name
+            named += 1
+    assert named >= 20   # 2 functions and 19 methods when written
+    # And the other way: every public method of the extension's types is in the stub.
+    for name in ("Device", "Model", "Session", "Reply"):
+        cls_node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+        stubbed = {f.name for f in cls_node.body if isinstance(f, ast.FunctionDef)}
+        public = {a for a in vars(getattr(reach._reach, name)) if not a.startswith("_")}
+        assert public <= stubbed, (name, public - stubbed)
+
+
 if __name__ == "__main__":
     if MISSING:
         print("SKIP:", MISSING)
