@@ -201,6 +201,12 @@ bash tools/profile_matrix.sh --dedupe families >build/profile_matrix.log 2>&1 ||
 tail -n 16 build/profile_matrix.log
 stage_end profiles
 
+# The Python wheel as users get it: python -m build (sdist, then the wheel from it: the whole project built
+# again, ccache warm after the main build) installed into a fresh venv and run there.
+stage_begin wheel "python -m build and the wheel in a fresh venv (tests/python/test_python_wheel.py; about 2 min)" 120
+REACH_TEST_WHEEL=1 meson test -C build --no-rebuild --print-errorlogs python_wheel || status=1
+stage_end wheel
+
 # The background job (sanitizer build and suites, fuzz build) may still be running;
 # then the fuzz runs: one core per target, so two at a time with nothing else beside
 # them (each target gets a whole core for its 10 s).

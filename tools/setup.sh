@@ -37,6 +37,7 @@ packages=(build-essential pkg-config meson ninja-build python3 glslc glslang-too
           doctest-dev nlohmann-json3-dev libpcre2-dev python3-numpy
           python3-venv         # the venv tools/venv.sh makes for the PyPI packages (gguf, tokenizers, ...)
           zlib1g-dev           # gzip / deflate request bodies in `reach serve`
+          python3-dev          # the Python package reach (bindings/python, -Dpython=auto)
           bible-kjv-text bible-kjv)  # public-domain long text for `reach eval` (read with `bible`)
 if [ $test_tools = 1 ]; then
   packages+=(clang libclang-rt-14-dev python3-jinja2
@@ -68,11 +69,11 @@ fi
 # Test-only PyPI packages go into the venv (tools/venv.sh), never into Debian's python3, whose pip
 # refuses (externally-managed-environment).  It says what it installs, when anything is missing.
 if [ $test_tools = 1 ]; then
-  echo "reach setup: jinja2, openai, jsonschema and prometheus_client for the test suites, from PyPI into the" \
-       "Python venv (tools/venv.sh; under a minute, once)" >&2
-  bash tools/venv.sh jinja2 openai jsonschema prometheus_client >/dev/null \
-    || echo "reach setup: could not install jinja2 / openai / jsonschema / prometheus_client; the chat_template" \
-            "comparisons and the serve and json suites will SKIP" >&2
+  echo "reach setup: jinja2, openai, jsonschema, prometheus_client, pytest, meson-python and build for the test suites, from" \
+       "PyPI into the Python venv (tools/venv.sh; under a minute, once)" >&2
+  bash tools/venv.sh jinja2 openai jsonschema prometheus_client pytest meson-python build >/dev/null \
+    || echo "reach setup: could not install jinja2 / openai / jsonschema / prometheus_client / pytest / meson-python;" \
+            "the chat_template comparisons and the serve, json and python suites will SKIP" >&2
 fi
 
 # The cooperative-matrix GEMMs (prefill on GPUs with VK_KHR_cooperative_matrix) need a glslang that
