@@ -2,8 +2,13 @@
 // (step_async: Session::decode_async on its own program; record_decode into the host's).
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include "capi/capi_internal.hpp"
+#include "base/kv_type.hpp"
+
+static_assert(REACH_KV_F32 == int(reach::KvType::f32) && REACH_KV_F16 == int(reach::KvType::f16) &&
+              REACH_KV_Q8_0 == int(reach::KvType::q8_0) && REACH_KV_Q4_0 == int(reach::KvType::q4_0));
 
 using namespace reach;
 using namespace reach::capi;
@@ -162,6 +167,12 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
     so.l_test = p.l_test;
     so.profile = p.profile != 0;
     so.full_kv = p.full_kv != 0;
+    for (auto [value, field, out] : {std::tuple{p.cache_type_k, "cache_type_k", &so.cache_type_k},
+                                     std::tuple{p.cache_type_v, "cache_type_v", &so.cache_type_v}}) {
+      need(value >= REACH_KV_F32 && value <= REACH_KV_Q4_0, REACH_ERROR_INVALID_ARGUMENT,
+           std::string(field) + " is " + std::to_string(value) + ": it must be a reach_kv_type (REACH_KV_F32 .. REACH_KV_Q4_0)");
+      *out = KvType(value);
+    }
     SchemeOverrides& o = so.overrides;
     const std::vector<std::string> fields = scheme_field_flags(p);
     for (size_t i = 0; i < fields.size(); ++i) parse_scheme_flag(fields, i, o);   // each is a known flag

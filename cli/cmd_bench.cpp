@@ -82,7 +82,7 @@ void bench_usage() {
       "                      each stream prefills -p tokens (default then 16), then generates -n\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string json_str(const std::string& s) {
@@ -133,6 +133,7 @@ int cmd_bench(const Args& args) {
   std::vector<uint32_t> depths = {0}, parallel;
   bool profile = false, prompt_given = false, full_kv = false, unfused = false;
   QuantActivations activations = QuantActivations::device;
+  KvType cache_k = KvType::f32, cache_v = KvType::f32;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -155,6 +156,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
+    else if (parse_kv_cache_flag(args, i, cache_k, cache_v)) continue;
     else if (parse_activations_flag(args, i, activations)) continue;
     else if (a == "--unfused") unfused = true;
     else if (parse_scheme_flag(args, i, ov)) continue;
@@ -173,6 +175,8 @@ int cmd_bench(const Args& args) {
     so.overrides = ov;
     so.l_test = so.context;
     so.full_kv = full_kv;
+    so.cache_type_k = cache_k;
+    so.cache_type_v = cache_v;
     so.fused_decode = !unfused;
     so.activations = activations;
     bench_parallel(model, so, pb, e.device->caps().device_name);
@@ -195,6 +199,8 @@ int cmd_bench(const Args& args) {
   so.profile = profile;
   so.l_test = so.context;
   so.full_kv = full_kv;
+  so.cache_type_k = cache_k;
+  so.cache_type_v = cache_v;
   so.fused_decode = !unfused;
   so.activations = activations;
   Session session(model, so);

@@ -15,6 +15,7 @@
 #include "kernels/binding.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/spec.hpp"
+#include "base/kv_type.hpp"
 #include "runtime/model/model.hpp"
 
 namespace reach::cli {
@@ -159,6 +160,17 @@ int cmd_info(const Args& args) {
       const ModelConfig c = load_model_config_at(resolve_model_path(args[i + 1]));
       std::printf("%s\n", c.describe().c_str());
       if (!c.is_moe()) std::printf("  matrix parameters: %llu\n", (unsigned long long)c.matrix_params());
+      std::printf("  KV cache per token (keys + values, all layers; -ctk / -ctv):");
+      for (KvType t : {KvType::f32, KvType::f16, KvType::q8_0, KvType::q4_0}) {
+        const uint32_t d = uint32_t(c.head_dim);
+        if (!kv_type_fits(t, d)) {
+          std::printf(" %s n/a (head_dim %u)", kv_type_name(t), d);
+          continue;
+        }
+        const uint64_t per = uint64_t(c.n_layers) * c.n_kv_heads * 2 * kv_row_bytes(t, d);
+        std::printf(" %s %llu bytes%s", kv_type_name(t), (unsigned long long)per, t == KvType::q4_0 ? "" : ",");
+      }
+      std::printf("\n");
       return 0;
     } else if (a == "-h" || a == "--help") {
       std::printf("usage: reach info [--json] [-m MODEL] [--device-profile FILE]\n"

@@ -48,7 +48,7 @@ void serve_usage() {
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22)).c_str(), scheme_flags_help().c_str());
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
 
 std::string default_model_id(const std::string& path) {
@@ -88,6 +88,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
+    else if (parse_kv_cache_flag(args, i, so.cache_type_k, so.cache_type_v)) continue;
     else if (a == "--no-prefix-cache") prefix_cache = false;
     else if (a == "--embeddings") embeddings_on = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;

@@ -28,6 +28,8 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
   so.l_test = L;
   so.overrides = run.overrides;
   so.full_kv = o.full_kv;
+  so.cache_type_k = o.cache_type_k;
+  so.cache_type_v = o.cache_type_v;
   so.activations = o.activations;
   std::unique_ptr<Session> s;
   try {

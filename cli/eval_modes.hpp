@@ -32,6 +32,7 @@ struct EvalOptions {
   uint64_t seed = 0;
   bool verbose = false;
   bool full_kv = false;   // --full-kv (SessionOptions::full_kv)
+  KvType cache_type_k = KvType::f32, cache_type_v = KvType::f32;   // -ctk / -ctv
   QuantActivations activations = QuantActivations::device;   // --exact-activations / --int8-activations
   SchemeOverrides user;   // scheme flags given on the command line
   std::optional<WType> quantize;   // --quantize

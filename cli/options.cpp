@@ -60,6 +60,25 @@ std::string full_kv_flag_help(size_t column) {
                      column);
 }
 
+std::string kv_cache_flag_help(size_t column) {
+  return option_help("-ctk, --cache-type-k T",
+                     "how the KV cache stores keys: f32 (the default), f16, q8_0 or q4_0 (blocks of 32\n"
+                     "values with an f16 scale, quantized as they are written; head_dim a multiple of 32)",
+                     column) +
+         option_help("-ctv, --cache-type-v T", "how it stores values: the same types", column);
+}
+
+bool parse_kv_cache_flag(const Args& args, size_t& i, KvType& k, KvType& v) {
+  const std::string& a = args[i];
+  const bool is_k = a == "-ctk" || a == "--cache-type-k", is_v = a == "-ctv" || a == "--cache-type-v";
+  if (!is_k && !is_v) return false;
+  const std::string& name = value_of(args, i);
+  const std::optional<KvType> t = parse_kv_type(name);
+  if (!t) throw Error(ErrorCode::invalid_argument, a + " expects " + kv_type_names() + ", got '" + name + "'");
+  (is_k ? k : v) = *t;
+  return true;
+}
+
 std::string activations_flag_help(size_t column) {
   return option_help("--exact-activations",
                      "quantized weights multiply f32 activations exactly (the default)",

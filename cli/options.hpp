@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/kv_type.hpp"
 #include "cli/commands.hpp"
 #include "engine/device.hpp"
 #include "engine/memory.hpp"
@@ -45,6 +46,10 @@ std::string full_kv_flag_help(size_t column);
 // --exact-activations / --int8-activations (SessionOptions::activations), shared by run / bench / eval:
 // true (i stays) when args[i] is one of them.
 std::string activations_flag_help(size_t column);
+// -ctk / --cache-type-k and -ctv / --cache-type-v (SessionOptions::cache_type_k / _v), shared by run / bench /
+// eval / serve: true (i at the value) when args[i] is one of them; an unknown type throws naming the flag.
+std::string kv_cache_flag_help(size_t column);
+bool parse_kv_cache_flag(const Args& args, size_t& i, KvType& k, KvType& v);
 bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out);
 
 // --device N|NAME overrides REACH_DEVICE; the device gets cli_settings().  `quantize` sets

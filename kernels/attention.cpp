@@ -41,6 +41,8 @@ static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Po
               uint32_t(Q2Pos::grouped) == spec::Q2POS_GROUPED);
 static_assert(uint32_t(K2Pos::unrotated) == spec::K2POS_UNROTATED && uint32_t(K2Pos::same) == spec::K2POS_SAME &&
               uint32_t(K2Pos::grouped) == spec::K2POS_GROUPED);
+static_assert(uint32_t(KvType::f32) == spec::KV_F32 && uint32_t(KvType::f16) == spec::KV_F16 &&
+              uint32_t(KvType::q8_0) == spec::KV_Q8_0 && uint32_t(KvType::q4_0) == spec::KV_Q4_0);
 static_assert(uint32_t(QkNorm::none) == spec::QKNORM_NONE && uint32_t(QkNorm::key) == spec::QKNORM_KEY &&
               uint32_t(QkNorm::query) == spec::QKNORM_QUERY && uint32_t(QkNorm::cos) == spec::QKNORM_COS);
 
@@ -165,12 +167,21 @@ BufferRange table_range(const RopeTable& t, const BufferRange& dummy) {
 }
 
 // The kv heads one dispatch binds: all of them when the cache fits one binding,
-// else as many whole heads as fit (each head's slab is contiguous).
+// else as many whole heads as fit (each head's slab is contiguous).  K and V
+// may store rows of different sizes (LayerCache::k_type, v_type): the larger
+// decides, and each buffer is bound at its own slab.
 struct HeadChunk {
   uint32_t first, count;
 };
-std::vector<HeadChunk> head_chunks(const AttentionSpec& s, uint32_t capacity, uint64_t max_binding, uint64_t align) {
-  const uint64_t slab = uint64_t(capacity) * s.head_dim * 4;
+// One kv head's bytes of the K (and rotated K) and of the V buffer.
+struct Slabs {
+  uint64_t k, v;
+};
+Slabs cache_slabs(const AttentionSpec& s, const LayerCache& cache, uint32_t rows) {
+  return {uint64_t(rows) * kv_row_bytes(cache.k_type, s.head_dim), uint64_t(rows) * kv_row_bytes(cache.v_type, s.head_dim)};
+}
+std::vector<HeadChunk> head_chunks(const AttentionSpec& s, const Slabs& slabs, uint64_t max_binding, uint64_t align) {
+  const uint64_t slab = std::max(slabs.k, slabs.v);
   std::vector<HeadChunk> out;
   if (uint64_t(s.n_kv_heads) * slab <= max_binding) {
     out.push_back({0, s.n_kv_heads});
@@ -180,8 +191,9 @@ std::vector<HeadChunk> head_chunks(const AttentionSpec& s, uint32_t capacity, ui
   if (per == 0)
     unsupported("one kv head's cache (" + std::to_string(slab) + " bytes) exceeds maxStorageBufferRange " +
                 std::to_string(max_binding) + "; use a smaller context");
-  if (align && slab % align)
-    unsupported("kv cache slab of " + std::to_string(slab) + " bytes is not a multiple of the storage offset alignment");
+  if (align && (slabs.k % align || slabs.v % align))
+    unsupported("kv cache slabs of " + std::to_string(slabs.k) + " and " + std::to_string(slabs.v) +
+                " bytes are not multiples of the storage offset alignment");
   for (uint32_t g = 0; g < s.n_kv_heads; g += uint32_t(per))
     out.push_back({g, std::min<uint32_t>(uint32_t(per), s.n_kv_heads - g)});
   return out;
@@ -203,6 +215,17 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
   sc.krot = krot;
   sc.softcap = spec.softcap > 0;
   sc.sink = spec.sink_logits;
+}
+
+// The storage types of a cache, for the kernels' KTYPE / VTYPE; a type the
+// layer's head_dim cannot take is an error naming it.
+template <class Spec>
+void set_kv_types(Spec& sc, const AttentionSpec& spec, const LayerCache& cache) {
+  std::string why;
+  for (KvType t : {cache.k_type, cache.v_type})
+    if (!kv_type_fits(t, spec.head_dim, &why)) unsupported("kv cache: " + why);
+  sc.k_type = uint32_t(cache.k_type);
+  sc.v_type = uint32_t(cache.v_type);
 }
 
 struct DecodeShape {
@@ -288,13 +311,29 @@ bool Attention::lanes_decode_supported() const {
 
 // The kernel and texel bindings of prefill/decode: K, V, table 1, table 2 and
 // rotated K become R32G32B32A32 texel buffers in the texel variant.
-void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const {
+void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel,
+                               const LayerCache& cache) const {
   desc.kernel = storage_kernel;
-  if (tuning_.texel != 2) return;
+  if (!texel_cache(cache)) return;
   desc.kernel = texel_kernel;
   using B = CacheBindings;
-  for (uint32_t b : {B::B_KCACHE, B::B_VCACHE, B::B_TAB1, B::B_TAB2, B::B_KROT})
-    desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
+  for (uint32_t b : {B::B_TAB1, B::B_TAB2}) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
+  for (uint32_t b : {B::B_KCACHE, B::B_KROT}) desc.texel(b, texel_format(cache.k_type));
+  desc.texel(B::B_VCACHE, texel_format(cache.v_type));
+}
+
+VkFormat Attention::texel_format(KvType t) {
+  return t == KvType::f16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+}
+
+// Texel buffers hold f32 and f16 rows (the view's format converts); quantized
+// rows are words the storage kernels unpack.
+bool Attention::texel_cache(const LayerCache& cache) const {
+  if (tuning_.texel != 2) return false;
+  const Capabilities& caps = device_.caps();
+  for (KvType t : {cache.k_type, cache.v_type})
+    if (kv_quantized(t) || !caps.supports_uniform_texel(texel_format(t))) return false;
+  return true;
 }
 
 void Attention::prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const {
@@ -349,23 +388,25 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
   sc.rotate = rotate;
   sc.normalize = normalize;
   sc.store_rot = store_rot;
+  set_kv_types(sc, spec, cache);
   using B = spec::AttentionKvStoreBindings;
   const Pipeline& p =
       device_.pipelines().get({ShaderId::attention_kv_store, B::count, sizeof(AttnPush), sc.constants()});
   const uint64_t mb = max_binding(device_.caps());
-  const auto chunks = head_chunks(spec, rows, mb, device_.caps().min_storage_buffer_offset_alignment);
+  const Slabs slabs = cache_slabs(spec, cache, rows);
+  const auto chunks = head_chunks(spec, slabs, mb, device_.caps().min_storage_buffer_offset_alignment);
   if (chunks.size() != 1) unsupported("kv_store: the kv cache must fit one storage binding");
   AttnPush push = make_push(spec, table1, RopeTable{}, cache);
   push.max_rows = k_new.rows;
-  const uint64_t cbytes = uint64_t(spec.n_kv_heads) * rows * spec.head_dim * 4;
+  const uint64_t kbytes = spec.n_kv_heads * slabs.k, vbytes = spec.n_kv_heads * slabs.v;
   const BufferRange t1 = table_range(table1, step);
-  const BufferRange kr = store_rot ? cache.k_rot->range(0, cbytes) : cache.k->range(0, cbytes);
+  const BufferRange kr = store_rot ? cache.k_rot->range(0, kbytes) : cache.k->range(0, kbytes);
   cmd.dispatch(p,
                spec::bound<B>({{B::B_STEP, step},
                                {B::B_KNEW, k_new.range()},
                                {B::B_VNEW, v_new.range()},
-                               {B::B_KCACHE, cache.k->range(0, cbytes)},
-                               {B::B_VCACHE, cache.v->range(0, cbytes)},
+                               {B::B_KCACHE, cache.k->range(0, kbytes)},
+                               {B::B_VCACHE, cache.v->range(0, vbytes)},
                                {B::B_TAB1, t1},
                                {B::B_KROT, kr}}),
                &push, sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
@@ -401,30 +442,31 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   while (kb * 2 <= std::min(tuning_.prefill_key_block, wg)) kb *= 2;
   sc.key_block = kb;
   set_scheme(sc, spec, krot);
+  set_kv_types(sc, spec, cache);
   using B = spec::AttentionPrefillBindings;
   PipelineDesc desc{ShaderId::attention_prefill, B::count, sizeof(AttnPush), sc.constants()};
   desc.required_subgroup = attention_required_subgroup(device_.caps());
-  select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex);
+  select_variant(desc, ShaderId::attention_prefill, ShaderId::attention_prefill_tex, cache);
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache);
   push.max_rows = max_new;
-  const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
+  const BufferRange r1 = table_range(table1, unused_table(texel_cache(cache), cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const BufferRange sk = sink_range(spec, sinks, step, "prefill");
-  const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
+  const Slabs slabs = cache_slabs(spec, cache, cache_rows);
   for (const HeadChunk& hc :
-       head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+       head_chunks(spec, slabs, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
     cmd.dispatch(p,
                  spec::bound<B>({{B::B_STEP, step},
                                  {B::B_Q, q.range()},
-                                 {B::B_KCACHE, cache.k->range(hc.first * slab, hc.count * slab)},
-                                 {B::B_VCACHE, cache.v->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_KCACHE, cache.k->range(hc.first * slabs.k, hc.count * slabs.k)},
+                                 {B::B_VCACHE, cache.v->range(hc.first * slabs.v, hc.count * slabs.v)},
                                  {B::B_TAB1, r1},
                                  {B::B_TAB2, r2},
                                  {B::B_OUT, out.range()},
-                                 {B::B_KROT, kr->range(hc.first * slab, hc.count * slab)},
+                                 {B::B_KROT, kr->range(hc.first * slabs.k, hc.count * slabs.k)},
                                  {B::B_SINK, sk}}),
                  &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
@@ -499,12 +541,12 @@ uint64_t Attention::decode_scratch_bytes(const AttentionSpec& spec, uint32_t cap
 bool Attention::fused_decode_supported(const AttentionSpec& spec, const LayerCache& cache) const {
   if (!cache.k || !cache.v || cache.capacity == 0) return false;
   if (cache.ring && spec.window < 2) return false;
-  const auto chunks = head_chunks(spec, cache.rows(spec), max_binding(device_.caps()),
+  const auto chunks = head_chunks(spec, cache_slabs(spec, cache, cache.rows(spec)), max_binding(device_.caps()),
                                   device_.caps().min_storage_buffer_offset_alignment);
   // The fused kernel binds all 18 (5 of them texel buffers in the texel variant): where the device allows
   // fewer per stage (Android's 12 storage buffers), kv_store + decode's 8-binding split pass serve instead.
   const Capabilities& caps = device_.caps();
-  const uint32_t all = spec::AttentionDecodeBindings::count, texels = tuning_.texel == 2 ? 5 : 0;
+  const uint32_t all = spec::AttentionDecodeBindings::count, texels = texel_cache(cache) ? 5 : 0;
   return chunks.size() == 1 && all - texels <= caps.max_stage_storage_buffers && texels <= caps.max_stage_sampled &&
          all <= caps.max_stage_resources;
 }
@@ -567,6 +609,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   sc.lane_keys = d.kpl;
   sc.hpw = d.hpw;
   set_scheme(sc, spec, krot);
+  set_kv_types(sc, spec, cache);
   sc.sink = fused && spec.sink_logits;   // unfused: the combine pass adds the sink
   sc.fused = fused;
   sc.qk_rms = qk_rms;
@@ -575,12 +618,12 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
                     sc.constants()};
   if (lanes) {
     desc.required_subgroup = d.wg;   // lanes_decode_supported: the width is fixed
-    if (fused) select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex);
-    else select_variant(desc, ShaderId::attention_decode_lanes_unfused, ShaderId::attention_decode_lanes_unfused_tex);
+    if (fused) select_variant(desc, ShaderId::attention_decode_lanes, ShaderId::attention_decode_lanes_tex, cache);
+    else select_variant(desc, ShaderId::attention_decode_lanes_unfused, ShaderId::attention_decode_lanes_unfused_tex, cache);
   } else if (fused) {
-    select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex);
+    select_variant(desc, ShaderId::attention_decode, ShaderId::attention_decode_tex, cache);
   } else {
-    select_variant(desc, ShaderId::attention_decode_unfused, ShaderId::attention_decode_unfused_tex);
+    select_variant(desc, ShaderId::attention_decode_unfused, ShaderId::attention_decode_unfused_tex, cache);
   }
   const Pipeline& p = device_.pipelines().get(desc);
   AttnPush push = make_push(spec, table1, table2, cache);
@@ -588,21 +631,21 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
   push.qk_norm_eps = qk_norm.eps;
-  const BufferRange r1 = table_range(table1, unused_table(tuning_.texel == 2, cache, step));
+  const BufferRange r1 = table_range(table1, unused_table(texel_cache(cache), cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
   const BufferRange part{scratch.buffer, scratch.offset + sl.partials_at, sl.partials};
   const BufferRange counters{scratch.buffer, scratch.offset, sl.counters};
   const BufferRange sk = sink_range(spec, sinks, step, what);
-  const uint64_t slab = uint64_t(cache_rows) * spec.head_dim * 4;
+  const Slabs slabs = cache_slabs(spec, cache, cache_rows);
   const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};
   const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
   for (const HeadChunk& hc :
-       head_chunks(spec, cache_rows, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
+       head_chunks(spec, slabs, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
     const Buffer* kr = krot ? cache.k_rot : cache.k;   // unused without KROT
-    const BufferRange kc = cache.k->range(hc.first * slab, hc.count * slab);
-    const BufferRange vc = cache.v->range(hc.first * slab, hc.count * slab);
-    const BufferRange krc = kr->range(hc.first * slab, hc.count * slab);
+    const BufferRange kc = cache.k->range(hc.first * slabs.k, hc.count * slabs.k);
+    const BufferRange vc = cache.v->range(hc.first * slabs.v, hc.count * slabs.v);
+    const BufferRange krc = kr->range(hc.first * slabs.k, hc.count * slabs.k);
     // The fused kernel's own bindings; the unfused kernel's layout stops before them.
     const BufferRange kn = fused ? BufferRange{k_new->buffer->handle(), k_new->offset, uint64_t(kvd) * 4} : step;
     const BufferRange vn = fused ? BufferRange{v_new->buffer->handle(), v_new->offset, uint64_t(kvd) * 4} : step;

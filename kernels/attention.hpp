@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/attention_spec.hpp"
+#include "base/kv_type.hpp"
 #include "engine/capabilities.hpp"
 #include "engine/command.hpp"
 #include "engine/memory.hpp"
@@ -71,7 +72,9 @@ struct TileCounts {
   std::string str() const;
 };
 
-// Per-layer K and V caches: [n_kv_heads][rows()][head_dim], f32.
+// Per-layer K and V caches: [n_kv_heads][rows()] rows of head_dim values, each
+// row kv_row_bytes(type, head_dim) bytes (f32, f16, or q8_0 / q4_0 blocks:
+// base/kv_type.hpp).
 struct LayerCache {
   const Buffer* k = nullptr;
   const Buffer* v = nullptr;
@@ -87,6 +90,11 @@ struct LayerCache {
   // needs ring >= window + n - 1 (its keys overwrite only keys it no longer
   // sees); decode needs ring >= window.
   uint32_t ring = 0;
+  // How rows are stored: keys (and k_rot) as k_type, values as v_type.  Rows are
+  // quantized as kv_store (or decode_fused) writes them; every kernel reads them
+  // back to f32.  decode_fused scores the new token's own key and value at full
+  // precision in the step that stores them; later steps read them as stored.
+  KvType k_type = KvType::f32, v_type = KvType::f32;
   // Rows per kv head: sinks + ring for a ring cache, else capacity.
   uint32_t rows(const AttentionSpec& spec) const { return ring ? spec.sinks + ring : capacity; }
 };
@@ -165,7 +173,11 @@ class Attention {
   void prefill_tile_sizes(const AttentionSpec& spec, uint32_t& rows, uint32_t& keys) const;
 
  private:
-  void select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel) const;
+  void select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel,
+                      const LayerCache& cache) const;
+  // Whether the kernels read this cache through texel buffers (tuning texel 2, and a type a view can convert).
+  bool texel_cache(const LayerCache& cache) const;
+  static VkFormat texel_format(KvType t);
   void record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                      const BufferRange& step, const Act& q, const Act* k_new, const Act* v_new,
                      const LayerCache& cache, const Act& out, const BufferRange& scratch, const BufferRange& sinks,

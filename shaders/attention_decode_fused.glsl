@@ -20,8 +20,9 @@
 //    norm_rms pass over the qkv output before the dispatch.
 //
 // The including shader declares qbuf, k_new, v_new, qnorm_w, knorm_w (vec4),
-// kstore, vstore, krstore (vec4, written), counter (uint) and includes
-// attention_common.glsl first.
+// kstore, vstore, krstore (vec4, written), counter (uint), includes
+// attention_common.glsl and attention_kv_codec.glsl first, and makes the row
+// writers fused_write_k, fused_write_kr, fused_write_v (KV_WRITER).
 
 // QKRMS: 1 / rms of the D floats at vec4 index b of the query rows, as norm_rms has it.
 float q_rms(uint b) {
@@ -40,9 +41,21 @@ int fused_read_key(int m, int i) {
   return max(m, i - int(pc.window) + 1);
 }
 
+// k1 = kn rotated at position i (table 1), dims past the rotary ones copied.
+void fused_rotate1(int i, const vec4 kn[D4], out vec4 k1[D4]) {
+  for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
+  for (uint c = 0u; c < R4; ++c) {
+    vec4 cs, sn;
+    table_cs1(i, c, cs, sn);
+    k1[c] = kn[c] * cs - kn[c + R4] * sn;
+    k1[c + R4] = kn[c + R4] * cs + kn[c] * sn;
+  }
+}
+
 // The new token's key of kv head g at position i: kn as the cache of a raw or
 // unrotated layer holds it (KeyNorm / CosA: divided by its norm), k1 as branch 1
-// scores it (rotated at i when the layer rotates).
+// scores it (rotated at i when the layer rotates); an f16 or quantized cache's
+// key as the cache will hold it (kv_round).
 void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
   const uint src = g * D4;
   float r = 1.0;
@@ -62,13 +75,23 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
     kn[c] *= f;
     k1[c] = kn[c];
   }
-  if (ROPE)
-    for (uint c = 0u; c < R4; ++c) {
-      vec4 cs, sn;
-      table_cs1(i, c, cs, sn);
-      k1[c] = kn[c] * cs - kn[c + R4] * sn;
-      k1[c + R4] = kn[c + R4] * cs + kn[c] * sn;
-    }
+  if (ROPE) fused_rotate1(i, kn, k1);
+  if (KTYPE == KV_F32) return;
+  // As the cache will hold them (kv_round): the rotated key where the cache or
+  // k_rot stores it rotated, the raw key where it is stored raw; branch 1 of a
+  // raw cache without k_rot rotates the stored raw key, as later steps do.
+  if (ROPE && (!RAW || KROT)) kv_round(KTYPE, k1);
+  if (RAW || !ROPE) {
+    kv_round(KTYPE, kn);
+    if (!ROPE) for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
+    else if (!KROT) fused_rotate1(i, kn, k1);
+  }
+}
+
+// The new token's value row of kv head g as the cache will hold it.
+void fused_new_value(uint g, out vec4 v[D4]) {
+  for (uint c = 0u; c < D4; ++c) v[c] = v_new[g * D4 + c];
+  kv_round(VTYPE, v);
 }
 
 // The key branch 2 scores for the new token (a dual-branch layer whose window
@@ -87,13 +110,26 @@ void fused_new_key2(const vec4 kn[D4], int i, out vec4 k2[D4]) {
 }
 
 // Dims [4c, 4c+4), c = first, first + stride, ..., of the new token's cache
-// rows for kv head g (g_local within the bound cache).
+// rows for kv head g (g_local within the bound cache).  An f16 or quantized
+// cache (KTYPE / VTYPE) is written a row at a time, by the invocation with
+// first == 0: a block's scale needs all of its values.
 void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D4], uint first, uint stride) {
   if (pc.ring == 0u && uint(i) >= pc.capacity) return;   // past the cache: dropped, as kv_store does
-  const uint dst = (g_local * pc.capacity + kv_row(i)) * D4;
-  for (uint c = first; c < D4; c += stride) {
-    kstore[dst + c] = RAW || !ROPE ? kn[c] : k1[c];
-    if (KROT) krstore[dst + c] = k1[c];
-    vstore[dst + c] = v_new[g * D4 + c];
+  const uint row = g_local * pc.capacity + kv_row(i);
+  if (KTYPE == KV_F32 && VTYPE == KV_F32) {
+    const uint dst = row * D4;
+    for (uint c = first; c < D4; c += stride) {
+      kstore[dst + c] = RAW || !ROPE ? kn[c] : k1[c];
+      if (KROT) krstore[dst + c] = k1[c];
+      vstore[dst + c] = v_new[g * D4 + c];
+    }
+    return;
   }
+  if (first != 0u) return;
+  vec4 v[D4];
+  for (uint c = 0u; c < D4; ++c) v[c] = v_new[g * D4 + c];
+  if (RAW || !ROPE) fused_write_k(row, kn);
+  else fused_write_k(row, k1);
+  if (KROT) fused_write_kr(row, k1);
+  fused_write_v(row, v);
 }

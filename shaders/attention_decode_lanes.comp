@@ -43,14 +43,20 @@ layout(binding = B_TAB2) uniform samplerBuffer tab2_t;
 #define TAB1(i) texelFetch(tab1_t, int(i))
 #define TAB2(i) texelFetch(tab2_t, int(i))
 #else
+// Storage buffers: each cache binding also as uints, the words of f16 and
+// quantized rows (attention_kv_codec.glsl reads them as KTYPE / VTYPE say).
 layout(binding = B_KCACHE) readonly buffer KC { vec4 kc[]; };
+layout(binding = B_KCACHE) readonly buffer KCW { uint kcw[]; };
 layout(binding = B_KROT) readonly buffer KRot { vec4 kr_buf[]; };
+layout(binding = B_KROT) readonly buffer KRotW { uint krw[]; };
 layout(binding = B_VCACHE) readonly buffer VC { vec4 vc[]; };
+layout(binding = B_VCACHE) readonly buffer VCW { uint vcw[]; };
 layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
-#define KR(i) kr_buf[i]
-#define KC(i) kc[i]
-#define VC(i) vc[i]
+#define KV_STORAGE
+#define KR(i) load_kr(i)
+#define KC(i) load_kc(i)
+#define VC(i) load_vc(i)
 #endif
 layout(binding = B_PART) coherent buffer Part { float part[]; };
 // FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
@@ -59,6 +65,7 @@ layout(binding = B_PART) coherent buffer Part { float part[]; };
 #ifdef DECODE_UNFUSED
 float sink_logit[1];
 vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
+uint kstorew[1], vstorew[1], krstorew[1];
 shared uint counter[1];   // atomicAdd needs a buffer or shared variable
 #else
 layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
@@ -68,13 +75,25 @@ layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
 layout(binding = B_KSTORE) writeonly buffer KS { vec4 kstore[]; };
 layout(binding = B_VSTORE) writeonly buffer VS { vec4 vstore[]; };
 layout(binding = B_KRSTORE) writeonly buffer KRS { vec4 krstore[]; };
+layout(binding = B_KSTORE) writeonly buffer KSW { uint kstorew[]; };
+layout(binding = B_VSTORE) writeonly buffer VSW { uint vstorew[]; };
+layout(binding = B_KRSTORE) writeonly buffer KRSW { uint krstorew[]; };
 layout(binding = B_COUNT) coherent buffer Count { uint counter[]; };
 layout(binding = B_QNORM) readonly buffer QNW { vec4 qnorm_w[]; };
 layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #endif
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
+#include "attention_kv_codec.glsl"
+#ifdef KV_STORAGE
+KV_LOADER(load_kc, kc, kcw, KTYPE)
+KV_LOADER(load_kr, kr_buf, krw, KTYPE)
+KV_LOADER(load_vc, vc, vcw, VTYPE)
+#endif
 #include "attention_merge.glsl"
+KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
+KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)
+KV_WRITER(fused_write_v, vstore, vstorew, VTYPE)
 #include "attention_decode_fused.glsl"
 
 // Per-lane state: the chunk's queries for branch 1 and 2 (shared by all
@@ -235,6 +254,8 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
     // The new key: every lane scores it, lane 0 alone counts it.
     vec4 kn[D4], k1[D4];
     fused_new_key(g, i, kn, k1);
+    vec4 vn[D4];
+    fused_new_value(g, vn);
     const bool b1 = !DUAL || W > 0;
     vec4 k2[D4];
     if (!b1) fused_new_key2(kn, i, k2);
@@ -254,7 +275,7 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
       }
       const float p = sc > NEG_HALF ? exp2(sc - m_run[hq]) : 0.0;
       l_run[hq] += p;
-      [[unroll]] for (uint c = 0u; c < D4; ++c) acc[hq * D4 + c] += p * v_new[g * D4 + c];
+      [[unroll]] for (uint c = 0u; c < D4; ++c) acc[hq * D4 + c] += p * vn[c];
     }
     if (hq0 == 0u) fused_store(g, g_local, i, kn, k1, lane, WG);
   }

@@ -7,6 +7,7 @@
 // (a ring cache, pc.ring > 0, reuses rows instead: kv_row).
 // STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
+// Rows are written as KTYPE / VTYPE say (attention_kv_codec.glsl).
 #include "contract.glsl"
 #include "spec/attention_kv_store.h"
 const uint D4 = D / 4u;
@@ -16,10 +17,17 @@ layout(binding = B_STEP) readonly buffer Step { uint step[]; };
 layout(binding = B_KNEW) readonly buffer KN { vec4 k_new[]; };
 layout(binding = B_VNEW) readonly buffer VN { vec4 v_new[]; };
 layout(binding = B_KCACHE) writeonly buffer KC { vec4 kc[]; };
+layout(binding = B_KCACHE) writeonly buffer KCW { uint kcw[]; };
 layout(binding = B_VCACHE) writeonly buffer VC { vec4 vc[]; };
+layout(binding = B_VCACHE) writeonly buffer VCW { uint vcw[]; };
 layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = B_KROT) writeonly buffer KR { vec4 krot[]; };
+layout(binding = B_KROT) writeonly buffer KRW { uint krotw[]; };
 #include "attention_common.glsl"
+#include "attention_kv_codec.glsl"
+KV_WRITER(store_k, kc, kcw, KTYPE)
+KV_WRITER(store_v, vc, vcw, VTYPE)
+KV_WRITER(store_krot, krot, krotw, KTYPE)
 
 void main() {
   const uint id = gl_GlobalInvocationID.x;
@@ -30,13 +38,14 @@ void main() {
   const uint pos = pos0 + t;
   if (pc.ring == 0u && pos >= pc.capacity) return;
   const uint src = (t * hkv + g) * D4;
-  const uint dst = (g * pc.capacity + kv_row(int(pos))) * D4;
+  const uint row = g * pc.capacity + kv_row(int(pos));
   float f = 1.0;
   if (NORMALIZE) {
     float n2 = 0.0;
     for (uint c = 0u; c < D4; ++c) n2 += dot(k_new[src + c], k_new[src + c]);
     f = 1.0 / max(sqrt(n2), 1e-30);
   }
+  vec4 xs[D4], ys[D4], vs[D4];
   for (uint c = 0u; c < D4; ++c) {
     const vec4 x = k_new[src + c] * f;
     vec4 y = x;
@@ -50,8 +59,11 @@ void main() {
         y = x * cs + k_new[src + c - R4] * f * sn;
       }
     }
-    kc[dst + c] = ROTATE ? y : x;
-    if (STORE_ROT) krot[dst + c] = y;
-    vc[dst + c] = v_new[src + c];
+    xs[c] = ROTATE ? y : x;
+    ys[c] = y;
+    vs[c] = v_new[src + c];
   }
+  store_k(row, xs);
+  if (STORE_ROT) store_krot(row, ys);
+  store_v(row, vs);
 }

@@ -36,6 +36,16 @@ uint64_t attention_binding_limit(const Capabilities& caps, const AttentionTuning
   return limit;
 }
 
+// The most bytes one K or V binding may span: texel views of f32 / f16 rows
+// count texels of 16 / 8 bytes; quantized rows are read as storage buffers.
+uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tuning, KvType k, KvType v) {
+  uint64_t limit = binding_span(caps);
+  if (tuning.texel == 2 && !kv_quantized(k) && !kv_quantized(v))
+    limit = std::min(limit, saturating_mul({caps.max_texel_buffer_elements,
+                                            k == KvType::f16 || v == KvType::f16 ? 8u : 16u}));
+  return limit;
+}
+
 // The largest Self-Extend window (a multiple of G) whose grouped positions
 // floor((context−1)/G) + W − W/G stay below max_rows.
 std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
@@ -111,22 +121,34 @@ Session::Session(Model& model, const SessionOptions& options)
     ring_.push_back(use ? uint32_t(ring) : 0);
   }
   ring_lost_.assign(ring_.size(), 0);
-  const uint64_t d = uint64_t(c.head_dim), kvd = uint64_t(c.n_kv_heads) * d;
+  const uint64_t d = uint64_t(c.head_dim);
+  for (auto [t, flag] : {std::pair{options.cache_type_k, "--cache-type-k"}, std::pair{options.cache_type_v, "--cache-type-v"}}) {
+    std::string why;
+    if (!kv_type_fits(t, uint32_t(d), &why)) throw Error(ErrorCode::unsupported, std::string(flag) + " " + why);
+  }
+  const uint64_t row_k = kv_row_bytes(options.cache_type_k, uint32_t(d));
+  const uint64_t row_v = kv_row_bytes(options.cache_type_v, uint32_t(d));
+  const uint64_t row_max = std::max(row_k, row_v);
   uint64_t max_rows = 0;
   for (size_t l = 0; l < ring_.size(); ++l) max_rows = std::max<uint64_t>(max_rows, kv_rows(l));
-  const uint64_t kv_bytes = saturating_mul({kvd, max_rows, 4});
-  if (kv_bytes > limit)
+  const uint64_t kv_limit = kv_binding_limit(dev.caps(), attention_.tuning(), options.cache_type_k, options.cache_type_v);
+  const uint64_t kv_bytes = saturating_mul({uint64_t(c.n_kv_heads), max_rows, row_max});
+  if (kv_bytes > kv_limit)
     throw Error(ErrorCode::out_of_memory,
-                "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) +
-                    " per layer for keys and again for values (" + std::to_string(c.n_kv_heads) + " kv heads x " +
-                    std::to_string(d) + " head dims x 4 bytes per token), more than one binding on this device "
-                    "holds (" + mib(limit) + "): use a context of at most " + tok(limit / (kvd * 4)));
+                "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) + " per layer (" +
+                    std::to_string(c.n_kv_heads) + " kv heads x " + std::to_string(row_max) +
+                    " bytes per token and head), more than one binding on this device holds (" + mib(kv_limit) +
+                    "): use a context of at most " + tok(kv_limit / (uint64_t(c.n_kv_heads) * row_max)) +
+                    ", or a smaller --cache-type-k / --cache-type-v");
   const uint64_t V = uint64_t(c.vocab_size), n = chunk_;
   uint64_t dec = 0;
   for (const auto& spec : schemes_.layers) dec = std::max(dec, attention_.decode_scratch_bytes(spec, capacity_));
   uint64_t caches = 0;
-  for (size_t l = 0; l < schemes_.layers.size(); ++l)
-    caches = saturating_add(caches, saturating_mul({kvd, kv_rows(l), 4, wants_rotated_keys(schemes_.layers[l]) ? 3u : 2u}));
+  for (size_t l = 0; l < schemes_.layers.size(); ++l) {
+    const uint64_t per_row = row_k * (wants_rotated_keys(schemes_.layers[l]) ? 2 : 1) + row_v;
+    caches = saturating_add(caches, saturating_mul({uint64_t(c.n_kv_heads), kv_rows(l), per_row}));
+    kv_bytes_per_token_ += uint64_t(c.n_kv_heads) * per_row;
+  }
   kv_cache_bytes_ = caches;
   const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
   const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
@@ -166,9 +188,10 @@ Session::Session(Model& model, const SessionOptions& options)
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string name = "kv cache layer " + std::to_string(l);
-    const uint64_t layer_bytes = kvd * kv_rows(size_t(l)) * 4;
-    k_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "k " + name));
-    v_cache_.push_back(A.allocate(Arena::cache, layer_bytes, "v " + name));
+    const uint64_t k_bytes = uint64_t(c.n_kv_heads) * kv_rows(size_t(l)) * row_k;
+    const uint64_t layer_bytes = k_bytes;   // the rotated keys are stored as the keys are
+    k_cache_.push_back(A.allocate(Arena::cache, k_bytes, "k " + name));
+    v_cache_.push_back(A.allocate(Arena::cache, uint64_t(c.n_kv_heads) * kv_rows(size_t(l)) * row_v, "v " + name));
     // Dual-branch layers keep rotated keys too (LayerCache::k_rot): the
     // window branch then costs what plain RoPE does, for 50 % more cache.
     k_rot_.push_back(wants_rotated_keys(schemes_.layers[size_t(l)])
@@ -245,7 +268,9 @@ std::string Session::describe_kv_cache() const {
       ring_rows = std::max(ring_rows, kv_rows(l));
     }
   }
-  std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_);
+  std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_) + ", K " +
+                  kv_type_name(options_.cache_type_k) + " V " + kv_type_name(options_.cache_type_v) + ", " +
+                  std::to_string(kv_bytes_per_token_) + " bytes per token";
   if (rings)
     s += " (" + std::to_string(rings) + " of " + std::to_string(ring_.size()) + " layers are sliding-window rings of " +
          std::to_string(ring_rows) + " rows; --full-kv keeps every position)";
@@ -306,7 +331,8 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, Output out, ForwardS
 }
 
 LayerCache Session::layer_cache(size_t l) const {
-  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l]};
+  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l], options_.cache_type_k,
+          options_.cache_type_v};
 }
 
 AttentionSpec Session::layer_spec(size_t l) const {

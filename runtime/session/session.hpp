@@ -38,6 +38,9 @@ struct SessionOptions {
   // at the price of how far rewind can go back (rewind_floor).  true keeps
   // every position for every layer.
   bool full_kv = false;
+  // How the KV cache stores keys and values (base/kv_type.hpp): f32, f16, or q8_0 / q4_0 blocks
+  // quantized as they are written (--cache-type-k / --cache-type-v).
+  KvType cache_type_k = KvType::f32, cache_type_v = KvType::f32;
   // Decode steps (and batched decode rows) run the fused layer: norms, biases, residual adds and the gated
   // activation folded into the mat-vecs, and the attention's KV store, per-head q/k norms, split-K attention
   // and merge in one dispatch (runtime/session/forward.hpp).  false records the unfused kernels, the
@@ -105,6 +108,8 @@ class Session {
   uint32_t rewind_floor() const;
   // Device bytes of the KV caches (keys, values, rotated keys) of all layers.
   uint64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+  // Device bytes one more position takes in the KV caches of all layers (keys, values, rotated keys).
+  uint64_t kv_bytes_per_token() const { return kv_bytes_per_token_; }
   // Rows per kv head of layer l's cache: capacity(), or a ring's sinks + ring.
   uint32_t kv_rows(size_t l) const;
   // "KV cache 12.0 MiB (...)": bytes, and the ring rows of sliding-window layers.
@@ -207,7 +212,7 @@ class Session {
   std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
   std::vector<uint32_t> ring_;       // per layer: LayerCache::ring (0: every position)
   std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
-  uint64_t kv_cache_bytes_ = 0;
+  uint64_t kv_cache_bytes_ = 0, kv_bytes_per_token_ = 0;
   Buffer step_, decode_scratch_;
   ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;

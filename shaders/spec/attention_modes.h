@@ -13,3 +13,8 @@ CONST_UINT(QKNORM_NONE, 0)
 CONST_UINT(QKNORM_KEY, 1)       // keys normalised in the cache
 CONST_UINT(QKNORM_QUERY, 2)
 CONST_UINT(QKNORM_COS, 3)
+// KTYPE / VTYPE (KvType): how the cache stores keys / values (attention_kv_codec.glsl).
+CONST_UINT(KV_F32, 0)
+CONST_UINT(KV_F16, 1)
+CONST_UINT(KV_Q8_0, 2)          // blocks of 32 int8 and an f16 scale
+CONST_UINT(KV_Q4_0, 3)          // blocks of 32 4-bit values and an f16 scale

@@ -11,3 +11,5 @@ SPEC_BOOL(23, ALIBI, alibi, false)
 SPEC_BOOL(24, KROT, krot, false)       // raw cache + pre-rotated keys at binding B_KROT (branch 1)
 SPEC_BOOL(25, SOFTCAP, softcap, false) // soft-capped scores (AttentionSpec::softcap > 0); off: no code at all
 SPEC_BOOL(26, SINK, sink, false)       // a learned per-head sink logit (binding B_SINK) joins the softmax denominator
+SPEC_UINT(27, KTYPE, k_type, 0)        // KV_* (KvType): how the cache stores keys (and pre-rotated keys)
+SPEC_UINT(28, VTYPE, v_type, 0)        // KV_*: how it stores values

@@ -9,6 +9,7 @@
 
 #include "tests/support/data.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kv_quant_reference.hpp"
 
 namespace reach::test {
 
@@ -149,7 +150,7 @@ std::string Harness::describe() const {
     << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
     << ",prefill key block=" << tuning.prefill_key_block
     << ") rotated_keys=" << rotated_keys << " ring=" << ring << " fused=" << fused
-    << " sink_logits=" << sink_logits.size();
+    << " sink_logits=" << sink_logits.size() << " kv=" << kv_type_name(k_type) << "/" << kv_type_name(v_type);
   return o.str();
 }
 
@@ -173,8 +174,10 @@ Result Harness::run() {
   const uint32_t pairs = a.rope ? a.rotary_dim / 2 : 0;
   Buffer t1buf, t2buf;
   RopeTable t1{}, t2{};
+  std::vector<float> tab1;
   if (a.rope) {
-    t1buf = g.upload_f32(make_table(s.ref.inv_freq, s.af, positions), Arena::weights, "table1");
+    tab1 = make_table(s.ref.inv_freq, s.af, positions);
+    t1buf = g.upload_f32(tab1, Arena::weights, "table1");
     t1 = {&t1buf, positions, pairs};
     if (a.branch2_table2) {
       std::vector<double> inv2 = s.ref.inv_freq;
@@ -183,19 +186,54 @@ Result Harness::run() {
       t2 = {&t2buf, positions, pairs};
     }
   }
-  // Caches start as NaN: reading a key past the live ones poisons the output.
+  // The values the reference takes: what the cache reads back (see k_type above).
+  const bool k_rot = rotated_keys && wants_rotated_keys(a);
+  std::vector<float> k_ref = k, v_ref = v;
+  for (size_t r = 0; r < size_t(total) * Hkv && reference_rounded; ++r) kv_round_trip(v_type, v_ref.data() + r * d, d);
+  if (k_type != KvType::f32 && reference_rounded) {
+    const bool key_norm = a.norm == QkNorm::key || a.norm == QkNorm::cos;
+    REQUIRE_MESSAGE(!key_norm, "a rounded cache with key norms: no reference");
+    REQUIRE_MESSAGE(!k_rot, "a rounded cache with k_rot: no reference");
+    const bool rotated = a.rope && a.cache == KeyCacheMode::rotated;
+    const uint32_t rp = a.rope ? a.rotary_dim / 2 : 0;
+    for (uint32_t m = 0; m < total; ++m)
+      for (uint32_t h = 0; h < Hkv; ++h) {
+        float* x = k_ref.data() + (size_t(m) * Hkv + h) * d;
+        if (!rotated) {
+          kv_round_trip(k_type, x, d);
+          continue;
+        }
+        // As kv_store rotates (f32, the f32 table), rounded, then turned back in double.
+        std::vector<float> y(x, x + d);
+        const float* cs = tab1.data() + size_t(m) * (a.rotary_dim / 2) * 2;
+        for (uint32_t j = 0; j < rp; ++j) {
+          y[j] = x[j] * cs[2 * j] - x[j + rp] * cs[2 * j + 1];
+          y[j + rp] = x[j + rp] * cs[2 * j] + x[j] * cs[2 * j + 1];
+        }
+        kv_round_trip(k_type, y.data(), d);
+        for (uint32_t j = 0; j < d; ++j) x[j] = y[j];
+        for (uint32_t j = 0; j < rp; ++j) {
+          const double c = cs[2 * j], sn = cs[2 * j + 1], n2 = c * c + sn * sn;
+          x[j] = float((y[j] * c + y[j + rp] * sn) / n2);
+          x[j + rp] = float((y[j + rp] * c - y[j] * sn) / n2);
+        }
+      }
+  }
+  // Caches start as NaN (all-ones bytes are NaN in every type: an f32 or f16
+  // NaN, or a NaN block scale): reading a key past the live ones poisons the output.
   // A ring cache holds only sinks + ring rows: older keys are overwritten,
   // so a kernel that reads one outside the window gets a wrong (non-NaN)
   // key and the comparison with the reference fails.
   const uint32_t rows = ring ? a.sinks + ring : cap;
-  std::vector<uint32_t> nan(size_t(Hkv) * rows * d, 0x7fc00000u);
-  Buffer kc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "k cache");
-  Buffer vc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "v cache");
+  std::vector<uint8_t> nan_k(size_t(Hkv) * rows * kv_row_bytes(k_type, d), 0xff);
+  std::vector<uint8_t> nan_v(size_t(Hkv) * rows * kv_row_bytes(v_type, d), 0xff);
+  Buffer kc = g.upload_bytes(nan_k.data(), nan_k.size(), Arena::cache, "k cache");
+  Buffer vc = g.upload_bytes(nan_v.data(), nan_v.size(), Arena::cache, "v cache");
   Buffer krc;
-  LayerCache cache{&kc, &vc, cap, nullptr, ring};
+  LayerCache cache{&kc, &vc, cap, nullptr, ring, k_type, v_type};
   REQUIRE(cache.rows(a) == rows);
-  if (rotated_keys && wants_rotated_keys(a)) {
-    krc = g.upload_bytes(nan.data(), nan.size() * 4, Arena::cache, "rotated k cache");
+  if (k_rot) {
+    krc = g.upload_bytes(nan_k.data(), nan_k.size(), Arena::cache, "rotated k cache");
     cache.k_rot = &krc;
   }
   uint32_t max_chunk = 1;
@@ -226,8 +264,8 @@ Result Harness::run() {
     for (uint32_t t = 0; t < len; ++t) qp[t] = p0 + t;
     for (uint32_t m = 0; m < p0 + len; ++m) kp[m] = m;
     std::vector<float> qs(q.begin() + size_t(p0) * qd, q.begin() + size_t(p0 + len) * qd);
-    std::vector<float> ks(k.begin(), k.begin() + size_t(p0 + len) * kvd);
-    std::vector<float> vs(v.begin(), v.begin() + size_t(p0 + len) * kvd);
+    std::vector<float> ks(k_ref.begin(), k_ref.begin() + size_t(p0 + len) * kvd);
+    std::vector<float> vs(v_ref.begin(), v_ref.begin() + size_t(p0 + len) * kvd);
     const std::vector<double> ref = attention_reference(qs, ks, vs, qp, kp, int(H), int(Hkv), int(d), s.ref);
     for (uint32_t t = 0; t < len; ++t) {
       const double e = max_abs(out, std::vector<double>(ref.begin() + size_t(t) * qd, ref.begin() + size_t(t + 1) * qd),

@@ -79,6 +79,14 @@ struct Harness {
   bool fused = false;
   // gpt-oss sink logits, one per query head (empty: none); set on both the spec and the reference.
   std::vector<float> sink_logits;
+  // How the cache stores keys and values (LayerCache::k_type, v_type).  The reference then takes the
+  // values the cache reads back (tests/support/kv_quant_reference): v rounded as stored, and k as the
+  // stored key implies it: the raw key rounded, or for a rotated cache R(m)⁻¹·round(R(m)·k), so its
+  // own rotation gives the stored key back.  Not for key / cos norms, or dual-branch schemes with
+  // k_rot (two stored keys per position).
+  KvType k_type = KvType::f32, v_type = KvType::f32;
+  // false: the reference takes the unrounded k and v (to measure what a type costs).
+  bool reference_rounded = true;
 
 
   std::string describe() const;

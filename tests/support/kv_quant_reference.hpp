@@ -1,0 +1,17 @@
+#pragma once
+// The KV cache's storage types on the CPU, written from their rule (ggml's
+// quantize_row_q8_0 / q4_0 reference and dequantize_row_*), independent of the
+// kernels' codec (shaders/attention_kv_codec.glsl): what a row of values reads
+// back as after the cache stores it.
+#include <cstddef>
+
+#include "base/kv_type.hpp"
+
+namespace reach::test {
+
+// Rounds the n values at x (n a multiple of kKvBlock for q8_0 / q4_0) in place
+// to what a cache of type t holds.  Scales are rounded to f16 as stored; the
+// quantization uses the unrounded scale, as ggml does.
+void kv_round_trip(KvType t, float* x, size_t n);
+
+}  // namespace reach::test

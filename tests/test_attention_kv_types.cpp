@@ -1,0 +1,151 @@
+// The KV cache's storage types (LayerCache::k_type / v_type: f16, q8_0, q4_0)
+// through kv_store, prefill, both decode kernels and the fused decode step,
+// against the float64 reference of tests/support/attention_reference.cpp fed
+// with what the cache reads back (tests/support/kv_quant_reference: the types'
+// rule applied on the CPU).  Tolerance kTol (1e-4), as for the f32 cache: the
+// rounding the types add is in the reference's inputs, so what is left is the
+// kernels' f32 arithmetic.  A second check bounds how far each type moves the
+// outputs from the unrounded reference (the cost of the type, not a defect).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "base/error.hpp"
+#include "base/kv_type.hpp"
+#include "kernels/attention.hpp"
+#include "tests/support/attention_harness.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kv_quant_reference.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+void expect_ok(Harness h) {
+  const Result r = h.run();
+  INFO(h.describe());
+  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
+  CHECK(r.max_err <= kTol);
+}
+
+constexpr KvType kRounded[] = {KvType::f16, KvType::q8_0, KvType::q4_0};
+
+}  // namespace
+
+TEST_CASE("kv types: the CPU rule against hand-worked blocks") {
+  // q8_0: d = 1.27 / 127 = 0.01 (f16 0.0099945...), q = round(x / d).
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.27f, x[1] = -0.635f, x[2] = 0.004f, x[3] = 0.006f;
+  std::vector<float> y = x;
+  kv_round_trip(KvType::q8_0, y.data(), y.size());
+  const float dh = 0.01000213623046875f;   // f16 nearest to 0.01
+  CHECK(y[0] == doctest::Approx(127 * dh).epsilon(1e-7));
+  CHECK(y[1] == doctest::Approx(-64 * dh).epsilon(1e-7));   // -63.5 rounds away from zero
+  CHECK(y[2] == 0.0f);
+  CHECK(y[3] == doctest::Approx(1 * dh).epsilon(1e-7));
+  // q4_0: the value of largest magnitude m = -0.8 gives d = 0.1 and q = 0 (-8·d); 0.7 -> q = 15 (7·d).
+  std::vector<float> z(32, 0.0f);
+  z[0] = -0.8f, z[1] = 0.7f, z[2] = 0.25f, z[3] = -0.04f;
+  kv_round_trip(KvType::q4_0, z.data(), z.size());
+  const float d4 = 0.0999755859375f;   // f16 nearest to 0.1
+  CHECK(z[0] == doctest::Approx(-8 * d4).epsilon(1e-7));
+  CHECK(z[1] == doctest::Approx(7 * d4).epsilon(1e-7));
+  CHECK(z[2] == doctest::Approx(3 * d4).epsilon(1e-7));   // floor(0.25 / 0.1 + 8.5) = 11: q - 8 = 3
+  CHECK(z[3] == doctest::Approx(0 * d4).epsilon(1e-7));
+  CHECK(kv_row_bytes(KvType::q8_0, 64) == 68);
+  CHECK(kv_row_bytes(KvType::q4_0, 128) == 72);
+  CHECK(kv_row_bytes(KvType::f16, 64) == 128);
+}
+
+// Cold pipelines dominate this suite's time on a CPU device (each type, scheme and kernel is its own
+// pipeline), so the cases share shapes and walk the kernels once each: both decode kernels unfused,
+// the fused step with the device's decode kernel, storage and (f16) texel reads.
+TEST_CASE("kv types: every kernel reads back what the cache stores") {
+  for (KvType t : kRounded) {
+    const std::string name = kv_type_name(t);
+    CAPTURE(name);
+    Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), 45, {17, 28}, 3};
+    h.k_type = h.v_type = t;
+    // kv_store, prefill and the lanes decode (the device's); the workgroup decode for q8_0.
+    h.decode_variants = t == KvType::q8_0 ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{2};
+    expect_ok(h);
+    h.fused = true;
+    h.decode_variants = {2};
+    expect_ok(h);                   // the fused step (kv_round of the new key and value)
+    if (t == KvType::f16) {         // f16 through texel views (the default here) and storage buffers
+      h.tuning = small_tiles();
+      expect_ok(h);
+    }
+  }
+  // A raw cache (ReRoPE rotates the stored raw key for the window) and a sliding-window ring.
+  Harness rr{make_scheme(Kind::rerope, 4, 2, 64, 12), 40, {40}, 3};
+  rr.rotated_keys = false;
+  rr.k_type = rr.v_type = KvType::q8_0;
+  rr.fused = true;
+  rr.decode_variants = {2};
+  expect_ok(rr);
+  Harness ring{make_scheme(Kind::window_sinks, 4, 2, 64, 0, 10, 2), 40, {8, 8, 8, 8, 8}, 3};
+  ring.ring = 10 + 8 - 1;
+  ring.k_type = ring.v_type = KvType::q4_0;
+  ring.fused = true;
+  ring.decode_variants = {2};
+  expect_ok(ring);
+  // Keys and values of different types (their slabs differ in size), and no rotation at all.
+  Harness mixed{make_scheme(Kind::rope_rotated, 4, 2, 64), 33, {33}, 2};
+  mixed.k_type = KvType::q8_0;
+  mixed.v_type = KvType::q4_0;
+  mixed.decode_variants = {2};
+  expect_ok(mixed);
+  Harness nope{make_scheme(Kind::nope, 4, 1, 32), 30, {30}, 2};
+  nope.k_type = KvType::q4_0;
+  nope.v_type = KvType::f16;
+  nope.decode_variants = {2};
+  expect_ok(nope);
+}
+
+TEST_CASE("kv types: the error each type adds, against the unrounded reference") {
+  // Per-element rounding of values in [-1, 1]: f16 2^-11 relative, q8_0 half a step of max|x|/127
+  // (<= 0.004), q4_0 half a step of max|x|/8 (<= 0.0625).  The outputs are convex mixtures of V,
+  // so V's error passes through at most at that size; K's moves the softmax weights by about
+  // |q|·|Δk|·sqrt(d)/sqrt(d) per score.  The bounds are those errors with a margin of about 4.
+  const struct {
+    KvType t;
+    double bound;
+  } cases[] = {{KvType::f16, 2e-3}, {KvType::q8_0, 0.03}, {KvType::q4_0, 0.4}};
+  for (const auto& c : cases) {
+    const std::string name = kv_type_name(c.t);
+    CAPTURE(name);
+    Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), 45, {17, 28}, 3};   // the pipelines above
+    h.k_type = h.v_type = c.t;
+    h.decode_variants = {2};
+    h.reference_rounded = false;
+    const Result r = h.run();
+    INFO("max abs error against the unrounded reference " << r.max_err << " at " << r.where);
+    CHECK(r.max_err <= c.bound);
+    CHECK(r.max_err > kTol);   // the type does round: the reference's rounding above is not idle
+  }
+}
+
+TEST_CASE("kv types: head dims that are not a multiple of 32 refuse q8_0 and q4_0, naming it") {
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  const AttentionSpec s = make_scheme(Kind::rope_rotated, 4, 2, 24).spec;
+  Buffer dummy = g.zeros(1 << 16);
+  Buffer step = g.zeros(16);
+  RopeTable t{&dummy, 64, 12};
+  LayerCache cache{&dummy, &dummy, 64, nullptr, 0, KvType::q8_0, KvType::f16};
+  CommandList cmd(*g.device);
+  cmd.begin();
+  std::string message = "no error";
+  try {
+    att.kv_store(cmd, s, t, step.range(0, 16), Act{&dummy, 0, 1, 48}, Act{&dummy, 0, 1, 48}, cache);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("head_dim 24") != std::string::npos);
+  CHECK(message.find("q8_0") != std::string::npos);
+  CHECK(kv_type_fits(KvType::f16, 24));
+  CHECK(kv_type_fits(KvType::q4_0, 64));
+}
