@@ -575,30 +575,58 @@ std::string ChatRender::olmo2(const ChatTemplate& t, std::span<const ChatMessage
 }
 
 std::string ChatRender::harmony(const ChatTemplate& t, std::span<const ChatMessage> m, bool add_generation_prompt,
-                                std::span<const ChatTool>) {
+                                std::span<const ChatTool> tools) {
   std::string out;
   const ChatDate today = t.today_ ? *t.today_ : local_today();
   out += "<|start|>system<|message|>" + t.model_identity_ + "\nKnowledge cutoff: 2024-06\nCurrent date: " +
          iso_date(today) + "\n\nReasoning: " + t.reasoning_effort_.value_or("medium") +
-         "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+         "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.";
+  if (!tools.empty()) out += "\nCalls to these tools must go to the commentary channel: 'functions'.";
+  out += "<|end|>";
   const bool developer = m[0].role == "system" || m[0].role == "developer";
-  if (developer && !m[0].content.empty())
-    out += "<|start|>developer<|message|># Instructions\n\n" + m[0].content + "\n\n<|end|>";
-  for (size_t i = developer ? 1 : 0; i < m.size(); ++i) {
+  if ((developer && !m[0].content.empty()) || !tools.empty()) {
+    out += "<|start|>developer<|message|>";
+    if (developer && !m[0].content.empty()) out += "# Instructions\n\n" + m[0].content + "\n\n";
+    if (!tools.empty()) out += "# Tools\n\n" + chat::harmony_tools(tools, t.origin_);
+    out += "<|end|>";
+  }
+  // The function of the latest call: a tool message is its result (the template assumes one call per
+  // assistant message and writes only the first).
+  std::optional<std::string> last_call;
+  const size_t first = developer ? 1 : 0;
+  for (size_t i = first; i < m.size(); ++i) {
     const ChatMessage& msg = m[i];
     if (msg.role == "assistant") {
       if (has(msg.content, "<|channel|>analysis<|message|>") || has(msg.content, "<|channel|>final<|message|>"))
         raise(t.origin_, "message " + std::to_string(i + 1) +
                              " has <|channel|> tags in its content: pass the final channel's text only");
+      if (!msg.tool_calls.empty()) {
+        // Text beside a call is its analysis, kept only while no later answer (an assistant message
+        // without calls) follows.
+        bool answered = false;
+        for (size_t k = i + 1; k < m.size(); ++k) answered |= m[k].role == "assistant" && m[k].tool_calls.empty();
+        if (!msg.content.empty() && !answered)
+          out += "<|start|>assistant<|channel|>analysis<|message|>" + msg.content + "<|end|>";
+        const ToolCall& call = msg.tool_calls[0];
+        out += "<|start|>assistant to=functions." + call.name + "<|channel|>commentary json<|message|>" +
+               python_json(parse_tool_json(call.arguments, t.origin_ + ": message " + std::to_string(i + 1) +
+                                                               " tool call '" + call.name + "' arguments")) +
+               "<|call|>";
+        last_call = call.name;
+        continue;
+      }
       // <|return|> ends a reply (training data); a turn the conversation continues after ends in <|end|>.
       const bool last = i + 1 == m.size() && !add_generation_prompt;
       out += "<|start|>assistant<|channel|>final<|message|>" + msg.content + (last ? "<|return|>" : "<|end|>");
+      if (!last) last_call.reset();
     } else if (msg.role == "user") {
       out += "<|start|>user<|message|>" + msg.content + "<|end|>";
     } else if (msg.role == "tool") {
-      raise(t.origin_, "message " + std::to_string(i + 1) +
-                           " has role 'tool': the template wants an assistant tool call before it, and reach "
-                           "renders no tool calls");
+      if (!last_call)
+        raise(t.origin_, "message " + std::to_string(i + 1) +
+                             " has role 'tool' but no assistant tool call comes before it");
+      out += "<|start|>functions." + *last_call + " to=assistant<|channel|>commentary<|message|>" +
+             python_json(nlohmann::ordered_json(msg.content)) + "<|end|>";
     }
     // The template writes nothing for other roles (a system message after the first).
   }

@@ -52,6 +52,9 @@ bool has(std::string_view text, std::string_view marker);
 // Throws invalid_argument "origin: what", as a template raising.
 [[noreturn]] void raise(const std::string& origin, const std::string& what);
 
+// gpt-oss's "functions" namespace of the tools (chat_render_harmony.cpp), as its developer message holds it.
+std::string harmony_tools(std::span<const ChatTool> tools, const std::string& origin);
+
 }  // namespace chat
 
 }  // namespace reach

@@ -180,6 +180,9 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view text, const std::string& 
       unsupported("a harmony (<|start|>, <|channel|>) chat template whose system message is not gpt-oss's");
     t.family_ = ChatFamily::harmony;
     t.model_identity_ = set_literal(text, "model_identity").value_or(kHarmonyIdentity);
+    // Its functions namespace, calls to functions.NAME and their results (chat_render_harmony.cpp).
+    t.takes_tools_ = has(text, "render_tool_namespace(\"functions\", tools)") &&
+                     has(text, "\" to=assistant<|channel|>commentary<|message|>\"");
   } else if (has(text, "<start_of_turn>")) {
     t.family_ = ChatFamily::gemma;
     t.writes_bos_ = has(text, "bos_token");
@@ -296,6 +299,7 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tk, const std::string&
   } else if (tk.find("<|start|>") && tk.find("<|channel|>") && tk.find("<|message|>") && tk.find("<|return|>")) {
     t.family_ = ChatFamily::harmony;   // gpt-oss's template, its default identity
     t.model_identity_ = kHarmonyIdentity;
+    t.takes_tools_ = true;
   } else if (tk.find("[INST]") && tk.find("[/INST]") && !tk.find("[SYSTEM_PROMPT]")) {
     // [INST] as one token is mistralai's v3 vocabulary (Llama 2 spells it out in pieces): its v3
     // template, with the space.  A vocabulary with [SYSTEM_PROMPT] is v7's, whose format differs.
@@ -318,6 +322,8 @@ std::string ChatTemplate::tool_call_prefix() const {
   if (family_ == ChatFamily::phi4) return "<|tool_call|>";
   if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen3 || family_ == ChatFamily::smollm3)
     return "<tool_call>\n";
+  // harmony: the header of a call on the commentary channel, up to the function's name.
+  if (family_ == ChatFamily::harmony) return "<|channel|>commentary to=functions.";
   return "";
 }
 
@@ -343,7 +349,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool add_genera
       throw Error(ErrorCode::unsupported,
                   origin_ +
                       ": reach renders tools and tool calls for Qwen 2.5's, Qwen3's, "
-                      "Llama 3.1's, Mistral v3's, SmolLM3's and Phi-4-mini's templates, not this one (" +
+                      "Llama 3.1's, Mistral v3's, SmolLM3's, Phi-4-mini's and gpt-oss's templates, not this one (" +
                       family_name() + ")");
   }
   return row(family_).render(*this, m, add_generation_prompt, tools);

@@ -46,12 +46,15 @@
 //    message opens with, today's date (strftime_now("%Y-%m-%d")), the reasoning effort
 //    (set_reasoning_effort; "medium" by default); a first system (or developer) message becomes the
 //    developer message's instructions; assistant turns are written on the final channel, ending in
-//    <|end|>, or <|return|> for a last one without the generation prompt.  reach renders no analysis
-//    ("thinking") text and no tools or tool calls for it: the template's tool messages, which need a
-//    tool call before them, raise; roles it has no turn for (a later system message) are dropped, as
-//    it drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
+//    <|end|>, or <|return|> for a last one without the generation prompt; tools as the "functions"
+//    namespace of TypeScript-like signatures in the developer message (chat_render_harmony.cpp), a
+//    call as "<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>"
+//    (the first of a message's calls; its text as analysis until an answer follows), a result as
+//    "<|start|>functions.NAME to=assistant<|channel|>commentary<|message|>"text"<|end|>".  reach renders
+//    no analysis ("thinking") text of its own; roles it has no turn for (a later system message) are
+//    dropped, as it drops them.  The reply's channels are split by HarmonyReply (harmony_reply.hpp).
 // Tools, tool calls and tool results (role "tool") are rendered by the families takes_tools() names
-// (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, Phi-4-mini: each as its template writes them);
+// (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, Phi-4-mini, gpt-oss: each as its template writes them);
 // there, and in the other families added with Llama 3.1, another role is ErrorCode::unsupported,
 // and tools or calls for a family that does not take them too.  Mistral's template raises on unknown
 // roles (invalid_argument); the older families write any role as a turn of that name.
@@ -125,11 +128,11 @@ class ChatTemplate {
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      std::span<const ChatTool> tools = {}) const;
   // Whether render() writes tools and tool history for this template (Qwen 2.5's ChatML, Qwen3, Llama 3.1/3.2,
-  // Mistral v3 / v3-tekken, SmolLM3, Phi-4-mini).
+  // Mistral v3 / v3-tekken, SmolLM3, Phi-4-mini, gpt-oss).
   bool takes_tools() const { return takes_tools_; }
   // The text a reply that must call a tool opens with, written after the generation prompt: the
   // family's call tag as its template writes it ("<tool_call>\n", "[TOOL_CALLS] "; "" for Llama 3.1,
-  // whose reply is the call object).
+  // whose reply is the call object; harmony's header up to the name, "<|channel|>commentary to=functions.").
   std::string tool_call_prefix() const;
   // The token text that ends an assistant turn: <|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>,
   // <|return|> (harmony: its <|end|> ends one message of the reply, not the reply), or the EOS text
