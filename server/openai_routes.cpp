@@ -164,18 +164,41 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
                        std::string("tools are not supported with this model's chat template (") +
                            chat_template_->family_name() +
                            "): reach renders and parses tool calls for Qwen 2.5's, Qwen3's, Llama 3.1's, "
-                           "Mistral v3's, SmolLM3's and Phi-4-mini's templates",
+                           "Mistral v3's, SmolLM3's, Phi-4-mini's and gpt-oss's templates",
                        "invalid_request_error", "tools", ""};
       if (r.json)
         throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",
                        "invalid_request_error", "response_format", ""};
       tools = r.tools.tools;
-      if (r.tools.forced()) {
+      std::vector<std::string> names;
+      for (const ChatTool& x : r.tools.tools) names.push_back(x.name);
+      if (r.tools.forced() && tool_syntax->harmony) {
+        // harmony: the call's header is opened in the prompt (through the name when it is known) and the
+        // reply continues it: the arguments, or the name and the arguments.
+        const bool one = r.tools.choice == ToolChoice::function || r.tools.tools.size() == 1;
+        const std::string name = r.tools.choice == ToolChoice::function ? r.tools.forced_name : names[0];
+        auto grammars = argument_grammars(r.tools, true);
+        if (one) {
+          const size_t i = size_t(std::find(names.begin(), names.end(), name) - names.begin());
+          reply_prefix = tool_syntax->harmony_header(name);
+          job->json = std::make_shared<JsonConstraint>(grammars[i], TokenTrie::for_tokenizer(tokenizer_));
+        } else {
+          reply_prefix = tool_syntax->forced_prefix();
+          job->json = std::make_shared<JsonConstraint>(tool_syntax->call_forms(names, grammars, tokenizer_, true),
+                                                       TokenTrie::for_tokenizer(tokenizer_));
+        }
+        job->reply_prefix = reply_prefix;
+      } else if (r.tools.forced()) {
         // The call is opened in the prompt and its object constrained to the tool's schema.
         reply_prefix = tool_syntax->forced_prefix();
         job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key,
                                                                          tool_syntax->list),
                                                      TokenTrie::for_tokenizer(tokenizer_));
+      } else {
+        // auto: free text, but a call, once the model opens one, follows the schema of the tool it names.
+        job->json = std::make_shared<JsonConstraint>(
+            tool_syntax->call_forms(names, argument_grammars(r.tools, false), tokenizer_, false),
+            TokenTrie::for_tokenizer(tokenizer_));
       }
     }
     try {
@@ -252,7 +275,10 @@ void OpenAiRoutes::respond(Exchange& ex) {
   const bool want_logprobs = r.logprobs >= 0;
   // Tool calls parsed out of the reply text, whole or streamed alike.
   std::optional<serve::ToolCallStream> tool_stream;
-  if (tool_syntax) tool_stream.emplace(*tool_syntax, r.tools.forced(), r.tools.parallel ? SIZE_MAX : 1);
+  // harmony's calls come apart from its text (JobEvent::calls), each with its opening tag.
+  const bool harmony_calls = tool_syntax && tool_syntax->harmony;
+  if (tool_syntax)
+    tool_stream.emplace(*tool_syntax, r.tools.forced() && !harmony_calls, r.tools.parallel ? SIZE_MAX : 1);
   const std::string call_prefix = "call_" + id.substr(id.find('-') + 1) + "_";
   std::vector<std::string> short_ids;  // Mistral's: 9 letters and digits, drawn once per call
   auto call_id = [&](size_t index) {
@@ -268,20 +294,21 @@ void OpenAiRoutes::respond(Exchange& ex) {
   };
 
   if (!r.stream) {
-    std::string text, reasoning;
+    std::string text, reasoning, call_text;
     std::vector<TokenLogprob> logprobs;
     while (!ex.gone()) {
       std::optional<serve::JobEvent> e = job->pop(kPollMs);
       if (!e) continue;
       text += e->text;
       reasoning += e->reasoning;
+      call_text += e->calls;
       logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
       if (!e->done) continue;
       if (!e->error.empty()) return ex.reply(error_response(job_error(*e)));
       std::vector<ToolCallOut> calls;
       if (tool_stream) {
-        std::string content;
-        for (const serve::ToolPiece& piece : {tool_stream->push(text), tool_stream->finish()}) {
+        std::string content = harmony_calls ? text : "";
+        for (const serve::ToolPiece& piece : {tool_stream->push(harmony_calls ? call_text : text), tool_stream->finish()}) {
           content += piece.content;
           for (const auto& c : piece.calls) {
             if (c.index >= calls.size()) calls.push_back({call_id(c.index), c.name, ""});
@@ -312,13 +339,13 @@ void OpenAiRoutes::respond(Exchange& ex) {
     std::string text = e->text;
     std::vector<ToolCallDelta> deltas;
     if (tool_stream) {
-      serve::ToolPiece piece = tool_stream->push(e->text);
+      serve::ToolPiece piece = tool_stream->push(harmony_calls ? e->calls : e->text);
       if (e->done) {
         serve::ToolPiece last = tool_stream->finish();
         piece.content += last.content;
         piece.calls.insert(piece.calls.end(), last.calls.begin(), last.calls.end());
       }
-      text = std::move(piece.content);
+      text = harmony_calls ? text + piece.content : std::move(piece.content);
       for (const auto& c : piece.calls)
         deltas.push_back({c.index, c.name.empty() ? "" : call_id(c.index), c.name, c.arguments});
     }

@@ -155,4 +155,18 @@ std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, con
   }
 }
 
+std::vector<std::shared_ptr<const JsonGrammar>> argument_grammars(const ToolRequest& t, bool strict) {
+  std::vector<std::shared_ptr<const JsonGrammar>> out;
+  for (size_t i = 0; i < t.tools.size(); ++i) {
+    try {
+      out.push_back(t.schemas[i].empty() ? JsonGrammar::any_object() : JsonGrammar::from_schema(t.schemas[i]));
+    } catch (const Error& e) {
+      const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
+      if (strict) bad(param, std::string(e.what()) + " (in " + param + ": a forced tool call follows its parameters schema)");
+      out.push_back(JsonGrammar::any_object());
+    }
+  }
+  return out;
+}
+
 }  // namespace reach::server

@@ -43,4 +43,11 @@ ToolRequest parse_tool_request(const nlohmann::ordered_json& ordered);
 std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key,
                                                        bool list = false);
 
+// Each tool's arguments grammar (its parameters; any object where it has none), for calls the sampler
+// constrains by the name the model writes (ToolSyntax::call_forms).  strict: a schema the grammar
+// cannot follow is a 400 naming the tool's parameters (a forced call); otherwise that tool's arguments
+// are only held to be an object (tool_choice "auto", where the tools were accepted before calls were
+// constrained).
+std::vector<std::shared_ptr<const JsonGrammar>> argument_grammars(const ToolRequest& t, bool strict);
+
 }  // namespace reach::server

@@ -23,6 +23,7 @@ HarmonyDelta split(const std::vector<std::string>& pieces) {
   auto add = [&](const HarmonyDelta& d) {
     all.reasoning += d.reasoning;
     all.content += d.content;
+    all.calls += d.calls;
   };
   for (const auto& p : pieces) add(r.push(p));
   add(r.flush());
@@ -30,13 +31,15 @@ HarmonyDelta split(const std::vector<std::string>& pieces) {
 }
 
 // Every cut of `text` into one, two and three pieces (and one byte at a time) splits the same:
-// `reasoning` and `content`.
-void check_all_cuts(const std::string& text, const std::string& reasoning, const std::string& content) {
+// `reasoning`, `content` and `calls`.
+void check_all_cuts(const std::string& text, const std::string& reasoning, const std::string& content,
+                    const std::string& calls = "") {
   INFO("reply: " << text);
   auto check = [&](const std::vector<std::string>& pieces) {
     const HarmonyDelta d = split(pieces);
     CHECK(d.reasoning == reasoning);
     CHECK(d.content == content);
+    CHECK(d.calls == calls);
   };
   check({text});
   std::vector<std::string> bytes;
@@ -77,10 +80,16 @@ TEST_CASE("harmony reply: several analysis messages, commentary, and text after 
   check_all_cuts("<|channel|>analysis<|message|>one<|end|><|start|>assistant<|channel|>analysis<|message|>two<|end|>"
                  "<|start|>assistant<|channel|>final<|message|>three<|return|>ignored",
                  "onetwo", "three");
-  // A tool call's header (recipient, content type) and its arguments: not the answer.
+  // A tool call (the recipient before or after the channel): neither reasoning nor the answer, but a
+  // call in the Hermes form; a message to another recipient is commentary.
   check_all_cuts("<|channel|>analysis<|message|>call it<|end|><|start|>assistant to=functions.get_weather"
                  "<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
-                 "call it{\"city\":\"Paris\"}", "");
+                 "call it", "", "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}</tool_call>");
+  check_all_cuts("<|channel|>commentary to=functions.a\"b <|constrain|>json<|message|>{}<|end|>"
+                 "<|start|>assistant<|channel|>commentary to=browser.open<|message|>x<|end|>"
+                 "<|start|>assistant<|channel|>commentary to=functions.f<|message|>{\"k\": [1",
+                 "x", "", "<tool_call>{\"name\": \"a\\\"b\", \"arguments\": {}}</tool_call>"
+                 "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1}</tool_call>");
   // A message without a channel talks to the user.
   check_all_cuts("<|message|>hello", "", "hello");
 }

@@ -3,13 +3,20 @@
 // not a call stays text.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "base/platform/process.hpp"
+#include "runtime/constrain/json_constraint.hpp"
 #include "runtime/serve/tool_calls.hpp"
 #include "runtime/text/chat_template.hpp"
+#include "runtime/text/harmony_reply.hpp"
+#include "runtime/text/tokenizer.hpp"
 #include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
@@ -198,4 +205,165 @@ TEST_CASE("each family's syntax and forced prefix come from its template") {
   }
   const fs::path smol = source_root() / "tests" / "data" / "chat_templates" / "gemma3.jinja";
   CHECK(!ToolSyntax::for_template(reach::ChatTemplate::from_jinja(read_text(smol), "gemma3", "<bos>", "<eos>")));
+}
+
+namespace {
+
+// Two tools as the server's tests declare them.
+const char* const kWeatherSchema =
+    R"({"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}, )"
+    R"("alerts": {"type": "boolean"}}, "required": ["unit", "days"], "additionalProperties": false})";
+const char* const kClockSchema =
+    R"({"type": "object", "properties": {"zone": {"enum": ["utc", "local"]}}, "required": ["zone"]})";
+
+struct Walked {
+  std::string reply;  // the reply's text, special tokens written out
+  bool opened = false;
+};
+
+// One reply sampled uniformly among the tokens the constraint allows (temperature "infinity": the
+// hardest case for a constraint), steered into a call at times: in free text, now and then the opener's
+// tokens are written (each checked allowed first).  Stops when an end token is drawn.
+Walked walk(reach::ConstrainedReply& reply, const reach::Tokenizer& tk, const reach::TokenTrie& trie,
+            const std::vector<int32_t>& opener, bool at_start, int32_t stop, std::mt19937& rng) {
+  Walked w;
+  std::vector<uint8_t> allowed;
+  std::vector<int32_t> queue;
+  for (int step = 0; step < 400; ++step) {
+    reply.allowed(std::span<const int32_t>(&stop, 1), trie.vocab(), allowed);
+    const bool free = !reply.tools()->in_call();
+    // A family whose call is the reply opens one only at its start.
+    if (free && queue.empty() && (at_start ? step == 0 && rng() % 2 : rng() % 6 == 0))
+      queue.assign(opener.rbegin(), opener.rend());
+    int32_t pick = -1;
+    if (!queue.empty()) {
+      pick = queue.back();
+      queue.pop_back();
+      REQUIRE(allowed[size_t(pick)]);   // free text: the opener's tokens are allowed
+    } else if (free && allowed[size_t(stop)] && rng() % 3 == 0) {
+      pick = stop;
+    } else {
+      std::vector<int32_t> ids;
+      for (size_t i = 0; i < allowed.size(); ++i)
+        if (allowed[i] && int32_t(i) != stop) ids.push_back(int32_t(i));
+      REQUIRE((!ids.empty() || allowed[size_t(stop)]));
+      pick = ids.empty() ? stop : ids[rng() % ids.size()];   // after a call that is the reply: only the end
+    }
+    const bool is_stop = pick == stop;
+    reply.advance(pick, is_stop);
+    if (is_stop) break;
+    w.opened |= reply.tools()->in_call();
+    w.reply += trie.bytes(pick).empty() ? tk.token_text(pick) : trie.bytes(pick);
+  }
+  return w;
+}
+
+struct Cmd {
+  int status = -1;
+  std::string out;
+};
+Cmd run_cmd(const std::string& cmd) {
+  Cmd c;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
+    c.status = reach::platform::command_exit_code(pclose(p));
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schema of the tool it names") {
+  using nlohmann::json;
+  const std::vector<std::string> names{"get_weather", "clock"};
+  const std::vector<json> schemas{json::parse(kWeatherSchema), json::parse(kClockSchema)};
+  const std::vector<std::shared_ptr<const reach::JsonGrammar>> grammars{
+      reach::JsonGrammar::from_schema(nlohmann::ordered_json::parse(kWeatherSchema)),
+      reach::JsonGrammar::from_schema(nlohmann::ordered_json::parse(kClockSchema))};
+  json request = {{"schemas", schemas}, {"docs", json::array()}};
+  // Each family's fixture tokenizer (its template from tokenizer_config.json; gpt-oss's from its
+  // vocabulary), the text that opens a call there, and the end token.
+  struct Family {
+    const char* dir;
+    const char* opener;
+    const char* stop;
+  };
+  size_t replies = 0, with_calls = 0, calls = 0, text_only = 0;
+  for (const Family& fam : {Family{"qwen3", "<tool_call>", "<|im_end|>"}, Family{"smollm3", "<tool_call>", "<|im_end|>"},
+                            Family{"llama3", "{", "<|eot_id|>"}, Family{"mistral", "[TOOL_CALLS]", "</s>"},
+                            Family{"phi3", "<|tool_call|>", "<|end|>"},
+                            Family{"gpt_oss", "<|channel|>commentary to=functions.", "<|return|>"}}) {
+    INFO(fam.dir);
+    const reach::Tokenizer tk = reach::Tokenizer::load(source_root() / "tests/data/families" / fam.dir / "hf");
+    const reach::ChatTemplate t = reach::ChatTemplate::for_tokenizer(tk, fam.dir);
+    const auto syntax = ToolSyntax::for_template(t);
+    REQUIRE(syntax);
+    const auto trie = reach::TokenTrie::for_tokenizer(tk);
+    const auto forms = syntax->call_forms(names, grammars, tk, false);
+    auto constraint = std::make_shared<reach::JsonConstraint>(forms, trie);
+    const auto stop = tk.find(fam.stop);
+    REQUIRE(stop);
+    const std::vector<int32_t> opener = tk.encode(fam.opener, false);
+    {
+      // Free text at the start: every token but those that would open a call wrongly.
+      reach::ConstrainedReply r(constraint);
+      std::vector<uint8_t> allowed;
+      r.allowed(std::span<const int32_t>(&*stop, 1), trie->vocab(), allowed);
+      size_t n = 0;
+      for (uint8_t a : allowed) n += a;
+      CHECK(n + 24 > trie->vocab());
+    }
+    for (uint32_t seed = 0; seed < 40; ++seed) {
+      std::mt19937 rng(seed);
+      reach::ConstrainedReply reply(constraint);
+      const Walked w = walk(reply, tk, *trie, opener, forms->at_start, *stop, rng);
+      ++replies;
+      CAPTURE(w.reply);
+      // The reply as the server parses it (harmony: its calls apart from its channels).
+      std::string text = w.reply;
+      if (syntax->harmony) {
+        reach::HarmonyReply h;
+        text = h.push(w.reply).calls;
+        text += h.flush().calls;
+      }
+      ToolCallStream stream(*syntax, false, SIZE_MAX);
+      Parsed p;
+      add(p, stream.push(text));
+      add(p, stream.finish());
+      if (!w.opened) {
+        ++text_only;
+        continue;
+      }
+      ++with_calls;
+      // A call still open when the walk stopped (400 tokens) is not checked; every closed one is.
+      const size_t closed = reply.tools()->calls();
+      REQUIRE(p.names.size() >= closed);
+      for (size_t i = 0; i < closed; ++i) {
+        const auto at = std::find(names.begin(), names.end(), p.names[i]);
+        REQUIRE(at != names.end());
+        request["docs"].push_back({size_t(at - names.begin()), p.arguments[i]});
+        ++calls;
+      }
+    }
+  }
+  MESSAGE(replies << " replies: " << with_calls << " opened calls (" << calls << " calls closed), " << text_only
+                  << " text only");
+  CHECK(calls >= 60);
+  CHECK(text_only >= 10);
+  reach::test::TempDir dir("tool_walks");
+  { std::ofstream(dir / "walks.json") << request.dump(); }
+  const Cmd ref =
+      run_cmd("python3 " + (source_root() / "tests/python/json_schema_ref.py").string() + " " + (dir / "walks.json").string());
+  if (ref.status == 77) {
+    MESSAGE("SKIP the jsonschema check: " << ref.out);
+    return;
+  }
+  REQUIRE(ref.status == 0);
+  const json verdicts = json::parse(ref.out);
+  REQUIRE(verdicts.size() == request["docs"].size());
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    CAPTURE(request["docs"][i].dump());
+    CHECK(verdicts[i].get<bool>());
+  }
 }

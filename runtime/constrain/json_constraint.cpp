@@ -29,14 +29,18 @@ void walk_trie(const ByteTrie& trie, const JsonState& start, std::vector<JsonSta
 }  // namespace
 
 ConstrainedReply::ConstrainedReply(std::shared_ptr<const JsonConstraint> constraint)
-    : c_(std::move(constraint)), state_(c_->grammar.get()) {}
+    : c_(std::move(constraint)), state_(c_->grammar.get()) {
+  if (c_->tools) tools_ = std::make_unique<ToolCallReply>(c_->tools, c_->trie);
+}
 
 void ConstrainedReply::restart() {
+  if (tools_) tools_->restart();
   state_ = JsonState(c_->grammar.get());
   ended_ = false;
 }
 
 void ConstrainedReply::allowed(std::span<const int32_t> stop_ids, size_t count, std::vector<uint8_t>& allowed) const {
+  if (tools_) return tools_->allowed(stop_ids, count, allowed);
   const TokenTrie& t = *c_->trie;
   allowed.assign(count, 0);
   if (ended_) return;
@@ -74,6 +78,10 @@ void ConstrainedReply::mask(std::span<const float> logits, std::span<const int32
   }
   mask_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++masks_;
+  if (n == 0 && tools_)
+    throw Error(ErrorCode::invalid_argument, tools_->ended() ? "the reply has ended"
+                                             : tools_->in_call() ? "no token of the vocabulary continues the tool call here"
+                                                                 : "the tool call is complete but the model has no end-of-reply token to end it");
   if (n == 0)
     throw Error(ErrorCode::invalid_argument,
                 ended_ ? "the JSON document has ended: rewind (or set the schema again) for a new one"
@@ -82,6 +90,7 @@ void ConstrainedReply::mask(std::span<const float> logits, std::span<const int32
 }
 
 void ConstrainedReply::advance(int32_t id, bool stop) {
+  if (tools_) return tools_->advance(id, stop);
   if (stop) {
     if (!state_.can_end()) throw Error(ErrorCode::invalid_argument, "an end token came before the JSON document was complete");
     ended_ = true;

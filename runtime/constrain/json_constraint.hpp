@@ -15,15 +15,20 @@
 #include "runtime/constrain/json_grammar.hpp"
 #include "runtime/constrain/json_state.hpp"
 #include "runtime/constrain/token_trie.hpp"
+#include "runtime/constrain/tool_constraint.hpp"
 
 namespace reach {
 
-// What a reply must be, for one vocabulary: immutable, shared by the replies that use it.
+// What a reply must be, for one vocabulary: immutable, shared by the replies that use it.  Either one
+// JSON document (grammar), or free text with tool calls constrained in it (tools: tool_constraint.hpp).
 struct JsonConstraint {
   JsonConstraint(std::shared_ptr<const JsonGrammar> g, std::shared_ptr<const TokenTrie> t)
       : grammar(std::move(g)), trie(std::move(t)) {}
+  JsonConstraint(std::shared_ptr<const ToolCallForms> f, std::shared_ptr<const TokenTrie> t)
+      : trie(std::move(t)), tools(std::move(f)) {}
   std::shared_ptr<const JsonGrammar> grammar;
   std::shared_ptr<const TokenTrie> trie;
+  std::shared_ptr<const ToolCallForms> tools;
 };
 
 // One reply's way through a JsonConstraint.
@@ -42,13 +47,15 @@ class ConstrainedReply {
   void advance(int32_t id, bool stop);
 
   const JsonState& state() const { return state_; }
-  bool ended() const { return ended_; }   // an end id was taken
+  bool ended() const { return tools_ ? tools_->ended() : ended_; }   // an end id was taken
+  const ToolCallReply* tools() const { return tools_.get(); }      // the tool mode's state; null without
   // Time spent in mask() and how many times (for `reach run`'s report).
   double mask_seconds() const { return mask_seconds_; }
   uint64_t masks() const { return masks_; }
 
  private:
   std::shared_ptr<const JsonConstraint> c_;
+  std::unique_ptr<ToolCallReply> tools_;   // JsonConstraint::tools: free text with calls
   JsonState state_;
   bool ended_ = false;
   std::vector<uint8_t> allowed_;

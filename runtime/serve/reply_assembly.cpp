@@ -26,6 +26,7 @@ JobEvent ReplyAssembly::push(GeneratedToken tok) {
   JobEvent e;
   e.text = std::move(piece.content);
   e.reasoning = std::move(piece.reasoning);
+  e.calls = std::move(piece.calls);
   e.logprobs = take_logprobs(false);
   return e;
 }
@@ -36,6 +37,7 @@ JobEvent ReplyAssembly::finish(FinishReason reason, const std::string& tail) {
   if (text_.stopped()) reason = FinishReason::stop;
   e.text = std::move(piece.content);
   e.reasoning = std::move(piece.reasoning);
+  e.calls = std::move(piece.calls);
   e.done = true;
   e.finish = reason;
   emitted_chars_ += utf8_chars(e.text);

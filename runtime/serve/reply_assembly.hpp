@@ -16,7 +16,9 @@ namespace reach::serve {
 class ReplyAssembly {
  public:
   // channels: the tokenizer of a harmony reply (ReplyText); null for plain text.
-  ReplyAssembly(std::vector<std::string> stops, const Tokenizer* channels) : text_(std::move(stops), channels) {}
+  // prefix: Request::reply_prefix.
+  ReplyAssembly(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "")
+      : text_(std::move(stops), channels, prefix) {}
 
   // A sampled token that did not end the reply (not a stop id).  Returns what is now safe to send:
   // text, reasoning and logprob entries (any may be empty); done is false.

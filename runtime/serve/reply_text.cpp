@@ -4,9 +4,12 @@
 
 namespace reach::serve {
 
-ReplyText::ReplyText(std::vector<std::string> stops, const Tokenizer* channels)
+ReplyText::ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix)
     : stop_(std::move(stops)), channels_(channels) {
-  if (channels_) harmony_.emplace();
+  if (channels_) {
+    harmony_.emplace();
+    prefix_ = harmony_->push(prefix);   // a header: it adds nothing but a call's opening
+  }
 }
 
 ReplyPiece ReplyText::push(int32_t id, const std::string& decoded) {
@@ -21,12 +24,16 @@ ReplyPiece ReplyText::split(const std::string& text, bool end) {
   std::string content = text;
   if (harmony_) {
     HarmonyDelta d = harmony_->push(text);
+    d.calls.insert(0, prefix_.calls);
+    prefix_.calls.clear();
     if (end) {
       const HarmonyDelta rest = harmony_->flush();
       d.reasoning += rest.reasoning;
       d.content += rest.content;
+      d.calls += rest.calls;
     }
     out.reasoning = std::move(d.reasoning);
+    out.calls = std::move(d.calls);
     content = std::move(d.content);
   }
   out.content = stop_.push(content);

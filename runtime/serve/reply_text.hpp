@@ -21,13 +21,15 @@ namespace reach::serve {
 struct ReplyPiece {
   std::string reasoning;   // harmony's analysis channel; always empty for other replies
   std::string content;
+  std::string calls;       // harmony's calls to functions, as Hermes-style text (HarmonyDelta::calls)
 };
 
 class ReplyText {
  public:
   // channels: the tokenizer whose special tokens (<|channel|>, ...) mark a harmony reply's messages;
   // null for a reply of plain text.
-  ReplyText(std::vector<std::string> stops, const Tokenizer* channels);
+  // prefix: harmony text the prompt ended with, which the reply continues (Request::reply_prefix).
+  ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "");
   // One generated token: its id and the text the decoder gave for it.  Returns what is now safe to send.
   ReplyPiece push(int32_t id, const std::string& decoded);
   // The end of the reply: the decoder's held-back tail, then whatever was held back here.
@@ -41,6 +43,7 @@ class ReplyText {
   StopText stop_;
   const Tokenizer* channels_;
   std::optional<HarmonyReply> harmony_;
+  HarmonyDelta prefix_;   // what the prefix gave, handed out with the first piece
 };
 
 }  // namespace reach::serve

@@ -40,6 +40,10 @@ struct Request {
   // The reply is in harmony's channels (a gpt-oss chat): JobEvent::text is its final channel, reasoning its
   // analysis, and stop strings apply to the final channel (ReplyText).
   bool channels = false;
+  // The text the prompt ends with that the reply continues (a forced call's harmony header,
+  // "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>"): the channel splitter reads
+  // it first, so that the reply's text lands in the message it opened.
+  std::string reply_prefix;
 };
 
 // What the submitter reads from its Job: text deltas, then one final event.
@@ -56,6 +60,9 @@ struct JobEvent {
   // tokens whose text is still held back (an incomplete character, a possible stop string).
   std::vector<TokenLogprob> logprobs;
   std::string reasoning;   // a harmony reply's analysis text (Request::channels), sent before `text`; empty otherwise
+  // A harmony reply's calls to functions as Hermes-style text (HarmonyDelta::calls), which a
+  // ToolCallStream reads; empty otherwise.
+  std::string calls;
 };
 
 // A Request submitted to the Scheduler, with the queue its events arrive in.

@@ -44,7 +44,7 @@ void Scheduler::sample_and_emit(Slot& slot) {
       return;
     }
     JobEvent e = slot.reply->push(std::move(tok));
-    if (!e.text.empty() || !e.reasoning.empty() || !e.logprobs.empty()) job.push(std::move(e));
+    if (!e.text.empty() || !e.reasoning.empty() || !e.calls.empty() || !e.logprobs.empty()) job.push(std::move(e));
     if (slot.reply->stopped()) { finish(slot, FinishReason::stop, ""); return; }
     if (slot.sampled >= job.max_tokens) { finish(slot, FinishReason::length, slot.gen->flush()); return; }
     slot.next = id;

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/formats/json_parse.hpp"
+#include "runtime/constrain/token_trie.hpp"
 #include "runtime/text/chat_template.hpp"
+#include "runtime/text/tokenizer.hpp"
 
 namespace reach::serve {
 
@@ -104,8 +106,60 @@ std::optional<ToolSyntax> ToolSyntax::for_template(const ChatTemplate& t) {
     s = ToolSyntax{"[TOOL_CALLS]", "", "arguments", true, true};
   else if (t.family() == ChatFamily::phi4)
     s = ToolSyntax{"<|tool_call|>", "<|/tool_call|>", "arguments", true};
+  else if (t.family() == ChatFamily::harmony) {
+    s = ToolSyntax{"<tool_call>", "</tool_call>"};
+    s->harmony = true;
+  }
   if (s) s->forced = t.tool_call_prefix();
   return s;
+}
+
+std::shared_ptr<const ToolCallForms> ToolSyntax::call_forms(std::span<const std::string> names,
+                                                            std::span<const std::shared_ptr<const JsonGrammar>> grammars,
+                                                            const Tokenizer& tk, bool forced_call) const {
+  auto f = std::make_shared<ToolCallForms>();
+  // Where the reply is the call (Llama 3.1's object, Mistral's and Phi-4-mini's list), it opens only
+  // the reply and nothing follows it.
+  f->in_call = forced_call;
+  f->end_after_call = forced_call || list || open.empty();
+  f->at_start = list || open.empty();
+  const auto trie = TokenTrie::for_tokenizer(tk);
+  using Seg = ToolCallSegment;
+  auto text = [](std::string s) { return Seg{Seg::text, std::move(s), -1, nullptr}; };
+  // A special token where the vocabulary has it as one (its bytes empty to the sampler), else its text.
+  auto token = [&](const std::string& s) {
+    const auto id = tk.find(s);
+    return id && trie->bytes(*id).empty() ? Seg{Seg::special, "", *id, nullptr} : text(s);
+  };
+  // The text a forced prefix writes after the opener tag ("\n" after <tool_call>, " " after [TOOL_CALLS]).
+  const std::string lead = forced.substr(0, open.size()) == open ? forced.substr(open.size()) : "";
+  if (harmony) {
+    f->opener = "to=functions.";
+  } else if (open.empty()) {
+    f->opener = "{";
+  } else {
+    f->opener = open;
+    if (const auto id = tk.find(open); id && trie->bytes(*id).empty()) f->opener_ids.push_back(*id);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Seg args{Seg::json, "", -1, grammars[i]};
+    const std::string& n = names[i];
+    if (harmony)
+      f->calls.push_back({text(n + " "), token("<|constrain|>"), text("json"), token("<|message|>"), args});
+    else if (open.empty())
+      f->calls.push_back({text("\"name\": \"" + n + "\", \"" + arguments_key + "\": "), args, text("}")});
+    else if (list && !close.empty())
+      f->calls.push_back(
+          {text(lead + "[{\"name\": \"" + n + "\", \"arguments\": "), args, text("}]"), token(close)});
+    else if (list)
+      f->calls.push_back({text(lead + "[{\"name\": \"" + n + "\", \"arguments\": "), args, text("}]")});
+    else
+      f->calls.push_back({text(lead + "{\"name\": \"" + n + "\", \"arguments\": "), args, text("}\n" + close)});
+  }
+  // Empty texts are no segment (a form of zero bytes would never move on).
+  for (auto& c : f->calls)
+    std::erase_if(c, [](const Seg& s) { return s.kind == Seg::text && s.bytes.empty(); });
+  return f;
 }
 
 ToolCallStream::ToolCallStream(ToolSyntax syntax, bool in_call, size_t max_calls)

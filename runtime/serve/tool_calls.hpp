@@ -11,19 +11,27 @@
 //    token a decoder may drop, so a reply that starts with it, or with "[", is read as the array, sent
 //    at its end (its arguments are not streamed piece by piece);
 //  - Phi-4-mini: <|tool_call|>[{"name", "arguments"}, ...]<|/tool_call|>, read as Mistral's array (the
-//    tags may be dropped as special tokens too).
+//    tags may be dropped as special tokens too);
+//  - gpt-oss (harmony): a message addressed to functions.NAME, "<|channel|>commentary to=functions.NAME
+//    <|constrain|>json<|message|>{...}<|call|>"; HarmonyReply hands such messages out apart from the
+//    channels' text (JobEvent::calls) as Hermes-style calls, which are what this stream is fed.
 // A call's arguments are streamed as the model writes them (the bytes of its "arguments" object, from
 // "{" to the matching "}"), once its name is known; the name must come first in the object, as the
 // templates show it.  A call whose object has another order is sent whole at its end; a block that is
 // not a call object ({"name": string, ...}) goes out as the text it was.  The whitespace that ends the
 // text before a call, or that follows the last call, is not content (it separates).
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/constrain/tool_constraint.hpp"
+
 namespace reach {
 class ChatTemplate;
+class Tokenizer;
 }
 
 namespace reach::serve {
@@ -34,10 +42,28 @@ struct ToolSyntax {
   bool list = false;                        // the calls are one JSON array at the start of the reply (Mistral)
   bool short_ids = false;                   // call ids of 9 letters and digits, which the template requires (Mistral)
   std::string forced;                       // ChatTemplate::tool_call_prefix()
+  bool harmony = false;  // gpt-oss: the calls come apart from the text (JobEvent::calls), as Hermes-style calls
   // The template's syntax; nullopt when reach parses no calls for its family.
   static std::optional<ToolSyntax> for_template(const ChatTemplate& t);
-  // The text that opens a call, written after the generation prompt when the reply must be a call.
+  // The text that opens a call, written after the generation prompt when the reply must be a call
+  // (harmony: its header up to the function's name).
   std::string forced_prefix() const { return forced; }
+  // harmony: the header of a call to `name` through to its arguments, as the prompt writes it for a call
+  // forced to that function.
+  std::string harmony_header(const std::string& name) const { return forced + name + " <|constrain|>json<|message|>"; }
+
+  // What a call looks like to the sampler (runtime/constrain/tool_constraint.hpp): this family's
+  // opener, then per tool its name and its arguments under grammars[i], as the template writes a call:
+  //   Hermes: <tool_call> "\n{"name": "NAME", "arguments": " ARGS "}\n</tool_call>";
+  //   Llama 3.1: a reply that starts with "{", then "\"name\": \"NAME\", \"parameters\": " ARGS "}";
+  //   Mistral / Phi-4-mini: a reply that starts with the tag, then "[{"name": "NAME", "arguments": " ARGS
+  //   "}]" (one call per list; Phi-4-mini's closing tag after it);
+  //   (where the reply is the call, as these three parse it, it may only end after it)
+  //   harmony: "to=functions." then "NAME <|constrain|>json<|message|>" ARGS (<|call|> ends the reply).
+  // names[i] is the tool's name.  forced: the prompt wrote the opener and the reply is the call.
+  std::shared_ptr<const ToolCallForms> call_forms(std::span<const std::string> names,
+                                                  std::span<const std::shared_ptr<const JsonGrammar>> grammars,
+                                                  const Tokenizer& tokenizer, bool forced) const;
 };
 
 // What one push gives: text, and pieces of calls (a call's first piece carries its name).

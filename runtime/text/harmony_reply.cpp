@@ -1,6 +1,8 @@
 // The harmony reply splitter (see harmony_reply.hpp).
 #include "runtime/text/harmony_reply.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/text/tokenizer.hpp"
 
 namespace reach {
@@ -35,6 +37,17 @@ std::string channel_of(std::string_view header) {
   return e > b ? std::string(header.substr(b, e - b)) : "final";
 }
 
+// The function a header addresses: NAME of "to=functions.NAME" (before or after the channel), "" for
+// none or another recipient.
+std::string function_of(std::string_view header) {
+  constexpr std::string_view kTo = "to=functions.";
+  const size_t at = header.find(kTo);
+  if (at == std::string_view::npos) return "";
+  size_t b = at + kTo.size(), e = b;
+  while (e < header.size() && header[e] != ' ' && header[e] != '<' && header[e] != '\n') ++e;
+  return std::string(header.substr(b, e - b));
+}
+
 }  // namespace
 
 HarmonyDelta HarmonyReply::push(std::string_view piece) {
@@ -48,7 +61,7 @@ HarmonyDelta HarmonyReply::push(std::string_view piece) {
     const std::string_view m = marker_at(p.substr(i), partial);
     if (!m.empty()) {
       text(p.substr(start, i - start), out);
-      marker(m);
+      marker(m, out);
       i += m.size() - 1;
       start = i + 1;
     } else if (partial) {
@@ -64,37 +77,52 @@ HarmonyDelta HarmonyReply::flush() {
   HarmonyDelta out;
   text(pending_, out);
   pending_.clear();
+  close_call(out);
   // Never a message: not a harmony reply; its text is the answer.
   if (!opened_) out.content = std::move(unopened_);
   unopened_.clear();
   return out;
 }
 
-void HarmonyReply::marker(std::string_view m) {
+void HarmonyReply::marker(std::string_view m, HarmonyDelta& out) {
   if (!opened_) unopened_.append(m);
   if (state_ == State::ended) return;
   if (m == "<|start|>") {
+    close_call(out);
     state_ = State::header;
     header_.clear();
     channel_.clear();
   } else if (m == "<|channel|>" || m == "<|constrain|>") {
     if (state_ != State::header) {   // a header without its <|start|>: it starts here
+      close_call(out);
       state_ = State::header;
       header_.clear();
       channel_.clear();
     }
     header_.append(m);
   } else if (m == "<|message|>") {
-    channel_ = channel_of(state_ == State::header ? header_ : std::string());
+    const std::string header = state_ == State::header ? header_ : std::string();
+    close_call(out);
+    channel_ = channel_of(header);
+    function_ = function_of(header);
+    if (!function_.empty()) out.calls += "<tool_call>{\"name\": " + nlohmann::json(function_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ", \"arguments\": ";
     state_ = State::body;
     opened_ = true;
   } else if (m == "<|end|>") {
+    close_call(out);
     state_ = State::between;
     channel_.clear();
   } else {   // <|return|>, <|call|>: the reply is over
+    close_call(out);
     state_ = State::ended;
     channel_.clear();
   }
+}
+
+void HarmonyReply::close_call(HarmonyDelta& out) {
+  if (function_.empty()) return;
+  out.calls += "}</tool_call>";
+  function_.clear();
 }
 
 void HarmonyReply::text(std::string_view t, HarmonyDelta& out) {
@@ -103,8 +131,12 @@ void HarmonyReply::text(std::string_view t, HarmonyDelta& out) {
   switch (state_) {
     case State::header: header_.append(t); break;
     case State::body:
-      // Analysis is the model's reasoning; commentary (preambles, tool calls) is not the answer either.
-      (channel_ == "analysis" || channel_ == "commentary" ? out.reasoning : out.content).append(t);
+      // A call's arguments; analysis is the model's reasoning; commentary (preambles) is not the
+      // answer either.
+      if (!function_.empty())
+        out.calls.append(t);
+      else
+        (channel_ == "analysis" || channel_ == "commentary" ? out.reasoning : out.content).append(t);
       break;
     case State::between:
     case State::ended: break;

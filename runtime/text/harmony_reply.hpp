@@ -21,6 +21,11 @@ class Tokenizer;
 struct HarmonyDelta {
   std::string reasoning;   // analysis (and commentary) channel text
   std::string content;     // final channel text
+  // The messages addressed to a function ("to=functions.NAME" in the header, on any channel), each
+  // written as a Hermes-style call, <tool_call>{"name": "NAME", "arguments": BODY}</tool_call>, the
+  // form runtime/serve/tool_calls reads: its body streams as it comes, its end (<|call|>, <|end|> or
+  // the reply's end) closes it.
+  std::string calls;
 };
 
 class HarmonyReply {
@@ -32,18 +37,22 @@ class HarmonyReply {
 
   // The channel of the message being written ("" in a header or between messages).
   const std::string& channel() const { return channel_; }
+  // The function the message being written is addressed to ("" for none).
+  const std::string& recipient() const { return function_; }
   // A <|return|> or <|call|> was seen: the reply is over, later text is dropped.
   bool ended() const { return state_ == State::ended; }
 
  private:
   enum class State { header, body, between, ended };
-  void marker(std::string_view m);
+  void marker(std::string_view m, HarmonyDelta& out);
   void text(std::string_view t, HarmonyDelta& out);
+  void close_call(HarmonyDelta& out);
 
   State state_ = State::header;
   std::string pending_;        // text that may be the start of a marker
   std::string header_;         // the current header's text (role, <|channel|>NAME, recipient)
   std::string channel_;
+  std::string function_;       // the current message's function (to=functions.NAME), "" for none
   bool opened_ = false;        // a message body was seen: the reply is harmony
   std::string unopened_;       // the whole text so far while opened_ is false
 };
