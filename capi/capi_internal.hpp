@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "include/reach.h"
 #include "runtime/model/model.hpp"
 #include "runtime/serve/reply_text.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/embedding.hpp"
 #include "runtime/session/generation.hpp"
@@ -52,8 +54,21 @@ struct reach_reply {
   std::unique_ptr<reach::Tokenizer::StreamDecoder> dec;
   std::unique_ptr<reach::serve::ReplyText> text;
   std::string content, reasoning;   // the last call's texts
+  // reach_reply_set_tools: the calls are parsed out of the text (reach_c_tools.cpp).
+  std::optional<reach::serve::ToolSyntax> tools;
+  std::string tool_prefix;     // harmony: the forced call's header the prompt ended with
+  bool tool_in_call = false;   // the reply starts inside a call (ToolCallStream's in_call)
+  std::unique_ptr<reach::serve::ToolCallStream> tool_stream;
+  std::vector<std::pair<std::string, std::string>> calls;   // name, arguments
   explicit reach_reply(const reach::Tokenizer& t) : tokenizer(t) {}
 };
+
+namespace reach::capi {
+// A reply's next piece with its tool calls taken out (reach_c_tools.cpp); the piece as it is without tools.
+reach::serve::ReplyPiece take_tool_calls(reach_reply* r, reach::serve::ReplyPiece piece, bool end);
+// The reply's text assembly for a new generation, its tool stream included.
+void restart_reply(reach_reply* r);
+}  // namespace reach::capi
 
 struct reach_session {
   reach_model* model = nullptr;

@@ -17,10 +17,20 @@ bool template_has_channels(const reach_model* m, const Tokenizer& tk) {
   }
 }
 
-void start(reach_reply* r) {
+}  // namespace
+
+void reach::capi::restart_reply(reach_reply* r) {
   r->dec = std::make_unique<Tokenizer::StreamDecoder>(r->tokenizer);   // special tokens dropped, as a generation does
-  r->text = std::make_unique<serve::ReplyText>(r->stops, r->channels ? &r->tokenizer : nullptr);
+  const bool harmony_calls = r->tools && r->tools->harmony;
+  r->text = std::make_unique<serve::ReplyText>(r->stops, r->channels ? &r->tokenizer : nullptr,
+                                               harmony_calls ? r->tool_prefix : "", harmony_calls);
+  r->tool_stream = r->tools ? std::make_unique<serve::ToolCallStream>(*r->tools, r->tool_in_call, SIZE_MAX) : nullptr;
+  r->calls.clear();
 }
+
+namespace {
+
+void start(reach_reply* r) { restart_reply(r); }
 
 void hand_out(reach_reply* r, serve::ReplyPiece piece, reach_reply_text* out) {
   need(out, REACH_ERROR_INVALID_ARGUMENT, "text is NULL");
@@ -87,7 +97,7 @@ reach_status reach_reply_push(reach_reply* reply, int32_t token, reach_reply_tex
          "text is NULL or text->size is 0: set it to sizeof(reach_reply_text)");
     serve::ReplyPiece piece;
     if (!r->text->stopped()) piece = r->text->push(token, r->dec->push(token));
-    hand_out(r.get(), std::move(piece), text);
+    hand_out(r.get(), take_tool_calls(r.get(), std::move(piece), false), text);
   });
 }
 
@@ -97,7 +107,7 @@ reach_status reach_reply_finish(reach_reply* reply, reach_reply_text* text) {
     std::lock_guard<std::mutex> l(r->mu);
     need(text && text->size != 0, REACH_ERROR_INVALID_ARGUMENT,
          "text is NULL or text->size is 0: set it to sizeof(reach_reply_text)");
-    hand_out(r.get(), r->text->finish(r->dec->flush()), text);
+    hand_out(r.get(), take_tool_calls(r.get(), r->text->finish(r->dec->flush()), true), text);
   });
 }
 

@@ -235,6 +235,8 @@ int run(const Args& args) {
   GenerationOptions go;
   std::vector<int32_t> ids;
   std::optional<serve::ToolSyntax> tool_syntax;  // set: the reply is parsed for tool calls
+  std::shared_ptr<const JsonConstraint> tool_constraint;   // the calls' (serve::plan_tool_calls)
+  std::string tool_prefix;                                 // and the prompt's end (a forced call's opening)
   bool channels = false;   // the reply is in harmony's channels: only the final one is the answer
   ReplyPrinter printer(verbose || show_reasoning);
   if (have_chat) {
@@ -261,20 +263,19 @@ int run(const Args& args) {
     std::string reply_prefix;
     if (tools.active()) {
       // As reach serve: the family's call syntax; a forced call is opened in the prompt and its object
-      // constrained to the tool's schema.
+      // constrained to the tool's schema; under auto a call is constrained once the model opens it.
       tool_syntax = serve::ToolSyntax::for_template(t);
       if (!tool_syntax)
         throw Error(ErrorCode::unsupported,
                     std::string("--tools: this model's chat template (") + t.family_name() +
                         ") has no tool calls reach renders (Qwen 2.5, Qwen3, Llama 3.1, Mistral v3, SmolLM3, "
-                        "Phi-4-mini do)");
-      if (tools.forced()) {
-        reply_prefix = tool_syntax->forced_prefix();
-        try {
-          json = server::forced_call_grammar(tools, tool_syntax->arguments_key, tool_syntax->list);
-        } catch (const server::ApiError& e) {
-          throw Error(ErrorCode::invalid_argument, "--tools " + tools_file + ": " + e.message);
-        }
+                        "Phi-4-mini, gpt-oss do)");
+      try {
+        const serve::ToolPlan plan = server::tool_plan(tools, *tool_syntax, tk);
+        reply_prefix = tool_prefix = plan.reply_prefix;
+        tool_constraint = plan.constraint;
+      } catch (const server::ApiError& e) {
+        throw Error(ErrorCode::invalid_argument, "--tools " + tools_file + ": " + e.message);
       }
     }
     ChatPrompt c = encode_chat(tk, t, messages,
@@ -307,6 +308,9 @@ int run(const Args& args) {
     gen.set_constraint(std::make_shared<JsonConstraint>(json, TokenTrie::for_tokenizer(tk)));
     std::fprintf(stderr, "json: token trie of %d ids in %.3f s\n", tk.vocab_size(), seconds_since(t_trie));
   }
+  if (tool_constraint) {
+    gen.set_constraint(tool_constraint);
+  }
   if (verbose) {
     std::fprintf(stderr, "device: %s\n", e.device->caps().summary().c_str());
     std::fprintf(stderr, "model: %s (%llu params, %s weights, %.1f MiB of matrices read per token)\n%s\n",
@@ -325,16 +329,19 @@ int run(const Args& args) {
   const double t_prefill = seconds_since(t0);
 
   std::vector<int32_t> generated;
-  serve::ReplyText reply(stops, channels ? &tk : nullptr);
+  // harmony: the reply continues a forced call's header; its calls come apart from its channels.
+  const bool harmony_calls = tool_syntax && tool_syntax->harmony;
+  serve::ReplyText reply(stops, channels ? &tk : nullptr, harmony_calls ? tool_prefix : "", harmony_calls);
   std::optional<serve::ToolCallStream> tool_stream;
-  if (tool_syntax) tool_stream.emplace(*tool_syntax, tools.forced(), tools.parallel ? SIZE_MAX : 1);
+  if (tool_syntax)
+    tool_stream.emplace(*tool_syntax, tools.forced() && !harmony_calls, tools.parallel ? SIZE_MAX : 1);
   std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
   // The reply's text, less its tool calls, which are kept for the end.
   auto shown = [&](serve::ReplyPiece piece, bool end) {
     if (!tool_stream) return piece;
-    std::vector<serve::ToolPiece> parts{tool_stream->push(piece.content)};
+    std::vector<serve::ToolPiece> parts{tool_stream->push(harmony_calls ? piece.calls : piece.content)};
     if (end) parts.push_back(tool_stream->finish());
-    piece.content.clear();
+    if (!harmony_calls) piece.content.clear();
     for (const serve::ToolPiece& part : parts) {
       piece.content += part.content;
       for (const auto& c : part.calls) {

@@ -170,36 +170,11 @@ std::shared_ptr<serve::Job> OpenAiRoutes::make_job(const GenerationRequest& r,
         throw ApiError{400, "response_format cannot be combined with tools: a JSON reply leaves no room for calls",
                        "invalid_request_error", "response_format", ""};
       tools = r.tools.tools;
-      std::vector<std::string> names;
-      for (const ChatTool& x : r.tools.tools) names.push_back(x.name);
-      if (r.tools.forced() && tool_syntax->harmony) {
-        // harmony: the call's header is opened in the prompt (through the name when it is known) and the
-        // reply continues it: the arguments, or the name and the arguments.
-        const bool one = r.tools.choice == ToolChoice::function || r.tools.tools.size() == 1;
-        const std::string name = r.tools.choice == ToolChoice::function ? r.tools.forced_name : names[0];
-        auto grammars = argument_grammars(r.tools, true);
-        if (one) {
-          const size_t i = size_t(std::find(names.begin(), names.end(), name) - names.begin());
-          reply_prefix = tool_syntax->harmony_header(name);
-          job->json = std::make_shared<JsonConstraint>(grammars[i], TokenTrie::for_tokenizer(tokenizer_));
-        } else {
-          reply_prefix = tool_syntax->forced_prefix();
-          job->json = std::make_shared<JsonConstraint>(tool_syntax->call_forms(names, grammars, tokenizer_, true),
-                                                       TokenTrie::for_tokenizer(tokenizer_));
-        }
-        job->reply_prefix = reply_prefix;
-      } else if (r.tools.forced()) {
-        // The call is opened in the prompt and its object constrained to the tool's schema.
-        reply_prefix = tool_syntax->forced_prefix();
-        job->json = std::make_shared<JsonConstraint>(forced_call_grammar(r.tools, tool_syntax->arguments_key,
-                                                                         tool_syntax->list),
-                                                     TokenTrie::for_tokenizer(tokenizer_));
-      } else {
-        // auto: free text, but a call, once the model opens one, follows the schema of the tool it names.
-        job->json = std::make_shared<JsonConstraint>(
-            tool_syntax->call_forms(names, argument_grammars(r.tools, false), tokenizer_, false),
-            TokenTrie::for_tokenizer(tokenizer_));
-      }
+      job->tool_calls = true;
+      const serve::ToolPlan plan = tool_plan(r.tools, *tool_syntax, tokenizer_);
+      reply_prefix = plan.reply_prefix;
+      job->json = plan.constraint;
+      if (tool_syntax->harmony) job->reply_prefix = reply_prefix;   // the reply continues the call's header
     }
     try {
       ChatTemplate t = *chat_template_;

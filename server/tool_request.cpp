@@ -127,46 +127,21 @@ ToolRequest parse_tool_request(const ojson& body) {
   return t;
 }
 
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key,
-                                                       bool list) {
-  ojson name = ojson::object(), arguments = {{"type", "object"}};
-  std::string param = "tools";
-  if (t.choice == ToolChoice::function || t.tools.size() == 1) {
-    const size_t i = t.choice == ToolChoice::function
-                         ? size_t(std::find_if(t.tools.begin(), t.tools.end(),
-                                               [&](const ChatTool& x) { return x.name == t.forced_name; }) -
-                                  t.tools.begin())
-                         : 0;
-    name["const"] = t.tools[i].name;
-    if (!t.schemas[i].empty()) arguments = t.schemas[i];
-    param = "tools[" + std::to_string(i) + "].function.parameters";
-  } else {
-    name["enum"] = ojson::array();
-    for (const ChatTool& x : t.tools) name["enum"].push_back(x.name);
-  }
-  ojson call = {{"type", "object"},
-                {"properties", {{"name", name}, {arguments_key, arguments}}},
-                {"required", {"name", arguments_key}}};
-  if (list) call = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}};
+serve::ToolPlan tool_plan(const ToolRequest& t, const serve::ToolSyntax& syntax, const Tokenizer& tokenizer) {
+  std::vector<std::string> names;
+  for (const ChatTool& x : t.tools) names.push_back(x.name);
+  const serve::ToolMode mode = t.choice == ToolChoice::function ? serve::ToolMode::function
+                               : t.forced()                     ? serve::ToolMode::required
+                                                                : serve::ToolMode::automatic;
+  const size_t function =
+      size_t(std::find(names.begin(), names.end(), t.forced_name) - names.begin());   // ToolMode::function's
   try {
-    return JsonGrammar::from_schema(call);
-  } catch (const Error& e) {
+    return serve::plan_tool_calls(syntax, names, t.schemas, mode, function, tokenizer);
+  } catch (const serve::ToolSchemaError& e) {
+    const std::string param =
+        e.tool < t.tools.size() ? "tools[" + std::to_string(e.tool) + "].function.parameters" : std::string("tools");
     bad(param, std::string(e.what()) + " (in " + param + ": a forced tool call follows its parameters schema)");
   }
-}
-
-std::vector<std::shared_ptr<const JsonGrammar>> argument_grammars(const ToolRequest& t, bool strict) {
-  std::vector<std::shared_ptr<const JsonGrammar>> out;
-  for (size_t i = 0; i < t.tools.size(); ++i) {
-    try {
-      out.push_back(t.schemas[i].empty() ? JsonGrammar::any_object() : JsonGrammar::from_schema(t.schemas[i]));
-    } catch (const Error& e) {
-      const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
-      if (strict) bad(param, std::string(e.what()) + " (in " + param + ": a forced tool call follows its parameters schema)");
-      out.push_back(JsonGrammar::any_object());
-    }
-  }
-  return out;
 }
 
 }  // namespace reach::server

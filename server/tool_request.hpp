@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/constrain/json_grammar.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/text/chat_template.hpp"
 
 namespace reach::server {
@@ -34,20 +35,10 @@ struct ToolRequest {
 // object, a tool_choice that is not one of the forms or names no tool.
 ToolRequest parse_tool_request(const nlohmann::ordered_json& ordered);
 
-// A forced call's object as the sampler must write it, {"name": NAME, ARGUMENTS_KEY: {...}} (the
-// template's key: "arguments", Llama 3.1's "parameters"): the
-// arguments follow the named tool's parameters; under "required" with several tools, the name is one
-// of theirs and the arguments any object (the grammar cannot choose a schema by a name it has not read
-// yet).  Throws ApiError (400) naming the tool whose schema uses a keyword the grammar does not support.
-// list: the call is written as a one-element array (Mistral's [TOOL_CALLS] [...]).
-std::shared_ptr<const JsonGrammar> forced_call_grammar(const ToolRequest& t, const std::string& arguments_key,
-                                                       bool list = false);
-
-// Each tool's arguments grammar (its parameters; any object where it has none), for calls the sampler
-// constrains by the name the model writes (ToolSyntax::call_forms).  strict: a schema the grammar
-// cannot follow is a 400 naming the tool's parameters (a forced call); otherwise that tool's arguments
-// are only held to be an object (tool_choice "auto", where the tools were accepted before calls were
-// constrained).
-std::vector<std::shared_ptr<const JsonGrammar>> argument_grammars(const ToolRequest& t, bool strict);
+// The prompt's prefix and the sampler's constraint for the request's tools (serve::plan_tool_calls):
+// the forced_call's object or the calls under "auto" follow the tools' schemas.  Throws ApiError (400)
+// naming the tool whose schema uses a keyword the grammar does not support, where a forced call must
+// follow it.
+serve::ToolPlan tool_plan(const ToolRequest& t, const serve::ToolSyntax& syntax, const Tokenizer& tokenizer);
 
 }  // namespace reach::server

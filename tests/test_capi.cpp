@@ -6,6 +6,7 @@
 #include <reach.h>
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -748,5 +749,164 @@ TEST_CASE("capi: reach_embed gives the fixture's float64 embeddings; mean and CL
   CHECK_FAILS(reach_embed(m, &one, 1, v.data(), dims, &bad), REACH_ERROR_INVALID_ARGUMENT);
   REQUIRE_OK(reach_embed(m, &one, 1, v.data(), dims, nullptr));   // still usable after the failures
   REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+}
+
+namespace {
+
+const char* const kCapiTools =
+    R"([{"type": "function", "function": {"name": "get_weather", "description": "The weather for a city", )"
+    R"("parameters": {"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}, )"
+    R"("days": {"type": "integer"}, "alerts": {"type": "boolean"}}, "required": ["unit", "days"], )"
+    R"("additionalProperties": false}}}, {"type": "function", "function": {"name": "clock", "description": )"
+    R"("The time", "parameters": {"type": "object", "properties": {"zone": {"enum": ["utc", "local"]}}, )"
+    R"("required": ["zone"]}}}])";
+
+// The tools' schemas checked by hand (an independent reading of kCapiTools): why `arguments` breaks
+// the named tool's schema, "" when it does not.
+std::string schema_violation(const std::string& name, const std::string& arguments) {
+  const nlohmann::json a = nlohmann::json::parse(arguments, nullptr, false);
+  if (!a.is_object()) return "not a JSON object";
+  if (name == "get_weather") {
+    for (const auto& [k, v] : a.items())
+      if (k != "unit" && k != "days" && k != "alerts") return "an extra key " + k;
+    if (!a.contains("unit") || !a.contains("days")) return "a required key missing";
+    if (a["unit"] != "celsius" && a["unit"] != "fahrenheit") return "unit out of its enum";
+    if (!a["days"].is_number_integer()) return "days not an integer";
+    if (a.contains("alerts") && !a["alerts"].is_boolean()) return "alerts not a boolean";
+    return "";
+  }
+  if (name == "clock") {
+    if (!a.contains("zone") || (a["zone"] != "utc" && a["zone"] != "local")) return "zone missing or out of its enum";
+    return "";
+  }
+  return "no tool named " + name;
+}
+
+struct ToolReply {
+  std::string content;
+  nlohmann::json calls;
+};
+
+// One chat reply through the C API with the tools: prompt, constraint and reply parsing, sampled at
+// temperature 1 with `seed` until an end token (or 300 tokens).
+ToolReply tool_reply(reach_model* m, const char* choice, uint64_t seed) {
+  const reach_chat_message chat[] = {{"user", "Weather in Paris for two days?"}};
+  size_t n = 0;
+  REQUIRE_OK(reach_chat_tokenize_tools(m, chat, 1, kCapiTools, choice, nullptr, 0, &n));
+  std::vector<int32_t> ids(n);
+  REQUIRE_OK(reach_chat_tokenize_tools(m, chat, 1, kCapiTools, choice, ids.data(), ids.size(), &n));
+  size_t n_end = 0;
+  REQUIRE_OK(reach_chat_end_tokens(m, nullptr, 0, &n_end));
+  std::vector<int32_t> ends(n_end);
+  REQUIRE_OK(reach_chat_end_tokens(m, ends.data(), ends.size(), &n_end));
+
+  reach_session_params sp = reach_session_default_params();
+  sp.context = 2048;
+  sp.sampling.temperature = 1;
+  sp.sampling.seed = seed;
+  reach_session* s = nullptr;
+  REQUIRE_OK(reach_session_create(m, &sp, &s));
+  REQUIRE_OK(reach_session_set_tools(s, kCapiTools, choice));
+  reach_reply_params rp = reach_reply_default_params();
+  rp.channels = REACH_REPLY_CHANNELS_AUTO;
+  reach_reply* r = nullptr;
+  REQUIRE_OK(reach_reply_create(m, &rp, &r));
+  REQUIRE_OK(reach_reply_set_tools(r, kCapiTools, choice));
+
+  ToolReply out;
+  reach_reply_text t{};
+  t.size = sizeof t;
+  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+  int32_t tok = 0;
+  int eos = 0;
+  REQUIRE_OK(reach_session_sample(s, &tok, &eos));
+  for (int i = 0; i < 300 && !eos && std::find(ends.begin(), ends.end(), tok) == ends.end(); ++i) {
+    REQUIRE_OK(reach_reply_push(r, tok, &t));
+    out.content.append(t.content, t.content_len);
+    REQUIRE_OK(reach_session_step(s, tok, &tok, &eos));
+  }
+  REQUIRE_OK(reach_reply_finish(r, &t));
+  out.content.append(t.content, t.content_len);
+  size_t len = 0;
+  REQUIRE_OK(reach_reply_tool_calls_json(r, nullptr, 0, &len));
+  std::string json(len + 1, '\0');
+  REQUIRE_OK(reach_reply_tool_calls_json(r, json.data(), json.size(), &len));
+  json.resize(len);
+  out.calls = nlohmann::json::parse(json);
+  REQUIRE_OK(reach_reply_free(r));
+  REQUIRE_OK(reach_session_free(s));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("capi: tools: a forced call parses and follows its schema; auto's calls do too; misuse is named") {
+  reach_device* dev = nullptr;
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
+  // Qwen3's template (<tool_call>) and gpt-oss's harmony (its vocabulary's format).
+  for (const char* family : {"qwen3", "gpt_oss"}) {
+    INFO(family);
+    const std::string dir = (reach::test::source_root() / "tests/data/families" / family / "hf").string();
+    reach_model* m = nullptr;
+    REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      for (const char* choice : {"required", "clock"}) {
+        INFO(choice << " seed " << seed);
+        const ToolReply r = tool_reply(m, choice, seed);
+        CAPTURE(r.calls.dump());
+        REQUIRE(r.calls.size() == 1);
+        const std::string name = r.calls[0]["name"].get<std::string>();
+        CHECK(name == (std::string(choice) == "clock" ? "clock" : name));
+        CHECK(schema_violation(name, r.calls[0]["arguments"].get<std::string>()) == "");
+      }
+      // auto: the random model seldom calls; whatever it calls validates.
+      const ToolReply a = tool_reply(m, "auto", seed);
+      for (const auto& c : a.calls)
+        CHECK(schema_violation(c["name"].get<std::string>(), c["arguments"].get<std::string>()) == "");
+    }
+    // "required" with one tool named: get_weather via the prompt's header / tag.
+    const ToolReply w = tool_reply(m, "get_weather", 7);
+    REQUIRE(w.calls.size() == 1);
+    CHECK(w.calls[0]["name"] == "get_weather");
+    CHECK(schema_violation("get_weather", w.calls[0]["arguments"].get<std::string>()) == "");
+
+    // Misuse: a code and a message naming what is wrong.
+    reach_session_params sp = reach_session_default_params();
+    sp.context = 64;
+    reach_session* s = nullptr;
+    REQUIRE_OK(reach_session_create(m, &sp, &s));
+    CHECK_FAILS(reach_session_set_tools(s, "{}", "auto"), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK_FAILS(reach_session_set_tools(s, kCapiTools, "sometimes"), REACH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(reach_last_error()).find("tool_choice 'sometimes'") != std::string::npos);
+    CHECK_FAILS(reach_session_set_tools(s, R"([{"type": "function", "function": {"name": "f", "parameters": )"
+                                           R"({"type": "object", "properties": {"s": {"type": "string", "pattern": "a"}}}}}])",
+                                        "required"),
+                REACH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(reach_last_error()).find("tools_json[0].function.parameters") != std::string::npos);
+    REQUIRE_OK(reach_session_set_tools(s, nullptr, nullptr));   // removed
+    REQUIRE_OK(reach_session_free(s));
+    reach_reply* r = nullptr;
+    REQUIRE_OK(reach_reply_create(m, nullptr, &r));
+    if (std::string(family) == "gpt_oss")   // harmony's calls need the reply's channels
+      CHECK_FAILS(reach_reply_set_tools(r, kCapiTools, "auto"), REACH_ERROR_INVALID_ARGUMENT);
+    size_t len = 0;
+    CHECK_FAILS(reach_reply_tool_calls_json(r, nullptr, 0, nullptr), REACH_ERROR_INVALID_ARGUMENT);
+    REQUIRE_OK(reach_reply_tool_calls_json(r, nullptr, 0, &len));
+    CHECK(len == 2);   // "[]"
+    char one[2];
+    CHECK_FAILS(reach_reply_tool_calls_json(r, one, sizeof one, &len), REACH_ERROR_BUFFER_TOO_SMALL);
+    REQUIRE_OK(reach_reply_free(r));
+    REQUIRE_OK(reach_model_free(m));
+  }
+  // A template without tool calls (Gemma 2's fixture): UNSUPPORTED, named.
+  reach_model* g = nullptr;
+  REQUIRE_OK(reach_model_load(dev, (reach::test::source_root() / "tests/data/families/gemma2/hf").string().c_str(),
+                              nullptr, &g));
+  const reach_chat_message hi[] = {{"user", "Hi"}};
+  size_t n = 0;
+  CHECK_FAILS(reach_chat_tokenize_tools(g, hi, 1, kCapiTools, "auto", nullptr, 0, &n), REACH_ERROR_UNSUPPORTED);
+  REQUIRE_OK(reach_chat_tokenize_tools(g, hi, 1, kCapiTools, "none", nullptr, 0, &n));   // none: no tools written
+  REQUIRE_OK(reach_model_free(g));
   REQUIRE_OK(reach_device_free(dev));
 }

@@ -289,7 +289,7 @@ TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schem
     const char* opener;
     const char* stop;
   };
-  size_t replies = 0, with_calls = 0, calls = 0, text_only = 0;
+  size_t replies = 0, with_calls = 0, calls = 0, text_only = 0, forced_calls = 0;
   for (const Family& fam : {Family{"qwen3", "<tool_call>", "<|im_end|>"}, Family{"smollm3", "<tool_call>", "<|im_end|>"},
                             Family{"llama3", "{", "<|eot_id|>"}, Family{"mistral", "[TOOL_CALLS]", "</s>"},
                             Family{"phi3", "<|tool_call|>", "<|end|>"},
@@ -316,6 +316,7 @@ TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schem
     }
     for (uint32_t seed = 0; seed < 40; ++seed) {
       std::mt19937 rng(seed);
+      INFO("seed " << seed);
       reach::ConstrainedReply reply(constraint);
       const Walked w = walk(reply, tk, *trie, opener, forms->at_start, *stop, rng);
       ++replies;
@@ -337,6 +338,7 @@ TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schem
       }
       ++with_calls;
       // A call still open when the walk stopped (400 tokens) is not checked; every closed one is.
+      CHECK(p.names.size() == reply.tools()->calls() + (reply.tools()->in_call() ? 1 : 0));
       const size_t closed = reply.tools()->calls();
       REQUIRE(p.names.size() >= closed);
       for (size_t i = 0; i < closed; ++i) {
@@ -346,9 +348,38 @@ TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schem
         ++calls;
       }
     }
+    // "required" among the two: the prompt opened the call (the family's forced prefix); the reply is
+    // one call, of either tool, whose arguments follow that tool's schema, then only the end.
+    const auto forced = syntax->call_forms(names, grammars, tk, true);
+    auto forced_constraint = std::make_shared<reach::JsonConstraint>(forced, trie);
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 rng(1000 + seed);
+      reach::ConstrainedReply reply(forced_constraint);
+      const Walked w = walk(reply, tk, *trie, {}, false, *stop, rng);
+      if (reply.tools()->calls() == 0) continue;   // the walk's 400 tokens ran out inside the call
+      CAPTURE(w.reply);
+      std::string text = w.reply;
+      if (syntax->harmony) {
+        reach::HarmonyReply h;
+        text = h.push(syntax->forced_prefix()).calls;
+        text += h.push(w.reply).calls;
+        text += h.flush().calls;
+      }
+      ToolCallStream stream(*syntax, !syntax->harmony, SIZE_MAX);
+      Parsed p;
+      add(p, stream.push(text));
+      add(p, stream.finish());
+      REQUIRE(p.names.size() == 1);
+      CHECK(p.content.empty());
+      const auto at = std::find(names.begin(), names.end(), p.names[0]);
+      REQUIRE(at != names.end());
+      request["docs"].push_back({size_t(at - names.begin()), p.arguments[0]});
+      ++forced_calls;
+    }
   }
   MESSAGE(replies << " replies: " << with_calls << " opened calls (" << calls << " calls closed), " << text_only
-                  << " text only");
+                  << " text only; " << forced_calls << " forced calls");
+  CHECK(forced_calls >= 60);
   CHECK(calls >= 60);
   CHECK(text_only >= 10);
   reach::test::TempDir dir("tool_walks");

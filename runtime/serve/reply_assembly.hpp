@@ -16,9 +16,10 @@ namespace reach::serve {
 class ReplyAssembly {
  public:
   // channels: the tokenizer of a harmony reply (ReplyText); null for plain text.
-  // prefix: Request::reply_prefix.
-  ReplyAssembly(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "")
-      : text_(std::move(stops), channels, prefix) {}
+  // prefix, calls: Request::reply_prefix, Request::tool_calls.
+  ReplyAssembly(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "",
+                bool calls = false)
+      : text_(std::move(stops), channels, prefix, calls) {}
 
   // A sampled token that did not end the reply (not a stop id).  Returns what is now safe to send:
   // text, reasoning and logprob entries (any may be empty); done is false.

@@ -4,10 +4,11 @@
 
 namespace reach::serve {
 
-ReplyText::ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix)
+ReplyText::ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix,
+                     bool calls)
     : stop_(std::move(stops)), channels_(channels) {
   if (channels_) {
-    harmony_.emplace();
+    harmony_.emplace(calls);
     prefix_ = harmony_->push(prefix);   // a header: it adds nothing but a call's opening
   }
 }

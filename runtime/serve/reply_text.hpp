@@ -28,8 +28,10 @@ class ReplyText {
  public:
   // channels: the tokenizer whose special tokens (<|channel|>, ...) mark a harmony reply's messages;
   // null for a reply of plain text.
-  // prefix: harmony text the prompt ended with, which the reply continues (Request::reply_prefix).
-  ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "");
+  // prefix: harmony text the prompt ended with, which the reply continues (Request::reply_prefix);
+  // calls: harmony's calls to functions go out apart (ReplyPiece::calls), else as reasoning.
+  ReplyText(std::vector<std::string> stops, const Tokenizer* channels, const std::string& prefix = "",
+            bool calls = false);
   // One generated token: its id and the text the decoder gave for it.  Returns what is now safe to send.
   ReplyPiece push(int32_t id, const std::string& decoded);
   // The end of the reply: the decoder's held-back tail, then whatever was held back here.

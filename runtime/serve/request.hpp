@@ -44,6 +44,9 @@ struct Request {
   // "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>"): the channel splitter reads
   // it first, so that the reply's text lands in the message it opened.
   std::string reply_prefix;
+  // The request has tools: a harmony reply's calls to functions go out apart (JobEvent::calls); without,
+  // their text is reasoning.
+  bool tool_calls = false;
 };
 
 // What the submitter reads from its Job: text deltas, then one final event.

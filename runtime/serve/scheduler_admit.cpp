@@ -49,7 +49,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     slot.gen->set_constraint(slot.job->json);
     slot.reply = std::make_unique<ReplyAssembly>(slot.job->stop,
                                                  slot.job->channels ? slot.gen->model().tokenizer() : nullptr,
-                                                 slot.job->reply_prefix);
+                                                 slot.job->reply_prefix, slot.job->tool_calls);
     // The rest of the prompt fits, every id is valid.
     slot.gen->session().check_prefill(std::span<const int32_t>(slot.job->ids).subspan(keep));
   } catch (const std::exception& e) {

@@ -131,8 +131,11 @@ std::shared_ptr<const ToolCallForms> ToolSyntax::call_forms(std::span<const std:
     const auto id = tk.find(s);
     return id && trie->bytes(*id).empty() ? Seg{Seg::special, "", *id, nullptr} : text(s);
   };
-  // The text a forced prefix writes after the opener tag ("\n" after <tool_call>, " " after [TOOL_CALLS]).
-  const std::string lead = forced.substr(0, open.size()) == open ? forced.substr(open.size()) : "";
+  // The text a forced prefix writes after the opener tag ("\n" after <tool_call>, " " after [TOOL_CALLS]),
+  // which a forced call's prompt has written already; Llama 3.1's forced call opens its object itself.
+  const std::string lead =
+      forced_call || forced.substr(0, open.size()) != open ? std::string() : forced.substr(open.size());
+  const std::string brace = forced_call && open.empty() && !harmony ? "{" : "";
   if (harmony) {
     f->opener = "to=functions.";
   } else if (open.empty()) {
@@ -147,7 +150,7 @@ std::shared_ptr<const ToolCallForms> ToolSyntax::call_forms(std::span<const std:
     if (harmony)
       f->calls.push_back({text(n + " "), token("<|constrain|>"), text("json"), token("<|message|>"), args});
     else if (open.empty())
-      f->calls.push_back({text("\"name\": \"" + n + "\", \"" + arguments_key + "\": "), args, text("}")});
+      f->calls.push_back({text(brace + "\"name\": \"" + n + "\", \"" + arguments_key + "\": "), args, text("}")});
     else if (list && !close.empty())
       f->calls.push_back(
           {text(lead + "[{\"name\": \"" + n + "\", \"arguments\": "), args, text("}]"), token(close)});
@@ -160,6 +163,72 @@ std::shared_ptr<const ToolCallForms> ToolSyntax::call_forms(std::span<const std:
   for (auto& c : f->calls)
     std::erase_if(c, [](const Seg& s) { return s.kind == Seg::text && s.bytes.empty(); });
   return f;
+}
+
+namespace {
+
+std::shared_ptr<const JsonGrammar> arguments_grammar(const nlohmann::ordered_json& schema, size_t i, bool strict) {
+  try {
+    return schema.empty() ? JsonGrammar::any_object() : JsonGrammar::from_schema(schema);
+  } catch (const Error& e) {
+    if (strict) throw ToolSchemaError(i, e.what());
+    return JsonGrammar::any_object();
+  }
+}
+
+}  // namespace
+
+ToolPlan plan_tool_calls(const ToolSyntax& s, std::span<const std::string> names,
+                         std::span<const nlohmann::ordered_json> schemas, ToolMode mode, size_t function,
+                         const Tokenizer& tk) {
+  ToolPlan p;
+  const auto trie = TokenTrie::for_tokenizer(tk);
+  if (mode == ToolMode::automatic) {
+    // Free text, but a call, once the model opens one, follows the schema of the tool it names.
+    std::vector<std::shared_ptr<const JsonGrammar>> g;
+    for (size_t i = 0; i < names.size(); ++i) g.push_back(arguments_grammar(schemas[i], i, false));
+    p.constraint = std::make_shared<JsonConstraint>(s.call_forms(names, g, tk, false), trie);
+    return p;
+  }
+  const bool one = mode == ToolMode::function || names.size() == 1;
+  const size_t i = mode == ToolMode::function ? function : 0;
+  if (s.harmony) {
+    // The call's header is opened in the prompt (through the name when it is known) and the reply
+    // continues it: the arguments, or the name and the arguments.
+    if (one) {
+      p.reply_prefix = s.harmony_header(names[i]);
+      p.constraint = std::make_shared<JsonConstraint>(arguments_grammar(schemas[i], i, true), trie);
+    } else {
+      std::vector<std::shared_ptr<const JsonGrammar>> g;
+      for (size_t k = 0; k < names.size(); ++k) g.push_back(arguments_grammar(schemas[k], k, true));
+      p.reply_prefix = s.forced_prefix();
+      p.constraint = std::make_shared<JsonConstraint>(s.call_forms(names, g, tk, true), trie);
+    }
+    return p;
+  }
+  p.reply_prefix = s.forced_prefix();
+  p.in_call = true;
+  if (!one) {
+    // Several tools under "required": the call's forms, the name the model writes picking the schema.
+    std::vector<std::shared_ptr<const JsonGrammar>> g;
+    for (size_t k = 0; k < names.size(); ++k) g.push_back(arguments_grammar(schemas[k], k, true));
+    p.constraint = std::make_shared<JsonConstraint>(s.call_forms(names, g, tk, true), trie);
+    return p;
+  }
+  // The call is opened in the prompt and its object constrained: {"name": NAME, KEY: ARGUMENTS}, the
+  // arguments the named tool's schema.
+  nlohmann::ordered_json name = {{"const", names[i]}}, arguments = {{"type", "object"}};
+  if (!schemas[i].empty()) arguments = schemas[i];
+  nlohmann::ordered_json call = {{"type", "object"},
+                                 {"properties", {{"name", name}, {s.arguments_key, arguments}}},
+                                 {"required", {"name", s.arguments_key}}};
+  if (s.list) call = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", 1}};
+  try {
+    p.constraint = std::make_shared<JsonConstraint>(JsonGrammar::from_schema(call), trie);
+  } catch (const Error& e) {
+    throw ToolSchemaError(i, e.what());
+  }
+  return p;
 }
 
 ToolCallStream::ToolCallStream(ToolSyntax syntax, bool in_call, size_t max_calls)

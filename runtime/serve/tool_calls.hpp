@@ -27,6 +27,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "runtime/constrain/json_constraint.hpp"
 #include "runtime/constrain/tool_constraint.hpp"
 
 namespace reach {
@@ -65,6 +69,33 @@ struct ToolSyntax {
                                                   std::span<const std::shared_ptr<const JsonGrammar>> grammars,
                                                   const Tokenizer& tokenizer, bool forced) const;
 };
+
+// How a request with tools lets the model call them: "auto" (text or calls), "required" (a call of one
+// of them), a named function (a call of that one).
+enum class ToolMode { automatic, required, function };
+
+// A forced call's schema the grammar cannot follow: Error(invalid_argument) naming tool `tool`.
+struct ToolSchemaError : Error {
+  ToolSchemaError(size_t t, const std::string& message) : Error(ErrorCode::invalid_argument, message), tool(t) {}
+  size_t tool;
+};
+
+// What a request with tools asks of the prompt and the sampler, the same for `reach serve`, `reach run`
+// and the C API.
+struct ToolPlan {
+  std::string reply_prefix;                          // written after the generation prompt (a forced call's opening)
+  std::shared_ptr<const JsonConstraint> constraint;  // the sampler's
+  bool in_call = false;                              // ToolCallStream's: the reply starts inside a call
+};
+
+// names[i], schemas[i]: the tools (their parameters; {} for none).  function: the named tool's index
+// (ToolMode::function).  A forced call's object follows the named tool's schema, or (required, several
+// tools) any tool's, chosen by the name the model writes; under auto a call the model opens does, and a
+// schema the grammar cannot follow holds that tool's arguments to be an object only.  Throws
+// ToolSchemaError for a forced call's schema the grammar cannot follow.
+ToolPlan plan_tool_calls(const ToolSyntax& syntax, std::span<const std::string> names,
+                         std::span<const nlohmann::ordered_json> schemas, ToolMode mode, size_t function,
+                         const Tokenizer& tokenizer);
 
 // What one push gives: text, and pieces of calls (a call's first piece carries its name).
 struct ToolPiece {

@@ -104,7 +104,7 @@ void HarmonyReply::marker(std::string_view m, HarmonyDelta& out) {
     const std::string header = state_ == State::header ? header_ : std::string();
     close_call(out);
     channel_ = channel_of(header);
-    function_ = function_of(header);
+    function_ = split_calls_ ? function_of(header) : std::string();
     if (!function_.empty()) out.calls += "<tool_call>{\"name\": " + nlohmann::json(function_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ", \"arguments\": ";
     state_ = State::body;
     opened_ = true;

@@ -30,6 +30,9 @@ struct HarmonyDelta {
 
 class HarmonyReply {
  public:
+  // calls: messages to functions go out as HarmonyDelta::calls; false: their text is reasoning, as
+  // commentary's (a chat without tools).
+  explicit HarmonyReply(bool calls = true) : split_calls_(calls) {}
   // The next piece of the reply's text.
   HarmonyDelta push(std::string_view piece);
   // The end of the reply: the held-back tail (it was not a marker).
@@ -53,6 +56,7 @@ class HarmonyReply {
   std::string header_;         // the current header's text (role, <|channel|>NAME, recipient)
   std::string channel_;
   std::string function_;       // the current message's function (to=functions.NAME), "" for none
+  bool split_calls_ = true;
   bool opened_ = false;        // a message body was seen: the reply is harmony
   std::string unopened_;       // the whole text so far while opened_ is false
 };

@@ -2,7 +2,8 @@
 """Function calling through `reach serve` (tools, tool_choice, parallel_tool_calls, tool history) on the
 Qwen3, Llama 3, Mistral, SmolLM3 and Phi-3 family fixtures (tests/data/families/*/hf: tiny random
 checkpoints whose tokenizer_config.json carries Qwen3's, Llama 3.1's, Mistral v0.3's, SmolLM3's and
-Phi-4-mini's templates) and on SmolLM2 (whose template has no tools).
+Phi-4-mini's templates), on the gpt-oss fixture (harmony, its format from its vocabulary: compared with
+gpt-oss's template, tests/data/chat_templates/gpt_oss.jinja) and on SmolLM2 (whose template has no tools).
 
 Checked against references that are not reach's own code:
   - the prompt: usage.prompt_tokens equals the token count of jinja2's rendering of the template with the
@@ -12,13 +13,16 @@ Checked against references that are not reach's own code:
   - tool_choice "required" with one tool / a named function among two: REACH_TOOL_REQUESTS (200) replies
     sampled at temperature 1 each parse into one call of that tool whose arguments validate against its
     schema (jsonschema); "required" among two tools calls one of them;
+  - tool_choice "auto" at temperature 1 over REACH_TOOL_AUTO_SEEDS (12) seeds: every call a reply makes
+    (the sampler constrains a call once the model opens one) validates against its tool's schema, and a
+    reply with calls ends with finish_reason "tool_calls";
   - a streamed reply, its delta.tool_calls pieces joined, equals the whole reply (same seed);
   - `reach run --tools --tool-choice required` prints the call the server makes (greedy);
   - the 400s name the field: a malformed tool schema, an unknown tool_choice name, a tool message
     without tool_call_id, "required" without tools, arguments that are not JSON, tools on a template
     without them (SmolLM2).
-The model is random: under tool_choice "auto" it writes no call (the parsing of calls in free text is
-tests/test_tool_calls.cpp's).  Exit 77 (skipped) without openai, jinja2, tokenizers or jsonschema, or
+The model is random: under tool_choice "auto" it seldom opens a call (tests/test_tool_calls.cpp steers
+random replies into calls to check the constraint, and the parsing of calls in free text).  Exit 77 (skipped) without openai, jinja2, tokenizers or jsonschema, or
 without a build of `reach serve`.
 """
 import concurrent.futures
@@ -46,6 +50,8 @@ from test_serve import REACH, Server, check, failures  # noqa: E402  (the server
 
 SMOLLM2 = os.path.expanduser("~/.cache/reach/models/smollm2-135m-instruct")
 REQUESTS = int(os.environ.get("REACH_TOOL_REQUESTS", "200"))
+AUTO_SEEDS = int(os.environ.get("REACH_TOOL_AUTO_SEEDS", "12"))
+GPT_OSS_TEMPLATE = os.path.join(ROOT, "tests", "data", "chat_templates", "gpt_oss.jinja")
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather <forecast> for a city & day",
@@ -108,7 +114,9 @@ def streamed(client, **kw):
     return content, [tuple(calls[i]) for i in sorted(calls)], finish, ids
 
 
-def test_prompts(c, tk, template, forced_prefix, bos, eos, tools_variable):
+def test_prompts(c, tk, template, forced_prefix, bos, eos, tools_variable, second=CLOCK, forced_two=None):
+    """second: the other tool beside WEATHER; forced_two: the prefix "required" writes with two tools
+    (harmony's stops before the name), forced_prefix where it is the same."""
     def render_(messages, tools):
         return render(template, messages, tools, bos, eos, tools_variable)
 
@@ -118,10 +126,10 @@ def test_prompts(c, tk, template, forced_prefix, bos, eos, tools_variable):
         ids = tk.encode(text, add_special_tokens=False).ids
         return len(ids) + (0 if ids[:len(prefix)] == prefix else len(prefix))
 
-    for choice, forced in (("auto", ""), ("required", forced_prefix)):
-        r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice=choice,
+    for choice, forced in (("auto", ""), ("required", forced_prefix if forced_two is None else forced_two)):
+        r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, second], tool_choice=choice,
                                       max_tokens=1, temperature=0)
-        want = count(render_(ASK, [WEATHER, CLOCK]) + forced)
+        want = count(render_(ASK, [WEATHER, second]) + forced)
         check(r.usage.prompt_tokens == want, f"tool_choice {choice}: the prompt is jinja2's ({r.usage.prompt_tokens} == {want})")
     # tool_choice none: the tools are left out of the prompt.
     r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=1, temperature=0)
@@ -209,6 +217,81 @@ def test_stream(c):
             check(finish == "tool_calls" and len(ids) == 1, "a forced call streams one call, finish_reason tool_calls")
 
 
+def test_auto(c, tools=None):
+    """tool_choice auto at temperature 1: every call validates; finish_reason says whether there are calls."""
+    tools = tools or [WEATHER, CLOCK]
+    made, bad = 0, []
+    for seed in range(AUTO_SEEDS):
+        ch = c.chat.completions.create(model="m", messages=ASK, tools=tools, tool_choice="auto", max_tokens=120,
+                                       temperature=1, seed=100 + seed).choices[0]
+        calls = calls_of(ch.message)
+        if calls and ch.finish_reason != "tool_calls":
+            bad.append((seed, f"finish {ch.finish_reason} with calls"))
+        for name, args in calls:
+            made += 1
+            try:
+                jsonschema.validate(json.loads(args), SCHEMAS[name])
+            except (KeyError, ValueError, jsonschema.ValidationError) as e:
+                bad.append((seed, name, args, str(e)[:80]))
+    print(f"auto: {AUTO_SEEDS} replies, {made} calls, {len(bad)} invalid")
+    check(not bad, f"tool_choice auto: every call validates ({bad[:3]})")
+
+
+def test_harmony():
+    """gpt-oss: the prompt with tools and a tool round trip is the template's; forced calls follow their
+    schema; auto's calls validate; streamed equals whole."""
+    fixture = os.path.join(ROOT, "tests", "data", "families", "gpt_oss", "hf")
+    tk = Tokenizer.from_file(os.path.join(fixture, "tokenizer.json"))
+    with open(GPT_OSS_TEMPLATE, encoding="utf-8") as f:
+        template = f.read()
+    # The template raises for a tool without a description.
+    clock = {"type": "function", "function": dict(CLOCK["function"], description="The time in a zone")}
+    header = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+    srv = Server(fixture, "--ctx", "3072", "--alias", "m", "--parallel", "4")
+    try:
+        c = srv.client()
+        test_prompts(c, tk, template, header, "<|endoftext|>", "<|endoftext|>", "tools", clock,
+                     "<|channel|>commentary to=functions.")
+        for choice in ("required", {"type": "function", "function": {"name": "clock"}}):
+            tools = [WEATHER] if choice == "required" else [WEATHER, clock]
+            want = "get_weather" if choice == "required" else "clock"
+            bad = []
+            for seed in range(max(4, REQUESTS // 10)):
+                ch = c.chat.completions.create(model="m", messages=ASK, tools=tools, tool_choice=choice,
+                                               max_tokens=400, temperature=1, seed=seed).choices[0]
+                calls = calls_of(ch.message)
+                try:
+                    assert ch.finish_reason == "tool_calls" and len(calls) == 1 and calls[0][0] == want, (ch.finish_reason, calls)
+                    jsonschema.validate(json.loads(calls[0][1]), SCHEMAS[want])
+                except (AssertionError, ValueError, jsonschema.ValidationError) as e:
+                    bad.append((seed, str(e)[:120]))
+            check(not bad, f"harmony, tool_choice {choice}: one call of {want} that validates ({bad[:3]})")
+        # "required" among two: the reply names one of them and its arguments follow that one's schema.
+        ended, bad = 0, []
+        for seed in range(8):
+            ch = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, clock], tool_choice="required",
+                                           max_tokens=400, temperature=1, seed=seed).choices[0]
+            if ch.finish_reason == "length":
+                continue
+            ended += 1
+            calls = calls_of(ch.message)
+            try:
+                assert ch.finish_reason == "tool_calls" and len(calls) == 1, (ch.finish_reason, calls)
+                jsonschema.validate(json.loads(calls[0][1]), SCHEMAS[calls[0][0]])
+            except (AssertionError, KeyError, ValueError, jsonschema.ValidationError) as e:
+                bad.append((seed, str(e)[:120]))
+        check(ended >= 1 and not bad, f"harmony, required among two: one call that validates ({ended} ended; {bad[:3]})")
+        test_auto(c, [WEATHER, clock])
+        for choice in ("required", "auto"):
+            kw = dict(model="m", messages=ASK, tools=[WEATHER], tool_choice=choice, max_tokens=120, temperature=1, seed=7)
+            whole = c.chat.completions.create(**kw).choices[0]
+            content, calls, finish, ids = streamed(c, **kw)
+            check((content or None, calls, finish) == (whole.message.content or None, calls_of(whole.message), whole.finish_reason),
+                  f"harmony, tool_choice {choice}: the streamed reply equals the whole one")
+    finally:
+        srv.stop()
+
+
 def test_errors(srv):
     body = {"model": "m", "messages": ASK, "max_tokens": 1}
     cases = [
@@ -279,12 +362,15 @@ def main():
             c = srv.client()
             test_prompts(c, tk, cfg["chat_template"], forced_prefix, cfg["bos_token"], cfg["eos_token"], variable)
             test_stream(c)
+            test_auto(c)
             if family == "qwen3":
                 test_errors(srv)
                 test_run(c, fixture)
             test_forced(c, requests)
         finally:
             srv.stop()
+    print("-- gpt_oss")
+    test_harmony()
     if os.path.isdir(SMOLLM2):
         srv = Server(SMOLLM2, "--ctx", "512", "--alias", "m")
         try:
