@@ -398,3 +398,26 @@ TEST_CASE("tool_choice auto: a call, once the model opens one, follows the schem
     CHECK(verdicts[i].get<bool>());
   }
 }
+
+TEST_CASE("harmony: only a header's recipient opens a call; the text of a message never does") {
+  const reach::Tokenizer tk = reach::Tokenizer::load(source_root() / "tests/data/families/gpt_oss/hf");
+  const auto syntax = ToolSyntax::for_template(reach::ChatTemplate::for_tokenizer(tk, "gpt_oss"));
+  REQUIRE(syntax);
+  const std::vector<std::string> names{"f"};
+  const std::vector<std::shared_ptr<const reach::JsonGrammar>> grammars{reach::JsonGrammar::any_object()};
+  auto c = std::make_shared<reach::JsonConstraint>(syntax->call_forms(names, grammars, tk, false),
+                                                   reach::TokenTrie::for_tokenizer(tk));
+  reach::ConstrainedReply r(c);
+  auto write = [&](const std::string& text) {
+    for (int32_t id : tk.encode(text, false)) r.advance(id, false);
+  };
+  write("<|channel|>analysis<|message|>I will say to=functions.f now");
+  CHECK(!r.tools()->in_call());
+  write("<|end|><|start|>assistant<|channel|>commentary to=functions.");
+  CHECK(r.tools()->in_call());
+  write("f <|constrain|>json<|message|>{}");
+  CHECK(!r.tools()->in_call());
+  CHECK(r.tools()->calls() == 1);
+  write(" and to=functions.f again in the text");   // after the call: its message's text
+  CHECK(!r.tools()->in_call());
+}

@@ -111,6 +111,7 @@ ToolCallReply::ToolCallReply(std::shared_ptr<const ToolCallForms> forms, std::sh
 void ToolCallReply::restart() {
   k_ = 0;
   at_start_ = true;
+  in_header_ = true;
   cands_.clear();
   after_call_ = ended_ = false;
   calls_ = 0;
@@ -119,6 +120,7 @@ void ToolCallReply::restart() {
 
 void ToolCallReply::open_call() {
   cands_.clear();
+  in_header_ = false;   // the call's form closes its header (harmony's <|message|>): what follows is text
   for (uint32_t t = 0; t < f_->calls.size(); ++t) {
     Cand c;
     c.tool = t;
@@ -130,6 +132,7 @@ void ToolCallReply::open_call() {
 bool ToolCallReply::feed_free(uint8_t b) {
   const std::string& o = f_->opener;
   if (o.empty()) return false;
+  if (!f_->header_open_ids.empty() && !in_header_) return false;   // message text: never a call's opener
   if (f_->at_start) {
     if (!at_start_ || (k_ == 0 && is_blank(b))) return false;
     if (uint8_t(o[k_]) != b) {
@@ -192,7 +195,8 @@ void ToolCallReply::allowed(std::span<const int32_t> stop_ids, size_t count, std
         if (cs.empty()) allowed[size_t(id)] = 0;
       }
     };
-    if (!completes_.empty() && (!f_->at_start || at_start_)) check(completes_[k_]);
+    const bool may_open = (!f_->at_start || at_start_) && (f_->header_open_ids.empty() || in_header_);
+    if (!completes_.empty() && may_open) check(completes_[k_]);
     return;
   }
   // In a call: the union of what each candidate form takes next.
@@ -252,6 +256,9 @@ void ToolCallReply::advance(int32_t id, bool stop) {
     const bool may_open = !f_->at_start || (at_start_ && k_ == 0);
     k_ = 0;
     at_start_ = false;
+    auto has = [id](const std::vector<int32_t>& ids) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+    if (has(f_->header_open_ids)) in_header_ = true;
+    if (has(f_->header_close_ids)) in_header_ = false;
     if (may_open && std::find(f_->opener_ids.begin(), f_->opener_ids.end(), id) != f_->opener_ids.end()) open_call();
     return;
   }

@@ -38,6 +38,9 @@ struct ToolCallForms {
   // The opener counts only as the reply's first non-blank text (Llama 3.1: a reply that starts with "{"
   // is the call; Mistral's and Phi-4-mini's list of calls is the reply).
   bool at_start = false;
+  // Where the opener counts only inside a message header (harmony: from <|start|> or <|channel|> to
+  // <|message|>; the reply starts in one): the special tokens that open and close a header.  Empty: anywhere.
+  std::vector<int32_t> header_open_ids, header_close_ids;
   std::vector<std::vector<ToolCallSegment>> calls;   // per tool: what follows the opener
   bool in_call = false;          // the reply starts just after an opener (the prompt wrote it: a forced call)
   bool end_after_call = false;   // after one call only an end id may come (a forced call)
@@ -77,6 +80,7 @@ class ToolCallReply {
 
   uint32_t k_ = 0;           // free text: opener bytes matched (at_start: in a row, after blanks)
   bool at_start_ = true;     // free text: only blanks so far
+  bool in_header_ = true;    // free text: inside a message header (ToolCallForms::header_open_ids)
   std::vector<Cand> cands_;  // in a call: the forms still possible
   bool after_call_ = false;  // end_after_call: the call is written
   bool ended_ = false;

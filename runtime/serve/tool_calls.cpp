@@ -137,7 +137,11 @@ std::shared_ptr<const ToolCallForms> ToolSyntax::call_forms(std::span<const std:
       forced_call || forced.substr(0, open.size()) != open ? std::string() : forced.substr(open.size());
   const std::string brace = forced_call && open.empty() && !harmony ? "{" : "";
   if (harmony) {
+    // A recipient is written in a message's header, never in its text.
     f->opener = "to=functions.";
+    for (const char* m : {"<|start|>", "<|channel|>"})
+      if (const auto id = tk.find(m)) f->header_open_ids.push_back(*id);
+    if (const auto id = tk.find("<|message|>")) f->header_close_ids.push_back(*id);
   } else if (open.empty()) {
     f->opener = "{";
   } else {

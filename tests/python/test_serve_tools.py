@@ -12,7 +12,8 @@ Checked against references that are not reach's own code:
     trip (call -> tool message -> answer) too;
   - tool_choice "required" with one tool / a named function among two: REACH_TOOL_REQUESTS (200) replies
     sampled at temperature 1 each parse into one call of that tool whose arguments validate against its
-    schema (jsonschema); "required" among two tools calls one of them;
+    schema (jsonschema); "required" among two tools makes one call of them that validates against the
+    schema of the tool it names;
   - tool_choice "auto" at temperature 1 over REACH_TOOL_AUTO_SEEDS (12) seeds: every call a reply makes
     (the sampler constrains a call once the model opens one) validates against its tool's schema, and a
     reply with calls ends with finish_reason "tool_calls";
@@ -188,9 +189,9 @@ def test_forced(c, requests):
                 print(f"request {i}: {calls[0]}")
     check(not invalid, f"{requests} forced calls at temperature 1 parse and validate ({len(invalid)} do not: {invalid[:3]})")
 
-    # "required" among several tools: the name is one of theirs; the arguments are an object of any keys
-    # (the grammar cannot pick a schema by a name it has not read), which a random model may not finish.
-    # So over a few seeds: every reply that ends by itself is one call of theirs, and at least one ends.
+    # "required" among several tools: the name is one of theirs and the arguments follow the schema of the
+    # one it names (the sampler walks both tools' call forms).  A random model may not finish, so over a
+    # few seeds: every reply that ends by itself is one valid call of theirs, and at least one ends.
     ended, wrong = 0, []
     for seed in range(3, 9):
         r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice="required",
@@ -199,10 +200,16 @@ def test_forced(c, requests):
         if r.choices[0].finish_reason == "length":
             continue
         ended += 1
-        if not (r.choices[0].finish_reason == "tool_calls" and len(calls) == 1 and calls[0][0] in SCHEMAS):
+        ok = r.choices[0].finish_reason == "tool_calls" and len(calls) == 1 and calls[0][0] in SCHEMAS
+        if ok:
+            try:
+                jsonschema.validate(json.loads(calls[0][1]), SCHEMAS[calls[0][0]])
+            except (ValueError, jsonschema.ValidationError):
+                ok = False
+        if not ok:
             wrong.append((seed, r.choices[0].finish_reason, calls[:1]))
     check(ended >= 1 and not wrong,
-          f"required among two tools calls one of them ({ended} of 6 replies ended; not one call of theirs: {wrong})")
+          f"required among two tools makes one valid call of them ({ended} of 6 replies ended; not so: {wrong})")
 
 
 def test_stream(c):
