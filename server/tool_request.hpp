@@ -1,7 +1,8 @@
 #pragma once
 // The request fields of function calling on /v1/chat/completions: tools (type "function", with a JSON
 // schema as "parameters"), tool_choice ("auto", "none", "required" or {"type": "function",
-// "function": {"name": ...}}), parallel_tool_calls; and the grammar a forced call follows.
+// "function": {"name": ...}}), parallel_tool_calls; and the prompt prefix and sampler constraint they
+// ask for (serve::plan_tool_calls).
 // Tool history in messages (assistant tool_calls, role "tool") is parsed with the messages
 // (openai_api.cpp).
 #include <memory>
