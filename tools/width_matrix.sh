@@ -7,6 +7,8 @@
 #   tools/width_matrix.sh                      every kernel and model suite x widths 4, 8, 16
 #   tools/width_matrix.sh --widths "4 16" --suites "kernels_norm families"
 #   tools/width_matrix.sh --timeout-multiplier 3 -j 2   (passed to meson test)
+#   tools/width_matrix.sh --no-validation ...     without the validation layer: a suite's Vulkan calls do
+#                                              not change with the width (the default run validates them)
 #
 # Each width is one `meson test -C build` run of the suites (their own environments
 # and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*,
@@ -28,6 +30,8 @@ if [ "${1:-}" = "--exec" ]; then
   if [ "$lanes" != 8 ] && [ -n "${MESA_SHADER_CACHE_DIR:-}" ]; then
     export MESA_SHADER_CACHE_DIR="$MESA_SHADER_CACHE_DIR-w$lanes"
   fi
+  # --no-validation: the suites' Vulkan calls do not change with the width (the main run validates them).
+  [ "${WIDTH_MATRIX_NO_VALIDATION:-}" = 1 ] && export REACH_VALIDATION=0
   exec "$@"
 fi
 
@@ -45,7 +49,8 @@ while [ $# -gt 0 ]; do
     -t|--timeout-multiplier) mult=$2; shift 2 ;;
     -j|--jobs) jobs=$2; shift 2 ;;
     --log) prefix=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-validation) export WIDTH_MATRIX_NO_VALIDATION=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
