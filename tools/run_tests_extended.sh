@@ -5,7 +5,8 @@
 #     (build-asan, gcc -O0);
 #   - each libFuzzer target of tests/fuzz for 10 s (build-fuzz, clang);
 #   - the Windows build (MinGW-w64, tools/cross_build.sh windows) under Wine (tools/wine_check.sh);
-#   - the Python wheel as users get it (python -m build, installed into a fresh venv).
+#   - the Python wheel as users get it (python -m build, installed into a fresh venv);
+#   - every family's forward pass at subgroup width 16 (tools/run_tests.sh runs 4).
 # They are kept out of tools/run_tests.sh because their four builds cost more CPU than all of its suites
 # (measured on 2 cores without a compiler cache: the sanitizer build 20 CPU-minutes, the Windows build
 # about 25); tools/run_tests.sh stays a newcomer's ~20 minutes.  Prints the stages as tools/run_tests.sh
@@ -115,6 +116,16 @@ REACH_TEST_WHEEL=1 meson test -C build --no-rebuild --print-errorlogs --logbase 
 stage_end wheel
 
 logs+=(build/meson-logs/wheel.json)
+
+# Every family's forward pass at 16 lanes (tools/run_tests.sh runs it at 4): lavapipe emulates 512-bit
+# vectors on 256-bit hardware, which makes it the costliest width (283 s cold).
+stage_begin families16 "families at subgroup width 16 (tools/width_matrix.sh)" 300
+rm -f build/meson-logs/familieswidth16-*.json
+bash tools/width_matrix.sh --widths 16 --suites families --log familieswidth --no-validation -t 2 \
+  >build/width_matrix_extended.log 2>&1 || status=1
+grep -E '^\|' build/width_matrix_extended.log
+for f in build/meson-logs/familieswidth16-*.json; do [ -f "$f" ] && logs+=("$f"); done
+stage_end families16
 
 # The background job (sanitizer build and suites, fuzz build) may still be running;
 # then the fuzz runs: one core per target, so two at a time with nothing else beside
