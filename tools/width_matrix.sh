@@ -9,6 +9,7 @@
 #   tools/width_matrix.sh --timeout-multiplier 3 -j 2   (passed to meson test)
 #   tools/width_matrix.sh --no-validation ...     without the validation layer: a suite's Vulkan calls do
 #                                              not change with the width (the default run validates them)
+#   tools/width_matrix.sh --no-build ...          without `ninja -C build` first (the caller built it)
 #
 # Each width is one `meson test -C build` run of the suites (their own environments
 # and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*,
@@ -42,6 +43,7 @@ suites=""
 mult=1
 jobs=1
 prefix=width
+no_build=0
 while [ $# -gt 0 ]; do
   case $1 in
     --widths) widths=$2; shift 2 ;;
@@ -50,12 +52,14 @@ while [ $# -gt 0 ]; do
     -j|--jobs) jobs=$2; shift 2 ;;
     --log) prefix=$2; shift 2 ;;
     --no-validation) export WIDTH_MATRIX_NO_VALIDATION=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-build) no_build=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -f build/build.ninja ] || { echo "width_matrix: no build/ here; run tools/setup.sh first" >&2; exit 2; }
-ninja -C build >/dev/null || { echo "width_matrix: the build failed (ninja -C build)" >&2; exit 2; }
+# --no-build: the caller built it (two of these may run side by side, and two ninjas must not).
+[ $no_build = 1 ] || ninja -C build >/dev/null || { echo "width_matrix: the build failed (ninja -C build)" >&2; exit 2; }
 
 if [ -z "$suites" ]; then
   # Every kernel suite (kernels_*, the fused ones) and the model suites, as meson lists them.
