@@ -15,7 +15,7 @@
 #           suite (tests/csharp)
 #   --no-build  install only (tools/run_tests.sh fetches the models while a second call builds)
 #   --wine  also MinGW-w64 g++ (posix threads) for the Windows build and wine64 + xvfb to run it
-#           (tools/wine_check.sh, the Windows stage of tools/run_tests.sh); about 180 MB to
+#           (tools/wine_check.sh, the Windows stage of tools/run_tests_extended.sh); about 180 MB to
 #           download and 1.1 GB installed (measured: 2 s download from a fast mirror, 22 s install)
 #   --cross  --wine, and zig (PyPI ziglang, into the venv; 410 MB installed) for the macOS and Linux
 #           aarch64 builds of tools/cross_build.sh, and zip for tools/package.sh

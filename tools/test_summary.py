@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Prints 'N passed, N failed' summed over meson testlog.json files (one line per meson test).
 
-tools/run_tests.sh passes the main build's log and those of the sanitizer and
-fuzz builds it ran.  A log that is missing (its build failed before testing)
+tools/run_tests.sh passes the main build's log and the subgroup-width runs';
+tools/run_tests_extended.sh those of the sanitizer, fuzz and wheel stages; .ci/run
+all of them.  A log that is missing (its build failed before testing)
 counts as one failed test, so the closing line never hides a broken build.
 With --slowest N, the N slowest suites over all logs come first (seconds,
 suite, build directory); the 'N passed, N failed' line stays the last line.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Windows stage of tools/run_tests.sh: the Windows build (tools/cross_build.sh windows) run under
+# The Windows stage of tools/run_tests_extended.sh: the Windows build (tools/cross_build.sh windows) run under
 # Wine, whose vulkan-1.dll hands Vulkan to this machine's driver (lavapipe), held to the Linux build:
 #   1. reach.exe info lists the device; reach.exe selftest passes;
 #   2. the C API suites and the families suite (test_capi.exe, test_capi_c.exe, test_families.exe);

@@ -3,7 +3,7 @@ builds the whole project again from the sdist in a folder of its own), the wheel
 with nothing else in it, and there it imports and generates the ids `reach run --ids` prints.
 
 Slow (it builds reach again: about 2 min on a 2-core machine with ccache warm, 6 to 7 without), so it runs
-only with REACH_TEST_WHEEL=1: tools/run_tests.sh's wheel stage sets it; other runs skip it (exit 77).  Needs
+only with REACH_TEST_WHEEL=1: tools/run_tests_extended.sh's wheel stage sets it; other runs skip it (exit 77).  Needs
 meson-python and build in the venv running it (tools/setup.sh --test installs them); builds offline
 (--no-isolation, the venv's meson-python).  Prints the sdist and wheel sizes and the build time.
 """
@@ -34,7 +34,7 @@ def run(cmd, **kw):
 
 def main():
     if os.environ.get("REACH_TEST_WHEEL") != "1":
-        skip("set REACH_TEST_WHEEL=1 to build the wheel again and install it (tools/run_tests.sh's wheel stage)")
+        skip("set REACH_TEST_WHEEL=1 to build the wheel again and install it (tools/run_tests_extended.sh's wheel stage)")
     for module in ("build", "mesonpy"):
         if subprocess.run([sys.executable, "-c", "import " + module]).returncode != 0:
             skip("%s is not installed in %s (bash tools/venv.sh build meson-python)" % (module, sys.executable))
