@@ -186,7 +186,7 @@ void ToolCallReply::allowed(std::span<const int32_t> stop_ids, size_t count, std
         if (size_t(id) >= vocab) continue;
         cs.clear();
         for (uint32_t tool = 0; tool < f_->calls.size(); ++tool) {
-          cs.push_back({tool, 0, 0, {}});
+          cs.emplace_back().tool = tool;   // (clang refuses {tool, 0, 0, {}}: JsonState's initializer)
           enter_segment(*f_, cs.back());
         }
         const std::string& b = t.bytes(id);
