@@ -7,27 +7,6 @@
 
 namespace reach {
 
-namespace {
-
-// Marks every token of `trie` whose bytes `start` takes whole: a depth-first pass that skips a subtree
-// at its first refused byte.  walk[d] holds the state after the first d bytes of the current path.
-void walk_trie(const ByteTrie& trie, const JsonState& start, std::vector<JsonState>& walk, uint8_t* allowed) {
-  if (walk.size() < trie.max_depth + 1) walk.resize(trie.max_depth + 1);
-  walk[0] = start;
-  for (size_t i = 1; i < trie.size();) {
-    const size_t d = trie.depth[i];
-    walk[d] = walk[d - 1];
-    if (!walk[d].feed(trie.label[i])) {
-      i = trie.end[i];
-      continue;
-    }
-    for (uint32_t k = trie.first_id[i]; k < trie.first_id[i + 1]; ++k) allowed[trie.ids[k]] = 1;
-    ++i;
-  }
-}
-
-}  // namespace
-
 ConstrainedReply::ConstrainedReply(std::shared_ptr<const JsonConstraint> constraint)
     : c_(std::move(constraint)), state_(c_->grammar.get()) {
   if (c_->tools) tools_ = std::make_unique<ToolCallReply>(c_->tools, c_->trie);

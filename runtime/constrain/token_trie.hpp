@@ -22,6 +22,25 @@ struct ByteTrie {
   size_t size() const { return end.size(); }
 };
 
+// Marks every token of `trie` whose bytes `start` takes whole: a depth-first pass that skips a subtree
+// at its first refused byte.  walk[d] holds the state after the first d bytes of the current path.
+// State: copyable, with bool feed(uint8_t) (a JSON state, a tool-call form's candidate).
+template <class State>
+void walk_trie(const ByteTrie& trie, const State& start, std::vector<State>& walk, uint8_t* allowed) {
+  if (walk.size() < trie.max_depth + 1) walk.resize(trie.max_depth + 1);
+  walk[0] = start;
+  for (size_t i = 1; i < trie.size();) {
+    const size_t d = trie.depth[i];
+    walk[d] = walk[d - 1];
+    if (!walk[d].feed(trie.label[i])) {
+      i = trie.end[i];
+      continue;
+    }
+    for (uint32_t k = trie.first_id[i]; k < trie.first_id[i + 1]; ++k) allowed[trie.ids[k]] = 1;
+    ++i;
+  }
+}
+
 class TokenTrie {
  public:
   // bytes[id]: what the token appends (Tokenizer::token_bytes); empty: never allowed (special tokens).

@@ -53,23 +53,6 @@ struct WalkState {
   bool feed(uint8_t b) { return reach::feed(*f, c, b); }
 };
 
-// Marks every token of `trie` whose bytes `start` takes whole (json_constraint.cpp's walk, over a
-// candidate form): a depth-first pass that skips a subtree at its first refused byte.
-void walk_trie(const ByteTrie& trie, const WalkState& start, std::vector<WalkState>& walk, uint8_t* allowed) {
-  if (walk.size() < trie.max_depth + 1) walk.resize(trie.max_depth + 1);
-  walk[0] = start;
-  for (size_t i = 1; i < trie.size();) {
-    const size_t d = trie.depth[i];
-    walk[d] = walk[d - 1];
-    if (!walk[d].feed(trie.label[i])) {
-      i = trie.end[i];
-      continue;
-    }
-    for (uint32_t k = trie.first_id[i]; k < trie.first_id[i + 1]; ++k) allowed[trie.ids[k]] = 1;
-    ++i;
-  }
-}
-
 }  // namespace
 
 ToolCallReply::ToolCallReply(std::shared_ptr<const ToolCallForms> forms, std::shared_ptr<const TokenTrie> trie)
