@@ -149,8 +149,9 @@ ROOMS = [
          '(references, the checkers\' and the server\'s client tests)', LIBRARY + ('cli/', 'tests/support/'),
          True, 'a suite may test any room; code two suites share goes to tests/support'),
     Room('tests/support/', 'fixtures, the kernel-check harness, CPU references: linked into every suite',
-         SESSION + ('tests/support/',), True,
-         'every suite links it with the runtime only: no server, capi, cli or suite code'),
+         SESSION + ('include/', 'tests/support/'), True,
+         'every suite links it with the runtime only: no server, capi, cli or suite code; the public C '
+         'header for the C API suites\' header-only checks'),
     Room('tests/fuzz/', 'libFuzzer targets of the Vulkan-free rooms (-Dfuzz=true)',
          TEXT + CONFIG[len(FORMATS):] + ('tests/fuzz/',), False,
          'the fuzz build compiles base, formats, text and config only'),

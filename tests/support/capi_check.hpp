@@ -1,0 +1,53 @@
+#pragma once
+// What the C API suites' files share (tests/test_capi*.cpp): their devices read the suite's
+// environment, validation errors are counted, and calls are checked with their status and message.
+#include <doctest/doctest.h>
+#include <reach.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "tests/support/model_fixture.hpp"
+
+namespace reach::test::capi {
+
+inline std::atomic<int> g_vulkan_errors{0};
+
+inline void on_log(void*, int level, const char* message) {
+  if (level == REACH_LOG_ERROR && std::strncmp(message, "vulkan:", 7) == 0) {
+    g_vulkan_errors++;
+    MESSAGE("validation: " << message);
+  }
+}
+
+// The suite's environment (REACH_VALIDATION=1, REACH_TUNING_FILE: tests/meson.build) applies to its devices:
+// the C API reads it only when asked (use_environment).
+inline const reach_device_params* env_params() {
+  static const reach_device_params p = [] {
+    reach_device_params d = reach_device_default_params();
+    d.use_environment = 1;
+    return d;
+  }();
+  return &p;
+}
+
+inline std::string tiny() { return reach::test::tiny_model("").string(); }
+
+}  // namespace reach::test::capi
+
+#define REQUIRE_OK(call)                                                                      \
+  do {                                                                                        \
+    reach_status st_ = (call);                                                                \
+    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
+    REQUIRE(st_ == REACH_OK);                                                                 \
+  } while (0)
+
+// A failing call: the expected code and a message that is not empty.
+#define CHECK_FAILS(call, want)                                                               \
+  do {                                                                                        \
+    reach_status st_ = (call);                                                                \
+    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
+    CHECK(st_ == (want));                                                                     \
+    CHECK(std::strlen(reach_last_error()) > 0);                                               \
+  } while (0)
