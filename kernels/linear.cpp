@@ -106,8 +106,14 @@ uint32_t KernelConfig::matvec_xsh(uint32_t K, uint32_t xrows, uint32_t rows, con
   // Subgroups of at least 8 lanes: the shader keeps one partial sum per 8 invocations.
   if (!matvec_xshared || matvec_mode == spec::MATVEC_MODE_ROW_PER_LANE || K % 4 || caps.subgroup_min < 8) return 0;
   const uint64_t red = matvec_mode == spec::MATVEC_MODE_SHARED ? uint64_t(rows) * matvec_wg * 4 : 4;
-  const uint64_t bytes = uint64_t(xrows) * K * 4 + uint64_t(xrows) * ((matvec_wg + 7) / 8) * 4 + red;
-  return bytes <= caps.max_shared_memory ? xrows * (K / 4) : 0;
+  const uint64_t partials = uint64_t(xrows) * ((matvec_wg + 7) / 8) * 4 + red;
+  const uint32_t exact = xrows * (K / 4);
+  if (uint64_t(exact) * 16 + partials > caps.max_shared_memory) return 0;
+  // The shader loops to K (a push constant); XSH only sizes the array, and each value is its own pipeline.
+  // Rounded up to 1 KiB where that still fits, shapes whose K differ a little share one pipeline; the K of
+  // real models (multiples of 256) keep their exact size.
+  const uint32_t rounded = (exact + 63) / 64 * 64;
+  return uint64_t(rounded) * 16 + partials <= caps.max_shared_memory ? rounded : exact;
 }
 
 void KernelConfig::matvec_tiling(uint32_t M, uint32_t& xrows, uint32_t& rows) const {

@@ -187,6 +187,30 @@ TEST_CASE("kernel plan: linear kernels assume a subgroup width only where the de
   }
 }
 
+TEST_CASE("kernel plan: X staged in shared memory holds the rows it stages and fits the device") {
+  // The array may be rounded up (nearby K share a pipeline), never below XROWS * K / 4 and never past the
+  // device's shared memory; the K of real models (multiples of 256) keep their exact size.
+  for (const Profile& p : kProfiles) {
+    INFO(p.name);
+    const Capabilities c = caps_of(p);
+    KernelConfig cfg = KernelConfig::from(c);
+    cfg.matvec_xshared = true;
+    for (uint32_t mode : {spec::MATVEC_MODE_SUBGROUP, spec::MATVEC_MODE_SHARED}) {
+      cfg.matvec_mode = mode;
+      for (uint32_t xrows : {1u, 3u, 8u})
+        for (uint32_t K : {4u, 20u, 100u, 576u, 1000u, 2048u, 2560u, 4096u, 14336u}) {
+          INFO("mode " << mode << " xrows " << xrows << " K " << K);
+          const uint32_t xsh = cfg.matvec_xsh(K, xrows, cfg.matvec_rows, c);
+          if (xsh == 0) continue;
+          CHECK(c.subgroup_min >= 8);
+          CHECK(xsh >= xrows * K / 4);
+          CHECK(uint64_t(xsh) * 16 <= c.max_shared_memory);
+          if (K % 256 == 0) CHECK(xsh == xrows * K / 4);
+        }
+    }
+  }
+}
+
 TEST_CASE("kernel plan: the cooperative-matrix tile's subgroups are the width its pipeline runs") {
   for (const Profile& p : kProfiles) {
     INFO(p.name);

@@ -2,7 +2,8 @@
 // double-precision CPU reference through tests/support/kernel_check: random
 // inputs, edge sizes around the tile sizes, every weight type, every kernel
 // variant the specialization constants offer, weights split into several
-// bindings, and nothing written outside Y.
+// bindings, and nothing written outside Y.  The GEMM variant cases (test_suite "gemm") run as the test
+// kernels_linear_gemm, the others as kernels_linear (tests/meson.build).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -182,7 +183,7 @@ TEST_CASE("linear: unaligned offsets of X, W and Y") {
   }
 }
 
-TEST_CASE("linear_gemm: register-tile variants") {
+TEST_CASE("linear_gemm: register-tile variants" * doctest::test_suite("gemm")) {
   const auto& caps = gpu().device->caps();
   struct V { uint32_t wg, tm, tn; bool bcast; };
   // (The default config is one more variant; each variant compiles 6 pipelines, so the list stays short.)
@@ -206,7 +207,7 @@ TEST_CASE("linear_gemm: register-tile variants") {
   }
 }
 
-TEST_CASE("linear_gemm: shared-memory tiled variants") {
+TEST_CASE("linear_gemm: shared-memory tiled variants" * doctest::test_suite("gemm")) {
   struct V { uint32_t tile_m, tile_n, tm, tn, bk; };
   for (V v : {V{32, 32, 4, 2, 16}, V{16, 16, 2, 2, 8}, V{64, 64, 4, 4, 16}, V{16, 32, 1, 4, 4}, V{128, 128, 8, 8, 16}}) {
     KernelConfig cfg = base_config();

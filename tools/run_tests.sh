@@ -66,13 +66,14 @@ stage_end main-suites
 # 2-core machine (load ~8), kernels_linear and families at 16 lanes ran past 600 s and 900 s of wall time.
 # families at 16 lanes is tools/run_tests_extended.sh's: lavapipe emulates 512-bit vectors on 256-bit
 # hardware there, and a cold run took 283 s (51 s at 4 lanes).
-width_suites="kernel_plan kernels_norm kernels_elementwise kernels_embed kernels_moe kernels_linear"
+width_suites="kernel_plan kernels_norm kernels_elementwise kernels_embed kernels_moe kernels_linear kernels_linear_gemm"
 stage_begin widths "kernels at subgroup widths 4 and 16, families at 4 (tools/width_matrix.sh)" 300
 rm -f build/meson-logs/width4-*.json build/meson-logs/width16-*.json
-# The two widths side by side, a core each: at 16, kernels_linear alone takes most of the stage.
+# The two widths side by side: at 16, kernels_linear takes most of the stage, so its two parts
+# (kernels_linear, kernels_linear_gemm) run at once there while width 4 goes on beside them.
 bash tools/width_matrix.sh --widths 4 --suites "$width_suites families" --no-validation --no-build -t 2 >build/width_matrix4.log 2>&1 &
 width4=$!
-bash tools/width_matrix.sh --widths 16 --suites "$width_suites" --no-validation --no-build -t 2 >build/width_matrix16.log 2>&1 || status=1
+bash tools/width_matrix.sh --widths 16 --suites "$width_suites" --no-validation --no-build -t 2 -j 2 >build/width_matrix16.log 2>&1 || status=1
 wait $width4 || status=1
 cat build/width_matrix4.log build/width_matrix16.log >build/width_matrix.log
 grep -E '^\|' build/width_matrix.log

