@@ -52,7 +52,7 @@ status=0
 logs=(build/meson-logs/testlog.json)
 
 
-stage_begin main-suites "meson test -C build: every suite on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 600
+stage_begin main-suites "meson test -C build: every suite on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 1140
 meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
 stage_end main-suites
 
@@ -67,7 +67,7 @@ stage_end main-suites
 # families at 16 lanes is tools/run_tests_extended.sh's: lavapipe emulates 512-bit vectors on 256-bit
 # hardware there, and a cold run took 283 s (51 s at 4 lanes).
 width_suites="kernel_plan kernels_norm kernels_elementwise kernels_embed kernels_moe kernels_linear kernels_linear_gemm"
-stage_begin widths "kernels at subgroup widths 4 and 16, families at 4 (tools/width_matrix.sh)" 300
+stage_begin widths "kernels at subgroup widths 4 and 16, families at 4 (tools/width_matrix.sh)" 150
 rm -f build/meson-logs/width4-*.json build/meson-logs/width16-*.json
 # The two widths side by side: at 16, kernels_linear takes most of the stage, so its two parts
 # (kernels_linear, kernels_linear_gemm) run at once there while width 4 goes on beside them.
@@ -98,7 +98,7 @@ stage_end coopmat "$note"
 # Device profiles (tests/data/device-profiles): `reach info --device-profile` for all 13, and the families
 # suite once per distinct effective record on this device (tools/profile_matrix.sh --dedupe says which
 # profiles share a run).  The full profile x suite matrix: tools/profile_matrix.sh.
-stage_begin profiles "reach info under 13 device profiles, families once per distinct plan (tools/profile_matrix.sh --dedupe families)" 150
+stage_begin profiles "reach info under 13 device profiles, families once per distinct plan (tools/profile_matrix.sh --dedupe families)" 90
 bash tools/profile_matrix.sh --dedupe families >build/profile_matrix.log 2>&1 || status=1
 tail -n 16 build/profile_matrix.log
 stage_end profiles
