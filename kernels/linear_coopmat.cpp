@@ -51,6 +51,15 @@ CoopmatTile choose_coopmat_tile(const Capabilities& caps, std::string& why) {
           "requiredSubgroupSizeStages)";
     return {};
   }
+  // lavapipe (Mesa's CPU driver) lowers each 8 x 8 matrix to one value per lane in 64 / width vectors and
+  // loops over `width` of them, so only 8 lanes work: at 16 (LP_NATIVE_VECTOR_WIDTH=512) Mesa 26.1 reads past
+  // the matrix and crashes in vkCreateComputePipelines (lvp_nir_lower_cooperative_matrix.c).
+  constexpr uint32_t kMesaVendor = 0x10005;
+  if (caps.is_cpu() && caps.vendor_id == kMesaVendor && sub != 8) {
+    why = "lavapipe's cooperative matrices work only with 8-lane subgroups (LP_NATIVE_VECTOR_WIDTH=256); this one "
+          "runs " + std::to_string(sub);
+    return {};
+  }
   // The largest f32-accumulating shape whose K divides the 32-deep slab; M and N up to 32, so a
   // 2 x 2 block of them stays a tile of at most 128.
   const CoopmatShape* best = nullptr;

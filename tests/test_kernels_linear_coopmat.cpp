@@ -193,6 +193,24 @@ TEST_CASE("coopmat tile: lavapipe's 8x8x8 (f16 and f32 accumulators, subgroup 8,
   check_tile(t, 8, 8, 8, 32, 32, 2, 32, false);
 }
 
+TEST_CASE("coopmat tile: lavapipe at 4 or 16 lanes has none (its lowering assumes 8), other devices keep theirs") {
+  std::string why;
+  for (uint32_t lanes : {4u, 16u}) {
+    Capabilities c = synthetic({{8, 8, 8, true}, {8, 8, 8, false}}, lanes, lanes, lanes, false, 32768, 1024);
+    c.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    c.vendor_id = 0x10005;
+    CHECK_FALSE(choose_coopmat_tile(c, why).valid());
+    CHECK(why.find("lavapipe") != std::string::npos);
+    CHECK(why.find(std::to_string(lanes)) != std::string::npos);
+    c.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;   // the rule is lavapipe's, not the width's
+    CHECK(choose_coopmat_tile(c, why).valid());
+  }
+  Capabilities at8 = synthetic({{8, 8, 8, false}}, 8, 8, 8, false, 32768, 1024);
+  at8.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  at8.vendor_id = 0x10005;
+  check_tile(choose_coopmat_tile(at8, why), 8, 8, 8, 32, 32, 2, 32, false);
+}
+
 TEST_CASE("coopmat tile: limits shrink the tile; unusable lists give none, with the reason") {
   std::string why;
   // 5 KiB of shared memory (X staged twice, hi and lo): 64 x 64 (19.5 KiB), 32 x 32 of 4 subgroups
