@@ -11,16 +11,10 @@
 #include <vector>
 
 #include "capi/capi_internal.hpp"
+#include "tests/support/capi_check.hpp"
 #include "tests/support/model_fixture.hpp"
 
 namespace {
-
-#define REQUIRE_OK(call)                                                                      \
-  do {                                                                                        \
-    reach_status st_ = (call);                                                                \
-    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
-    REQUIRE(st_ == REACH_OK);                                                                 \
-  } while (0)
 
 // The call fails with `want` and a message containing `needle`.
 #define CHECK_STATUS(call, want, needle)                                                      \

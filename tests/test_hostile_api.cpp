@@ -27,18 +27,12 @@
 #include "runtime/session/sampler.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/capi_check.hpp"
 #include "tests/support/model_fixture.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-#define REQUIRE_OK(call)                                                                      \
-  do {                                                                                        \
-    reach_status st_ = (call);                                                                \
-    INFO(#call << " -> " << reach_status_name(st_) << ": " << reach_last_error());           \
-    REQUIRE(st_ == REACH_OK);                                                                 \
-  } while (0)
 
 // A failing call: the expected code and a message that contains `needle`.
 #define CHECK_FAILS_WITH(call, want, needle)                                                  \

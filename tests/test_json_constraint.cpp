@@ -5,7 +5,6 @@
 // checked against the tokenizer's own decode.
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
@@ -14,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "base/platform/process.hpp"
 #include "runtime/constrain/json_constraint.hpp"
 #include "runtime/session/generation.hpp"
 #include "runtime/text/tokenizer.hpp"
@@ -70,21 +68,8 @@ int32_t end_id(const Tokenizer& tk) {
   return -1;
 }
 
-struct Command {
-  int status = -1;
-  std::string out;
-};
-
-Command run(const std::string& cmd) {
-  Command c;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
-    const int st = pclose(p);
-    c.status = reach::platform::command_exit_code(st);
-  }
-  return c;
-}
+using Command = reach::test::CommandResult;
+Command run(const std::string& cmd) { return reach::test::capture_command(cmd); }
 
 }  // namespace
 

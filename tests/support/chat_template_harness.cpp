@@ -3,11 +3,9 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fstream>
 
 #include "base/error.hpp"
-#include "base/platform/process.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/files.hpp"
 
@@ -21,19 +19,6 @@ using reach::test::source_root;
 using reach::test::TempDir;
 
 fs::path templates_dir() { return source_root() / "tests" / "data" / "chat_templates"; }
-
-
-
-Command run(const std::string& cmd) {
-  Command c;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) c.out.append(buf, n);
-    const int st = pclose(p);
-    c.status = reach::platform::command_exit_code(st);
-  }
-  return c;
-}
 
 // A path printed by a command (its last line), or nullopt when it fails or the file is absent.
 std::optional<fs::path> path_from(const std::string& cmd) {

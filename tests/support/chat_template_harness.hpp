@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/text/chat_template.hpp"
+#include "tests/support/files.hpp"
 
 namespace reach::test::chat_ref {
 
@@ -16,11 +17,8 @@ using json = nlohmann::ordered_json;
 
 std::filesystem::path templates_dir();
 
-struct Command {
-  int status = -1;  // exit status
-  std::string out;
-};
-Command run(const std::string& cmd);
+using Command = CommandResult;
+inline Command run(const std::string& cmd) { return capture_command(cmd); }
 // A path printed by a command (its last line), or nullopt when it fails or the file is absent.
 std::optional<std::filesystem::path> path_from(const std::string& cmd);
 

@@ -66,6 +66,17 @@ std::string run_command(const std::string& cmd) {
   return out;
 }
 
+CommandResult capture_command(const std::string& cmd) {
+  CommandResult c;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) c.out.append(buf.data(), n);
+    c.status = reach::platform::command_exit_code(pclose(p));
+  }
+  return c;
+}
+
 std::string python() {
   if (const char* s = std::getenv("REACH_TEST_PYTHON"); s && *s) return s;
   return "/usr/bin/python3";

@@ -37,5 +37,12 @@ std::string read_text(const std::filesystem::path& p);
 
 // Runs a shell command; fails the test with its output on a non-zero exit.
 std::string run_command(const std::string& cmd);
+// Runs a shell command and returns its exit status (-1 when it cannot start) and standard output,
+// for callers that decide themselves what a failure means (a reference that may be absent: skip).
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+CommandResult capture_command(const std::string& cmd);
 
 }  // namespace reach::test
