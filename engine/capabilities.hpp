@@ -69,10 +69,11 @@ struct Capabilities {
   // Formats the kernels' texel variants read, and whether each can back a
   // uniform texel buffer on this device.
   // The last two back the planes of quantized weights (kernels/quant_layout.hpp).
-  static constexpr VkFormat kTexelFormats[5] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
+  // R32_UINT: the words of quantized K / V rows (kernels/attention.hpp).
+  static constexpr VkFormat kTexelFormats[6] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
                                                 VK_FORMAT_R16G16B16A16_UINT, VK_FORMAT_R32G32B32A32_UINT,
-                                                VK_FORMAT_R16_UINT};
-  bool uniform_texel[5] = {};
+                                                VK_FORMAT_R16_UINT, VK_FORMAT_R32_UINT};
+  bool uniform_texel[6] = {};
 
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;

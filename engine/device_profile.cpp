@@ -182,12 +182,12 @@ void read_properties(const Reader& r, const Json& props, const std::string& key,
 }
 
 void read_formats(const Reader& r, const Json& formats, const std::string& key, DeviceProfile& p) {
-  static const char* const names[5] = {"VK_FORMAT_R32G32B32A32_SFLOAT", "VK_FORMAT_R16G16B16A16_SFLOAT",
+  static const char* const names[6] = {"VK_FORMAT_R32G32B32A32_SFLOAT", "VK_FORMAT_R16G16B16A16_SFLOAT",
                                        "VK_FORMAT_R16G16B16A16_UINT", "VK_FORMAT_R32G32B32A32_UINT",
-                                       "VK_FORMAT_R16_UINT"};
+                                       "VK_FORMAT_R16_UINT", "VK_FORMAT_R32_UINT"};
   static_assert(std::size(names) == std::size(Capabilities::kTexelFormats));
   for (const auto& [fname, fval] : r.object(formats, key).items()) {
-    for (size_t i = 0; i < 5; ++i) {
+    for (size_t i = 0; i < std::size(names); ++i) {
       if (fname != names[i]) continue;
       const std::string fkey = key + "." + fname;
       bool uniform = false, stated = false;

@@ -67,8 +67,8 @@ struct DeviceProfile {
   uint64_t min_texel_buffer_offset_alignment = 256;
   uint64_t max_texel_buffer_elements = 65536;
   // Capabilities::kTexelFormats that can back a uniform texel buffer.  The specification requires it
-  // of all five, so a format the file does not list keeps it.
-  bool uniform_texel[5] = {true, true, true, true, true};
+  // of all six, so a format the file does not list keeps it.
+  bool uniform_texel[6] = {true, true, true, true, true, true};
 
   bool has_extension(const char* name) const;
   // subgroupSizeControl with computeFullSubgroups, and compute among requiredSubgroupSizeStages.

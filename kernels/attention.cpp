@@ -309,8 +309,9 @@ bool Attention::lanes_decode_supported() const {
   return c.has_subgroup_arithmetic() && c.fixed_subgroup() != 0;
 }
 
-// The kernel and texel bindings of prefill/decode: K, V, table 1, table 2 and
-// rotated K become R32G32B32A32 texel buffers in the texel variant.
+// The kernel and texel bindings of prefill/decode: the tables become
+// R32G32B32A32 float texel buffers in the texel variant, K, rotated K and V
+// integer views of their rows (kv_texel_format).
 void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel,
                                const LayerCache& cache) const {
   desc.kernel = storage_kernel;
@@ -318,21 +319,30 @@ void Attention::select_variant(PipelineDesc& desc, ShaderId storage_kernel, Shad
   desc.kernel = texel_kernel;
   using B = CacheBindings;
   for (uint32_t b : {B::B_TAB1, B::B_TAB2}) desc.texel(b, VK_FORMAT_R32G32B32A32_SFLOAT);
-  for (uint32_t b : {B::B_KCACHE, B::B_KROT}) desc.texel(b, texel_format(cache.k_type));
-  desc.texel(B::B_VCACHE, texel_format(cache.v_type));
+  for (uint32_t b : {B::B_KCACHE, B::B_KROT}) desc.texel(b, kv_texel_format(cache.k_type));
+  desc.texel(B::B_VCACHE, kv_texel_format(cache.v_type));
 }
 
-VkFormat Attention::texel_format(KvType t) {
-  return t == KvType::f16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+// One texel per vec4 of f32 / f16 rows (shaders/attention_kv_read.glsl converts
+// the bits), one per word of quantized rows.
+VkFormat Attention::kv_texel_format(KvType t) {
+  switch (t) {
+    case KvType::f32: return VK_FORMAT_R32G32B32A32_UINT;
+    case KvType::f16: return VK_FORMAT_R16G16B16A16_UINT;
+    default: return VK_FORMAT_R32_UINT;
+  }
 }
 
-// Texel buffers hold f32 and f16 rows (the view's format converts); quantized
-// rows are words the storage kernels unpack.
+uint32_t Attention::kv_texel_bytes(KvType t) {
+  return t == KvType::f32 ? 16 : t == KvType::f16 ? 8 : 4;
+}
+
 bool Attention::texel_cache(const LayerCache& cache) const {
   if (tuning_.texel != 2) return false;
   const Capabilities& caps = device_.caps();
+  if (!caps.supports_uniform_texel(VK_FORMAT_R32G32B32A32_SFLOAT)) return false;   // the tables
   for (KvType t : {cache.k_type, cache.v_type})
-    if (kv_quantized(t) || !caps.supports_uniform_texel(texel_format(t))) return false;
+    if (!caps.supports_uniform_texel(kv_texel_format(t))) return false;
   return true;
 }
 

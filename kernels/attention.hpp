@@ -164,6 +164,11 @@ class Attention {
   // the fused kernel's arrival counters (one u32 per head) after them.
   uint64_t decode_scratch_bytes(const AttentionSpec& spec, uint32_t capacity) const;
 
+  // The texel format of K / V views in the texel variant, and its bytes (a binding of the cache may
+  // hold at most Capabilities::max_texel_buffer_elements of them).
+  static VkFormat kv_texel_format(KvType t);
+  static uint32_t kv_texel_bytes(KvType t);
+
   // Whether this device can run decode_variant 2 (subgroup arithmetic, a fixed subgroup size).
   bool lanes_decode_supported() const;
 
@@ -175,9 +180,8 @@ class Attention {
  private:
   void select_variant(PipelineDesc& desc, ShaderId storage_kernel, ShaderId texel_kernel,
                       const LayerCache& cache) const;
-  // Whether the kernels read this cache through texel buffers (tuning texel 2, and a type a view can convert).
+  // Whether the kernels read this cache through texel buffers (tuning texel 2, and views of its types).
   bool texel_cache(const LayerCache& cache) const;
-  static VkFormat texel_format(KvType t);
   void record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                      const BufferRange& step, const Act& q, const Act* k_new, const Act* v_new,
                      const LayerCache& cache, const Act& out, const BufferRange& scratch, const BufferRange& sinks,

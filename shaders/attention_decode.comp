@@ -22,36 +22,7 @@ const uint ACCN = (D4 + WG - 1u) / WG;
 
 layout(binding = B_STEP) readonly buffer Step { uint step[]; };
 layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
-#if defined(KV_TEX)
-// Texel-buffer variant for CPU devices: llvmpipe gathers texel fetches as
-// vectors but runs a lane-varying storage-buffer load lane by lane, with a
-// bounds check each; these are the loads inside the key loop.
-layout(binding = B_KCACHE) uniform samplerBuffer kc_t;
-layout(binding = B_KROT) uniform samplerBuffer kr_t;
-#define KR(i) texelFetch(kr_t, int(i))
-layout(binding = B_VCACHE) uniform samplerBuffer vc_t;
-layout(binding = B_TAB1) uniform samplerBuffer tab1_t;
-layout(binding = B_TAB2) uniform samplerBuffer tab2_t;
-#define KC(i) texelFetch(kc_t, int(i))
-#define VC(i) texelFetch(vc_t, int(i))
-#define TAB1(i) texelFetch(tab1_t, int(i))
-#define TAB2(i) texelFetch(tab2_t, int(i))
-#else
-// Storage buffers: each cache binding also as uints, the words of f16 and
-// quantized rows (attention_kv_codec.glsl reads them as KTYPE / VTYPE say).
-layout(binding = B_KCACHE) readonly buffer KC { vec4 kc[]; };
-layout(binding = B_KCACHE) readonly buffer KCW { uint kcw[]; };
-layout(binding = B_KROT) readonly buffer KRot { vec4 kr_buf[]; };
-layout(binding = B_KROT) readonly buffer KRotW { uint krw[]; };
-layout(binding = B_VCACHE) readonly buffer VC { vec4 vc[]; };
-layout(binding = B_VCACHE) readonly buffer VCW { uint vcw[]; };
-layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
-layout(binding = B_TAB2) readonly buffer T2 { vec4 tab2[]; };
-#define KV_STORAGE
-#define KR(i) load_kr(i)
-#define KC(i) load_kc(i)
-#define VC(i) load_vc(i)
-#endif
+#include "attention_kv_read.glsl"
 layout(binding = B_PART) coherent buffer Part { float part[]; };
 // FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
 // kernels, FUSED false): bindings 0-7 only, so the split pass fits a device with few descriptors per
@@ -79,11 +50,6 @@ layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
-#ifdef KV_STORAGE
-KV_LOADER(load_kc, kc, kcw, KTYPE)
-KV_LOADER(load_kr, kr_buf, krw, KTYPE)
-KV_LOADER(load_vc, vc, vcw, VTYPE)
-#endif
 #include "attention_merge.glsl"
 KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
 KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)

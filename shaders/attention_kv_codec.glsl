@@ -127,3 +127,29 @@ void kv_round(uint t, inout vec4 x[D4]) {
     }
   }
 }
+
+// The loaders behind KC / KR / VC of attention_kv_read.glsl.
+#if defined(ATTN_KV_READ) && defined(KV_TEX)
+// The i-th vec4 of a cache of type TYPE read through the integer view T.
+#define KV_TEX_LOADER(FN, T, TYPE)                                                          \
+  vec4 FN(uint i) {                                                                         \
+    if (TYPE == KV_F32) return uintBitsToFloat(texelFetch(T, int(i)));                      \
+    if (TYPE == KV_F16) {                                                                   \
+      const uvec4 h = texelFetch(T, int(i));                                                \
+      return vec4(unpackHalf2x16(h.x | (h.y << 16u)), unpackHalf2x16(h.z | (h.w << 16u))); \
+    }                                                                                       \
+    const uint r = i / D4, c = i - r * D4;                                                  \
+    const uint rb = r * kv_row_words(TYPE);                                                 \
+    const float d = kv_scale(texelFetch(T, int(rb + kv_value_words(TYPE) + (c >> 4u))).x,  \
+                             c >> 3u);                                                      \
+    if (TYPE == KV_Q8_0) return kv_q8(texelFetch(T, int(rb + c)).x, d);                    \
+    return kv_q4(texelFetch(T, int(rb + (c >> 1u))).x, (c & 1u) * 16u, d);                 \
+  }
+KV_TEX_LOADER(load_kc, kc_t, KTYPE)
+KV_TEX_LOADER(load_kr, kr_t, KTYPE)
+KV_TEX_LOADER(load_vc, vc_t, VTYPE)
+#elif defined(ATTN_KV_READ)
+KV_LOADER(load_kc, kc, kcw, KTYPE)
+KV_LOADER(load_kr, kr_buf, krw, KTYPE)
+KV_LOADER(load_vc, vc, vcw, VTYPE)
+#endif

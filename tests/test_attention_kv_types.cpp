@@ -61,7 +61,8 @@ TEST_CASE("kv types: the CPU rule against hand-worked blocks") {
 
 // Cold pipelines dominate this suite's time on a CPU device (each type, scheme and kernel is its own
 // pipeline), so the cases share shapes and walk the kernels once each: both decode kernels unfused,
-// the fused step with the device's decode kernel, storage and (f16) texel reads.
+// the fused step with the device's decode kernel, and both reads of every type: texel views (the
+// default on a CPU device) and storage buffers (GPUs; the f16 case, and the mixed q8_0 / q4_0 one).
 TEST_CASE("kv types: every kernel reads back what the cache stores") {
   for (KvType t : kRounded) {
     const std::string name = kv_type_name(t);
@@ -74,7 +75,7 @@ TEST_CASE("kv types: every kernel reads back what the cache stores") {
     h.fused = true;
     h.decode_variants = {2};
     expect_ok(h);                   // the fused step (kv_round of the new key and value)
-    if (t == KvType::f16) {         // f16 through texel views (the default here) and storage buffers
+    if (t == KvType::f16) {         // storage buffers (texel views above, on a CPU device)
       h.tuning = small_tiles();
       expect_ok(h);
     }
@@ -97,6 +98,8 @@ TEST_CASE("kv types: every kernel reads back what the cache stores") {
   mixed.k_type = KvType::q8_0;
   mixed.v_type = KvType::q4_0;
   mixed.decode_variants = {2};
+  expect_ok(mixed);
+  mixed.tuning = small_tiles();   // the storage-buffer loaders of both quantized types
   expect_ok(mixed);
   Harness nope{make_scheme(Kind::nope, 4, 1, 32), 30, {30}, 2};
   nope.k_type = KvType::q4_0;

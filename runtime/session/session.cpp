@@ -36,13 +36,13 @@ uint64_t attention_binding_limit(const Capabilities& caps, const AttentionTuning
   return limit;
 }
 
-// The most bytes one K or V binding may span: texel views of f32 / f16 rows
-// count texels of 16 / 8 bytes; quantized rows are read as storage buffers.
+// The most bytes one K or V binding may span: in the texel variant a binding
+// holds at most max_texel_buffer_elements texels of its type's view.
 uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tuning, KvType k, KvType v) {
   uint64_t limit = binding_span(caps);
-  if (tuning.texel == 2 && !kv_quantized(k) && !kv_quantized(v))
+  if (tuning.texel == 2)
     limit = std::min(limit, saturating_mul({caps.max_texel_buffer_elements,
-                                            k == KvType::f16 || v == KvType::f16 ? 8u : 16u}));
+                                            std::min(Attention::kv_texel_bytes(k), Attention::kv_texel_bytes(v))}));
   return limit;
 }
 
