@@ -58,7 +58,8 @@ def check_eval(reach, tmp):
     with open(ids, "w") as f:
         f.write(" ".join(str(65 + i % 26) for i in range(40)))
     for flags, want in [([], ("f16", "f16")), (["-ctk", "f32", "-ctv", "f32"], ("f32", "f32"))]:
-        rc, _, err = run(reach, ["eval", "-m", MODEL, "--tokens", ids, "--ctx", "16", "--score-last", "4", "-v"] + flags)
+        args = ["eval", "-m", MODEL, "--tokens", ids, "--ctx", "16", "--score-last", "4", "-v"]
+        rc, _, err = run(reach, args + flags)
         got = kv_line(err)
         check(rc == 0 and got is not None and got[:2] == want,
               f"reach eval -v {' '.join(flags) or '(no -ctk / -ctv)'}: K {want[0]} V {want[1]} (got {got})", err)
