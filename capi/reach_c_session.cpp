@@ -148,6 +148,8 @@ reach_session_params reach_session_default_params(void) {
   p.original_ctx = p.rerope_window = p.self_extend_group = p.self_extend_window = -1;
   p.logn = p.attn_window = p.attn_sinks = -1;
   p.sampling = reach_sampling_default_params();
+  // f16, as every front end (cli/options.hpp kFrontEndKvType); SessionOptions itself keeps f32.
+  p.cache_type_k = p.cache_type_v = REACH_KV_F16;
   return p;
 }
 

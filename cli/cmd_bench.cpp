@@ -133,7 +133,7 @@ int cmd_bench(const Args& args) {
   std::vector<uint32_t> depths = {0}, parallel;
   bool profile = false, prompt_given = false, full_kv = false, unfused = false;
   QuantActivations activations = QuantActivations::device;
-  KvType cache_k = KvType::f32, cache_v = KvType::f32;
+  KvType cache_k = kFrontEndKvType, cache_v = kFrontEndKvType;
   std::optional<WType> quantize;
   SchemeOverrides ov;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -168,7 +168,8 @@ int cmd_info(const Args& args) {
           continue;
         }
         const uint64_t per = uint64_t(c.n_layers) * c.n_kv_heads * 2 * kv_row_bytes(t, d);
-        std::printf(" %s %llu bytes%s", kv_type_name(t), (unsigned long long)per, t == KvType::q4_0 ? "" : ",");
+        std::printf(" %s %llu bytes%s%s", kv_type_name(t), (unsigned long long)per,
+                    t == kFrontEndKvType ? " (default)" : "", t == KvType::q4_0 ? "" : ",");
       }
       std::printf("\n");
       return 0;

@@ -150,6 +150,7 @@ int run(const Args& args) {
   int64_t n_predict = 64, ctx = 0, chunk = kDefaultPrefillChunk;
   SamplerParams sp;
   SessionOptions so;
+  so.cache_type_k = so.cache_type_v = kFrontEndKvType;
   std::optional<WType> quantize;
   std::string json_schema_file;
   bool json_object = false;

@@ -66,7 +66,8 @@ int cmd_serve(const Args& args) {
   int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0;
   server::HttpOptions ho;
   server::ApiOptions ao;
-  SessionOptions so;
+  SessionOptions so;   // every slot's options
+  so.cache_type_k = so.cache_type_v = kFrontEndKvType;
   std::optional<WType> quantize;
   bool prefix_cache = true, embeddings_on = false;
   double drain_timeout = 30;
@@ -139,8 +140,9 @@ int cmd_serve(const Args& args) {
   }
   server::HttpServer http(routes, ho);
   const int port = http.bind();
-  std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens, load %.2f s\n", ao.model_id.c_str(),
-               (long long)parallel, scheduler.context(), e.load_seconds);
+  std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens (KV cache K %s V %s), load %.2f s\n",
+               ao.model_id.c_str(), (long long)parallel, scheduler.context(), kv_type_name(so.cache_type_k),
+               kv_type_name(so.cache_type_v), e.load_seconds);
   std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
   std::fflush(stderr);
 

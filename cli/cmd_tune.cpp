@@ -55,6 +55,7 @@ struct Runner {
   Runner(Model& m, QuantActivations a, uint32_t context) : model(m) {
     so.context = context;
     so.activations = a;
+    so.cache_type_k = so.cache_type_v = kFrontEndKvType;   // the cache `reach run` makes by default
     session = std::make_unique<Session>(model, so);
   }
   std::vector<int32_t> ids(size_t n) {

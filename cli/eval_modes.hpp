@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/eval_protocols.hpp"
+#include "cli/options.hpp"
 #include "cli/progress_bar.hpp"
 #include "runtime/config/position_schemes.hpp"
 #include "runtime/model/model.hpp"
@@ -32,7 +33,7 @@ struct EvalOptions {
   uint64_t seed = 0;
   bool verbose = false;
   bool full_kv = false;   // --full-kv (SessionOptions::full_kv)
-  KvType cache_type_k = KvType::f32, cache_type_v = KvType::f32;   // -ctk / -ctv
+  KvType cache_type_k = kFrontEndKvType, cache_type_v = kFrontEndKvType;   // -ctk / -ctv
   QuantActivations activations = QuantActivations::device;   // --exact-activations / --int8-activations
   SchemeOverrides user;   // scheme flags given on the command line
   std::optional<WType> quantize;   // --quantize

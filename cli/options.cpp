@@ -62,10 +62,11 @@ std::string full_kv_flag_help(size_t column) {
 
 std::string kv_cache_flag_help(size_t column) {
   return option_help("-ctk, --cache-type-k T",
-                     "how the KV cache stores keys: f32 (the default), f16, q8_0 or q4_0 (blocks of 32\n"
-                     "values with an f16 scale, quantized as they are written; head_dim a multiple of 32)",
+                     "how the KV cache stores keys: f16 (the default), f32, q8_0 or q4_0 (blocks of 32\n"
+                     "values with an f16 scale, quantized as they are written; head_dim a multiple of 32);\n"
+                     "-ctk f32 -ctv f32 for an exact f32 cache",
                      column) +
-         option_help("-ctv, --cache-type-v T", "how it stores values: the same types", column);
+         option_help("-ctv, --cache-type-v T", "how it stores values: the same types (default f16)", column);
 }
 
 bool parse_kv_cache_flag(const Args& args, size_t& i, KvType& k, KvType& v) {

@@ -46,6 +46,10 @@ std::string full_kv_flag_help(size_t column);
 // --exact-activations / --int8-activations (SessionOptions::activations), shared by run / bench / eval:
 // true (i stays) when args[i] is one of them.
 std::string activations_flag_help(size_t column);
+// The KV cache type of every front end (run, bench, eval, serve, tune; reach_session_default_params in capi/
+// says the same): f16 halves the cache at no measurable quality cost, and is llama.cpp's default too.
+// SessionOptions keeps f32, the exact setting the reference suites check; -ctk f32 -ctv f32 asks for it.
+inline constexpr KvType kFrontEndKvType = KvType::f16;
 // -ctk / --cache-type-k and -ctv / --cache-type-v (SessionOptions::cache_type_k / _v), shared by run / bench /
 // eval / serve: true (i at the value) when args[i] is one of them; an unknown type throws naming the flag.
 std::string kv_cache_flag_help(size_t column);

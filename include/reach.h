@@ -512,12 +512,12 @@ typedef struct reach_session_params {
    * keep a ring of window + chunk - 1 rows, so their memory does not grow with
    * the context, and reach_session_rewind cannot go back past what it overwrote. */
   int32_t full_kv;
-  /* How the KV cache stores keys and values (-ctk / -ctv): a reach_kv_type.  f16
-   * halves the cache; q8_0 and q4_0 store blocks of 32 values with an f16 scale
-   * (about 0.53x and 0.28x of f16), quantized as they are written, and need a
+  /* How the KV cache stores keys and values (-ctk / -ctv): a reach_kv_type.  f16, the default as on the
+   * command line, halves f32's memory (REACH_KV_F32 for an exact f32 cache); q8_0 and q4_0 store blocks of
+   * 32 values with an f16 scale (about 0.53x and 0.28x of f16), quantized as they are written, and need a
    * head_dim that is a multiple of 32 (else reach_session_create is UNSUPPORTED). */
-  int32_t cache_type_k;       /* REACH_KV_F32 (default) */
-  int32_t cache_type_v;       /* REACH_KV_F32 (default) */
+  int32_t cache_type_k;       /* REACH_KV_F16 (default) */
+  int32_t cache_type_v;       /* REACH_KV_F16 (default) */
   uint32_t reserved[13];      /* cache_type_k / _v took reserved[0..1]: the struct's size is unchanged */
 } reach_session_params;
 

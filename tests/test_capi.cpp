@@ -409,6 +409,53 @@ TEST_CASE("capi: bad calls return codes with messages and never abort") {
   reach_set_log_callback(nullptr, nullptr);
 }
 
+TEST_CASE("capi: sessions default to an f16 KV cache, as the CLI's; REACH_KV_F32 asks for f32") {
+  const reach_session_params d = reach_session_default_params();
+  CHECK(d.cache_type_k == REACH_KV_F16);
+  CHECK(d.cache_type_v == REACH_KV_F16);
+  reach_set_log_callback(on_log, nullptr);
+  g_vulkan_errors = 0;
+  const std::string dir = tiny();
+  reach_device* dev = nullptr;
+  REQUIRE_OK(reach_device_create(env_params(), &dev));
+  reach_model* m = nullptr;
+  REQUIRE_OK(reach_model_load(dev, dir.c_str(), nullptr, &m));
+  const std::vector<int32_t> ids = prompt_ids(m);
+  // The logits after the prompt and two decode steps (which read the cache back), from a session made with
+  // `params` (NULL: the defaults).
+  auto logits_with = [&](const reach_session_params* params) {
+    reach_session* s = nullptr;
+    REQUIRE_OK(reach_session_create(m, params, &s));
+    REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+    for (int32_t t : {5, 7}) REQUIRE_OK(reach_session_decode(s, t));
+    const float* p = nullptr;
+    size_t n = 0;
+    REQUIRE_OK(reach_session_logits(s, &p, &n));
+    std::vector<float> out(p, p + n);
+    REQUIRE_OK(reach_session_free(s));
+    return out;
+  };
+  auto with_types = [&](int32_t k, int32_t v) {
+    reach_session_params p = reach_session_default_params();
+    p.cache_type_k = k;
+    p.cache_type_v = v;
+    return logits_with(&p);
+  };
+  const std::vector<float> by_null = logits_with(nullptr), by_default = logits_with(&d);
+  const std::vector<float> f16 = with_types(REACH_KV_F16, REACH_KV_F16), f32 = with_types(REACH_KV_F32, REACH_KV_F32);
+  REQUIRE(f16.size() == f32.size());
+  // Bit for bit the f16 cache's logits (one program, one rounding of K and V)...
+  CHECK(std::memcmp(by_null.data(), f16.data(), f16.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(by_default.data(), f16.data(), f16.size() * sizeof(float)) == 0);
+  // ... and not the f32 cache's: rounding K and V to 11-bit mantissas moves some logit of this random-weight
+  // model, so the comparison above tells the two apart.
+  CHECK(std::memcmp(f32.data(), f16.data(), f16.size() * sizeof(float)) != 0);
+  CHECK(g_vulkan_errors == 0);
+  REQUIRE_OK(reach_model_free(m));
+  REQUIRE_OK(reach_device_free(dev));
+  reach_set_log_callback(nullptr, nullptr);
+}
+
 TEST_CASE("capi: reach_batch_decode steps several sessions as each would step alone") {
   reach_set_log_callback(on_log, nullptr);
   g_vulkan_errors = 0;

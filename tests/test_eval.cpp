@@ -38,9 +38,11 @@ void write_ids(const fs::path& p, const std::vector<int32_t>& ids) {
 
 std::string reach_bin() { return (build_root() / "cli" / "reach").string(); }
 
-// Runs `reach eval ARGS`, stdout to `out`; returns stderr (run_command fails the test on rc != 0).
+// Runs `reach eval ARGS`, stdout to `out`; returns stderr (run_command fails the test on rc != 0).  With an
+// f32 KV cache (the CLI's default is f16): these cases check the protocols against the float64 reference.
 std::string run_eval(const std::string& args, const fs::path& out) {
-  return run_command("(REACH_PROGRESS=0 " + reach_bin() + " eval " + args + " > " + out.string() + ")");
+  return run_command("(REACH_PROGRESS=0 " + reach_bin() + " eval -ctk f32 -ctv f32 " + args + " > " + out.string() +
+                     ")");
 }
 
 // −log softmax(row)[t] computed independently (float64, no shared code).

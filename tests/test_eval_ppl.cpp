@@ -125,7 +125,8 @@ struct Run {
 Run run_ppl(const fs::path& model, const std::string& sample_args, const std::string& extra, const fs::path& dir) {
   const std::string bin = (build_root() / "cli" / "reach").string();
   Run r;
-  r.err = run_command("(REACH_PROGRESS=0 " + bin + " eval -m " + model.string() + " " + sample_args +
+  // An f32 KV cache (the CLI's default is f16): the scores are checked against the float64 reference.
+  r.err = run_command("(REACH_PROGRESS=0 " + bin + " eval -ctk f32 -ctv f32 -m " + model.string() + " " + sample_args +
                       " --mode ppl --ctx " + std::to_string(kCtx) + " -o json --dump-logprobs " +
                       (dir / "lp.tsv").string() + " " + extra + " > " + (dir / "out.json").string() + ")");
   r.j = json::parse(slurp(dir / "out.json"));

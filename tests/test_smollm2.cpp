@@ -259,9 +259,10 @@ TEST_CASE("smollm2: `reach run --temp 0` prints the reference's greedy chain" * 
   const auto& p = ref.at("prompts").at(1);   // plain-text prompt: no EOS inside 32 tokens
   const auto gen = p.at("generated").get<std::vector<int32_t>>();
   std::string text = p.at("text").get<std::string>();
+  // An f32 KV cache, as the reference's chain was checked against (the CLI's default is f16).
   const std::string out = run_command((build_root() / "cli" / "reach").string() + " run -m '" +
                                       model_dir(false).string() + "' -p '" + text + "' -n " +
-                                      std::to_string(gen.size()) + " --temp 0 --ids");
+                                      std::to_string(gen.size()) + " --temp 0 --ids -ctk f32 -ctv f32");
   const auto at = out.find("generated ids: ");
   REQUIRE(at != std::string::npos);
   std::istringstream is(out.substr(at + 15));

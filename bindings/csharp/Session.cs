@@ -25,7 +25,8 @@ namespace Reach
         }
     }
 
-    /// <summary>reach_session_params; null fields keep reach's defaults.</summary>
+    /// <summary>reach_session_params; null fields keep reach's defaults (an f16 KV cache among them: README,
+    /// "KV cache types").</summary>
     public sealed class SessionOptions : SamplingOptions
     {
         /// <summary>KV-cache capacity in tokens; null: min(max_position_embeddings, 4096).</summary>

@@ -38,8 +38,8 @@ struct SessionOptions {
   // at the price of how far rewind can go back (rewind_floor).  true keeps
   // every position for every layer.
   bool full_kv = false;
-  // How the KV cache stores keys and values (base/kv_type.hpp): f32, f16, or q8_0 / q4_0 blocks
-  // quantized as they are written (--cache-type-k / --cache-type-v).
+  // How the KV cache stores keys and values (base/kv_type.hpp; -ctk / -ctv): f32, f16, q8_0 or q4_0 blocks.
+  // Front ends default to f16 (half the memory); the library's stays f32, the exact setting reference suites check.
   KvType cache_type_k = KvType::f32, cache_type_v = KvType::f32;
   // Decode steps (and batched decode rows) run the fused layer: norms, biases, residual adds and the gated
   // activation folded into the mat-vecs, and the attention's KV store, per-head q/k norms, split-K attention

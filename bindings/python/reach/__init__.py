@@ -132,6 +132,8 @@ class Model:
         l_test, rope_scaling, rope_factor, original_ctx, rerope_window, leaky_k,
         self_extend_group, self_extend_window, logn, qk_norm, cos_n, attn_window, attn_sinks,
         scheme_flags (more flags as on `reach run`'s command line), full_kv, profile.
+        The KV cache stores keys and values as f16, reach_session_default_params' default (README,
+        "KV cache types").
     """
 
     def __init__(self, path: Union[str, os.PathLike], device: Union[None, int, str, "_reach.Device"] = None, *,
