@@ -13,6 +13,7 @@
 // only the live ones.  Partials: acc [splits][H][D], then (max, sum) [splits][H].
 // ReRoPE keys outside the window use the raw key (no rotation), so the extra
 // work of a ReRoPE step is O(w·d); Leaky / Self-Extend rotate every branch-2 key.
+#extension GL_EXT_control_flow_attributes : require
 #include "contract.glsl"
 #include "spec/attention_decode.h"
 const uint WG = gl_WorkGroupSize.x;

@@ -76,13 +76,14 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   else table_cs1(p, c, cs, sn);
 }
 
-// Key at `base` (from the pre-rotated cache when FROM_KR), rotated at position
+// Key at cache row `row` (from the pre-rotated cache when FROM_KR), rotated at position
 // kp (table 2 when T2) when ROT; s[hq] = q[hq]·key.  Macro: the arrays stay
 // registers (every index is a constant once the loops unroll).
 #define KEY_SCORES(s, q, FROM_KR, ROT, kp, T2)                                  \
   {                                                                             \
     vec4 k[D4];                                                                 \
-    [[unroll]] for (uint c = 0u; c < D4; ++c) k[c] = (FROM_KR) ? KR(base + c) : KC(base + c); \
+    if (FROM_KR) load_kr_row(row, k);                                           \
+    else load_kc_row(row, k);                                                   \
     if (ROT) {                                                                  \
       [[unroll]] for (uint c = 0u; c < R4; ++c) {                               \
         vec4 cs, sn;                                                            \
@@ -109,7 +110,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
     const int mk = fused_read_key(min(m, k_last), i);
-    const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
+    const uint row = g_local * pc.capacity + kv_row(mk);
     float s1[HPW], s2[HPW];
     if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
     if (need2) KEY_SCORES(s2, q2, false, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2)
@@ -140,11 +141,10 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   }
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int mk = fused_read_key(min(k0 + int(t * WG + lane), k_last), i);
-    const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
-    [[unroll]] for (uint c = 0u; c < D4; ++c) {
-      const vec4 v = VC(base + c);
-      [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) acc[hq * D4 + c] += s[t * HPW + hq] * v;
-    }
+    vec4 v[D4];
+    load_vc_row(g_local * pc.capacity + kv_row(mk), v);
+    [[unroll]] for (uint c = 0u; c < D4; ++c)
+      [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) acc[hq * D4 + c] += s[t * HPW + hq] * v[c];
   }
 }
 

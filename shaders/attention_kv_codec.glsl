@@ -128,7 +128,32 @@ void kv_round(uint t, inout vec4 x[D4]) {
   }
 }
 
-// The loaders behind KC / KR / VC of attention_kv_read.glsl.
+// The loaders behind KC / KR / VC of attention_kv_read.glsl, and the row
+// loaders load_kc_row / load_kr_row / load_vc_row (a whole row of D values at
+// once: a quantized row's scale words are fetched once, not once per vec4).
+//
+// KV_ROW_LOADER(fn, elem, WORD, TYPE): row r through elem (the vec4 loader) for
+// f32 / f16, and through WORD(j), the cache's j-th word, for the block types.
+#define KV_ROW_LOADER(FN, ELEM, WORD, TYPE)                                                       \
+  void FN(uint r, out vec4 x[D4]) {                                                              \
+    if (TYPE == KV_Q8_0 || TYPE == KV_Q4_0) {                                                     \
+      const uint rb = r * kv_row_words(TYPE), vw = kv_value_words(TYPE);                         \
+      uint sw[KV_SCALE_WORDS + 1u];                                                              \
+      [[unroll]] for (uint w = 0u; w < KV_SCALE_WORDS; ++w) sw[w] = WORD(rb + vw + w);            \
+      if (TYPE == KV_Q8_0) {                                                                      \
+        [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = kv_q8(WORD(rb + c), kv_scale(sw[c >> 4u], c >> 3u)); \
+      } else {                                                                                    \
+        [[unroll]] for (uint j = 0u; j < D4 / 2u; ++j) {                                         \
+          const uint w = WORD(rb + j);                                                            \
+          const float d = kv_scale(sw[j >> 3u], j >> 2u);                                         \
+          x[2u * j] = kv_q4(w, 0u, d);                                                            \
+          x[2u * j + 1u] = kv_q4(w, 16u, d);                                                      \
+        }                                                                                         \
+      }                                                                                           \
+    } else {                                                                                      \
+      [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = ELEM(r * D4 + c);                          \
+    }                                                                                             \
+  }
 #if defined(ATTN_KV_READ) && defined(KV_TEX)
 // The i-th vec4 of a cache of type TYPE read through the integer view T.
 #define KV_TEX_LOADER(FN, T, TYPE)                                                          \
@@ -148,8 +173,19 @@ void kv_round(uint t, inout vec4 x[D4]) {
 KV_TEX_LOADER(load_kc, kc_t, KTYPE)
 KV_TEX_LOADER(load_kr, kr_t, KTYPE)
 KV_TEX_LOADER(load_vc, vc_t, VTYPE)
+#define KC_WORD(j) texelFetch(kc_t, int(j)).x
+#define KR_WORD(j) texelFetch(kr_t, int(j)).x
+#define VC_WORD(j) texelFetch(vc_t, int(j)).x
 #elif defined(ATTN_KV_READ)
 KV_LOADER(load_kc, kc, kcw, KTYPE)
 KV_LOADER(load_kr, kr_buf, krw, KTYPE)
 KV_LOADER(load_vc, vc, vcw, VTYPE)
+#define KC_WORD(j) kcw[j]
+#define KR_WORD(j) krw[j]
+#define VC_WORD(j) vcw[j]
+#endif
+#if defined(ATTN_KV_READ)
+KV_ROW_LOADER(load_kc_row, load_kc, KC_WORD, KTYPE)
+KV_ROW_LOADER(load_kr_row, load_kr, KR_WORD, KTYPE)
+KV_ROW_LOADER(load_vc_row, load_vc, VC_WORD, VTYPE)
 #endif
