@@ -12,6 +12,15 @@ using System.Runtime.InteropServices;
 namespace Reach
 {
     /// <summary>reach_status: the code every reach call returns.</summary>
+    /// <summary>How the KV cache stores keys or values (reach_kv_type; README, "KV cache types").</summary>
+    public enum KvCacheType : int
+    {
+        F32 = 0,
+        F16 = 1,
+        Q8_0 = 2,
+        Q4_0 = 3,
+    }
+
     public enum ReachStatus
     {
         Ok = 0,
@@ -206,7 +215,8 @@ namespace Reach
         public ReachSamplingParams Sampling;
         public int Profile;
         public int FullKv;
-        uint _r0, _r1, _r2, _r3, _r4, _r5, _r6, _r7, _r8, _r9, _r10, _r11, _r12, _r13, _r14;
+        public KvCacheType CacheTypeK, CacheTypeV;
+        uint _r2, _r3, _r4, _r5, _r6, _r7, _r8, _r9, _r10, _r11, _r12, _r13, _r14;
     }
 
     /// <summary>The functions of reach.h.  Handles are IntPtr here; Device, Model and Session hold them in

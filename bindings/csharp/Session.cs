@@ -37,6 +37,9 @@ namespace Reach
         public string SchemeFlags;
         /// <summary>Sliding-window layers keep every position (rewind anywhere; more memory).</summary>
         public bool FullKv;
+        /// <summary>How the KV cache stores keys and values; null: F16. F32 is exact; Q8_0 / Q4_0 store
+        /// blocks of 32 values with an f16 scale.</summary>
+        public KvCacheType? CacheTypeK, CacheTypeV;
     }
 
     public sealed partial class Session : IDisposable
@@ -55,6 +58,8 @@ namespace Reach
             if (options.Context.HasValue) p.Context = options.Context.Value;
             if (options.Chunk.HasValue) p.Chunk = options.Chunk.Value;
             p.FullKv = options.FullKv ? 1 : 0;
+            if (options.CacheTypeK.HasValue) p.CacheTypeK = options.CacheTypeK.Value;
+            if (options.CacheTypeV.HasValue) p.CacheTypeV = options.CacheTypeV.Value;
             p.Sampling = options.Apply(p.Sampling);
             var h = new SessionHandle();
             using (var strings = new NativeStrings())

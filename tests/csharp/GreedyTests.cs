@@ -118,5 +118,33 @@ static partial class ReachTests
             Check(logits.Length == model.Info.VocabSize && argmax == refIds[0] && s.Sample(out eos) == refIds[0] && !eos,
                   "the logits' argmax is greedy's first token (" + argmax + ")");
         }
+        // The KV cache's type: f16 by default, f32 when asked (the logits then differ by f16's rounding
+        // of K and V only, far below their spread), and a value outside reach_kv_type is refused.
+        float[] f16 = null, f32 = null;
+        foreach (KvCacheType? t in new KvCacheType?[] { null, KvCacheType.F32 })
+            using (Session s = model.CreateSession(new SessionOptions { CacheTypeK = t, CacheTypeV = t }))
+            {
+                s.Prefill(model.Tokenize((string)reference["prompt"]));
+                if (t == null) f16 = s.Logits(); else f32 = s.Logits();
+            }
+        double maxDiff = 0, mean = f32.Average(), spread = 0;
+        for (int i = 0; i < f32.Length; i++)
+        {
+            maxDiff = Math.Max(maxDiff, Math.Abs(f16[i] - f32[i]));
+            spread += (f32[i] - mean) * (f32[i] - mean);
+        }
+        spread = Math.Sqrt(spread / f32.Length);
+        Check(maxDiff > 0 && maxDiff < 0.05 * spread,
+              "CacheTypeK / V F32 changes the logits by f16's rounding only (max " + maxDiff + ", spread " + spread + ")");
+        try
+        {
+            using (model.CreateSession(new SessionOptions { CacheTypeV = (KvCacheType)7 })) { }
+            Check(false, "a cache type outside reach_kv_type throws");
+        }
+        catch (ReachException e)
+        {
+            Check(e.Status == ReachStatus.InvalidArgument && e.NativeMessage.Contains("cache_type_v"),
+                  "a cache type outside reach_kv_type throws InvalidArgument naming cache_type_v: " + e.NativeMessage);
+        }
     }
 }

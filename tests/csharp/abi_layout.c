@@ -63,5 +63,7 @@ int main(void) {
   FIELD("ReachSessionParams", reach_session_params, "Sampling", sampling);
   FIELD("ReachSessionParams", reach_session_params, "Profile", profile);
   FIELD("ReachSessionParams", reach_session_params, "FullKv", full_kv);
+  FIELD("ReachSessionParams", reach_session_params, "CacheTypeK", cache_type_k);
+  FIELD("ReachSessionParams", reach_session_params, "CacheTypeV", cache_type_v);
   return 0;
 }

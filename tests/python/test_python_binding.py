@@ -7,7 +7,8 @@
 - errors (a missing folder, a corrupt file, a bad option, a bad sampling value) raise reach.Error with
   the C status and its message;
 - two threads generating at once give what each gives alone; Ctrl-C stops a generation between tokens;
-- logits() is a view of the session's buffer whose argmax is the greedy token.
+- logits() is a view of the session's buffer whose argmax is the greedy token;
+- cache_type_k / _v name the KV cache's storage (f16 by default).
 
 Run by meson (tests/meson.build: the venv's python3, PYTHONPATH = the build's bindings/python,
 REACH_BUILD_ROOT for the CLI).  Exits 77 (meson's SKIP) with a message when the extension was not
@@ -268,6 +269,26 @@ def test_session_logits_are_a_view_with_the_greedy_argmax():
     assert not np.array_equal(before, logits)     # overwritten in place by the decode
     s.rewind(2)
     assert s.position == 2
+
+
+def test_cache_types_by_name():
+    """cache_type_k / _v pick the KV cache's storage: f16 by default, f32 on request (the logits of one
+    prompt then differ, by f16's rounding of K and V only), and an unknown name is a ValueError."""
+    np = pytest.importorskip("numpy")
+    m = model(SMOLLM2)
+    ids = m.tokenize("The capital of France is")
+    got = {}
+    for name, opts in (("default", {}), ("f16", {"cache_type_k": "f16", "cache_type_v": "f16"}),
+                       ("f32", {"cache_type_k": "f32", "cache_type_v": "f32"})):
+        s = m.session(**opts)
+        s.prefill(ids)
+        got[name] = s.logits().copy()
+    assert np.array_equal(got["default"], got["f16"])
+    assert not np.array_equal(got["f16"], got["f32"])
+    # f16 keeps 11 significant bits of each K / V element: the logits move by far less than their spread.
+    assert float(np.max(np.abs(got["f16"] - got["f32"]))) < 0.05 * float(np.std(got["f32"]))
+    with pytest.raises(ValueError, match="cache_type_v is 'q5'"):
+        m.session(cache_type_v="q5")
 
 
 def test_devices_and_info():

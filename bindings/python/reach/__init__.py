@@ -131,9 +131,9 @@ class Model:
         (tokens; 0: min(max_position_embeddings, 4096)), chunk (prefill chunk, tokens; 256),
         l_test, rope_scaling, rope_factor, original_ctx, rerope_window, leaky_k,
         self_extend_group, self_extend_window, logn, qk_norm, cos_n, attn_window, attn_sinks,
-        scheme_flags (more flags as on `reach run`'s command line), full_kv, profile.
-        The KV cache stores keys and values as f16, reach_session_default_params' default (README,
-        "KV cache types").
+        scheme_flags (more flags as on `reach run`'s command line), full_kv, profile, and
+        cache_type_k / cache_type_v: how the KV cache stores keys and values, "f16" (the default, as
+        reach_session_default_params), "f32" (exact), "q8_0" or "q4_0" (README, "KV cache types").
     """
 
     def __init__(self, path: Union[str, os.PathLike], device: Union[None, int, str, "_reach.Device"] = None, *,

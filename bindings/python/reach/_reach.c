@@ -391,10 +391,27 @@ typedef struct {
   PyObject* model;   /* the ModelObject: freed after the session */
 } SessionObject;
 
+/* A KV cache type by its command-line name (-ctk / -ctv): "f16", "f32", "q8_0" or "q4_0". */
+static int kv_type_of(const char* name, const char* field, int32_t* out) {
+  static const struct {
+    const char* name;
+    int32_t type;
+  } types[] = {{"f32", REACH_KV_F32}, {"f16", REACH_KV_F16}, {"q8_0", REACH_KV_Q8_0}, {"q4_0", REACH_KV_Q4_0}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
+    if (strcmp(name, types[i].name) == 0) {
+      *out = types[i].type;
+      return 0;
+    }
+  PyErr_Format(PyExc_ValueError, "reach.Session: %s is '%s': use 'f16' (the default), 'f32', 'q8_0' or 'q4_0'",
+               field, name);
+  return -1;
+}
+
 static int Session_init(SessionObject* self, PyObject* args, PyObject* kw) {
   static char* names[] = {"model", "context", "chunk", "l_test", "rope_scaling", "rope_factor", "original_ctx",
                           "rerope_window", "leaky_k", "self_extend_group", "self_extend_window", "logn", "qk_norm",
-                          "cos_n", "attn_window", "attn_sinks", "scheme_flags", "full_kv", "profile", NULL};
+                          "cos_n", "attn_window", "attn_sinks", "scheme_flags", "full_kv", "profile",
+                          "cache_type_k", "cache_type_v", NULL};
   reach_session_params p = reach_session_default_params();
   PyObject* model;
   long long l_test = p.l_test, original_ctx = p.original_ctx, rerope_window = p.rerope_window,
@@ -402,10 +419,14 @@ static int Session_init(SessionObject* self, PyObject* args, PyObject* kw) {
             attn_sinks = p.attn_sinks;
   unsigned int context = p.context, chunk = p.chunk;
   int full_kv = p.full_kv, profile = p.profile;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$IILzdLLdLLLzdLLzpp", names, ModelType, &model, &context, &chunk,
+  const char *cache_k = NULL, *cache_v = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$IILzdLLdLLLzdLLzppzz", names, ModelType, &model, &context, &chunk,
                                    &l_test, &p.rope_scaling, &p.rope_factor, &original_ctx, &rerope_window,
                                    &p.leaky_k, &seg, &sew, &logn, &p.qk_norm, &p.cos_n, &attn_window, &attn_sinks,
-                                   &p.scheme_flags, &full_kv, &profile))
+                                   &p.scheme_flags, &full_kv, &profile, &cache_k, &cache_v))
+    return -1;
+  if ((cache_k && kv_type_of(cache_k, "cache_type_k", &p.cache_type_k) < 0) ||
+      (cache_v && kv_type_of(cache_v, "cache_type_v", &p.cache_type_v) < 0))
     return -1;
   if (self->session) {
     PyErr_SetString(PyExc_RuntimeError, "reach.Session: already initialised");
