@@ -34,7 +34,7 @@ constexpr double kLog2e = 1.4426950408889634;
 
 // The push-constant block of every attention kernel (shaders/spec/attention_push.h).
 using AttnPush = spec::AttentionPush;
-static_assert(sizeof(AttnPush) == 100);
+static_assert(sizeof(AttnPush) == 108);
 
 // The shaders' mode values (shaders/spec/attention_modes.h) are base's enums.
 static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Pos::shifted) == spec::Q2POS_SHIFTED &&
@@ -138,6 +138,8 @@ AttnPush make_push(const AttentionSpec& s, const RopeTable& t1, const RopeTable&
   }
   // The kernels cap log2-domain scores (attention_common.glsl, capped_score).
   p.softcap_log2 = float(double(s.softcap) * kLog2e);
+  p.block_rows = cache.block_rows;
+  while (cache.block_rows >> (p.block_shift + 1)) ++p.block_shift;
   return p;
 }
 
@@ -153,6 +155,24 @@ void check_ring(const AttentionSpec& spec, const LayerCache& cache, uint32_t n, 
   if (uint64_t(cache.ring) + 1 < uint64_t(spec.window) + std::max<uint32_t>(n, 1))
     fail(std::string(where) + ": a ring of " + std::to_string(cache.ring) + " rows is too short for window " +
          std::to_string(spec.window) + " and chunks of " + std::to_string(n) + " (needs window + chunk - 1)");
+}
+
+// A paged cache (LayerCache::block_rows): blocks of a power-of-two row count, a pool of whole blocks, no
+// ring, and a step buffer with room for a table that covers the capacity.
+void check_paged(const LayerCache& cache, const BufferRange& step, const char* where) {
+  if (!cache.block_rows) return;
+  const uint32_t b = cache.block_rows;
+  const std::string w = std::string(where) + ": a paged cache";
+  if (b & (b - 1)) fail(w + " needs blocks of a power-of-two row count, got " + std::to_string(b));
+  if (cache.ring) fail(w + " has no ring (blocks behind a window go back to the pool)");
+  if (cache.pool_rows == 0 || cache.pool_rows % b)
+    fail(w + " needs a pool of whole blocks, got " + std::to_string(cache.pool_rows) + " rows in blocks of " +
+         std::to_string(b));
+  const uint32_t table = (cache.capacity + b - 1) / b;
+  if (step.size < paged_step_bytes(table))
+    fail(w + " of capacity " + std::to_string(cache.capacity) + " needs a step buffer of " +
+         std::to_string(paged_step_bytes(table)) + " bytes (StepParams and " + std::to_string(table) +
+         " block ids), got " + std::to_string(step.size));
 }
 
 // What an unused table binding gets: the step buffer, or for texel bindings
@@ -386,6 +406,7 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
     fail("kv_store: k/v rows must be [n, " + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("kv_store: no cache");
   check_ring(spec, cache, k_new.rows, "kv_store");
+  check_paged(cache, step, "kv_store");
   const uint32_t rows = cache.rows(spec);
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
@@ -432,6 +453,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
   if (!cache.k || !cache.v || cache.capacity == 0) fail("prefill: no cache");
   if (max_new == 0) return;
   check_ring(spec, cache, max_new, "prefill");
+  check_paged(cache, step, "prefill");
   const uint32_t cache_rows = cache.rows(spec);
   uint32_t rows = 0, wg = 0;
   prefill_tile_sizes(spec, rows, wg);
@@ -590,6 +612,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
     fail(std::string(what) + ": k/v rows must be [1, " + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail(std::string(what) + ": no cache");
   check_ring(spec, cache, 1, what);
+  check_paged(cache, step, what);
   const bool qk_rms = fused && qk_norm.q.buffer != VK_NULL_HANDLE;
   if (qk_rms && (qk_norm.q.size < uint64_t(spec.head_dim) * 4 || qk_norm.k.buffer == VK_NULL_HANDLE ||
                  qk_norm.k.size < uint64_t(spec.head_dim) * 4))

@@ -32,11 +32,17 @@ struct RopeTable {
 
 // Positions of the tokens in flight, read by the kernels from a small buffer so
 // a recorded decode step can be resubmitted with only this buffer changing.
+// A paged cache (LayerCache::block_rows > 0) reads its block table from the same
+// buffer: `blocks` uint32 pool block ids right after these 16 bytes
+// (paged_step_bytes), block j holding positions [j·B, (j+1)·B).
 struct StepParams {
   uint32_t pos0;      // absolute position of the first new token
   uint32_t n_new;     // tokens in this step (prefill chunk length, 1 in decode)
-  uint32_t pad0, pad1;
+  uint32_t blocks;    // paged: the block table's entries (keys past blocks·B are dropped)
+  uint32_t pad1;
 };
+// Bytes of the step buffer of a paged cache whose table has room for `blocks` entries.
+constexpr uint64_t paged_step_bytes(uint32_t blocks) { return sizeof(StepParams) + uint64_t(blocks) * 4; }
 
 // Kernel tunables, chosen from the device's capabilities (never its vendor);
 // tests and benchmarks may force values.  0 = choose.
@@ -95,8 +101,17 @@ struct LayerCache {
   // back to f32.  decode_fused scores the new token's own key and value at full
   // precision in the step that stores them; later steps read them as stored.
   KvType k_type = KvType::f32, v_type = KvType::f32;
-  // Rows per kv head: sinks + ring for a ring cache, else capacity.
-  uint32_t rows(const AttentionSpec& spec) const { return ring ? spec.sinks + ring : capacity; }
+  // > 0: a paged cache.  k, v (and k_rot) are a pool of pool_rows rows per kv
+  // head, in blocks of block_rows rows (a power of two), which many sequences
+  // share; this sequence's keys live in the blocks its block table names (in the
+  // step buffer: StepParams), capacity / block_rows of them at most.  Not with a
+  // ring: a paged sliding-window layer gives the blocks behind its window back.
+  uint32_t block_rows = 0;
+  uint32_t pool_rows = 0;
+  // Rows per kv head: sinks + ring for a ring cache, the pool's for a paged one, else capacity.
+  uint32_t rows(const AttentionSpec& spec) const {
+    return ring ? spec.sinks + ring : block_rows ? pool_rows : capacity;
+  }
 };
 
 // Per-head RMSNorms of q and k (Gemma 3, Qwen3): weights f32 [head_dim] each,

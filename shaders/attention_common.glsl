@@ -77,10 +77,26 @@ float alibi_slope(uint h) {
 
 // Cache row of key m: its position, or in a ring cache (pc.ring > 0, the
 // windowed layers' O(window) cache) the sinks keep rows [0, sinks) and later
-// keys cycle through the ring rows after them.  pc.capacity is the row count.
+// keys cycle through the ring rows after them, or in a paged cache (pc.block_rows
+// > 0) row m % B of the pool block the sequence's block table maps block m / B
+// to.  The table follows StepParams in the step buffer (step[2] entries from
+// word 4), so a recorded step serves any table; an index past it reads its last
+// entry (a host error must not reach another buffer).  pc.capacity is the row
+// count of one kv head's slab: the pool's rows when paged.
 uint kv_row(int m) {
+  if (pc.block_rows != 0u) {
+    const uint b = min(uint(m) >> pc.block_shift, max(step[2], 1u) - 1u);
+    return (step[4u + b] << pc.block_shift) + (uint(m) & (pc.block_rows - 1u));
+  }
   if (pc.ring == 0u || m < int(pc.sinks)) return uint(m);
   return pc.sinks + uint(m - int(pc.sinks)) % pc.ring;
+}
+
+// Whether a new key at position pos has no row to go to: past the cache (a ring
+// never is), or past a paged sequence's block table.  Writers drop such keys.
+bool kv_dropped(uint pos) {
+  if (pc.block_rows != 0u) return pos >= (step[2] << pc.block_shift);
+  return pc.ring == 0u && pos >= pc.capacity;
 }
 
 // First key a decode split walks from: windowed layers without sinks start

@@ -114,7 +114,7 @@ void fused_new_key2(const vec4 kn[D4], int i, out vec4 k2[D4]) {
 // cache (KTYPE / VTYPE) is written a row at a time, by the invocation with
 // first == 0: a block's scale needs all of its values.
 void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D4], uint first, uint stride) {
-  if (pc.ring == 0u && uint(i) >= pc.capacity) return;   // past the cache: dropped, as kv_store does
+  if (kv_dropped(uint(i))) return;   // past the cache: dropped, as kv_store does
   const uint row = g_local * pc.capacity + kv_row(i);
   if (KTYPE == KV_F32 && VTYPE == KV_F32) {
     const uint dst = row * D4;

@@ -36,7 +36,7 @@ void main() {
   const uint pos0 = step[0], n_new = min(step[1], pc.max_rows);
   if (t >= n_new) return;
   const uint pos = pos0 + t;
-  if (pc.ring == 0u && pos >= pc.capacity) return;
+  if (kv_dropped(pos)) return;
   const uint src = (t * hkv + g) * D4;
   const uint row = g * pc.capacity + kv_row(int(pos));
   float f = 1.0;

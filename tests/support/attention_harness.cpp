@@ -150,7 +150,8 @@ std::string Harness::describe() const {
     << tuning.decode_lane_keys << ",split=" << tuning.split_min << ",texel=" << tuning.texel
     << ",prefill key block=" << tuning.prefill_key_block
     << ") rotated_keys=" << rotated_keys << " ring=" << ring << " fused=" << fused
-    << " sink_logits=" << sink_logits.size() << " kv=" << kv_type_name(k_type) << "/" << kv_type_name(v_type);
+    << " sink_logits=" << sink_logits.size() << " kv=" << kv_type_name(k_type) << "/" << kv_type_name(v_type)
+    << " block_rows=" << block_rows;
   return o.str();
 }
 
@@ -224,13 +225,28 @@ Result Harness::run() {
   // A ring cache holds only sinks + ring rows: older keys are overwritten,
   // so a kernel that reads one outside the window gets a wrong (non-NaN)
   // key and the comparison with the reference fails.
-  const uint32_t rows = ring ? a.sinks + ring : cap;
+  // A paged cache: table entry j (positions [j·B, (j+1)·B)) names pool block table[j].
+  const uint32_t table_len = block_rows ? (cap + block_rows - 1) / block_rows : 0;
+  const uint32_t pool_blocks = 2 * table_len + 1;
+  std::vector<uint32_t> table;
+  if (block_rows) {
+    std::vector<uint32_t> ids(pool_blocks);
+    for (uint32_t b = 0; b < pool_blocks; ++b) ids[b] = b;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 7);   // Fisher-Yates with a fixed LCG: the same table every run
+    for (uint32_t b = pool_blocks - 1; b > 0; --b) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(ids[b], ids[uint32_t((x >> 33) % (b + 1))]);
+    }
+    table.assign(ids.begin(), ids.begin() + table_len);
+  }
+  const uint32_t rows = ring ? a.sinks + ring : block_rows ? pool_blocks * block_rows : cap;
   std::vector<uint8_t> nan_k(size_t(Hkv) * rows * kv_row_bytes(k_type, d), 0xff);
   std::vector<uint8_t> nan_v(size_t(Hkv) * rows * kv_row_bytes(v_type, d), 0xff);
   Buffer kc = g.upload_bytes(nan_k.data(), nan_k.size(), Arena::cache, "k cache");
   Buffer vc = g.upload_bytes(nan_v.data(), nan_v.size(), Arena::cache, "v cache");
   Buffer krc;
   LayerCache cache{&kc, &vc, cap, nullptr, ring, k_type, v_type};
+  if (block_rows) cache.block_rows = block_rows, cache.pool_rows = pool_blocks * block_rows;
   REQUIRE(cache.rows(a) == rows);
   if (k_rot) {
     krc = g.upload_bytes(nan_k.data(), nan_k.size(), Arena::cache, "rotated k cache");
@@ -242,7 +258,8 @@ Result Harness::run() {
   Buffer kb = g.zeros(size_t(max_chunk) * kvd * 4, "k");
   Buffer vb = g.zeros(size_t(max_chunk) * kvd * 4, "v");
   Buffer ob = g.zeros(size_t(max_chunk) * qd * 4, "out");
-  Buffer step = g.zeros(16, "step");
+  const uint64_t step_bytes = block_rows ? paged_step_bytes(table_len) : 16;
+  Buffer step = g.zeros(step_bytes, "step");
   Buffer sinkb;
   BufferRange sinks{};
   if (!sink_logits.empty()) {
@@ -252,8 +269,9 @@ Result Harness::run() {
   Result res;
 
   auto upload_rows = [&](uint32_t p0, uint32_t len) {
-    uint32_t st[4] = {p0, len, 0, 0};
-    g.transfer->upload(step, 0, st, 16);
+    std::vector<uint32_t> st = {p0, len, table_len, 0};
+    st.insert(st.end(), table.begin(), table.end());
+    g.transfer->upload(step, 0, st.data(), st.size() * 4);
     g.transfer->upload(qb, 0, q.data() + size_t(p0) * qd, size_t(len) * qd * 4);
     g.transfer->upload(kb, 0, k.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
     g.transfer->upload(vb, 0, v.data() + size_t(p0) * kvd, size_t(len) * kvd * 4);
@@ -283,9 +301,9 @@ Result Harness::run() {
       upload_rows(p0, len);
       CommandList cmd(*g.device);
       cmd.begin();
-      att.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      att.kv_store(cmd, a, t1, step.range(), ka, va, cache);
       cmd.barrier();
-      att.prefill(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, len, sinks);
+      att.prefill(cmd, a, t1, t2, step.range(), qa, cache, oa, len, sinks);
       cmd.end();
       cmd.run();
       check(p0, len, "prefill");
@@ -311,11 +329,11 @@ Result Harness::run() {
     cmd.begin();
     if (fused) {
       REQUIRE(dec.fused_decode_supported(a, cache));
-      dec.decode_fused(cmd, a, t1, t2, step.range(0, 16), qa, ka, va, cache, oa, scratch.range(), sinks);
+      dec.decode_fused(cmd, a, t1, t2, step.range(), qa, ka, va, cache, oa, scratch.range(), sinks);
     } else {
-      dec.kv_store(cmd, a, t1, step.range(0, 16), ka, va, cache);
+      dec.kv_store(cmd, a, t1, step.range(), ka, va, cache);
       cmd.barrier();
-      dec.decode(cmd, a, t1, t2, step.range(0, 16), qa, cache, oa, scratch.range(), sinks);
+      dec.decode(cmd, a, t1, t2, step.range(), qa, cache, oa, scratch.range(), sinks);
     }
     cmd.end();
     p0 = p_decode;
@@ -324,6 +342,27 @@ Result Harness::run() {
       cmd.run();
       check(p0, 1, what.c_str());
     }
+  }
+  if (block_rows) {
+    // Where the rows went: every written position's row in the block its table entry names, in every kv
+    // head's slab, and nothing in the pool blocks the table does not name (still all NaN bytes).
+    const uint64_t row_bytes = kv_row_bytes(k_type, d);
+    std::vector<float> words = g.download_f32(kc, nan_k.size() / 4);
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words.data());
+    std::vector<bool> mapped(pool_blocks, false);
+    for (uint32_t j = 0; j < table_len; ++j) mapped[table[j]] = true;
+    auto untouched = [&](uint64_t row) {
+      return std::all_of(bytes + row * row_bytes, bytes + (row + 1) * row_bytes, [](uint8_t b) { return b == 0xff; });
+    };
+    size_t misplaced = 0;
+    for (uint32_t h = 0; h < Hkv; ++h) {
+      for (uint32_t m = 0; m < total; ++m)
+        misplaced += untouched(uint64_t(h) * rows + uint64_t(table[m / block_rows]) * block_rows + m % block_rows);
+      for (uint32_t b = 0; b < pool_blocks; ++b)
+        for (uint32_t r = 0; r < block_rows && !mapped[b]; ++r)
+          misplaced += !untouched(uint64_t(h) * rows + uint64_t(b) * block_rows + r);
+    }
+    if (misplaced) res.add(INFINITY, std::to_string(misplaced) + " K rows not where the block table puts them");
   }
   return res;
 }

@@ -87,6 +87,11 @@ struct Harness {
   KvType k_type = KvType::f32, v_type = KvType::f32;
   // false: the reference takes the unrounded k and v (to measure what a type costs).
   bool reference_rounded = true;
+  // > 0: a paged cache (LayerCache::block_rows) of blocks of this many rows.  The pool holds twice
+  // the blocks the sequence needs, plus one, all NaN; the block table maps the sequence's blocks to a
+  // seeded shuffle of them (fragmented: neither in order nor adjacent), so a key read through a wrong
+  // block, or a row written to one, poisons the output.
+  uint32_t block_rows = 0;
 
 
   std::string describe() const;
