@@ -36,16 +36,6 @@ uint64_t attention_binding_limit(const Capabilities& caps, const AttentionTuning
   return limit;
 }
 
-// The most bytes one K or V binding may span: in the texel variant a binding
-// holds at most max_texel_buffer_elements texels of its type's view.
-uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tuning, KvType k, KvType v) {
-  uint64_t limit = binding_span(caps);
-  if (tuning.texel == 2)
-    limit = std::min(limit, saturating_mul({caps.max_texel_buffer_elements,
-                                            std::min(Attention::kv_texel_bytes(k), Attention::kv_texel_bytes(v))}));
-  return limit;
-}
-
 // The largest Self-Extend window (a multiple of G) whose grouped positions
 // floor((context−1)/G) + W − W/G stay below max_rows.
 std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
@@ -84,6 +74,26 @@ std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
   throw Error(ErrorCode::unsupported, "position schemes: " + what);
 }
 
+// What tells rows of the same tokens at the same positions apart between sessions: the position
+// scheme (its description, every table's frequencies and factor) and the context it was resolved for.
+// FNV-1a 64 over those bytes; KvBlockPool compares it exactly, so a collision only costs sharing.
+uint64_t scheme_salt(const ResolvedSchemes& s, uint32_t capacity) {
+  uint64_t h = 1469598103934665603ull;
+  auto bytes = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
+  };
+  const std::string d = s.describe();
+  bytes(d.data(), d.size());
+  bytes(&capacity, sizeof capacity);
+  bytes(&s.l_test, sizeof s.l_test);
+  for (const RopeFreqs* f : {&s.table1, s.table2 ? &*s.table2 : nullptr, s.table_local ? &*s.table_local : nullptr}) {
+    if (!f) continue;
+    bytes(f->inv_freq.data(), f->inv_freq.size() * sizeof(double));
+    bytes(&f->attention_factor, sizeof f->attention_factor);
+  }
+  return h;
+}
+
 uint64_t next_serial() {
   static std::atomic<uint64_t> counter{0};
   return ++counter;
@@ -117,7 +127,7 @@ Session::Session(Model& model, const SessionOptions& options)
   // window + chunk - 1 rows hold every key a chunk of queries still sees.
   for (const auto& spec : schemes_.layers) {
     const uint64_t ring = uint64_t(spec.window) + chunk_ - 1;
-    const bool use = !options.full_kv && spec.window > 0 && spec.sinks + ring < capacity_;
+    const bool use = !options.full_kv && !options.kv_pool && spec.window > 0 && spec.sinks + ring < capacity_;
     ring_.push_back(use ? uint32_t(ring) : 0);
   }
   ring_lost_.assign(ring_.size(), 0);
@@ -133,7 +143,23 @@ Session::Session(Model& model, const SessionOptions& options)
   for (size_t l = 0; l < ring_.size(); ++l) max_rows = std::max<uint64_t>(max_rows, kv_rows(l));
   const uint64_t kv_limit = kv_binding_limit(dev.caps(), attention_.tuning(), options.cache_type_k, options.cache_type_v);
   const uint64_t kv_bytes = saturating_mul({uint64_t(c.n_kv_heads), max_rows, row_max});
-  if (kv_bytes > kv_limit)
+  pool_ = options.kv_pool;
+  if (pool_) {   // the pool checked its own bindings; its types and rotated keys must serve this session
+    const KvPoolOptions& po = pool_->options();
+    if (&pool_->model() != &model)
+      throw Error(ErrorCode::invalid_argument, "the KV pool belongs to another model: give each model its own pool");
+    if (po.cache_type_k != options.cache_type_k || po.cache_type_v != options.cache_type_v)
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("the KV pool stores K ") + kv_type_name(po.cache_type_k) + " V " +
+                      kv_type_name(po.cache_type_v) + " but the session asks for K " +
+                      kv_type_name(options.cache_type_k) + " V " + kv_type_name(options.cache_type_v) +
+                      ": give the session the pool's cache types");
+    for (const auto& spec : schemes_.layers)
+      if (wants_rotated_keys(spec) && !po.rotated_keys)
+        throw Error(ErrorCode::invalid_argument, "this session's position scheme (" + schemes_.describe() +
+                                                     ") reads rotated keys, and the KV pool keeps none: make the "
+                                                     "pool with rotated_keys");
+  } else if (kv_bytes > kv_limit)
     throw Error(ErrorCode::out_of_memory,
                 "a context of " + tok(capacity_) + " needs a KV cache of " + mib(kv_bytes) + " per layer (" +
                     std::to_string(c.n_kv_heads) + " kv heads x " + std::to_string(row_max) +
@@ -149,6 +175,7 @@ Session::Session(Model& model, const SessionOptions& options)
     caches = saturating_add(caches, saturating_mul({uint64_t(c.n_kv_heads), kv_rows(l), per_row}));
     kv_bytes_per_token_ += uint64_t(c.n_kv_heads) * per_row;
   }
+  if (pool_) caches = 0, kv_bytes_per_token_ = pool_->bytes_per_token();   // the pool's memory, not the session's
   kv_cache_bytes_ = caches;
   const uint64_t rows_local = schemes_.table_local ? std::max<uint32_t>(capacity_, 1) : 0;
   const uint64_t tables = saturating_mul({rows1 + rows2 + rows_local, pairs, 8});
@@ -186,7 +213,7 @@ Session::Session(Model& model, const SessionOptions& options)
   if (schemes_.table_local) make_table(*schemes_.table_local, uint32_t(rows_local), rope_local_, table_local_,
                                        "rope table (local layers)");
 
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = 0; l < c.n_layers && !pool_; ++l) {
     const std::string name = "kv cache layer " + std::to_string(l);
     const uint64_t k_bytes = uint64_t(c.n_kv_heads) * kv_rows(size_t(l)) * row_k;
     const uint64_t layer_bytes = k_bytes;   // the rotated keys are stored as the keys are
@@ -199,7 +226,11 @@ Session::Session(Model& model, const SessionOptions& options)
                          : Buffer{});
   }
   fwd_ = ForwardScratch::allocate(A, c, n, "");
-  step_ = A.allocate(Arena::staging, sizeof(StepParams), "step params");
+  if (pool_) {
+    table_.emplace(pool_->blocks());
+    prefix_salt_ = scheme_salt(schemes_, capacity_);
+  }
+  step_ = A.allocate(Arena::staging, step_range().size, pool_ ? "step params and block table" : "step params");
   decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
   // The fused decode's arrival counters must start at zero (each step leaves them so).
   const std::vector<uint8_t> zeros(size_t(std::max<uint64_t>(dec, 16)), 0);
@@ -215,6 +246,38 @@ Session::~Session() {
     } catch (const Error&) {   // device lost: nothing runs any more
     }
   }
+  if (table_) table_->release_all(pool_->blocks());   // after the step: the pool may hand them out at once
+}
+
+BufferRange Session::step_range() const {
+  const uint64_t bytes = pool_ ? paged_step_bytes((capacity_ + pool_->block_rows() - 1) / pool_->block_rows())
+                               : sizeof(StepParams);
+  return step_ ? step_.range(0, bytes) : BufferRange{VK_NULL_HANDLE, 0, bytes};
+}
+
+uint64_t Session::kv_cache_bytes() const {
+  if (!table_) return kv_cache_bytes_;
+  return uint64_t(table_->blocks().size()) * pool_->block_rows() * kv_bytes_per_token_;
+}
+
+void Session::reserve_rows(uint32_t rows) {
+  if (!table_) return;
+  KvBlockPool& pool = pool_->blocks();
+  const uint32_t B = pool.block_rows(), had = uint32_t(table_->blocks().size()), before = table_->rows();
+  const uint32_t need = (rows + B - 1) / B;
+  if (!table_->ensure(rows, pool))
+    throw Error(ErrorCode::out_of_memory,
+                "the KV pool is full: this step needs " + std::to_string(need - had) + " more blocks of " +
+                    std::to_string(B) + " rows and " + std::to_string(pool.available()) + " are free or cached (" +
+                    pool_->describe() + "); retry when another sequence ends or rewinds, or make the pool larger");
+  // Copy-on-write: the blocks rows [pos_, rows) go to must be this session's alone.
+  for (uint32_t r = pos_ / B * B; r < rows; r += B)
+    if (!table_->writable_block(r, pool, [&](uint32_t from, uint32_t to) { pool_->copy_block(from, to); })) {
+      if (table_->rows() > before) table_->rewind(before, pool);   // give back what this call took
+      throw Error(ErrorCode::out_of_memory, "the KV pool is full: a shared block this sequence writes into needs a "
+                                            "copy and no block is free (" + pool_->describe() +
+                                                "); retry when another sequence ends or rewinds");
+    }
 }
 
 void Session::need_idle(const char* what) const {
@@ -238,6 +301,10 @@ void Session::rewind(uint32_t n) {
                 ", or open the session with full_kv (--full-kv) to keep every position");
   pos_ = n;   // cache entries past n are simply overwritten later
   if (n == 0) ring_lost_.assign(ring_lost_.size(), 0);   // nothing older is needed again
+  if (table_) {   // the blocks past n go back to the pool (shared ones stay with their other holders)
+    tokens_.resize(std::min<size_t>(tokens_.size(), n));
+    table_->rewind(std::min(n, table_->rows()), pool_->blocks());
+  }
 }
 
 uint32_t Session::rewind_floor() const {
@@ -268,6 +335,10 @@ std::string Session::describe_kv_cache() const {
       ring_rows = std::max(ring_rows, kv_rows(l));
     }
   }
+  if (pool_)
+    return "KV cache paged: " + std::to_string(table_->blocks().size()) + " blocks held (" + mib(kv_cache_bytes()) +
+           ") for up to " + tok(capacity_) + ", " + std::to_string(kv_bytes_per_token_) + " bytes per token; " +
+           pool_->describe();
   std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_) + ", K " +
                   kv_type_name(options_.cache_type_k) + " V " + kv_type_name(options_.cache_type_v) + ", " +
                   std::to_string(kv_bytes_per_token_) + " bytes per token";
@@ -280,6 +351,10 @@ std::string Session::describe_kv_cache() const {
 }
 
 void Session::advance(uint32_t n) {
+  if (table_) {   // the step's rows are computed: index the blocks they fill
+    tokens_.insert(tokens_.end(), step_ids_.begin(), step_ids_.begin() + std::min<size_t>(n, step_ids_.size()));
+    table_->register_full_blocks(tokens_, prefix_salt_, pool_->blocks());
+  }
   pos_ += n;
   for (size_t l = 0; l < ring_.size(); ++l)
     if (ring_[l] && pos_ > ring_[l]) ring_lost_[l] = std::max(ring_lost_[l], pos_ - ring_[l]);
@@ -331,6 +406,13 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, Output out, ForwardS
 }
 
 LayerCache Session::layer_cache(size_t l) const {
+  if (pool_) {
+    LayerCache c{&pool_->k(l), &pool_->v(l), capacity_, wants_rotated_keys(schemes_.layers[l]) ? pool_->k_rot(l) : nullptr,
+                 0, options_.cache_type_k, options_.cache_type_v};
+    c.block_rows = pool_->block_rows();
+    c.pool_rows = pool_->pool_rows();
+    return c;
+  }
   return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l], options_.cache_type_k,
           options_.cache_type_v};
 }
@@ -347,7 +429,7 @@ BufferRange Session::layer_sinks(size_t l) const {
 void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
-  attention_.kv_store(cmd, layer_spec(l), t1, step_.range(0, sizeof(StepParams)), k, v, layer_cache(l));
+  attention_.kv_store(cmd, layer_spec(l), t1, step_range(), k, v, layer_cache(l));
 }
 
 void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {
@@ -355,7 +437,7 @@ void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act&
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
   const RopeTable& t2 = local ? table_local_ : table2_;
-  const BufferRange step = step_.range(0, sizeof(StepParams));
+  const BufferRange step = step_range();
   if (n == 1) attention_.decode(cmd, spec, t1, t2, step, q, layer_cache(l), o, decode_scratch_.range(), layer_sinks(l));
   else attention_.prefill(cmd, spec, t1, t2, step, q, layer_cache(l), o, n, layer_sinks(l));
 }
@@ -371,7 +453,7 @@ void Session::record_store_attend(CommandList& cmd, size_t l, const Act& q, cons
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
   const RopeTable& t2 = local ? table_local_ : table2_;
-  attention_.decode_fused(cmd, spec, t1, t2, step_.range(0, sizeof(StepParams)), q, k, v, cache, o,
+  attention_.decode_fused(cmd, spec, t1, t2, step_range(), q, k, v, cache, o,
                           decode_scratch_.range(), layer_sinks(l), qk ? *qk : QkRmsNorm{});
 }
 
@@ -410,6 +492,12 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
 void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
   std::memcpy(fwd_.ids.mapped(), ids, size_t(n) * 4);
   StepParams sp{pos_, n, 0, 0};
+  if (table_) {
+    const std::vector<uint32_t>& blocks = table_->blocks();
+    sp.blocks = uint32_t(blocks.size());
+    std::memcpy(static_cast<uint8_t*>(step_.mapped()) + sizeof sp, blocks.data(), blocks.size() * 4);
+    step_ids_.assign(ids, ids + n);
+  }
   std::memcpy(step_.mapped(), &sp, sizeof sp);
 }
 
@@ -428,7 +516,21 @@ void Session::check_prefill(std::span<const int32_t> ids) const {
 void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logits) {
   need_idle("prefill");
   check_prefill(ids);
-  for (size_t done = 0; done < ids.size();) {
+  size_t done = 0;
+  last_prefix_rows_ = 0;
+  if (table_ && pos_ == 0 && !all_logits) {   // every row's logits: every row computed
+    done = table_->match_prefix(ids, prefix_salt_, pool_->blocks());
+    tokens_.assign(ids.begin(), ids.begin() + done);
+    pos_ = uint32_t(done);
+  }
+  try {
+    reserve_rows(pos_ + uint32_t(ids.size() - done));
+  } catch (...) {
+    if (done) rewind(0);   // the matched blocks go back: nothing was appended
+    throw;
+  }
+  last_prefix_rows_ = uint32_t(done);
+  for (; done < ids.size();) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
     // A single token goes through the decode program (it is recorded anyway).
     run_step(ids.data() + done, n, all_logits);
@@ -443,6 +545,7 @@ void Session::prefill_hidden(std::span<const int32_t> ids, std::vector<float>& h
                                         "vocabulary (" + std::to_string(config_.vocab_size) +
                                         ") is smaller than its hidden size (" + std::to_string(config_.hidden_size) + ")");
   check_prefill(ids);
+  reserve_rows(pos_ + uint32_t(ids.size()));
   for (size_t done = 0; done < ids.size();) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
     run_step(ids.data() + done, n, nullptr, &hidden);
@@ -453,12 +556,14 @@ void Session::prefill_hidden(std::span<const int32_t> ids, std::vector<float>& h
 void Session::decode(int32_t id) {
   need_idle("decode");
   check_decode(id);
+  reserve_rows(pos_ + 1);
   run_step(&id, 1, nullptr);
 }
 
 void Session::decode_async(int32_t id) {
   need_idle("decode_async");
   check_decode(id);
+  reserve_rows(pos_ + 1);
   Program& p = program(1, Output::last_logits);
   write_step_inputs(&id, 1);
   async_ = p.parts.get();
@@ -508,6 +613,7 @@ void Session::forget_recording(VkCommandBuffer cmd) { recordings_.erase(cmd); }
 void Session::begin_decode_step(int32_t id) {
   need_idle("begin_decode_step");
   check_decode(id);
+  reserve_rows(pos_ + 1);
   write_step_inputs(&id, 1);
 }
 
@@ -526,6 +632,7 @@ void Session::finish_decode_step() {
 void Session::begin_batch_row(int32_t id) {
   need_idle("a batched decode step");
   check_decode(id);
+  reserve_rows(pos_ + 1);
   write_step_inputs(&id, 1);
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/session/activation_tuning.hpp"
 #include "runtime/session/forward.hpp"
+#include "runtime/session/kv_pool.hpp"
 #include "runtime/session/submit_parts.hpp"
 
 namespace reach {
@@ -53,6 +54,12 @@ struct SessionOptions {
   // Bounded submissions (runtime/session/submit_plan.hpp): how long one submission of a forward pass may
   // keep the GPU busy.  Unset: the device's Settings (REACH_SUBMIT_MS, REACH_SUBMIT_LAYERS).
   std::optional<SubmitBound> submit;
+  // A paged cache shared with other sessions of the model (runtime/session/kv_pool.hpp) instead of a
+  // cache of its own: the session takes blocks as it grows (a step the pool cannot supply fails before it
+  // runs: out_of_memory, "the KV pool is full"), gives them back when it rewinds or ends, and a prompt
+  // starts from the blocks of an earlier sequence with the same leading tokens and position scheme.
+  // cache_type_k / _v must be the pool's; sliding-window layers keep every position (no ring).
+  std::shared_ptr<KvPool> kv_pool;
 };
 
 class Session {
@@ -106,8 +113,9 @@ class Session {
   void rewind(uint32_t n);
   // The lowest position above 0 that rewind accepts now (0: any).
   uint32_t rewind_floor() const;
-  // Device bytes of the KV caches (keys, values, rotated keys) of all layers.
-  uint64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+  // Device bytes of the KV caches (keys, values, rotated keys) of all layers: with a pool, of the blocks
+  // this session holds (shared ones included).
+  uint64_t kv_cache_bytes() const;
   // Device bytes one more position takes in the KV caches of all layers (keys, values, rotated keys).
   uint64_t kv_bytes_per_token() const { return kv_bytes_per_token_; }
   // Rows per kv head of layer l's cache: capacity(), or a ring's sinks + ring.
@@ -115,6 +123,10 @@ class Session {
   // "KV cache 12.0 MiB (...)": bytes, and the ring rows of sliding-window layers.
   std::string describe_kv_cache() const;
   void reset() { rewind(0); }
+  // The pool's block table of this session (nullptr without SessionOptions::kv_pool).
+  const KvBlockTable* block_table() const { return table_ ? &*table_ : nullptr; }
+  // Leading prompt rows the last prefill took from the pool's shared blocks instead of computing them.
+  uint32_t last_prefix_rows() const { return last_prefix_rows_; }
 
   const ModelConfig& config() const { return config_; }
   const ResolvedSchemes& schemes() const { return schemes_; }
@@ -194,6 +206,10 @@ class Session {
   void write_step_inputs(const int32_t* ids, uint32_t n);
   void read_decode_logits();
   void advance(uint32_t n);   // position + n, and what ring caches overwrote
+  // A paged session: makes its table `rows` long, with the blocks rows [pos_, rows) go to written only
+  // by it (copy-on-write); throws out_of_memory, holding no new block, when the pool cannot.
+  void reserve_rows(uint32_t rows);
+  BufferRange step_range() const;   // StepParams, and a paged session's block table after it
 
   Model& model_;
   SessionOptions options_;
@@ -214,6 +230,14 @@ class Session {
   std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
   uint64_t kv_cache_bytes_ = 0, kv_bytes_per_token_ = 0;
   Buffer step_, decode_scratch_;
+  // Paged (SessionOptions::kv_pool): the block table, the token of each computed row (the prefix index
+  // keys full blocks by them), the ids of the step in flight, and what separates this session's rows
+  // from other sessions' with the same tokens (the position scheme).
+  std::shared_ptr<KvPool> pool_;
+  std::optional<KvBlockTable> table_;
+  std::vector<int32_t> tokens_, step_ids_;
+  uint64_t prefix_salt_ = 0;
+  uint32_t last_prefix_rows_ = 0;
   ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, Output>, Program> programs_;

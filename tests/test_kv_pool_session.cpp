@@ -1,0 +1,303 @@
+// Sessions over a paged KV pool (SessionOptions::kv_pool, runtime/session/kv_pool.hpp): a tiny model's
+// logits against the independent NumPy reference, and bit for bit what a session with a cache of its own
+// gives, alone, batched, after a shared prefix, after a rewind into shared blocks (copy-on-write); the
+// pool's counters against counts made here; a full pool refusing a step and leaving every session intact.
+//
+// Bit equality is the expectation wherever the same rows go through the same kernels: paging changes
+// which pool row a key lives in, never the arithmetic, and a shared prefix of whole prefill chunks was
+// computed exactly as the sequence itself would have computed it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "base/error.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/session/decode_batch.hpp"
+#include "runtime/session/kv_pool.hpp"
+#include "runtime/session/session.hpp"
+#include "tests/support/data.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/model_fixture.hpp"
+
+using namespace reach;
+using namespace reach::test;
+
+namespace {
+
+const char* kModel = "--dtype f32 --hidden 128 --intermediate 192 --layers 2 --heads 2 --kv-heads 1 --vocab 300 --seed 5";
+constexpr uint32_t kVocab = 300;
+
+SessionOptions opts(std::shared_ptr<KvPool> pool = nullptr, uint32_t context = 128) {
+  SessionOptions o;
+  o.context = context;
+  o.chunk = 16;
+  o.kv_pool = std::move(pool);
+  if (o.kv_pool) o.cache_type_k = o.kv_pool->options().cache_type_k, o.cache_type_v = o.kv_pool->options().cache_type_v;
+  return o;
+}
+
+std::shared_ptr<KvPool> make_pool(Model& m, uint32_t tokens, uint32_t block_rows, KvType t = KvType::f32) {
+  KvPoolOptions po;
+  po.tokens = tokens;
+  po.block_rows = block_rows;
+  po.cache_type_k = po.cache_type_v = t;
+  return std::make_shared<KvPool>(m, po);
+}
+
+bool same(std::span<const float> a, std::span<const float> b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+double max_err_rel(std::span<const float> got, std::span<const float> want) {
+  float scale = 0;
+  double err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[i]));
+    err = std::max(err, double(std::fabs(got[i] - want[i])));
+  }
+  return err / std::max(scale, 1e-30f);
+}
+
+std::span<const int32_t> first(const std::vector<int32_t>& v, size_t n) { return {v.data(), n}; }
+
+int32_t argmax(std::span<const float> x) { return int32_t(std::max_element(x.begin(), x.end()) - x.begin()); }
+
+}  // namespace
+
+TEST_CASE("kv pool: a paged session against the reference, and bit for bit a session of its own") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  const std::vector<int32_t> ids = random_ids(60, kVocab, 9);
+  const Reference ref = reference_forward(dir, ids);
+  for (uint32_t B : {1u, 8u, 16u}) {
+    CAPTURE(B);
+    auto pool = make_pool(*model, 256, B);
+    Session paged(*model, opts(pool)), own(*model, opts());
+    paged.prefill(first(ids, 37));   // chunks of 16, 16, 5: boundaries inside and across blocks
+    own.prefill(first(ids, 37));
+    CHECK(same(paged.logits(), own.logits()));
+    double worst = max_err_rel(paged.logits(), std::span<const float>(&ref.logits[36 * kVocab], kVocab));
+    for (size_t i = 37; i < ids.size(); ++i) {
+      paged.decode(ids[i]);
+      own.decode(ids[i]);
+      CHECK(same(paged.logits(), own.logits()));
+      worst = std::max(worst, max_err_rel(paged.logits(), std::span<const float>(&ref.logits[i * kVocab], kVocab)));
+    }
+    CHECK(worst <= 1e-3);   // the suites' tolerance against the float64 reference (test_session_kv_types)
+    // Blocks held: the rows written, rounded up to whole blocks; the pool's count agrees.
+    const uint32_t held = (uint32_t(ids.size()) + B - 1) / B;
+    CHECK(paged.block_table()->blocks().size() == held);
+    CHECK(pool->blocks().used() == held);
+    CHECK(paged.kv_cache_bytes() == uint64_t(held) * B * paged.kv_bytes_per_token());
+  }
+}
+
+TEST_CASE("kv pool: batched decode over paged sessions is what each session alone gives") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 512, 8, KvType::f16);
+  std::vector<std::unique_ptr<Session>> batched, alone;
+  std::vector<std::vector<int32_t>> ids;
+  SessionOptions own = opts();
+  own.cache_type_k = own.cache_type_v = KvType::f16;
+  for (uint32_t k = 0; k < 3; ++k) {
+    ids.push_back(random_ids(13 + 6 * k + 10, kVocab, 30 + k));
+    batched.push_back(std::make_unique<Session>(*model, opts(pool)));
+    alone.push_back(std::make_unique<Session>(*model, own));
+    batched[k]->prefill(first(ids[k], 13 + 6 * k));
+    alone[k]->prefill(first(ids[k], 13 + 6 * k));
+  }
+  DecodeBatch batch(*model, 4);
+  for (uint32_t step = 0; step < 10; ++step) {   // every row crosses a block boundary
+    std::vector<Session*> rows;
+    std::vector<int32_t> toks;
+    for (uint32_t k = 0; k < 3; ++k) rows.push_back(batched[k].get()), toks.push_back(ids[k][13 + 6 * k + step]);
+    batch.step(rows, toks);
+    for (uint32_t k = 0; k < 3; ++k) {
+      alone[k]->decode(toks[k]);
+      CHECK(same(batched[k]->logits(), alone[k]->logits()));
+    }
+  }
+}
+
+TEST_CASE("kv pool: shared prefixes are mapped, not computed, and change nothing") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 1024, 8);
+  const std::vector<int32_t> p = random_ids(40, kVocab, 11);
+  std::vector<int32_t> q(p.begin(), p.begin() + 35);   // shares 35 tokens: 4 whole blocks
+  const std::vector<int32_t> tail = random_ids(5, kVocab, 12);
+  q.insert(q.end(), tail.begin(), tail.end());
+  Session a(*model, opts(pool));
+  a.prefill(p);
+  CHECK(a.last_prefix_rows() == 0);
+  CHECK(pool->blocks().used() == 5);
+  Session b(*model, opts(pool)), b_own(*model, opts());
+  b.prefill(q);
+  b_own.prefill(q);
+  CHECK(b.last_prefix_rows() == 32);
+  CHECK(same(b.logits(), b_own.logits()));
+  // 5 blocks of a, b's 4 shared ones counted once, and b's own fifth.
+  CHECK(pool->blocks().used() == 6);
+  CHECK(pool->blocks().prefix_hits() == 4);
+  CHECK(pool->blocks().prefix_hit_tokens() == 32);
+  for (int i = 0; i < 6; ++i) {   // greedy continuations agree token for token
+    const int32_t t = argmax(b_own.logits());
+    CHECK(argmax(b.logits()) == t);
+    b.decode(t);
+    b_own.decode(t);
+    CHECK(same(b.logits(), b_own.logits()));
+  }
+  // The same prompt again matches all but its last block (the last token is always computed).
+  Session c(*model, opts(pool));
+  c.prefill(p);
+  CHECK(c.last_prefix_rows() == 32);
+  CHECK(same(c.logits(), a.logits()));
+  // Every row's logits are wanted: nothing can be mapped.
+  Session d(*model, opts(pool));
+  std::vector<float> all;
+  d.prefill(p, &all);
+  CHECK(d.last_prefix_rows() == 0);
+}
+
+TEST_CASE("kv pool: four requests sharing a 1000-token system prompt hold at most 1.3x the blocks of one") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 8192, 16);
+  const std::vector<int32_t> system = random_ids(1000, kVocab, 13);
+  std::vector<std::unique_ptr<Session>> shared;
+  uint32_t one = 0;
+  for (uint32_t r = 0; r < 4; ++r) {
+    std::vector<int32_t> prompt = system;
+    const std::vector<int32_t> user = random_ids(12, kVocab, 40 + r);
+    prompt.insert(prompt.end(), user.begin(), user.end());
+    shared.push_back(std::make_unique<Session>(*model, opts(pool, 1100)));
+    Session& s = *shared.back();
+    s.prefill(prompt);
+    CHECK(s.last_prefix_rows() == (r == 0 ? 0u : 992u));   // 62 whole blocks of the system prompt
+    Session own(*model, opts(nullptr, 1100));
+    own.prefill(prompt);
+    CHECK(same(s.logits(), own.logits()));
+    for (int i = 0; i < 8; ++i) {   // the reply: identical tokens and logits
+      const int32_t t = argmax(own.logits());
+      CHECK(argmax(s.logits()) == t);
+      s.decode(t);
+      own.decode(t);
+    }
+    CHECK(same(s.logits(), own.logits()));
+    if (r == 0) one = pool->blocks().used();
+  }
+  const uint32_t four = pool->blocks().used();
+  MESSAGE("blocks: one request " << one << ", four " << four << " (" << double(four) / one << "x)");
+  CHECK(one == (1000 + 12 + 8 + 15) / 16);
+  CHECK(double(four) <= 1.3 * one);
+}
+
+TEST_CASE("kv pool: a full pool refuses the step, and every session stays intact") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 32, 8);   // 4 blocks
+  const std::vector<int32_t> ids = random_ids(40, kVocab, 14);
+  Session a(*model, opts(pool)), a_own(*model, opts());
+  a.prefill(first(ids, 20));   // 3 blocks
+  a_own.prefill(first(ids, 20));
+  Session b(*model, opts(pool));
+  const std::vector<int32_t> other = random_ids(20, kVocab, 17);
+  try {
+    b.prefill(other);   // needs 3 blocks: 1 is left (and no prefix of a's matches other tokens)
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::out_of_memory);
+    CHECK(std::string(e.what()).find("the KV pool is full") != std::string::npos);
+  }
+  CHECK(b.position() == 0);
+  CHECK(b.block_table()->blocks().empty());
+  CHECK(pool->blocks().used() == 3);
+  for (size_t i = 20; i < 32; ++i) {   // a decodes on into its fourth block, unharmed
+    a.decode(ids[i]);
+    a_own.decode(ids[i]);
+    CHECK(same(a.logits(), a_own.logits()));
+  }
+  CHECK_THROWS_AS(a.decode(ids[32]), Error);   // a fifth block: none left
+  CHECK(a.position() == 32);
+  CHECK(same(a.logits(), a_own.logits()));
+  // Rewinding gives blocks back; decoding again from there gives the same bits.
+  a.rewind(16);
+  CHECK(pool->blocks().used() == 2);
+  a_own.rewind(16);
+  for (size_t i = 16; i < 20; ++i) a.decode(ids[i]), a_own.decode(ids[i]);
+  CHECK(same(a.logits(), a_own.logits()));
+  // a's first two blocks are indexed: a later sequence maps them though a gave them back (cached).
+  a.rewind(0);
+  CHECK(pool->blocks().used() == 0);
+  // Cached: blocks 0 and 1, and one of the two full blocks the first rewind gave back (rows 16..23 or
+  // 24..31; the re-decode took the other); the re-decode's partial block is unindexed, hence free.
+  CHECK(pool->blocks().cached() == 3);
+  Session c(*model, opts(pool)), c_own(*model, opts());
+  c.prefill(first(ids, 20));
+  c_own.prefill(first(ids, 20));
+  CHECK(c.last_prefix_rows() == 16);
+  CHECK(same(c.logits(), c_own.logits()));
+  CHECK(pool->blocks().used() == 3);
+}
+
+TEST_CASE("kv pool: a rewind into shared blocks copies before it writes") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 256, 8);
+  const std::vector<int32_t> p = random_ids(41, kVocab, 15);
+  Session a(*model, opts(pool)), a_own(*model, opts());
+  a.prefill(p);
+  a_own.prefill(p);
+  Session b(*model, opts(pool));
+  b.prefill(p);
+  REQUIRE(b.last_prefix_rows() == 40);
+  const uint32_t shared_block = b.block_table()->blocks()[2];
+  CHECK(pool->blocks().refcount(shared_block) == 2);
+  // b rewinds into its third (shared) block and writes other tokens there.
+  b.rewind(20);
+  const std::vector<int32_t> other = random_ids(10, kVocab, 16);
+  b.prefill(other);
+  CHECK(b.block_table()->blocks()[2] != shared_block);   // b wrote into a copy
+  CHECK(pool->blocks().refcount(shared_block) == 1);
+  std::vector<int32_t> bq(p.begin(), p.begin() + 20);
+  bq.insert(bq.end(), other.begin(), other.end());
+  Session b_own(*model, opts());
+  b_own.prefill(bq);
+  CHECK(same(b.logits(), b_own.logits()));   // the copy kept rows 16..19, the write changed only b's rows
+  for (size_t i = 0; i < 4; ++i) {   // a's rows are untouched
+    const int32_t t = argmax(a_own.logits());
+    a.decode(t);
+    a_own.decode(t);
+    CHECK(same(a.logits(), a_own.logits()));
+  }
+}
+
+TEST_CASE("kv pool: sessions the pool cannot serve are refused, naming why") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 64, 8, KvType::f16);
+  SessionOptions o = opts(pool);
+  o.cache_type_v = KvType::f32;
+  try {
+    Session s(*model, o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("the KV pool stores K f16 V f16 but the session asks for K f16 V f32") !=
+          std::string::npos);
+  }
+  SessionOptions rr = opts(pool);
+  rr.overrides.rope_scaling = "rerope";
+  rr.overrides.rerope_window = 16;
+  try {
+    Session s(*model, rr);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("the KV pool keeps none") != std::string::npos);
+  }
+  KvPoolOptions bad;
+  bad.tokens = 64;
+  bad.block_rows = 12;
+  CHECK_THROWS_WITH_AS(KvPool(*model, bad), doctest::Contains("give a power of two"), Error);
+}
