@@ -47,6 +47,11 @@ void serve_usage() {
       "                      transformers pooling modules, a GGUF pooling_type, or a bare *Model class)\n"
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
+      "  --kv-size N         one paged KV cache of N tokens for all slots, in blocks of 16, instead of a\n"
+      "                      whole context per slot: a request holds the blocks of its prompt and\n"
+      "                      max_tokens, waits in the queue while they are not free, and maps the blocks\n"
+      "                      of earlier prompts with the same leading tokens (any slot's) instead of\n"
+      "                      computing them; sliding-window layers then keep every position\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
@@ -63,7 +68,7 @@ std::string default_model_id(const std::string& path) {
 
 int cmd_serve(const Args& args) {
   std::string model_dir, device, alias;
-  int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0;
+  int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0, kv_size = 0;
   server::HttpOptions ho;
   server::ApiOptions ao;
   SessionOptions so;   // every slot's options
@@ -91,6 +96,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--full-kv") so.full_kv = true;
     else if (parse_kv_cache_flag(args, i, so.cache_type_k, so.cache_type_v)) continue;
     else if (a == "--no-prefix-cache") prefix_cache = false;
+    else if (a == "--kv-size") kv_size = int_of(args, i, 1, int64_t(1) << 31);
     else if (a == "--embeddings") embeddings_on = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
@@ -130,7 +136,18 @@ int cmd_serve(const Args& args) {
     if (embeddings) embeddings->reset(make_embedder());
     return *e.model;
   };
+  if (kv_size) {
+    KvPoolOptions po;
+    po.tokens = uint32_t(kv_size);
+    po.cache_type_k = so.cache_type_k;
+    po.cache_type_v = so.cache_type_v;
+    po.rotated_keys = Session::keeps_rotated_keys(*e.model, so);
+    so.kv_pool = std::make_shared<KvPool>(*e.model, po);
+  }
   serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache, reload);
+  // The scheduler holds the pool alone: after a lost device it frees the pool before the device goes.
+  const std::string pool_line = so.kv_pool ? so.kv_pool->describe() : "";
+  so.kv_pool.reset();
   server::OpenAiRoutes routes(*e.model, scheduler, ao);
   if (embeddings) {
     routes.set_embeddings(embeddings.get());
@@ -143,6 +160,7 @@ int cmd_serve(const Args& args) {
   std::fprintf(stderr, "reach serve: model '%s', %lld slot(s) of %u tokens (KV cache K %s V %s), load %.2f s\n",
                ao.model_id.c_str(), (long long)parallel, scheduler.context(), kv_type_name(so.cache_type_k),
                kv_type_name(so.cache_type_v), e.load_seconds);
+  if (!pool_line.empty()) std::fprintf(stderr, "reach serve: %s, shared by the slots\n", pool_line.c_str());
   std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
   std::fflush(stderr);
 

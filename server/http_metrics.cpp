@@ -63,6 +63,20 @@ std::string Metrics::render(const serve::SchedulerStats& s) const {
   sample(out, "reach_prefix_cache_hits_total", double(s.prefix_hits));
   family(out, "reach_prefix_cache_reused_tokens_total", "counter", "Prompt tokens the prefix cache let prefill skip.");
   sample(out, "reach_prefix_cache_reused_tokens_total", double(s.prefix_tokens_reused));
+  if (s.kv_blocks_total) {   // a paged KV pool (reach serve --kv-size)
+    family(out, "reach_kv_blocks", "gauge", "Blocks of the paged KV pool.");
+    sample(out, "reach_kv_blocks", double(s.kv_blocks_total));
+    family(out, "reach_kv_blocks_used", "gauge", "KV blocks held by running requests.");
+    sample(out, "reach_kv_blocks_used", double(s.kv_blocks_used));
+    family(out, "reach_kv_blocks_cached", "gauge", "KV blocks no request holds, kept for later prompts' prefixes.");
+    sample(out, "reach_kv_blocks_cached", double(s.kv_blocks_cached));
+    family(out, "reach_kv_prefix_hit_blocks_total", "counter", "KV blocks prompts mapped from the pool.");
+    sample(out, "reach_kv_prefix_hit_blocks_total", double(s.kv_prefix_hit_blocks));
+    family(out, "reach_kv_prefix_hit_tokens_total", "counter", "Prompt tokens those blocks held.");
+    sample(out, "reach_kv_prefix_hit_tokens_total", double(s.kv_prefix_hit_tokens));
+    family(out, "reach_kv_admissions_deferred_total", "counter", "Times a request waited for KV blocks.");
+    sample(out, "reach_kv_admissions_deferred_total", double(s.kv_waits));
+  }
   family(out, "reach_device_reloads_total", "counter", "Times the model was loaded again after the GPU was lost.");
   sample(out, "reach_device_reloads_total", double(s.device_reloads));
   return out;

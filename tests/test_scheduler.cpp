@@ -15,6 +15,7 @@
 
 #include "runtime/model/model.hpp"
 #include "runtime/serve/scheduler.hpp"
+#include "runtime/session/kv_pool.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
@@ -152,6 +153,81 @@ TEST_CASE("scheduler: a job goes to the free slot that holds the longest prefix 
   CHECK(run(s, p3, 6).text == run(whole, p3, 6).text);
   CHECK(s.stats().prefix_hits == 1);
   CHECK(s.stats().prefix_tokens_reused == 30);
+}
+
+TEST_CASE("scheduler: a shared KV pool gives the replies of whole prefills, maps any slot's blocks, and queues") {
+  auto model = load_model(source_root() / "models" / "rope");
+  SessionOptions so;
+  so.context = 128;
+  so.chunk = 16;
+  Scheduler whole(*model, so, 1, 8, false);
+  KvPoolOptions po;
+  po.tokens = 160;   // 10 blocks of 16: two jobs of 5 at once, not three
+  po.cache_type_k = po.cache_type_v = so.cache_type_k;
+  SessionOptions paged = so;
+  paged.kv_pool = std::make_shared<KvPool>(*model, po);
+  Scheduler s(*model, paged, 3, 8);
+  paged.kv_pool.reset();   // the scheduler holds it alone
+  const std::vector<int32_t> bos{256};
+  // Prompts of 61 tokens and 8 new: 69 rows, 5 blocks each.
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t k = 0; k < 3; ++k) prompts.push_back(concat(bos, bytes_of(heldout(100 * k, 60))));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& p : prompts) {
+    auto job = std::make_shared<Job>();
+    job->ids = p;
+    job->max_tokens = 8;
+    job->sampling.temperature = 0;
+    REQUIRE(s.submit(job));
+    jobs.push_back(job);
+  }
+  for (size_t k = 0; k < jobs.size(); ++k) {   // all three end well: the third waited for blocks
+    std::string text;
+    for (;;) {
+      std::optional<JobEvent> e = jobs[k]->pop(120000);
+      REQUIRE(e.has_value());
+      text += e->text;
+      if (!e->done) continue;
+      CHECK_MESSAGE(e->error.empty(), e->error);
+      break;
+    }
+    CHECK(text == run(whole, prompts[k], 8).text);
+  }
+  // The scheduler publishes the pool's counters after each turn: wait for the turn after the last end.
+  SchedulerStats st;
+  for (int i = 0; i < 200; ++i) {
+    st = s.stats();
+    if (st.busy == 0 && st.kv_blocks_used == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(st.kv_blocks_total == 10);
+  CHECK(st.kv_blocks_used == 0);
+  CHECK(st.kv_waits >= 1);
+  // A prompt sharing 40 tokens with the last job's (finished, its blocks cached; the first two jobs'
+  // were evicted for the third's) maps 2 whole blocks.
+  const uint64_t tokens_before = st.kv_prefix_hit_tokens;
+  const std::vector<int32_t> p = concat(head(prompts[2], 40), bytes_of("Zebras graze."));
+  CHECK(run(s, p, 8).text == run(whole, p, 8).text);
+  for (int i = 0; i < 200 && s.stats().kv_prefix_hit_tokens == tokens_before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(s.stats().kv_prefix_hit_tokens == tokens_before + 32);
+  CHECK(s.stats().prefix_tokens_reused >= 32);
+  // A job no empty pool can hold fails, saying so, and the scheduler serves on.
+  po.tokens = 64;   // 4 blocks
+  SessionOptions tiny = so;
+  tiny.kv_pool = std::make_shared<KvPool>(*model, po);
+  Scheduler small(*model, tiny, 2, 4);
+  tiny.kv_pool.reset();
+  auto big = std::make_shared<Job>();
+  big->ids = prompts[1];
+  big->max_tokens = 8;
+  big->sampling.temperature = 0;
+  REQUIRE(small.submit(big));
+  std::optional<JobEvent> e;
+  while ((e = big->pop(120000)) && !e->done) {}
+  REQUIRE(e.has_value());
+  CHECK(e->error.find("the KV pool is full") != std::string::npos);
+  CHECK(run(small, head(prompts[2], 30), 4).text == run(whole, head(prompts[2], 30), 4).text);
 }
 
 TEST_CASE("scheduler: sliding-window rings limit reuse to what the ring still holds") {

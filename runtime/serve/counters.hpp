@@ -15,6 +15,10 @@ struct SchedulerStats {
   uint64_t prefix_hits = 0, prefix_tokens_reused = 0;
   // Times the model was loaded again on a new device after the GPU was lost (Scheduler, "A lost device").
   uint64_t device_reloads = 0;
+  // A paged KV pool (SessionOptions::kv_pool; all 0 without one): its blocks by state now, the full blocks
+  // prompts mapped from it and the tokens they covered, and the jobs that waited for blocks.
+  uint64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;
+  uint64_t kv_prefix_hit_blocks = 0, kv_prefix_hit_tokens = 0, kv_waits = 0;
 };
 
 }  // namespace reach::serve

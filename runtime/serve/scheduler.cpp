@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/error.hpp"
+#include "runtime/session/kv_pool.hpp"
 
 namespace reach::serve {
 
@@ -15,12 +16,15 @@ Scheduler::Scheduler(Model& model, const SessionOptions& options, size_t paralle
     : model_(&model), options_(options), reload_(std::move(reload)), max_queue_(max_queue),
       prefix_cache_(prefix_cache) {
   slots_.resize(std::max<size_t>(parallel, 1));
+  if (options_.kv_pool) pool_options_ = options_.kv_pool->options();
   make_sessions();
   context_ = slots_[0].gen->session().capacity();
   thread_ = std::thread([this] { loop(); });
 }
 
 void Scheduler::make_sessions() {
+  // A pool lives on its model's device: a model loaded again gets a new one of the same size.
+  if (pool_options_ && !options_.kv_pool) options_.kv_pool = std::make_shared<KvPool>(*model_, *pool_options_);
   GenerationOptions go;
   go.session = options_;
   for (Slot& s : slots_) {
@@ -92,7 +96,7 @@ void Scheduler::loop() {
         if (!job) break;
         ++busy_;
       }
-      admit(std::move(job));
+      if (!admit(std::move(job))) break;   // the KV pool is full: the job waits, first in the queue
     }
     for (Slot& slot : slots_)
       if (slot.job && slot.job->cancelled) finish(slot, FinishReason::stop, "");
@@ -104,6 +108,7 @@ void Scheduler::loop() {
       if (slot.job) active.push_back(&slot);
     }
     advance(active);
+    publish_pool_counters();
     if (lost_ && !recover()) break;
     std::unique_lock lock(mu_);
     if (stopping_) break;
@@ -137,13 +142,14 @@ bool Scheduler::recover() {
       slot.cached.clear();
       release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message, true});
     }
-  // The sessions' buffers and programs belong to the lost device: freed before it is.
+  // The sessions' buffers and programs belong to the lost device: freed before it is (the pool last).
   batch_.reset();
   for (Slot& slot : slots_) {
     slot.gen.reset();
     slot.reply.reset();
     slot.cached.clear();
   }
+  options_.kv_pool.reset();
   lost_ = false;
   if (!reload_) {
     stop("the GPU was lost and this server cannot load the model again: " + message);
@@ -158,6 +164,7 @@ bool Scheduler::recover() {
     } catch (const std::exception& e) {
       batch_.reset();
       for (Slot& slot : slots_) slot.gen.reset();
+      options_.kv_pool.reset();
       std::fprintf(stderr, "reach serve: loading the model again failed (attempt %d): %s; retrying in 5 s\n", attempt,
                    e.what());
       std::unique_lock lock(mu_);
@@ -195,7 +202,24 @@ void Scheduler::fail(Slot& slot, const std::string& message) {
   release(slot, {"", true, FinishReason::stop, {int64_t(slot.job->ids.size()), slot.sampled}, message});
 }
 
+void Scheduler::publish_pool_counters() {
+  if (!options_.kv_pool) return;
+  const KvBlockPool& p = options_.kv_pool->blocks();
+  std::lock_guard lock(mu_);
+  totals_.kv_blocks_total = p.total();
+  totals_.kv_blocks_used = p.used();
+  totals_.kv_blocks_cached = p.cached();
+  totals_.kv_prefix_hit_blocks = p.prefix_hits();
+  totals_.kv_prefix_hit_tokens = p.prefix_hit_tokens();
+}
+
 void Scheduler::release(Slot& slot, JobEvent last) {
+  // With a KV pool the slot keeps no blocks: its full ones stay cached in the pool's prefix index, for
+  // any slot's next prompt, and the rest are free for the waiting jobs.
+  if (options_.kv_pool && slot.gen) {
+    slot.gen->session().rewind(0);
+    slot.cached.clear();
+  }
   // The slot is free before the client hears the end: a client that sends its next request at once
   // must find the slot free, not a spurious 503.
   std::shared_ptr<Job> job = std::move(slot.job);

@@ -24,6 +24,14 @@
 // LongRoPE's tables do not follow the prompt length; log n, CosA and Self-Extend's grouping depend on the
 // query's position, applied at attention time, not stored).  Sliding-window ring caches limit how far
 // back a session can rewind (Session::rewind_floor): a shorter match than that reuses nothing.
+//
+// A paged KV pool (SessionOptions::kv_pool, `reach serve --kv-size`) replaces the per-slot reuse: the
+// slots' sessions share one pool, a finished job's full blocks stay in the pool's prefix index (cached,
+// evicted least recently used first), and an admitted prompt maps the cached blocks of its leading
+// tokens whichever slot computed them.  The scheme rules above still hold: the index is salted with the
+// session's resolved schemes.  Admission holds the blocks of the whole job (prompt + max_tokens, within
+// the context), so a running job never finds the pool full; a job the pool cannot hold yet waits in the
+// queue, first in first out, and one that cannot fit even an empty pool fails, saying so.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -81,7 +89,10 @@ class Scheduler {
   };
 
   void loop();
-  void admit(std::shared_ptr<Job> job);   // into the slot pick_slot chooses
+  // Into the slot pick_slot chooses; false: the KV pool cannot hold the job yet (the caller queues it again).
+  bool admit(std::shared_ptr<Job> job);
+  void admit_paged(Slot& slot);   // a paged admission: the pool's prefix, the job's blocks
+  void publish_pool_counters();   // the pool's counters into totals_ (scheduler thread)
   // The free slot to admit `ids` into (the longest reusable prefix), and the positions it can keep.
   Slot* pick_slot(const Job& job, uint32_t& keep);
   uint32_t reusable_prefix(const Slot& slot, const Job& job) const;
@@ -100,6 +111,9 @@ class Scheduler {
 
   Model* model_;
   SessionOptions options_;
+  // The KV pool's options (SessionOptions::kv_pool): after a lost device the old pool goes before its
+  // device, and make_sessions makes one like it on the new model.
+  std::optional<KvPoolOptions> pool_options_;
   Reload reload_;
   bool lost_ = false;            // a step saw the device lost (scheduler thread only)
   std::string lost_message_;

@@ -260,6 +260,32 @@ uint64_t Session::kv_cache_bytes() const {
   return uint64_t(table_->blocks().size()) * pool_->block_rows() * kv_bytes_per_token_;
 }
 
+uint32_t Session::map_prefix(std::span<const int32_t> prompt) {
+  need_idle("map_prefix");
+  // Blocks held at position 0 were reserved (reserve_kv) after a match already made, or found nothing.
+  if (!table_ || pos_ != 0 || !table_->blocks().empty() || prompt.empty()) return 0;
+  check_ids(prompt);
+  const uint32_t done = table_->match_prefix(prompt.first(std::min<size_t>(prompt.size(), capacity_)), prefix_salt_,
+                                             pool_->blocks());
+  tokens_.assign(prompt.begin(), prompt.begin() + done);
+  pos_ = done;
+  return done;
+}
+
+void Session::reserve_kv(uint32_t rows) {
+  need_idle("reserve_kv");
+  reserve_rows(std::min(rows, capacity_));
+}
+
+bool Session::keeps_rotated_keys(const Model& model, const SessionOptions& options) {
+  ModelConfig c = model.config();
+  apply_overrides(c, options.overrides);
+  const uint32_t capacity = options.context ? options.context
+                                            : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
+  const ResolvedSchemes s = resolve_schemes(c, capacity, options.l_test > 0 ? options.l_test : capacity);
+  return std::any_of(s.layers.begin(), s.layers.end(), [](const AttentionSpec& a) { return reach::wants_rotated_keys(a); });
+}
+
 void Session::reserve_rows(uint32_t rows) {
   if (!table_) return;
   KvBlockPool& pool = pool_->blocks();
@@ -518,11 +544,7 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
   check_prefill(ids);
   size_t done = 0;
   last_prefix_rows_ = 0;
-  if (table_ && pos_ == 0 && !all_logits) {   // every row's logits: every row computed
-    done = table_->match_prefix(ids, prefix_salt_, pool_->blocks());
-    tokens_.assign(ids.begin(), ids.begin() + done);
-    pos_ = uint32_t(done);
-  }
+  if (!all_logits) done = map_prefix(ids);   // every row's logits: every row computed
   try {
     reserve_rows(pos_ + uint32_t(ids.size() - done));
   } catch (...) {

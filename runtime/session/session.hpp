@@ -127,6 +127,17 @@ class Session {
   const KvBlockTable* block_table() const { return table_ ? &*table_ : nullptr; }
   // Leading prompt rows the last prefill took from the pool's shared blocks instead of computing them.
   uint32_t last_prefix_rows() const { return last_prefix_rows_; }
+  // Paged, at position 0: maps the pool's cached leading blocks of `prompt` (never its last token, whose
+  // logits a prefill must compute) and moves to the position after them; the caller then prefills
+  // prompt[returned..].  0 (nothing changed) without a pool, past position 0, or with blocks held.
+  uint32_t map_prefix(std::span<const int32_t> prompt);
+  // Paged: holds the blocks of positions [0, rows) now (copying shared ones this session will write),
+  // so later steps up to `rows` cannot find the pool full.  out_of_memory, holding nothing new, when
+  // the pool cannot supply them; a no-op without a pool.
+  void reserve_kv(uint32_t rows);
+  // Whether a session of these options keeps rotated keys (LayerCache::k_rot) in some layer: a KvPool
+  // for it needs KvPoolOptions::rotated_keys.
+  static bool keeps_rotated_keys(const Model& model, const SessionOptions& options);
 
   const ModelConfig& config() const { return config_; }
   const ResolvedSchemes& schemes() const { return schemes_; }
