@@ -74,6 +74,10 @@ void bench_parallel(Model& model, const SessionOptions& options, const ParallelB
     rows.push_back(row);
   }
 
+  // What the streams' KV caches took: one pool, or a cache per session.
+  const std::string kv = options.kv_pool ? options.kv_pool->describe()
+                                         : "KV caches " + std::to_string(most) + " x " +
+                                               std::to_string(sessions[0]->kv_cache_bytes() >> 10) + " KiB";
   const double base_ts = 1.0 / mean(rows[0].step_s) * rows[0].streams;
   if (b.format == "csv") {
     std::printf("streams,n_prompt,n_gen,aggregate_ts,per_stream_ts,ms_per_token,stddev_ms_per_token,request_s,device\n");
@@ -92,6 +96,7 @@ void bench_parallel(Model& model, const SessionOptions& options, const ParallelB
                 device_name.c_str(), r.streams, ts, ts / base_ts, 1 / mean(r.step_s), mean(r.step_s) * 1e3,
                 stddev(r.step_s) * 1e3, mean(r.request_s));
   }
+  std::printf("\n%s\n", kv.c_str());
 }
 
 }  // namespace reach::cli

@@ -100,6 +100,18 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
     }                                                                           \
   }
 
+// kv_row(mk) for the key mk = min(m, k_last) a lane reads, m among the WG keys from m0.  Paged:
+// where those keys lie in one block and none is clamped below m0 (conditions the same for every lane),
+// the block's table entry is read once for the subgroup, a uniform load (llvmpipe runs a lane-varying
+// storage load lane by lane); else each lane reads its own.  No ring with a pool, so fused_read_key
+// moves no key.
+uint kv_row_lanes(int m0, int mk, int k_last) {
+  if (pc.block_rows == 0u || m0 < 0 || k_last < m0) return kv_row(mk);
+  const uint b0 = uint(m0) >> pc.block_shift;
+  if ((uint(m0 + int(WG) - 1) >> pc.block_shift) != b0 || b0 >= step[2]) return kv_row(mk);
+  return (step[4u + b0] << pc.block_shift) + (uint(mk) & (pc.block_rows - 1u));
+}
+
 // One tile [k0, k0 + TK) of class `cls` (1: branch 1 only, 2: branch 2 only,
 // 3: both, select per key); every call site passes a constant class.  Keys
 // past k_last are read clamped to k_last (a written key) and masked.
@@ -107,10 +119,12 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   const bool need1 = !DUAL || cls != 2u;
   const bool need2 = DUAL && cls != 1u;
   float s[KPL * HPW];
+  uint rows[KPL];   // each key's cache row, for its value below too
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
     const int mk = fused_read_key(min(m, k_last), i);
-    const uint row = g_local * pc.capacity + kv_row(mk);
+    const uint row = g_local * pc.capacity + kv_row_lanes(k0 + int(t * WG), mk, k_last);
+    rows[t] = row;
     float s1[HPW], s2[HPW];
     if (need1) KEY_SCORES(s1, q1, KROT, !KROT && ROPE && RAW, mk, false)
     if (need2) KEY_SCORES(s2, q2, false, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2)
@@ -140,9 +154,8 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
     }
   }
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
-    const int mk = fused_read_key(min(k0 + int(t * WG + lane), k_last), i);
     vec4 v[D4];
-    load_vc_row(g_local * pc.capacity + kv_row(mk), v);
+    load_vc_row(rows[t], v);
     [[unroll]] for (uint c = 0u; c < D4; ++c)
       [[unroll]] for (uint hq = 0u; hq < HPW; ++hq) acc[hq * D4 + c] += s[t * HPW + hq] * v[c];
   }
