@@ -212,6 +212,20 @@ TEST_CASE("scheduler: a shared KV pool gives the replies of whole prefills, maps
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(s.stats().kv_prefix_hit_tokens == tokens_before + 32);
   CHECK(s.stats().prefix_tokens_reused >= 32);
+  // A job cancelled while it prefills gives its blocks back (checked by the pool's counters).
+  auto gone = std::make_shared<Job>();
+  gone->ids = concat(prompts[1], prompts[2]);   // 122 tokens: 8 chunks of 16
+  gone->max_tokens = 4;
+  gone->sampling.temperature = 0;
+  REQUIRE(s.submit(gone));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  gone->cancelled = true;
+  std::optional<JobEvent> end;
+  while ((end = gone->pop(120000)) && !end->done) {}
+  REQUIRE(end.has_value());
+  for (int i = 0; i < 200 && (s.stats().busy || s.stats().kv_blocks_used); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(s.stats().kv_blocks_used == 0);
   // A job no empty pool can hold fails, saying so, and the scheduler serves on.
   po.tokens = 64;   // 4 blocks
   SessionOptions tiny = so;

@@ -35,7 +35,7 @@ logs=()
 # aborts it.  (-Dunity=on does not build: runtime/'s files share internal names.)
 asan_suites=(safetensors config tokenizer schemes model_files engine model model_schemes trained_models
              kernels_norm kernels_embed kernels_elementwise eval capi capi_c hostile_api gguf tokenizer_gguf
-             generation device_lost)
+             generation device_lost kv_block_pool kv_pool_session)
 asan_log=build-asan/meson-logs/testlog.json
 rm -f "$asan_log"
 logs+=("$asan_log")
