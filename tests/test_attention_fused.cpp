@@ -21,13 +21,6 @@ using namespace reach::test;
 
 namespace {
 
-void expect_ok(Harness h) {
-  const Result r = h.run();
-  INFO(h.describe());
-  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
-  CHECK(r.max_err <= kTol);
-}
-
 // Sink logits of the size of the harness's scores (q in [-2, 2], k in [-1, 1]:
 // scaled scores of standard deviation ~0.7), so the sink takes a real share.
 std::vector<float> sink_logits(uint32_t heads, uint32_t seed) { return random_floats(heads, seed, -1.0f, 2.0f); }
@@ -88,7 +81,7 @@ TEST_CASE("attention sinks: prefill, decode (both kernels, unfused and fused), G
     h.ring = c.ring;
     h.fused = p[2] == 1;
     h.sink_logits = sink_logits(c.H, 17 + p[0]);
-    expect_ok(h);
+    check_within_tolerance(h);
   });
 }
 
@@ -137,7 +130,7 @@ TEST_CASE("fused decode: every scheme against the reference, both decode kernels
     h.fused = true;
     h.rotated_keys = p[2] == 0;   // dual-branch layers with and without the pre-rotated key cache
     h.seed = 31 + d;
-    expect_ok(h);
+    check_within_tolerance(h);
   });
 }
 
@@ -157,7 +150,7 @@ TEST_CASE("fused decode: one recorded command buffer over 150 positions, many sp
     Harness h{make_scheme(c.kind, 4, c.Hkv, 16, 24, c.window, c.sinks), 3, {1, 1, 1}, 150, small_tiles()};
     h.ring = c.ring;
     h.fused = true;
-    expect_ok(h);
+    check_within_tolerance(h);
   }
 }
 
@@ -169,11 +162,11 @@ TEST_CASE("fused decode: GQA groups split into head chunks (lanes kernel), SmolL
   for (const G& gq : groups) {
     Harness h{make_scheme(Kind::rope_rotated, gq.H, gq.Hkv, gq.d), 150, {150}, 3};
     h.fused = true;
-    expect_ok(h);
+    check_within_tolerance(h);
     Harness s{make_scheme(Kind::window_sinks, gq.H, gq.Hkv, gq.d, 0, 128, 0), 150, {150}, 3};
     s.fused = true;
     s.sink_logits = sink_logits(gq.H, 41);
-    expect_ok(s);
+    check_within_tolerance(s);
   }
 }
 

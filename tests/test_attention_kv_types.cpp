@@ -23,13 +23,6 @@ using namespace reach::test;
 
 namespace {
 
-void expect_ok(Harness h) {
-  const Result r = h.run();
-  INFO(h.describe());
-  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
-  CHECK(r.max_err <= kTol);
-}
-
 constexpr KvType kRounded[] = {KvType::f16, KvType::q8_0, KvType::q4_0};
 
 }  // namespace
@@ -71,13 +64,13 @@ TEST_CASE("kv types: every kernel reads back what the cache stores") {
     h.k_type = h.v_type = t;
     // kv_store, prefill and the lanes decode (the device's); the workgroup decode for q8_0.
     h.decode_variants = t == KvType::q8_0 ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{2};
-    expect_ok(h);
+    check_within_tolerance(h);
     h.fused = true;
     h.decode_variants = {2};
-    expect_ok(h);                   // the fused step (kv_round of the new key and value)
+    check_within_tolerance(h);                   // the fused step (kv_round of the new key and value)
     if (t == KvType::f16) {         // storage buffers (texel views above, on a CPU device)
       h.tuning = small_tiles();
-      expect_ok(h);
+      check_within_tolerance(h);
     }
   }
   // A raw cache (ReRoPE rotates the stored raw key for the window) and a sliding-window ring.
@@ -86,26 +79,26 @@ TEST_CASE("kv types: every kernel reads back what the cache stores") {
   rr.k_type = rr.v_type = KvType::q8_0;
   rr.fused = true;
   rr.decode_variants = {2};
-  expect_ok(rr);
+  check_within_tolerance(rr);
   Harness ring{make_scheme(Kind::window_sinks, 4, 2, 64, 0, 10, 2), 40, {8, 8, 8, 8, 8}, 3};
   ring.ring = 10 + 8 - 1;
   ring.k_type = ring.v_type = KvType::q4_0;
   ring.fused = true;
   ring.decode_variants = {2};
-  expect_ok(ring);
+  check_within_tolerance(ring);
   // Keys and values of different types (their slabs differ in size), and no rotation at all.
   Harness mixed{make_scheme(Kind::rope_rotated, 4, 2, 64), 33, {33}, 2};
   mixed.k_type = KvType::q8_0;
   mixed.v_type = KvType::q4_0;
   mixed.decode_variants = {2};
-  expect_ok(mixed);
+  check_within_tolerance(mixed);
   mixed.tuning = small_tiles();   // the storage-buffer loaders of both quantized types
-  expect_ok(mixed);
+  check_within_tolerance(mixed);
   Harness nope{make_scheme(Kind::nope, 4, 1, 32), 30, {30}, 2};
   nope.k_type = KvType::q4_0;
   nope.v_type = KvType::f16;
   nope.decode_variants = {2};
-  expect_ok(nope);
+  check_within_tolerance(nope);
 }
 
 TEST_CASE("kv types: the error each type adds, against the unrounded reference") {

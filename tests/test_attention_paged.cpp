@@ -22,13 +22,6 @@ using namespace reach::test;
 
 namespace {
 
-void expect_ok(Harness h) {
-  const Result r = h.run();
-  INFO(h.describe());
-  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
-  CHECK(r.max_err <= kTol);
-}
-
 // Prefill chunks of n tokens whose ends fall on 1, B - 1, B and B + 1 (the rows either side of the first
 // block boundary), then the rest in chunks of up to 2B + 3 (later boundaries fall inside chunks).
 std::vector<uint32_t> boundary_chunks(uint32_t B, uint32_t n) {
@@ -74,7 +67,7 @@ TEST_CASE("paged cache: every scheme through a fragmented block table, blocks of
     h.block_rows = B;
     h.fused = p[2] == 1;
     h.seed = 11 + uint32_t(p.flat);
-    expect_ok(h);
+    check_within_tolerance(h);
   }, always);
 }
 
@@ -82,21 +75,21 @@ TEST_CASE("paged cache: storage-buffer reads, small splits, GQA head chunks and 
   // small_tiles(): the storage-buffer kernels GPUs run, and many decode splits per sequence.
   Harness s{make_scheme(Kind::rope_rotated, 4, 2, 16), 40, boundary_chunks(8, 40), 30, small_tiles()};
   s.block_rows = 8;
-  expect_ok(s);
+  check_within_tolerance(s);
   s.fused = true;
-  expect_ok(s);
+  check_within_tolerance(s);
   // SmolLM2's head shape (9 query heads on 3 kv heads, d 64): the lanes kernel splits the GQA group.
   Harness g{make_scheme(Kind::rope_rotated, 9, 3, 64), 70, {70}, 4};
   g.block_rows = 16;
   g.fused = true;
-  expect_ok(g);
+  check_within_tolerance(g);
   // q8_0 keys and q4_0 values: the row loaders take the pool row the table gives.
   Harness q{make_scheme(Kind::rope_rotated, 4, 2, 64), 33, boundary_chunks(16, 33), 5};
   q.k_type = KvType::q8_0;
   q.v_type = KvType::q4_0;
   q.block_rows = 16;
   q.decode_variants = {2};
-  expect_ok(q);
+  check_within_tolerance(q);
 }
 
 TEST_CASE("paged cache: misuse is rejected, naming what is wrong") {

@@ -39,16 +39,6 @@ SessionOptions opts(uint32_t ctx) {
 // stays orders of magnitude below 1e-4 of the row's largest logit.
 constexpr double kBatchTol = 1e-4;
 
-double max_err_rel(std::span<const float> got, std::span<const float> want) {
-  float scale = 0;
-  double err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::fabs(want[i]));
-    err = std::max(err, double(std::fabs(got[i] - want[i])));
-  }
-  return err / std::max(scale, 1e-30f);
-}
-
 int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 template <class F>

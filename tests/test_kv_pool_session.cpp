@@ -49,16 +49,6 @@ std::shared_ptr<KvPool> make_pool(Model& m, uint32_t tokens, uint32_t block_rows
 
 bool same(std::span<const float> a, std::span<const float> b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
 
-double max_err_rel(std::span<const float> got, std::span<const float> want) {
-  float scale = 0;
-  double err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::fabs(want[i]));
-    err = std::max(err, double(std::fabs(got[i] - want[i])));
-  }
-  return err / std::max(scale, 1e-30f);
-}
-
 std::span<const int32_t> first(const std::vector<int32_t>& v, size_t n) { return {v.data(), n}; }
 
 int32_t argmax(std::span<const float> x) { return int32_t(std::max_element(x.begin(), x.end()) - x.begin()); }

@@ -35,16 +35,6 @@ SessionOptions opts(KvType t) {
   return o;
 }
 
-double max_err_rel(std::span<const float> got, std::span<const float> want) {
-  float scale = 0;
-  double err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::fabs(want[i]));
-    err = std::max(err, double(std::fabs(got[i] - want[i])));
-  }
-  return err / std::max(scale, 1e-30f);
-}
-
 }  // namespace
 
 TEST_CASE("kv types: a tiny model's logits against the reference, within each type's tolerance") {

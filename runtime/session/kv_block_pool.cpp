@@ -30,6 +30,16 @@ uint64_t finalize(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+}  // namespace
+
+void KvSaltHasher::add(const void* data, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) h_ = fnv_bytes(h_, static_cast<const uint8_t*>(data)[i], 1);
+}
+
+uint64_t KvSaltHasher::value() const { return finalize(h_); }
+
+namespace {
+
 std::string block_name(uint32_t id) { return "KV block " + std::to_string(id); }
 
 }  // namespace

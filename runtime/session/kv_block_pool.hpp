@@ -41,6 +41,17 @@ struct KvPrefix {
 uint64_t kv_block_hash(uint64_t parent_hash, std::span<const int32_t> tokens, uint64_t salt);
 using KvBlockHashFn = uint64_t (*)(uint64_t parent_hash, std::span<const int32_t> tokens, uint64_t salt);
 
+// A salt of several fields (the session's position scheme): the same FNV-1a 64 and finalizer over
+// their bytes, in the order added.
+class KvSaltHasher {
+ public:
+  void add(const void* data, size_t bytes);
+  uint64_t value() const;
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;   // FNV-1a's offset basis
+};
+
 class KvBlockPool {
  public:
   // Blocks 0..blocks-1 of block_rows rows each, all free.  `hash` is replaceable so the tests can force

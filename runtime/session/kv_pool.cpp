@@ -14,17 +14,18 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(mib_ceil(bytes)) + " MiB"; }
 
-uint32_t block_rows_of(const KvPoolOptions& o) {
-  const uint32_t b = o.block_rows ? o.block_rows : KvPool::kDefaultBlockRows;
+// The options with block_rows resolved (0: the default), so the pool's options say what it uses.
+KvPoolOptions resolved(KvPoolOptions o) {
+  const uint32_t b = o.block_rows = o.block_rows ? o.block_rows : KvPool::kDefaultBlockRows;
   if (b & (b - 1))
     throw Error(ErrorCode::invalid_argument,
                 "KV pool: blocks of " + std::to_string(b) + " rows; give a power of two (16, 32, 64)");
-  return b;
+  return o;
 }
 
-uint32_t blocks_of(const KvPoolOptions& o, uint32_t b) {
+uint32_t blocks_of(const KvPoolOptions& o) {
   if (o.tokens == 0) throw Error(ErrorCode::invalid_argument, "KV pool: a pool of 0 tokens; give its size in tokens");
-  return uint32_t((uint64_t(o.tokens) + b - 1) / b);
+  return uint32_t((uint64_t(o.tokens) + o.block_rows - 1) / o.block_rows);
 }
 
 }  // namespace
@@ -38,7 +39,7 @@ uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tunin
 }
 
 KvPool::KvPool(Model& model, const KvPoolOptions& options)
-    : model_(model), options_(options), blocks_(blocks_of(options, block_rows_of(options)), block_rows_of(options)) {
+    : model_(model), options_(resolved(options)), blocks_(blocks_of(options_), options_.block_rows) {
   const ModelConfig& c = model.config();
   const uint32_t d = uint32_t(c.head_dim);
   for (auto [t, flag] : {std::pair{options.cache_type_k, "--cache-type-k"}, std::pair{options.cache_type_v, "--cache-type-v"}}) {

@@ -76,22 +76,19 @@ std::string self_extend_advice(int64_t G, uint32_t context, uint64_t max_rows) {
 
 // What tells rows of the same tokens at the same positions apart between sessions: the position
 // scheme (its description, every table's frequencies and factor) and the context it was resolved for.
-// FNV-1a 64 over those bytes; KvBlockPool compares it exactly, so a collision only costs sharing.
+// KvBlockPool compares the salt exactly, so a collision only costs sharing.
 uint64_t scheme_salt(const ResolvedSchemes& s, uint32_t capacity) {
-  uint64_t h = 1469598103934665603ull;
-  auto bytes = [&](const void* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
-  };
+  KvSaltHasher h;
   const std::string d = s.describe();
-  bytes(d.data(), d.size());
-  bytes(&capacity, sizeof capacity);
-  bytes(&s.l_test, sizeof s.l_test);
+  h.add(d.data(), d.size());
+  h.add(&capacity, sizeof capacity);
+  h.add(&s.l_test, sizeof s.l_test);
   for (const RopeFreqs* f : {&s.table1, s.table2 ? &*s.table2 : nullptr, s.table_local ? &*s.table_local : nullptr}) {
     if (!f) continue;
-    bytes(f->inv_freq.data(), f->inv_freq.size() * sizeof(double));
-    bytes(&f->attention_factor, sizeof f->attention_factor);
+    h.add(f->inv_freq.data(), f->inv_freq.size() * sizeof(double));
+    h.add(&f->attention_factor, sizeof f->attention_factor);
   }
-  return h;
+  return h.value();
 }
 
 uint64_t next_serial() {

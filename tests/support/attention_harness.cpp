@@ -367,6 +367,13 @@ Result Harness::run() {
   return res;
 }
 
+void check_within_tolerance(Harness h) {
+  const Result r = h.run();
+  INFO(h.describe());
+  INFO("max abs error " << r.max_err << " at " << r.where << ", tolerance " << kTol);
+  CHECK(r.max_err <= kTol);
+}
+
 AttentionTuning small_tiles() {
   AttentionTuning t;
   t.texel = 1;

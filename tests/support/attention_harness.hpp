@@ -98,6 +98,9 @@ struct Harness {
   Result run();
 };
 
+// Runs h and checks its largest error against kTol, describing the case and where the error is.
+void check_within_tolerance(Harness h);
+
 // Small decode tiles and splits (many splits at n ~ 200; prefill tiles are the
 // subgroup size, 8 on lavapipe, already small, scored in blocks of 2 keys as
 // GPUs score 32 in blocks of 8; lanes decode tiles of subgroup x 2 keys), and

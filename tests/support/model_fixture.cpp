@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <cstdlib>
 #include <map>
@@ -54,6 +56,16 @@ Reference reference_forward(const fs::path& model, const std::vector<int32_t>& i
   f.read(reinterpret_cast<char*>(r.logits.data()), std::streamsize(r.logits.size() * 4));
   REQUIRE_MESSAGE(f.gcount() == std::streamsize(r.logits.size() * 4), "short logits file " << out);
   return r;
+}
+
+double max_err_rel(std::span<const float> got, std::span<const float> want) {
+  float scale = 0;
+  double err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[i]));
+    err = std::max(err, double(std::fabs(got[i] - want[i])));
+  }
+  return err / std::max(scale, 1e-30f);
 }
 
 }  // namespace reach::test

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct Reference {
   std::vector<double> margins;   // best - second best logit at each generated step
   size_t rows = 0, vocab = 0;
 };
+// Largest |got - want| over a logits row, relative to the row's largest |want| (how the suites compare
+// logits with the reference and with each other).
+double max_err_rel(std::span<const float> got, std::span<const float> want);
+
 // Runs the reference on ids (and optionally a greedy chain of n_generate).
 Reference reference_forward(const std::filesystem::path& model, const std::vector<int32_t>& ids, int n_generate = 0,
                             const std::string& extra_args = "");
