@@ -14,6 +14,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::cancelled: return "cancelled";
     case ErrorCode::internal: return "internal";
     case ErrorCode::device_lost: return "device_lost";
+    case ErrorCode::kv_pool_full: return "kv_pool_full";
   }
   return "unknown";
 }

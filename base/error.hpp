@@ -18,6 +18,7 @@ enum class ErrorCode {
   cancelled,          // a callback asked to stop
   internal,           // a bug in reach
   device_lost,        // the GPU was lost (driver reset, timeout): the device and all on it are unusable
+  kv_pool_full,       // a shared KV pool has no block free now: retry when another sequence ends or rewinds
 };
 
 const char* error_code_name(ErrorCode code);

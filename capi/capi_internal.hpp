@@ -21,6 +21,7 @@
 #include "runtime/session/decode_batch.hpp"
 #include "runtime/session/embedding.hpp"
 #include "runtime/session/generation.hpp"
+#include "runtime/session/kv_pool.hpp"
 #include "runtime/text/tokenizer.hpp"
 
 struct reach_device {
@@ -38,6 +39,14 @@ struct reach_model {
   std::unique_ptr<reach::DecodeBatch> batch;   // reach_batch_decode's, made on first use; dies before the model
   std::unique_ptr<reach::Embedder> embedder;   // reach_embed's, made on first use; dies before the model
   int sessions = 0;
+  int pools = 0;   // live reach_kv_pool of this model
+};
+
+struct reach_kv_pool {
+  reach_model* model = nullptr;
+  std::shared_ptr<reach::KvPool> pool;   // its sessions share it; freed only when none is left
+  int sessions = 0;
+  uint64_t prefix_hits = 0, prefix_hit_tokens = 0;   // reach_kv_pool_info's counters
 };
 
 struct reach_stream {
@@ -76,6 +85,7 @@ struct reach_session {
   // the model's EOS ids (is_eos).
   std::unique_ptr<reach::Generation> gen;
   reach::Session& session() const { return gen->session(); }
+  reach_kv_pool* pool = nullptr;   // the pool its KV cache is in (reach_session_create_in_pool)
   bool logits_valid = false;
   bool host_pending = false;               // between begin_decode and end_decode
   std::vector<VkCommandBuffer> recorded;   // host buffers recorded into
@@ -95,7 +105,7 @@ struct ApiError {
 // are released before the object is deleted.  So a call racing a free of the
 // same handle on another thread either completes first or is rejected; it
 // never touches freed memory.
-enum class Kind { device, model, session, stream, reply };
+enum class Kind { device, model, session, stream, reply, kv_pool };
 void registry_add(const void* p, Kind k);
 // Throws ApiError(INVALID_ARGUMENT) for a pointer that is not a live handle of
 // kind k, or one being freed; else counts a call in flight on it.
@@ -127,6 +137,7 @@ class Pinned {
 void check_device(const reach_device* d);
 inline void check_usable(const reach_model* m) { check_device(m->device); }
 inline void check_usable(const reach_session* s) { check_device(s->model->device); }
+inline void check_usable(const reach_kv_pool* p) { check_device(p->model->device); }
 inline void check_usable(const void*) {}
 
 // Throws ApiError(INVALID_ARGUMENT) for NULL or a pointer that is not a live
@@ -196,6 +207,7 @@ reach_status guard(const char* fn, F&& f) noexcept {
       case ErrorCode::cancelled: st = REACH_ERROR_CANCELLED; break;
       case ErrorCode::internal: st = REACH_ERROR_INTERNAL; break;
       case ErrorCode::device_lost: st = REACH_ERROR_DEVICE_LOST; break;
+      case ErrorCode::kv_pool_full: st = REACH_ERROR_KV_POOL_FULL; break;
     }
     return fail(fn, st, e.what());
   } catch (const std::bad_alloc&) {

@@ -203,6 +203,7 @@ const char* reach_status_name(reach_status status) {
     case REACH_ERROR_BUFFER_TOO_SMALL: return "REACH_ERROR_BUFFER_TOO_SMALL";
     case REACH_ERROR_INTERNAL: return "REACH_ERROR_INTERNAL";
     case REACH_ERROR_DEVICE_LOST: return "REACH_ERROR_DEVICE_LOST";
+    case REACH_ERROR_KV_POOL_FULL: return "REACH_ERROR_KV_POOL_FULL";
   }
   return "REACH_ERROR_UNKNOWN";
 }
@@ -419,6 +420,8 @@ reach_status reach_model_free(reach_model* model) {
     auto l = lock(d);
     need(model->sessions == 0, REACH_ERROR_INVALID_STATE,
          std::to_string(model->sessions) + " session(s) still use this model: free them first");
+    need(model->pools == 0, REACH_ERROR_INVALID_STATE,
+         std::to_string(model->pools) + " KV pool(s) of this model are alive: free them first (reach_kv_pool_free)");
     claim.commit();
     delete model;
     d->models--;

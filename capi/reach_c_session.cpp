@@ -101,17 +101,34 @@ void decode(reach_session* s, int32_t token) {
   need_idle(s);
   need_started(s);
   s->session().check_decode(token);
+  const bool had_logits = s->logits_valid;
   s->logits_valid = false;
-  s->session().decode(token);
+  try {
+    s->session().decode(token);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kv_pool_full) s->logits_valid = had_logits;   // refused before it ran
+    throw;
+  }
   s->logits_valid = true;
 }
 
 void prefill(reach_session* s, std::span<const int32_t> ids) {
   need_idle(s);
   s->session().check_prefill(ids);
+  const bool had_logits = s->logits_valid;
   s->logits_valid = false;
-  s->session().prefill(ids);
+  try {
+    s->session().prefill(ids);
+  } catch (const Error& e) {
+    // A full pool refuses the step before it runs: the session and its logits are as they were.
+    if (e.code() == ErrorCode::kv_pool_full) s->logits_valid = had_logits;
+    throw;
+  }
   s->logits_valid = true;
+  if (s->pool && s->session().last_prefix_rows() > 0) {
+    s->pool->prefix_hits++;
+    s->pool->prefix_hit_tokens += s->session().last_prefix_rows();
+  }
 }
 
 // Completes a finished async step (Session::poll_decode / wait_decode); returns whether none is in flight.
@@ -122,6 +139,56 @@ bool complete_async(reach_session* s, bool wait, uint64_t timeout_ns) {
   if (!(wait ? s->session().wait_decode(timeout_ns) : s->session().poll_decode())) return false;
   s->logits_valid = true;
   return true;
+}
+
+// A session on `m` with the checked params: its own KV cache, or `pool`'s blocks (with the pool's cache
+// types; the ring of sliding-window layers needs a cache of its own, so they keep every position).
+reach_session* create_session(reach_model* m, reach_kv_pool* pool, const reach_session_params& p) {
+  const reach_sampling_params sp = read_params(&p.sampling, reach_sampling_default_params(), "reach_session_params.sampling");
+  need(p.l_test >= 0, REACH_ERROR_INVALID_ARGUMENT,
+       "l_test is " + std::to_string(p.l_test) + ": it must be >= 0 (0 = the context)");
+  SessionOptions so;
+  so.context = p.context;
+  so.chunk = p.chunk;
+  so.l_test = p.l_test;
+  so.profile = p.profile != 0;
+  so.full_kv = p.full_kv != 0;
+  for (auto [value, field, out] : {std::tuple{p.cache_type_k, "cache_type_k", &so.cache_type_k},
+                                   std::tuple{p.cache_type_v, "cache_type_v", &so.cache_type_v}}) {
+    need(value >= REACH_KV_F32 && value <= REACH_KV_Q4_0, REACH_ERROR_INVALID_ARGUMENT,
+         std::string(field) + " is " + std::to_string(value) + ": it must be a reach_kv_type (REACH_KV_F32 .. REACH_KV_Q4_0)");
+    *out = KvType(value);
+  }
+  SchemeOverrides& o = so.overrides;
+  const std::vector<std::string> fields = scheme_field_flags(p);
+  for (size_t i = 0; i < fields.size(); ++i) parse_scheme_flag(fields, i, o);   // each is a known flag
+  if (p.scheme_flags) {
+    std::istringstream in(p.scheme_flags);
+    std::vector<std::string> args;
+    for (std::string w; in >> w;) args.push_back(w);
+    for (size_t i = 0; i < args.size(); ++i)
+      need(parse_scheme_flag(args, i, o), REACH_ERROR_INVALID_ARGUMENT,
+           "scheme_flags: unknown flag '" + args[i] + "' (the flags are those named beside the fields of "
+           "reach_session_params in reach.h)");
+  }
+  if (pool) {
+    so.kv_pool = pool->pool;
+    so.cache_type_k = pool->pool->options().cache_type_k;
+    so.cache_type_v = pool->pool->options().cache_type_v;
+  }
+  std::unique_lock<std::recursive_mutex> l(m->device->mu);
+  auto s = std::make_unique<reach_session>();
+  s->model = m;
+  s->pool = pool;
+  GenerationOptions go;
+  go.session = so;
+  go.sampling = sampler_params(sp);   // checked before the session is made
+  s->gen = std::make_unique<Generation>(*m->model, go);
+  if (!o.empty()) log(REACH_LOG_INFO, "session scheme: " + s->session().schemes().describe());
+  m->sessions++;
+  if (pool) pool->sessions++;
+  registry_add(s.get(), Kind::session);
+  return s.release();
 }
 
 }  // namespace
@@ -159,45 +226,18 @@ reach_status reach_session_create(reach_model* model, const reach_session_params
     *out = nullptr;
     auto m = live(model, Kind::model, "model");
     const reach_session_params p = read_params(params, reach_session_default_params(), "reach_session");
-    const reach_sampling_params sp =
-        read_params(&p.sampling, reach_sampling_default_params(), "reach_session_params.sampling");
-    need(p.l_test >= 0, REACH_ERROR_INVALID_ARGUMENT,
-         "l_test is " + std::to_string(p.l_test) + ": it must be >= 0 (0 = the context)");
-    SessionOptions so;
-    so.context = p.context;
-    so.chunk = p.chunk;
-    so.l_test = p.l_test;
-    so.profile = p.profile != 0;
-    so.full_kv = p.full_kv != 0;
-    for (auto [value, field, out] : {std::tuple{p.cache_type_k, "cache_type_k", &so.cache_type_k},
-                                     std::tuple{p.cache_type_v, "cache_type_v", &so.cache_type_v}}) {
-      need(value >= REACH_KV_F32 && value <= REACH_KV_Q4_0, REACH_ERROR_INVALID_ARGUMENT,
-           std::string(field) + " is " + std::to_string(value) + ": it must be a reach_kv_type (REACH_KV_F32 .. REACH_KV_Q4_0)");
-      *out = KvType(value);
-    }
-    SchemeOverrides& o = so.overrides;
-    const std::vector<std::string> fields = scheme_field_flags(p);
-    for (size_t i = 0; i < fields.size(); ++i) parse_scheme_flag(fields, i, o);   // each is a known flag
-    if (p.scheme_flags) {
-      std::istringstream in(p.scheme_flags);
-      std::vector<std::string> args;
-      for (std::string w; in >> w;) args.push_back(w);
-      for (size_t i = 0; i < args.size(); ++i)
-        need(parse_scheme_flag(args, i, o), REACH_ERROR_INVALID_ARGUMENT,
-             "scheme_flags: unknown flag '" + args[i] + "' (the flags are those named beside the fields of "
-             "reach_session_params in reach.h)");
-    }
-    std::unique_lock<std::recursive_mutex> l(m->device->mu);
-    auto s = std::make_unique<reach_session>();
-    s->model = m.get();
-    GenerationOptions go;
-    go.session = so;
-    go.sampling = sampler_params(sp);   // checked before the session is made
-    s->gen = std::make_unique<Generation>(*m->model, go);
-    if (!o.empty()) log(REACH_LOG_INFO, "session scheme: " + s->session().schemes().describe());
-    m->sessions++;
-    registry_add(s.get(), Kind::session);
-    *out = s.release();
+    *out = create_session(m.get(), nullptr, p);
+  });
+}
+
+reach_status reach_session_create_in_pool(reach_kv_pool* pool, const reach_session_params* params,
+                                          reach_session** out) {
+  return guard(__func__, [&] {
+    need(out, REACH_ERROR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    auto kp = live(pool, Kind::kv_pool, "pool");
+    const reach_session_params p = read_params(params, reach_session_default_params(), "reach_session");
+    *out = create_session(kp->model, kp.get(), p);
   });
 }
 
@@ -206,10 +246,12 @@ reach_status reach_session_free(reach_session* session) {
   return guard(__func__, [&] {
     FreeClaim claim(session, Kind::session, "session");
     reach_model* m = session->model;
+    reach_kv_pool* pool = session->pool;
     auto l = lock(session);
     claim.commit();
-    delete session;
+    delete session;   // its blocks go back to the pool
     m->sessions--;
+    if (pool) pool->sessions--;
   });
 }
 

@@ -80,8 +80,8 @@ void bench_usage() {
       "  --parallel N[,N...] decode N sequences together (as reach serve --parallel does): aggregate\n"
       "                      and per-stream tokens/s, ms per token and one request's time for each N;\n"
       "                      each stream prefills -p tokens (default then 16), then generates -n\n"
-      "  --kv-size N         with --parallel: the streams share one paged KV pool of N tokens (as reach\n"
-      "                      serve --kv-size) instead of a cache each\n"
+      "  --kv-size N|SIZE    with --parallel: the streams share one paged KV pool of N tokens or SIZE\n"
+      "                      bytes (512MiB, 2GiB), as reach serve --kv-size, instead of a cache each\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
@@ -131,7 +131,9 @@ std::vector<uint32_t> list_of(const Args& args, size_t& i, int64_t lo, int64_t h
 
 int cmd_bench(const Args& args) {
   std::string model_dir, device, format = "md";
-  int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = kDefaultPrefillChunk, kv_size = 0;
+  int64_t n_prompt = 512, n_gen = 128, reps = 5, chunk = kDefaultPrefillChunk;
+  uint32_t kv_tokens = 0;   // --kv-size: the pool in tokens, or in bytes
+  uint64_t kv_bytes = 0;
   std::vector<uint32_t> depths = {0}, parallel;
   bool profile = false, prompt_given = false, full_kv = false, unfused = false;
   QuantActivations activations = QuantActivations::device;
@@ -158,7 +160,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
-    else if (a == "--kv-size") kv_size = int_of(args, i, 1, int64_t(1) << 31);
+    else if (a == "--kv-size") parse_kv_size(args, i, kv_tokens, kv_bytes);
     else if (parse_kv_cache_flag(args, i, cache_k, cache_v)) continue;
     else if (parse_activations_flag(args, i, activations)) continue;
     else if (a == "--unfused") unfused = true;
@@ -168,7 +170,7 @@ int cmd_bench(const Args& args) {
   Engine e = open_engine(model_dir, device, false, quantize);
   Model& model = *e.model;
   const uint32_t V = uint32_t(model.config().vocab_size);
-  if (kv_size && parallel.empty())
+  if ((kv_tokens || kv_bytes) && parallel.empty())
     throw Error(ErrorCode::invalid_argument, "--kv-size sizes the KV pool the streams of --parallel share: give --parallel too");
   if (!parallel.empty()) {
     if (format == "json") throw Error(ErrorCode::invalid_argument, "--parallel prints md or csv: use -o md or -o csv");
@@ -184,9 +186,10 @@ int cmd_bench(const Args& args) {
     so.cache_type_v = cache_v;
     so.fused_decode = !unfused;
     so.activations = activations;
-    if (kv_size) {   // as reach serve --kv-size: one paged pool for every stream
+    if (kv_tokens || kv_bytes) {   // as reach serve --kv-size: one paged pool for every stream
       KvPoolOptions po;
-      po.tokens = uint32_t(kv_size);
+      po.tokens = kv_tokens;
+      po.bytes = kv_bytes;
       po.cache_type_k = cache_k;
       po.cache_type_v = cache_v;
       po.rotated_keys = Session::keeps_rotated_keys(model, so);

@@ -47,11 +47,12 @@ void serve_usage() {
       "                      transformers pooling modules, a GGUF pooling_type, or a bare *Model class)\n"
       "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
       "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
-      "  --kv-size N         one paged KV cache of N tokens for all slots, in blocks of 16, instead of a\n"
-      "                      whole context per slot: a request holds the blocks of its prompt and\n"
-      "                      max_tokens, waits in the queue while they are not free, and maps the blocks\n"
-      "                      of earlier prompts with the same leading tokens (any slot's) instead of\n"
-      "                      computing them; sliding-window layers then keep every position\n"
+      "  --kv-size N|SIZE    one paged KV cache of N tokens (or SIZE bytes: 512MiB, 2GiB) for all slots,\n"
+      "                      in blocks of 16, instead of a whole context per slot: a request holds the\n"
+      "                      blocks of its prompt and max_tokens, waits in the queue while they are not\n"
+      "                      free, and maps the blocks of earlier prompts with the same leading tokens\n"
+      "                      (any slot's) instead of computing them; sliding-window layers then keep\n"
+      "                      every position\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
@@ -68,7 +69,9 @@ std::string default_model_id(const std::string& path) {
 
 int cmd_serve(const Args& args) {
   std::string model_dir, device, alias;
-  int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0, kv_size = 0;
+  int64_t parallel = 1, queue = 16, ctx = 0, chunk = kDefaultPrefillChunk, threads = 0;
+  uint32_t kv_tokens = 0;   // --kv-size: the pool in tokens, or in bytes
+  uint64_t kv_bytes = 0;
   server::HttpOptions ho;
   server::ApiOptions ao;
   SessionOptions so;   // every slot's options
@@ -96,7 +99,7 @@ int cmd_serve(const Args& args) {
     else if (a == "--full-kv") so.full_kv = true;
     else if (parse_kv_cache_flag(args, i, so.cache_type_k, so.cache_type_v)) continue;
     else if (a == "--no-prefix-cache") prefix_cache = false;
-    else if (a == "--kv-size") kv_size = int_of(args, i, 1, int64_t(1) << 31);
+    else if (a == "--kv-size") parse_kv_size(args, i, kv_tokens, kv_bytes);
     else if (a == "--embeddings") embeddings_on = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
@@ -136,9 +139,10 @@ int cmd_serve(const Args& args) {
     if (embeddings) embeddings->reset(make_embedder());
     return *e.model;
   };
-  if (kv_size) {
+  if (kv_tokens || kv_bytes) {
     KvPoolOptions po;
-    po.tokens = uint32_t(kv_size);
+    po.tokens = kv_tokens;
+    po.bytes = kv_bytes;
     po.cache_type_k = so.cache_type_k;
     po.cache_type_v = so.cache_type_v;
     po.rotated_keys = Session::keeps_rotated_keys(*e.model, so);

@@ -1,5 +1,7 @@
 #include "cli/options.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,30 @@ int64_t int_of(const Args& args, size_t& i, int64_t lo, int64_t hi) {
 double float_of(const Args& args, size_t& i, double lo, double hi, const std::string& expected) {
   const std::string& flag = args[i];
   return flag_number_in(flag, value_of(args, i), lo, hi, expected);
+}
+
+void parse_kv_size(const Args& args, size_t& i, uint32_t& tokens, uint64_t& bytes) {
+  const std::string& flag = args[i];
+  const std::string& v = value_of(args, i);
+  size_t digits = 0;
+  while (digits < v.size() && (std::isdigit(static_cast<unsigned char>(v[digits])) || v[digits] == '.')) ++digits;
+  std::string unit = v.substr(digits);
+  for (char& c : unit) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (unit.empty()) {   // tokens
+    tokens = uint32_t(flag_integer(flag, v, 1, int64_t(1) << 31));
+    bytes = 0;
+    return;
+  }
+  static const std::pair<const char*, double> units[] = {
+      {"b", 1.0},           {"k", 1024.0},   {"kib", 1024.0},   {"kb", 1e3}, {"m", 1048576.0}, {"mib", 1048576.0},
+      {"mb", 1e6},          {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9}};
+  const auto* u = std::find_if(std::begin(units), std::end(units), [&](const auto& p) { return unit == p.first; });
+  const double n = digits ? flag_number_in(flag, v.substr(0, digits), 0, 1e15, "a size") : -1;
+  if (u == std::end(units) || n <= 0)
+    throw Error(ErrorCode::invalid_argument,
+                flag + " " + v + ": give the pool's size in tokens (4096) or in bytes (512MiB, 2GiB, 1.5GB)");
+  tokens = 0;
+  bytes = uint64_t(n * u->second);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -55,6 +55,9 @@ inline constexpr KvType kFrontEndKvType = KvType::f16;
 std::string kv_cache_flag_help(size_t column);
 bool parse_kv_cache_flag(const Args& args, size_t& i, KvType& k, KvType& v);
 bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out);
+// --kv-size N|SIZE (serve, bench --parallel): a paged KV pool of N tokens, or of at most SIZE device
+// bytes ("512MiB", "2GiB", "1.5GB"); the value after args[i] goes into `tokens` or `bytes`.
+void parse_kv_size(const Args& args, size_t& i, uint32_t& tokens, uint64_t& bytes);
 
 // --device N|NAME overrides REACH_DEVICE; the device gets cli_settings().  `quantize` sets
 // LoadOptions::quantize.

@@ -198,7 +198,7 @@ TEST_CASE("kv pool: a full pool refuses the step, and every session stays intact
     b.prefill(other);   // needs 3 blocks: 1 is left (and no prefix of a's matches other tokens)
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::out_of_memory);
+    CHECK(e.code() == ErrorCode::kv_pool_full);
     CHECK(std::string(e.what()).find("the KV pool is full") != std::string::npos);
   }
   CHECK(b.position() == 0);

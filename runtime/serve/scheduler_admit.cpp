@@ -76,7 +76,7 @@ bool Scheduler::admit(std::shared_ptr<Job> job) {
         {
           std::lock_guard lock(mu_);
           alone = busy_ == 1;   // this job only: every other block is free or cached, so it can never fit
-          if (!alone && e.code() == ErrorCode::out_of_memory) {   // wait for blocks, first in the queue
+          if (!alone && e.code() == ErrorCode::kv_pool_full) {   // wait for blocks, first in the queue
             queue_.push_front(std::move(slot.job));
             --busy_;
             ++totals_.kv_waits;

@@ -14,19 +14,27 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(mib_ceil(bytes)) + " MiB"; }
 
-// The options with block_rows resolved (0: the default), so the pool's options say what it uses.
-KvPoolOptions resolved(KvPoolOptions o) {
+// The options with block_rows (0: the default) and tokens (from bytes) resolved, so the pool's options
+// say what it uses.
+KvPoolOptions resolved(const ModelConfig& c, KvPoolOptions o) {
   const uint32_t b = o.block_rows = o.block_rows ? o.block_rows : KvPool::kDefaultBlockRows;
-  if (b & (b - 1))
+  if (b & (b - 1) || b > (1u << 16))
     throw Error(ErrorCode::invalid_argument,
                 "KV pool: blocks of " + std::to_string(b) + " rows; give a power of two (16, 32, 64)");
+  if (o.tokens == 0 && o.bytes > 0) {
+    const uint64_t row = KvPool::row_bytes(c, o), block = row * b;
+    if (o.bytes < block)
+      throw Error(ErrorCode::invalid_argument,
+                  "KV pool: " + std::to_string(o.bytes) + " bytes hold no block of " + std::to_string(b) + " rows (" +
+                      std::to_string(block) + " bytes for this model and cache types); give a larger size");
+    o.tokens = uint32_t(std::min<uint64_t>(o.bytes / block * b, uint64_t(1) << 31));
+  }
+  if (o.tokens == 0)
+    throw Error(ErrorCode::invalid_argument, "KV pool: a pool of 0 tokens; give its size in tokens or bytes");
   return o;
 }
 
-uint32_t blocks_of(const KvPoolOptions& o) {
-  if (o.tokens == 0) throw Error(ErrorCode::invalid_argument, "KV pool: a pool of 0 tokens; give its size in tokens");
-  return uint32_t((uint64_t(o.tokens) + o.block_rows - 1) / o.block_rows);
-}
+uint32_t blocks_of(const KvPoolOptions& o) { return uint32_t((uint64_t(o.tokens) + o.block_rows - 1) / o.block_rows); }
 
 }  // namespace
 
@@ -38,8 +46,14 @@ uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tunin
   return limit;
 }
 
+uint64_t KvPool::row_bytes(const ModelConfig& c, const KvPoolOptions& o) {
+  const uint32_t d = uint32_t(c.head_dim);
+  const uint64_t per_head = kv_row_bytes(o.cache_type_k, d) * (o.rotated_keys ? 2 : 1) + kv_row_bytes(o.cache_type_v, d);
+  return per_head * uint64_t(c.n_kv_heads) * uint64_t(c.n_layers);
+}
+
 KvPool::KvPool(Model& model, const KvPoolOptions& options)
-    : model_(model), options_(resolved(options)), blocks_(blocks_of(options_), options_.block_rows) {
+    : model_(model), options_(resolved(model.config(), options)), blocks_(blocks_of(options_), options_.block_rows) {
   const ModelConfig& c = model.config();
   const uint32_t d = uint32_t(c.head_dim);
   for (auto [t, flag] : {std::pair{options.cache_type_k, "--cache-type-k"}, std::pair{options.cache_type_v, "--cache-type-v"}}) {
@@ -59,7 +73,7 @@ KvPool::KvPool(Model& model, const KvPoolOptions& options)
                     "): use a pool of at most " + std::to_string(limit / (heads * std::max(row_k, row_v))) +
                     " tokens, or a smaller --cache-type-k / --cache-type-v");
   const uint64_t per_row = row_k * (options.rotated_keys ? 2 : 1) + row_v;
-  bytes_per_token_ = heads * per_row * layers;
+  bytes_per_token_ = row_bytes(c, options_);
   bytes_ = saturating_mul({heads, rows, per_row, layers});
   model.allocator().require(Arena::cache, bytes_, "a KV pool of " + std::to_string(rows) + " tokens (" + mib(bytes_) + ")",
                             "use a smaller pool");

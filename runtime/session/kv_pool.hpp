@@ -22,7 +22,8 @@
 namespace reach {
 
 struct KvPoolOptions {
-  uint32_t tokens = 0;       // rows the pool holds (rounded up to whole blocks); > 0
+  uint32_t tokens = 0;       // rows the pool holds (rounded up to whole blocks)
+  uint64_t bytes = 0;        // or, when tokens is 0, the device bytes it may take (whole blocks that fit)
   uint32_t block_rows = 0;   // rows per block, a power of two; 0 = kDefaultBlockRows
   KvType cache_type_k = KvType::f16, cache_type_v = KvType::f16;
   // Keep rotated keys for every layer too (LayerCache::k_rot): sessions of a dual-branch scheme
@@ -41,6 +42,10 @@ class KvPool {
   // The kernels read one table entry per key, so the block size only sets how finely prefixes are
   // shared and how long a table is: 16 rows, as vLLM's default.
   static constexpr uint32_t kDefaultBlockRows = 16;
+
+  // The device bytes one row of every layer takes in a pool of these options (KvPoolOptions::bytes
+  // divides by it).
+  static uint64_t row_bytes(const ModelConfig& c, const KvPoolOptions& options);
 
   // Checks the sizes against one binding per layer and the memory left (out_of_memory naming the
   // pool's size and the largest that fits), then allocates every layer's buffers.

@@ -289,7 +289,7 @@ void Session::reserve_rows(uint32_t rows) {
   const uint32_t B = pool.block_rows(), had = uint32_t(table_->blocks().size()), before = table_->rows();
   const uint32_t need = (rows + B - 1) / B;
   if (!table_->ensure(rows, pool))
-    throw Error(ErrorCode::out_of_memory,
+    throw Error(ErrorCode::kv_pool_full,
                 "the KV pool is full: this step needs " + std::to_string(need - had) + " more blocks of " +
                     std::to_string(B) + " rows and " + std::to_string(pool.available()) + " are free or cached (" +
                     pool_->describe() + "); retry when another sequence ends or rewinds, or make the pool larger");
@@ -297,7 +297,7 @@ void Session::reserve_rows(uint32_t rows) {
   for (uint32_t r = pos_ / B * B; r < rows; r += B)
     if (!table_->writable_block(r, pool, [&](uint32_t from, uint32_t to) { pool_->copy_block(from, to); })) {
       if (table_->rows() > before) table_->rewind(before, pool);   // give back what this call took
-      throw Error(ErrorCode::out_of_memory, "the KV pool is full: a shared block this sequence writes into needs a "
+      throw Error(ErrorCode::kv_pool_full, "the KV pool is full: a shared block this sequence writes into needs a "
                                             "copy and no block is free (" + pool_->describe() +
                                                 "); retry when another sequence ends or rewinds");
     }

@@ -56,7 +56,7 @@ struct SessionOptions {
   std::optional<SubmitBound> submit;
   // A paged cache shared with other sessions of the model (runtime/session/kv_pool.hpp) instead of a
   // cache of its own: the session takes blocks as it grows (a step the pool cannot supply fails before it
-  // runs: out_of_memory, "the KV pool is full"), gives them back when it rewinds or ends, and a prompt
+  // runs: kv_pool_full, "the KV pool is full"), gives them back when it rewinds or ends, and a prompt
   // starts from the blocks of an earlier sequence with the same leading tokens and position scheme.
   // cache_type_k / _v must be the pool's; sliding-window layers keep every position (no ring).
   std::shared_ptr<KvPool> kv_pool;
