@@ -139,7 +139,8 @@ ROOMS = [
     Room('examples/', 'C API examples: complete.c, host_app.cpp (adopts the host\'s VkDevice and queue)',
          ('include/',), True, 'users of the C API: reach.h only'),
     Room('bindings/python/', 'the Python package reach (pyproject.toml): the extension reach._reach over reach.h, '
-         'the Python layer (generate, chat, streaming)', ('include/',), True, 'a user of the C API: reach.h only'),
+         'the Python layer (generate, chat, streaming)', ('include/', 'bindings/python/'), True,
+         'a user of the C API: reach.h only (and its own files)'),
     Room('models/', 'tiny trained checkpoints (KeyNorm, CoSA + log-n, HWFA, RoPE) with their reference '
          'logits, and the extrapolation curves measured on them'),
     Room('tools/', 'scripts (setup, tests, model downloads, fuzzing), the kernel/attention benchmarks, Python '

@@ -8,7 +8,9 @@
   the C status and its message;
 - two threads generating at once give what each gives alone; Ctrl-C stops a generation between tokens;
 - logits() is a view of the session's buffer whose argmax is the greedy token;
-- cache_type_k / _v name the KV cache's storage (f16 by default).
+- cache_type_k / _v name the KV cache's storage (f16 by default);
+- sessions in a reach.KvPool generate what sessions of their own do, map a shared prompt, and a full
+  pool raises reach.Error with KV_POOL_FULL, every session intact.
 
 Run by meson (tests/meson.build: the venv's python3, PYTHONPATH = the build's bindings/python,
 REACH_BUILD_ROOT for the CLI).  Exits 77 (meson's SKIP) with a message when the extension was not
@@ -291,6 +293,56 @@ def test_cache_types_by_name():
         m.session(cache_type_v="q5")
 
 
+def _greedy(session, ids, n):
+    session.set_sampling(temperature=0)
+    session.prefill(ids)
+    out = [session.sample()[0]]
+    while len(out) < n:
+        out.append(session.step(out[-1])[0])
+    return out
+
+
+def test_kv_pool_sessions_share_a_prompt_and_generate_as_alone():
+    m = model(SMOLLM2)
+    ids = m.tokenize("Once upon a time in a quiet village by the sea, there lived an old fisherman who")
+    want = _greedy(m.session(), ids, 12)
+    pool = reach.KvPool(m, tokens=256)
+    a, b = m.session(pool=pool), m.session(pool=pool)
+    assert _greedy(a, ids, 12) == want
+    used_one = pool.info()["blocks_used"]
+    assert _greedy(b, ids, 12) == want
+    info = pool.info()
+    full_blocks = (len(ids) - 1) // info["block_rows"]   # never the block holding the prompt's last token
+    assert info["prefix_hits"] == 1 and info["prefix_hit_tokens"] == full_blocks * info["block_rows"]
+    assert info["sessions"] == 2 and info["blocks_used"] < 2 * used_one
+    assert info["bytes"] == info["blocks"] * info["block_rows"] * info["bytes_per_token"]
+    del pool   # the sessions keep it alive
+    assert a.pool.info()["sessions"] == 2
+    del a, b
+
+
+def test_a_full_kv_pool_raises_kv_pool_full_and_serves_after():
+    m = model(SMOLLM2)
+    pool = reach.KvPool(m, tokens=32, block_rows=16, cache_type_k="q8_0", cache_type_v="q8_0")
+    long_prompt = m.tokenize("one two three four five six seven eight nine ten eleven twelve thirteen")
+    a, b = m.session(pool=pool), m.session(pool=pool)
+    a.prefill(long_prompt * 2)   # both blocks
+    with pytest.raises(reach.Error) as e:
+        b.prefill(long_prompt)
+    assert e.value.status == reach.KV_POOL_FULL and e.value.status_name == "REACH_ERROR_KV_POOL_FULL"
+    assert "the KV pool is full" in e.value.message
+    assert b.position == 0
+    a.sample()   # a's logits are intact
+    with pytest.raises(ValueError, match="give cache_type_k / cache_type_v to the KvPool"):
+        m.session(pool=pool, cache_type_k="f16")
+    del a
+    b.prefill(long_prompt)
+    assert b.position == len(long_prompt)
+    with pytest.raises(reach.Error) as e:
+        reach.KvPool(m, block_rows=16)   # no size
+    assert e.value.status_name == "REACH_ERROR_INVALID_ARGUMENT"
+
+
 def test_devices_and_info():
     ds = reach.devices()
     assert ds and all(d["name"] for d in ds)
@@ -317,7 +369,7 @@ def test_the_stub_names_what_the_extension_has():
             named += 1
     assert named >= 20   # 2 functions and 19 methods when written
     # And the other way: every public method of the extension's types is in the stub.
-    for name in ("Device", "Model", "Session", "Reply"):
+    for name in ("Device", "Model", "Session", "Reply", "KvPool"):
         cls_node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
         stubbed = {f.name for f in cls_node.body if isinstance(f, ast.FunctionDef)}
         public = {a for a in vars(getattr(reach._reach, name)) if not a.startswith("_")}

@@ -6,7 +6,7 @@ A thin layer over reach's C API (include/reach.h) through the compiled extension
     model = reach.Model("~/.cache/reach/models/smollm2-135m-instruct")
     print(model.chat([{"role": "user", "content": "Name three fruits."}], max_tokens=48, temperature=0).text)
 
-Model, Session, Completion, Stream, Error, devices(), info().
+Model, Session, KvPool, Completion, Stream, Error, devices(), info().
 """
 from __future__ import annotations
 
@@ -16,14 +16,18 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _reach
 from ._generation import Completion, Stream, run as _run
-from ._reach import Error
+from ._reach import KV_POOL_FULL, Error
 
-__all__ = ["Model", "Session", "Device", "Completion", "Stream", "Error", "devices", "info", "__version__"]
+__all__ = ["Model", "Session", "KvPool", "Device", "Completion", "Stream", "Error", "KV_POOL_FULL", "devices", "info",
+           "__version__"]
 __version__: str = _reach.version()
 
 Device = _reach.Device
 
 _QUANTIZE = {None: 0, "none": 0, "q8_0": 1, "q4_0": 2, "q4_k": 3}
+_KV_TYPES = ("cache_type_k", "cache_type_v")
+# The schemes whose window branch reads keys before rotation: a KvPool for their sessions keeps them.
+_ROTATED_KEY_SCHEMES = ("rerope", "leaky_rerope", "self_extend")
 _DEVICE_TYPES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 
 
@@ -60,9 +64,15 @@ class Session:
     run threads in parallel.
     """
 
-    def __init__(self, model: "Model", **options: Any):
+    def __init__(self, model: "Model", pool: Optional["KvPool"] = None, **options: Any):
         self.model = model
-        self._native = _reach.Session(model._native, **{**model._scheme_options, **options})
+        self.pool = pool
+        merged = {**model._scheme_options, **options}
+        if pool is not None:   # the pool's cache types apply; the model's defaults do not
+            merged = {k: v for k, v in merged.items() if k not in _KV_TYPES or k in options}
+            self._native = _reach.Session(model._native, pool=pool._native, **merged)
+        else:
+            self._native = _reach.Session(model._native, **merged)
 
     def prefill(self, ids: Sequence[int]) -> None:
         """Appends the ids at the current position; their last one's logits become readable."""
@@ -119,6 +129,43 @@ class Session:
         self._native.reset()
 
 
+class KvPool:
+    """One paged KV cache that Sessions of a model share (reach_kv_pool_*), as a server's slots do.
+
+    Memory is reserved once for the pool instead of a whole context per session.  A session takes
+    blocks of block_rows positions as it grows and gives them back when it rewinds or is freed; a
+    prompt whose leading blocks another session already computed (same tokens, same position
+    scheme) maps them instead of computing them.  When no block is free, prefill / decode raise
+    reach.Error with status == reach.KV_POOL_FULL and every session stays as it was: retry after
+    another session ends.
+
+    tokens: positions the pool holds, or bytes: the device bytes it may take.  block_rows: a power of
+    two (0: 16).  cache_type_k / cache_type_v: as Session's (default: the model's options, else "f16").
+    rotated_keys: keep keys before rotation for ReRoPE / Leaky ReRoPE / Self-Extend sessions (default:
+    when the model's rope_scaling is one of them).
+
+        pool = reach.KvPool(model, tokens=8192)
+        a, b = model.session(pool=pool), model.session(pool=pool)
+    """
+
+    def __init__(self, model: "Model", tokens: int = 0, *, bytes: int = 0, block_rows: int = 0,
+                 cache_type_k: Optional[str] = None, cache_type_v: Optional[str] = None,
+                 rotated_keys: Optional[bool] = None):
+        if rotated_keys is None:
+            rotated_keys = model._scheme_options.get("rope_scaling") in _ROTATED_KEY_SCHEMES
+        self.model = model
+        self._native = _reach.KvPool(model._native, tokens=tokens, bytes=bytes, block_rows=block_rows,
+                                     cache_type_k=cache_type_k or model._scheme_options.get("cache_type_k"),
+                                     cache_type_v=cache_type_v or model._scheme_options.get("cache_type_v"),
+                                     rotated_keys=bool(rotated_keys))
+
+    def info(self) -> dict:
+        """block_rows, blocks, blocks_used (held by live sessions; a shared block once), blocks_cached
+        (held by none, kept for their prefix), sessions, bytes, bytes_per_token, prefix_hits and
+        prefix_hit_tokens (prefills that mapped blocks, and the positions they mapped)."""
+        return self._native.info()
+
+
 class Model:
     """A model folder (config.json, *.safetensors, tokenizer.json) or a .gguf file, loaded onto a device.
 
@@ -155,9 +202,10 @@ class Model:
         n_params, weight_bytes (device bytes), bos_id, eos_id (-1: none), has_tokenizer."""
         return self._native.info()
 
-    def session(self, **options: Any) -> Session:
-        """A new Session; options override the model's scheme options."""
-        return Session(self, **options)
+    def session(self, pool: Optional[KvPool] = None, **options: Any) -> Session:
+        """A new Session; options override the model's scheme options.  pool: its KV cache is that
+        KvPool's blocks (with the pool's cache types) instead of a cache of its own."""
+        return Session(self, pool=pool, **options)
 
     def tokenize(self, text: str, add_special: bool = True) -> list[int]:
         """Token ids of the text; add_special adds what the tokenizer adds (BOS for Llama)."""

@@ -9,24 +9,22 @@
  * GIL, so threads with sessions of their own run at once (the C API serializes calls on one device,
  * so for parallel work each thread's model has its own Device).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_reach_shared.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reach.h"
-
 static PyObject* ReachError;   /* reach.Error: .status (int), .status_name, .message */
 static PyTypeObject* DeviceType;
-static PyTypeObject* ModelType;
+PyTypeObject* ModelType;
+PyTypeObject* KvPoolType;
 static PyTypeObject* SessionType;
 static PyTypeObject* ReplyType;
 static PyTypeObject* LogitsType;
 
 /* Raises reach.Error for a failed call (reach_last_error is the calling thread's). */
-static PyObject* raise_status(reach_status st) {
+PyObject* raise_status(reach_status st) {
   const char* message = reach_last_error();
   PyObject* exc = PyObject_CallFunction(ReachError, "s", message);
   if (!exc) return NULL;
@@ -57,7 +55,7 @@ static PyObject* raise_status(reach_status st) {
     Py_END_ALLOW_THREADS if (st_ != REACH_OK) return raise_status(st_); \
   } while (0)
 
-static void dealloc_object(PyObject* self) {
+void dealloc_object(PyObject* self) {
   PyTypeObject* tp = Py_TYPE(self);
   freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   tp_free(self);
@@ -207,12 +205,6 @@ static PyType_Slot Device_slots[] = {{Py_tp_init, Device_init},
 static PyType_Spec Device_spec = {"reach._reach.Device", sizeof(DeviceObject), 0, Py_TPFLAGS_DEFAULT, Device_slots};
 
 /* ------------------------------------------------------------------ Model */
-
-typedef struct {
-  PyObject_HEAD
-  reach_model* model;
-  PyObject* device;   /* the DeviceObject: freed after the model */
-} ModelObject;
 
 static int Model_init(ModelObject* self, PyObject* args, PyObject* kw) {
   static char* names[] = {"device", "path", "require_tokenizer", "quantize", NULL};
@@ -389,10 +381,11 @@ typedef struct {
   PyObject_HEAD
   reach_session* session;
   PyObject* model;   /* the ModelObject: freed after the session */
+  PyObject* pool;    /* the KvPoolObject its cache is in, or NULL: freed after the session */
 } SessionObject;
 
 /* A KV cache type by its command-line name (-ctk / -ctv): "f16", "f32", "q8_0" or "q4_0". */
-static int kv_type_of(const char* name, const char* field, int32_t* out) {
+int kv_type_of(const char* name, const char* field, int32_t* out) {
   static const struct {
     const char* name;
     int32_t type;
@@ -402,8 +395,8 @@ static int kv_type_of(const char* name, const char* field, int32_t* out) {
       *out = types[i].type;
       return 0;
     }
-  PyErr_Format(PyExc_ValueError, "reach.Session: %s is '%s': use 'f16' (the default), 'f32', 'q8_0' or 'q4_0'",
-               field, name);
+  PyErr_Format(PyExc_ValueError, "reach: %s is '%s': use 'f16' (the default), 'f32', 'q8_0' or 'q4_0'", field,
+               name);
   return -1;
 }
 
@@ -411,7 +404,7 @@ static int Session_init(SessionObject* self, PyObject* args, PyObject* kw) {
   static char* names[] = {"model", "context", "chunk", "l_test", "rope_scaling", "rope_factor", "original_ctx",
                           "rerope_window", "leaky_k", "self_extend_group", "self_extend_window", "logn", "qk_norm",
                           "cos_n", "attn_window", "attn_sinks", "scheme_flags", "full_kv", "profile",
-                          "cache_type_k", "cache_type_v", NULL};
+                          "cache_type_k", "cache_type_v", "pool", NULL};
   reach_session_params p = reach_session_default_params();
   PyObject* model;
   long long l_test = p.l_test, original_ctx = p.original_ctx, rerope_window = p.rerope_window,
@@ -420,11 +413,28 @@ static int Session_init(SessionObject* self, PyObject* args, PyObject* kw) {
   unsigned int context = p.context, chunk = p.chunk;
   int full_kv = p.full_kv, profile = p.profile;
   const char *cache_k = NULL, *cache_v = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$IILzdLLdLLLzdLLzppzz", names, ModelType, &model, &context, &chunk,
+  PyObject* pool = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$IILzdLLdLLLzdLLzppzzO", names, ModelType, &model, &context, &chunk,
                                    &l_test, &p.rope_scaling, &p.rope_factor, &original_ctx, &rerope_window,
                                    &p.leaky_k, &seg, &sew, &logn, &p.qk_norm, &p.cos_n, &attn_window, &attn_sinks,
-                                   &p.scheme_flags, &full_kv, &profile, &cache_k, &cache_v))
+                                   &p.scheme_flags, &full_kv, &profile, &cache_k, &cache_v, &pool))
     return -1;
+  if (pool != Py_None) {
+    if (!PyObject_TypeCheck(pool, KvPoolType)) {
+      PyErr_SetString(PyExc_TypeError, "reach.Session: pool is not a KvPool: pass a reach.KvPool or None");
+      return -1;
+    }
+    if (((KvPoolObject*)pool)->model != model) {
+      PyErr_SetString(PyExc_ValueError, "reach.Session: the pool belongs to another model: make a KvPool of this one");
+      return -1;
+    }
+    if (cache_k || cache_v) {
+      PyErr_SetString(PyExc_ValueError,
+                      "reach.Session: a session in a pool stores K and V as the pool does: give cache_type_k / "
+                      "cache_type_v to the KvPool instead");
+      return -1;
+    }
+  }
   if ((cache_k && kv_type_of(cache_k, "cache_type_k", &p.cache_type_k) < 0) ||
       (cache_v && kv_type_of(cache_v, "cache_type_v", &p.cache_type_v) < 0))
     return -1;
@@ -446,13 +456,19 @@ static int Session_init(SessionObject* self, PyObject* args, PyObject* kw) {
   p.profile = profile;
   reach_status st;
   reach_model* m = ((ModelObject*)model)->model;
-  Py_BEGIN_ALLOW_THREADS st = reach_session_create(m, &p, &self->session);
+  reach_kv_pool* kp = pool != Py_None ? ((KvPoolObject*)pool)->pool : NULL;
+  Py_BEGIN_ALLOW_THREADS st = kp ? reach_session_create_in_pool(kp, &p, &self->session)
+                                 : reach_session_create(m, &p, &self->session);
   Py_END_ALLOW_THREADS if (st != REACH_OK) {
     raise_status(st);
     return -1;
   }
   Py_INCREF(model);
   self->model = model;
+  if (kp) {
+    Py_INCREF(pool);
+    self->pool = pool;
+  }
   return 0;
 }
 
@@ -461,6 +477,7 @@ static void Session_dealloc(SessionObject* self) {
     Py_BEGIN_ALLOW_THREADS reach_session_free(self->session);
     Py_END_ALLOW_THREADS
   }
+  Py_XDECREF(self->pool);
   Py_XDECREF(self->model);
   dealloc_object((PyObject*)self);
 }
@@ -744,9 +761,10 @@ PyMODINIT_FUNC PyInit__reach(void) {
   if (PyModule_AddObject(m, "Error", ReachError) < 0) goto fail;
   if (add_type(m, &Device_spec, &DeviceType) < 0 || add_type(m, &Model_spec, &ModelType) < 0 ||
       add_type(m, &Session_spec, &SessionType) < 0 || add_type(m, &Reply_spec, &ReplyType) < 0 ||
-      add_type(m, &Logits_spec, &LogitsType) < 0)
+      add_type(m, &Logits_spec, &LogitsType) < 0 || add_type(m, &KvPool_spec, &KvPoolType) < 0)
     goto fail;
   if (PyModule_AddIntConstant(m, "REPLY_CHANNELS_AUTO", REACH_REPLY_CHANNELS_AUTO) < 0 ||
+      PyModule_AddIntConstant(m, "KV_POOL_FULL", REACH_ERROR_KV_POOL_FULL) < 0 ||
       PyModule_AddIntConstant(m, "REPLY_MAX_STOP", REACH_REPLY_MAX_STOP) < 0)
     goto fail;
   return m;

@@ -4,6 +4,7 @@ from typing import Optional, Sequence
 
 REPLY_CHANNELS_AUTO: int
 REPLY_MAX_STOP: int
+KV_POOL_FULL: int
 
 class Error(RuntimeError):
     status: int         # the reach_status value (reach.h)
@@ -27,6 +28,12 @@ class Model:
     def is_eos(self, token: int) -> bool: ...
     def chat_encode(self, messages: Sequence[tuple[str, str]]) -> tuple[list[int], list[int]]: ...
 
+class KvPool:
+    def __init__(self, model: Model, *, tokens: int = 0, bytes: int = 0, block_rows: int = 0,
+                 cache_type_k: Optional[str] = None, cache_type_v: Optional[str] = None,
+                 rotated_keys: bool = False) -> None: ...
+    def info(self) -> dict: ...
+
 class Logits:
     """float32 values over the session's own buffer (buffer protocol, read-only)."""
 
@@ -37,7 +44,7 @@ class Session:
                  self_extend_window: int = -1, logn: int = -1, qk_norm: Optional[str] = None, cos_n: float = 0.0,
                  attn_window: int = -1, attn_sinks: int = -1, scheme_flags: Optional[str] = None,
                  full_kv: bool = False, profile: bool = False, cache_type_k: Optional[str] = None,
-                 cache_type_v: Optional[str] = None) -> None: ...
+                 cache_type_v: Optional[str] = None, pool: Optional[KvPool] = None) -> None: ...
     def prefill(self, ids: Sequence[int]) -> None: ...
     def decode(self, token: int) -> None: ...
     def sample(self) -> tuple[int, bool]: ...
