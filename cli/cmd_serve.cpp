@@ -51,8 +51,8 @@ void serve_usage() {
       "                      in blocks of 16, instead of a whole context per slot: a request holds the\n"
       "                      blocks of its prompt and max_tokens, waits in the queue while they are not\n"
       "                      free, and maps the blocks of earlier prompts with the same leading tokens\n"
-      "                      (any slot's) instead of computing them; sliding-window layers then keep\n"
-      "                      every position\n"
+      "                      (any slot's) instead of computing them.  Blocks behind the window go back\n"
+      "                      when every layer is windowed; else windowed layers keep every position\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }

@@ -640,7 +640,10 @@ REACH_API reach_status reach_kv_pool_get_info(const reach_kv_pool* pool, reach_k
 
 /* A session whose KV cache is the pool's blocks: as reach_session_create on
  * the pool's model, except that cache_type_k / _v are the pool's (params'
- * are not read) and sliding-window layers keep every position, as full_kv. */
+ * are not read).  When every layer is windowed (attn_window, without full_kv)
+ * the blocks behind the window go back to the pool as the session moves on,
+ * so a long prompt needs only a window and a prefill chunk of blocks; otherwise
+ * sliding-window layers keep every position, as full_kv. */
 REACH_API reach_status reach_session_create_in_pool(reach_kv_pool* pool, const reach_session_params* params,
                                                     reach_session** out);
 

@@ -1,7 +1,8 @@
 // The C API's KV pool (reach_kv_pool_*): sessions in one pool generate what sessions with a cache of
 // their own generate, a shared prompt is stored once, a full pool refuses a step with every session
 // intact and serves again when a session ends, cached blocks are evicted when needed, a session that
-// rewinds into a shared block copies it before writing, and misuse returns codes with messages.
+// rewinds into a shared block copies it before writing, a windowed session gives back the blocks behind
+// its window, and misuse returns codes with messages.
 #include <doctest/doctest.h>
 #include <reach.h>
 
@@ -263,6 +264,27 @@ TEST_CASE("capi kv pool: a session that rewinds into a shared block copies it; t
   CHECK(got == want);
   REQUIRE_OK(reach_session_free(a));
   REQUIRE_OK(reach_session_free(b));
+  REQUIRE_OK(reach_kv_pool_free(pool));
+}
+
+TEST_CASE("capi kv pool: a windowed session runs a prompt longer than the pool, as a full cache does") {
+  Fixture f;
+  reach_kv_pool* pool = make_pool(f.model, 48, 4);   // 12 blocks of 4
+  reach_session_params sp = greedy_params();
+  sp.attn_window = 8;
+  sp.attn_sinks = 2;
+  sp.chunk = 8;   // a chunk's rows are written at once: the window and a chunk must fit
+  reach_session* s = nullptr;
+  REQUIRE_OK(reach_session_create_in_pool(pool, &sp, &s));
+  const std::vector<int32_t> ids = f.prompt(56, 9);   // more rows than the pool has
+  sp.full_kv = 1;   // every position: the reference
+  reach_session* alone = nullptr;
+  REQUIRE_OK(reach_session_create(f.model, &sp, &alone));
+  CHECK(generate(s, ids, 6) == generate(alone, ids, 6));
+  CHECK(info_of(pool).blocks_used < info_of(pool).blocks);
+  CHECK_FAILS(reach_session_rewind(s, 10), REACH_ERROR_INVALID_ARGUMENT);   // its keys went back to the pool
+  REQUIRE_OK(reach_session_free(alone));
+  REQUIRE_OK(reach_session_free(s));
   REQUIRE_OK(reach_kv_pool_free(pool));
 }
 

@@ -119,6 +119,40 @@ TEST_CASE("kv_block_pool: allocation until exhaustion; running tables keep their
   CHECK(pool.used() == 0);
 }
 
+TEST_CASE("kv_block_pool: dropped blocks go back while later rows keep their places") {
+  const uint32_t D = KvBlockTable::kDropped;
+  KvBlockPool pool(8, 4);
+  KvBlockTable a(pool);
+  REQUIRE(a.ensure(26, pool));   // 7 blocks
+  CHECK(a.drop(2, 17, pool) == 3);   // blocks wholly inside rows [2, 17): 1, 2, 3
+  CHECK(a.blocks() == std::vector<uint32_t>{0, D, D, D, 4, 5, 6});
+  CHECK(a.held() == 4);
+  CHECK(pool.used() == 4);
+  CHECK(pool.free() == 4);
+  CHECK(a.drop(0, 17, pool) == 1);   // block 0 now, the others already gone
+  CHECK(a.drop(0, 17, pool) == 0);
+  CHECK(a.held() == 3);
+  CHECK(a.physical_row(17) == 4 * 4 + 1);
+  CHECK(error_code([&] { (void)a.physical_row(5); }) == ErrorCode::invalid_argument);
+  CHECK(error_code([&] { (void)a.writable_block(5, pool, [](uint32_t, uint32_t) {}); }) == ErrorCode::internal);
+  // A fork retains only the held blocks; rewinds and releases skip the dropped entries.
+  KvBlockTable b = a.fork(pool);
+  CHECK(b.held() == 3);
+  CHECK(pool.refcount(4) == 2);
+  b.release_all(pool);
+  CHECK(pool.refcount(4) == 1);
+  REQUIRE(a.ensure(32, pool));   // entries grow past the dropped ones
+  CHECK(a.blocks().size() == 8);
+  CHECK(a.held() == 4);
+  a.rewind(10, pool);   // into the dropped run
+  CHECK(a.blocks() == std::vector<uint32_t>{D, D, D});
+  CHECK(a.held() == 0);
+  CHECK(pool.used() == 0);
+  a.release_all(pool);
+  CHECK(a.blocks().empty());
+  CHECK(pool.free() == 8);
+}
+
 TEST_CASE("kv_block_pool: bad ids, double releases and bad arguments throw, naming the block") {
   CHECK(error_code([] { KvBlockPool(0, 16); }) == ErrorCode::invalid_argument);
   CHECK(error_code([] { KvBlockPool(4, 0); }) == ErrorCode::invalid_argument);

@@ -291,3 +291,57 @@ TEST_CASE("kv pool: sessions the pool cannot serve are refused, naming why") {
   bad.block_rows = 12;
   CHECK_THROWS_WITH_AS(KvPool(*model, bad), doctest::Contains("give a power of two"), Error);
 }
+
+TEST_CASE("kv pool: a windowed session gives back the blocks behind its window, so a prompt longer than the pool runs") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  constexpr uint32_t B = 8, kWindow = 20, kSinks = 4;
+  auto pool = make_pool(*model, 96, B);   // 12 blocks: 96 rows
+  auto windowed = [&](std::shared_ptr<KvPool> p, bool full_kv) {
+    SessionOptions o = opts(std::move(p), 512);
+    o.overrides.attn_window = kWindow;
+    o.overrides.attn_sinks = kSinks;
+    o.full_kv = full_kv;
+    return o;
+  };
+  const std::vector<int32_t> ids = random_ids(190, kVocab, 21);
+  // The reference keeps every position (no ring), so it can rewind anywhere.
+  Session paged(*model, windowed(pool, false)), own(*model, windowed(nullptr, true));
+  // Held at most: the sink block, the anchor, the window's and a chunk's blocks, a spare.
+  const size_t most = 1 + 1 + (kWindow + 16 + B - 1) / B + 1;
+  paged.prefill(first(ids, 150));   // 150 rows through a pool of 96
+  own.prefill(first(ids, 150));
+  CHECK(same(paged.logits(), own.logits()));
+  CHECK(paged.block_table()->held() <= most);
+  CHECK(pool->blocks().used() == paged.block_table()->held());
+  CHECK(paged.block_table()->blocks().size() == (150 + B - 1) / B);   // entries keep their places
+  CHECK(paged.block_table()->blocks()[0] != KvBlockTable::kDropped);  // the sinks' block stays
+  for (size_t i = 150; i < 180; ++i) {
+    paged.decode(ids[i]);
+    own.decode(ids[i]);
+    CHECK(same(paged.logits(), own.logits()));
+    CHECK(paged.block_table()->held() <= most);
+  }
+  // Keys behind the window are gone: a rewind that needs them is refused, naming the floor; one at the
+  // floor decodes as the full cache does.
+  const uint32_t floor = paged.rewind_floor();
+  CHECK(floor > 0);
+  CHECK(floor <= paged.position());
+  CHECK_THROWS_WITH_AS(paged.rewind(floor - 1), doctest::Contains("rewind to 0 or to at least"), Error);
+  CHECK(paged.position() == 180);
+  paged.rewind(floor);
+  own.rewind(floor);
+  for (size_t i = 0; i < 6; ++i) {
+    paged.decode(ids[i]);
+    own.decode(ids[i]);
+    CHECK(same(paged.logits(), own.logits()));
+  }
+  paged.rewind(0);
+  CHECK(pool->blocks().used() == 0);
+  CHECK(paged.rewind_floor() == 0);
+  // full_kv keeps every position: nothing is dropped, and the pool fills.
+  Session keep(*model, windowed(pool, true));
+  keep.prefill(first(ids, 90));
+  CHECK(keep.block_table()->held() == (90 + B - 1) / B);
+  CHECK_THROWS_AS(keep.prefill(first(ids, 30)), Error);
+}

@@ -231,6 +231,7 @@ KvBlockTable::KvBlockTable(KvBlockTable&& other) noexcept
     : block_rows_(other.block_rows_),
       rows_(std::exchange(other.rows_, 0)),
       blocks_(std::move(other.blocks_)),
+      dropped_(std::exchange(other.dropped_, 0)),
       keys_(std::move(other.keys_)) {
   other.blocks_.clear();
   other.keys_.clear();
@@ -241,6 +242,7 @@ KvBlockTable& KvBlockTable::operator=(KvBlockTable&& other) noexcept {
     block_rows_ = other.block_rows_;
     rows_ = std::exchange(other.rows_, 0);
     blocks_ = std::move(other.blocks_);
+    dropped_ = std::exchange(other.dropped_, 0);
     keys_ = std::move(other.keys_);
     other.blocks_.clear();
     other.keys_.clear();
@@ -281,11 +283,28 @@ void KvBlockTable::rewind(uint32_t rows, KvBlockPool& pool) {
   // The last block first, so the least recently released (the first evicted) is the deepest: heads of
   // prefixes, the most shareable, stay cached longest.
   while (blocks_.size() > keep) {
-    pool.release(blocks_.back());
+    if (blocks_.back() == kDropped)
+      --dropped_;
+    else
+      pool.release(blocks_.back());
     blocks_.pop_back();
   }
   rows_ = rows;
   keys_.resize(std::min(keys_.size(), size_t(rows / block_rows_)));
+}
+
+uint32_t KvBlockTable::drop(uint32_t first, uint32_t end, KvBlockPool& pool) {
+  const size_t from = (size_t(first) + block_rows_ - 1) / block_rows_;
+  const size_t to = std::min<size_t>(std::min(end, rows_) / block_rows_, blocks_.size());
+  uint32_t released = 0;
+  for (size_t i = from; i < to; ++i) {
+    if (blocks_[i] == kDropped) continue;
+    pool.release(blocks_[i]);
+    blocks_[i] = kDropped;
+    ++dropped_;
+    ++released;
+  }
+  return released;
 }
 
 void KvBlockTable::release_all(KvBlockPool& pool) { rewind(0, pool); }
@@ -293,9 +312,10 @@ void KvBlockTable::release_all(KvBlockPool& pool) { rewind(0, pool); }
 KvBlockTable KvBlockTable::fork(KvBlockPool& pool) const {
   KvBlockTable t(pool);
   for (uint32_t id : blocks_) {
-    pool.retain(id);
+    if (id != kDropped) pool.retain(id);
     t.blocks_.push_back(id);
   }
+  t.dropped_ = dropped_;
   t.rows_ = rows_;
   t.keys_ = keys_;
   return t;
@@ -308,6 +328,8 @@ std::optional<uint32_t> KvBlockTable::writable_block(uint32_t row, KvBlockPool& 
                                                  std::to_string(rows_) + " rows: ensure() the rows first");
   const size_t i = row / block_rows_;
   const uint32_t id = blocks_[i];
+  if (id == kDropped)
+    throw Error(ErrorCode::internal, "write of row " + std::to_string(row) + " into a dropped KV block: a bug in reach");
   if (pool.refcount(id) > 1) {
     const std::optional<uint32_t> fresh = pool.allocate();
     if (!fresh) return std::nullopt;
@@ -329,9 +351,10 @@ std::optional<uint32_t> KvBlockTable::writable_block(uint32_t row, KvBlockPool& 
 
 uint32_t KvBlockTable::physical_row(uint32_t row) const {
   const size_t i = row / block_rows_;
-  if (i >= blocks_.size())
+  if (i >= blocks_.size() || blocks_[i] == kDropped)
     throw Error(ErrorCode::invalid_argument, "physical row of row " + std::to_string(row) + " of a KV block table of " +
-                                                 std::to_string(blocks_.size()) + " blocks: ensure() the rows first");
+                                                 std::to_string(blocks_.size()) + " blocks: ensure() the rows first, "
+                                                 "and never ask for a dropped one");
   return blocks_[i] * block_rows_ + row % block_rows_;
 }
 
@@ -357,6 +380,7 @@ void KvBlockTable::register_full_blocks(std::span<const int32_t> tokens, uint64_
     const KvPrefix parent = i ? keys_[i - 1] : KvPrefix{};
     const std::span<const int32_t> block = tokens.subspan(i * block_rows_, block_rows_);
     const uint32_t id = blocks_[i];
+    if (id == kDropped) break;   // gone before it was registered: the blocks after it have no parent
     const KvPrefix key = pool.register_full(id, parent, block, salt);
     if (!pool.indexed(id)) {
       // Another block already holds these rows: share it and let this copy go.

@@ -149,7 +149,13 @@ class KvBlockTable {
   KvBlockTable(const KvBlockTable&) = delete;
   KvBlockTable& operator=(const KvBlockTable&) = delete;
 
+  // An entry whose block went back to the pool while the rows after it stay (drop()).
+  static constexpr uint32_t kDropped = 0xffffffffu;
+
+  // One entry per block of rows, kDropped for the dropped ones.
   const std::vector<uint32_t>& blocks() const { return blocks_; }
+  // The blocks this table holds a reference to: blocks() less the dropped entries.
+  uint32_t held() const { return uint32_t(blocks_.size()) - dropped_; }
   uint32_t rows() const { return rows_; }
   uint32_t block_rows() const { return block_rows_; }
   // Leading blocks registered (or matched) in the prefix index by this table.
@@ -162,6 +168,10 @@ class KvBlockTable {
   // invalid_argument when `rows` is past rows().
   void rewind(uint32_t rows, KvBlockPool& pool);
   void release_all(KvBlockPool& pool);
+  // Gives back the blocks wholly inside rows [first, end) while keeping their entries (kDropped), so the
+  // rows after them keep their places: a sliding window's keys behind it, which no query reads again.
+  // Returns the blocks released.  The caller never reads or writes a dropped row again.
+  uint32_t drop(uint32_t first, uint32_t end, KvBlockPool& pool);
   // Another table holding the same blocks (each retained): copy-on-write keeps them apart.
   KvBlockTable fork(KvBlockPool& pool) const;
 
@@ -189,6 +199,7 @@ class KvBlockTable {
   uint32_t block_rows_;
   uint32_t rows_ = 0;
   std::vector<uint32_t> blocks_;
+  uint32_t dropped_ = 0;        // kDropped entries in blocks_
   std::vector<KvPrefix> keys_;  // KvPrefix of leading full blocks 0..keys_.size()-1, each held by this table
 };
 

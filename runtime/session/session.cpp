@@ -226,6 +226,15 @@ Session::Session(Model& model, const SessionOptions& options)
   if (pool_) {
     table_.emplace(pool_->blocks());
     prefix_salt_ = scheme_salt(schemes_, capacity_);
+    // Blocks behind a window go back only when no layer reads them: every layer windowed.
+    const bool all_windowed = !schemes_.layers.empty() &&
+                              std::all_of(schemes_.layers.begin(), schemes_.layers.end(),
+                                          [](const AttentionSpec& a) { return a.window > 0; });
+    if (all_windowed && !options.full_kv)
+      for (const AttentionSpec& a : schemes_.layers) {
+        drop_window_ = drop_window_ ? std::min(drop_window_, a.window) : a.window;
+        drop_sinks_ = std::max(drop_sinks_, a.sinks);
+      }
   }
   step_ = A.allocate(Arena::staging, step_range().size, pool_ ? "step params and block table" : "step params");
   decode_scratch_ = A.allocate(Arena::scratch, std::max<uint64_t>(dec, 16), "decode scratch");
@@ -254,7 +263,7 @@ BufferRange Session::step_range() const {
 
 uint64_t Session::kv_cache_bytes() const {
   if (!table_) return kv_cache_bytes_;
-  return uint64_t(table_->blocks().size()) * pool_->block_rows() * kv_bytes_per_token_;
+  return uint64_t(table_->held()) * pool_->block_rows() * kv_bytes_per_token_;
 }
 
 uint32_t Session::map_prefix(std::span<const int32_t> prompt) {
@@ -283,11 +292,40 @@ bool Session::keeps_rotated_keys(const Model& model, const SessionOptions& optio
   return std::any_of(s.layers.begin(), s.layers.end(), [](const AttentionSpec& a) { return reach::wants_rotated_keys(a); });
 }
 
+void Session::drop_behind_window() {
+  if (!drop_window_ || pos_ < drop_window_) return;
+  const uint32_t B = pool_->block_rows();
+  // Query pos_ and later see keys [pos_ - window + 1, ...) and the sinks; blocks wholly below that
+  // start are behind, the newest of them the anchor.
+  const uint32_t behind = (pos_ - drop_window_ + 1) / B;
+  if (behind < 2) return;
+  const uint32_t end = (behind - 1) * B;
+  if (end <= drop_sinks_) return;
+  if (table_->drop(drop_sinks_, end, pool_->blocks()) > 0 || dropped_to_) dropped_to_ = std::max(dropped_to_, end);
+}
+
+void Session::check_window_prefill(uint32_t n) const {
+  const KvBlockPool& pool = pool_->blocks();
+  const uint64_t B = pool.block_rows();
+  const uint64_t rows = uint64_t(pos_) + n;
+  // Held at once: the sink blocks, the anchor, the window's and a chunk's, and a copy-on-write spare.
+  const uint64_t peak = std::min<uint64_t>((rows + B - 1) / B, (drop_sinks_ + B - 1) / B +
+                                                                    (uint64_t(drop_window_) + chunk_ + B - 1) / B + 3);
+  const uint64_t need = peak > table_->held() ? peak - table_->held() : 0;
+  if (need > pool.available())
+    throw Error(ErrorCode::kv_pool_full,
+                "the KV pool is full: this windowed prefill holds up to " + std::to_string(peak) + " blocks of " +
+                    std::to_string(B) + " rows at once and " + std::to_string(pool.available()) +
+                    " more are free or cached (" + pool_->describe() +
+                    "); retry when another sequence ends or rewinds, or make the pool larger");
+}
+
 void Session::reserve_rows(uint32_t rows) {
   if (!table_) return;
+  drop_behind_window();
   KvBlockPool& pool = pool_->blocks();
   const uint32_t B = pool.block_rows(), had = uint32_t(table_->blocks().size()), before = table_->rows();
-  const uint32_t need = (rows + B - 1) / B;
+  const uint32_t need = (rows + B - 1) / B;   // entries: dropped ones are never taken again
   if (!table_->ensure(rows, pool))
     throw Error(ErrorCode::kv_pool_full,
                 "the KV pool is full: this step needs " + std::to_string(need - had) + " more blocks of " +
@@ -323,7 +361,7 @@ void Session::rewind(uint32_t n) {
                 " needs were overwritten; rewind to 0 or to at least " + std::to_string(floor) +
                 ", or open the session with full_kv (--full-kv) to keep every position");
   pos_ = n;   // cache entries past n are simply overwritten later
-  if (n == 0) ring_lost_.assign(ring_lost_.size(), 0);   // nothing older is needed again
+  if (n == 0) ring_lost_.assign(ring_lost_.size(), 0), dropped_to_ = 0;   // nothing older is needed again
   if (table_) {   // the blocks past n go back to the pool (shared ones stay with their other holders)
     tokens_.resize(std::min<size_t>(tokens_.size(), n));
     table_->rewind(std::min(n, table_->rows()), pool_->blocks());
@@ -340,6 +378,8 @@ uint32_t Session::rewind_floor() const {
     if (ring_lost_[l] <= spec.sinks) continue;
     floor = std::max<uint32_t>(floor, ring_lost_[l] + spec.window - 1);
   }
+  // A paged window's dropped blocks: position n needs keys from n - window + 1 on.
+  if (dropped_to_) floor = std::max<uint32_t>(floor, dropped_to_ + drop_window_ - 1);
   return floor;
 }
 
@@ -359,9 +399,10 @@ std::string Session::describe_kv_cache() const {
     }
   }
   if (pool_)
-    return "KV cache paged: " + std::to_string(table_->blocks().size()) + " blocks held (" + mib(kv_cache_bytes()) +
-           ") for up to " + tok(capacity_) + ", " + std::to_string(kv_bytes_per_token_) + " bytes per token; " +
-           pool_->describe();
+    return "KV cache paged: " + std::to_string(table_->held()) + " blocks held (" + mib(kv_cache_bytes()) +
+           ") for up to " + tok(capacity_) + ", " + std::to_string(kv_bytes_per_token_) + " bytes per token" +
+           (drop_window_ ? ", blocks behind the window of " + tok(drop_window_) + " given back" : std::string()) +
+           "; " + pool_->describe();
   std::string s = "KV cache " + mib(kv_cache_bytes_) + " for " + tok(capacity_) + ", K " +
                   kv_type_name(options_.cache_type_k) + " V " + kv_type_name(options_.cache_type_v) + ", " +
                   std::to_string(kv_bytes_per_token_) + " bytes per token";
@@ -518,7 +559,15 @@ void Session::write_step_inputs(const int32_t* ids, uint32_t n) {
   if (table_) {
     const std::vector<uint32_t>& blocks = table_->blocks();
     sp.blocks = uint32_t(blocks.size());
-    std::memcpy(static_cast<uint8_t*>(step_.mapped()) + sizeof sp, blocks.data(), blocks.size() * 4);
+    uint32_t* out = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(step_.mapped()) + sizeof sp);
+    std::memcpy(out, blocks.data(), blocks.size() * 4);
+    if (table_->held() < blocks.size()) {
+      // Dropped entries read the anchor: the held block after the last dropped one, every row computed.
+      const size_t last = size_t(std::find(blocks.rbegin(), blocks.rend(), KvBlockTable::kDropped) - blocks.rbegin());
+      const uint32_t anchor = blocks[blocks.size() - last];
+      for (size_t i = 0; i < blocks.size(); ++i)
+        if (blocks[i] == KvBlockTable::kDropped) out[i] = anchor;
+    }
     step_ids_.assign(ids, ids + n);
   }
   std::memcpy(step_.mapped(), &sp, sizeof sp);
@@ -543,7 +592,12 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
   last_prefix_rows_ = 0;
   if (!all_logits) done = map_prefix(ids);   // every row's logits: every row computed
   try {
-    reserve_rows(pos_ + uint32_t(ids.size() - done));
+    // A windowed session takes its blocks chunk by chunk, giving back those behind the window as it
+    // goes: a prompt longer than the pool fits.
+    if (drop_window_)
+      check_window_prefill(uint32_t(ids.size() - done));
+    else
+      reserve_rows(pos_ + uint32_t(ids.size() - done));
   } catch (...) {
     if (done) rewind(0);   // the matched blocks go back: nothing was appended
     throw;
@@ -551,6 +605,7 @@ void Session::prefill(std::span<const int32_t> ids, std::vector<float>* all_logi
   last_prefix_rows_ = uint32_t(done);
   for (; done < ids.size();) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk_, ids.size() - done));
+    if (drop_window_) reserve_rows(pos_ + n);
     // A single token goes through the decode program (it is recorded anyway).
     run_step(ids.data() + done, n, all_logits);
     done += n;

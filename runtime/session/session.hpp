@@ -58,7 +58,9 @@ struct SessionOptions {
   // cache of its own: the session takes blocks as it grows (a step the pool cannot supply fails before it
   // runs: kv_pool_full, "the KV pool is full"), gives them back when it rewinds or ends, and a prompt
   // starts from the blocks of an earlier sequence with the same leading tokens and position scheme.
-  // cache_type_k / _v must be the pool's; sliding-window layers keep every position (no ring).
+  // cache_type_k / _v must be the pool's.  Sliding-window layers use no ring: when every layer is
+  // windowed (and full_kv is off) the blocks behind the window go back to the pool as the session
+  // moves on; otherwise they keep every position.
   std::shared_ptr<KvPool> kv_pool;
 };
 
@@ -218,8 +220,16 @@ class Session {
   void read_decode_logits();
   void advance(uint32_t n);   // position + n, and what ring caches overwrote
   // A paged session: makes its table `rows` long, with the blocks rows [pos_, rows) go to written only
-  // by it (copy-on-write); throws out_of_memory, holding no new block, when the pool cannot.
+  // by it (copy-on-write); throws kv_pool_full, holding no new block, when the pool cannot.  A session
+  // whose every layer is windowed first gives back the blocks behind its window (drop_behind_window).
   void reserve_rows(uint32_t rows);
+  // Every layer windowed, in a pool: the blocks no later query reads (wholly past the sinks and behind
+  // the window of the next query, pos_) go back to the pool.  The newest of them stays (the anchor):
+  // the kernels read a dropped entry's rows through it (masked, but read, so they must be finite).
+  void drop_behind_window();
+  // Before a windowed session's prefill of n rows: throws kv_pool_full, changing nothing, unless the
+  // pool can hold the most blocks the prefill holds at once (the sinks, window and a chunk).
+  void check_window_prefill(uint32_t n) const;
   BufferRange step_range() const;   // StepParams, and a paged session's block table after it
 
   Model& model_;
@@ -249,6 +259,9 @@ class Session {
   std::vector<int32_t> tokens_, step_ids_;
   uint64_t prefix_salt_ = 0;
   uint32_t last_prefix_rows_ = 0;
+  // Every layer windowed (and no full_kv): the window and sinks blocks are dropped behind (0: none),
+  // and the rows [sinks, dropped_to_) whose blocks went back (0: none yet).
+  uint32_t drop_window_ = 0, drop_sinks_ = 0, dropped_to_ = 0;
   ForwardScratch fwd_;   // token ids, activations and logits of chunks of chunk_ rows
   std::vector<float> logits_;
   std::map<std::pair<uint32_t, Output>, Program> programs_;
