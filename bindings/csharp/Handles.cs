@@ -1,9 +1,10 @@
-// SafeHandles of reach's objects.  reach frees a parent (device -> model -> session) only once its
-// children are gone (else *_free fails with INVALID_STATE and frees nothing), while .NET finalizes
-// unreachable objects in any order.  So a child handle holds a reference on its parent's SafeHandle
-// (DangerousAddRef) until its own *_free has run: disposing a Model before its Sessions only marks the
-// model closed, and reach_model_free runs after the last session's reach_session_free, whatever the
-// order of Dispose calls or finalizers.  SafeHandle.Dispose is idempotent: disposing twice is harmless.
+// SafeHandles of reach's objects.  reach frees a parent (device -> model -> KV pool -> session) only
+// once its children are gone (else *_free fails with INVALID_STATE and frees nothing), while .NET
+// finalizes unreachable objects in any order.  So a child handle holds a reference on its parent's
+// SafeHandle (DangerousAddRef) until its own *_free has run: disposing a Model before its Sessions only
+// marks the model closed, and reach_model_free runs after the last session's reach_session_free,
+// whatever the order of Dispose calls or finalizers.  SafeHandle.Dispose is idempotent: disposing twice
+// is harmless.
 using System;
 using System.Runtime.InteropServices;
 
@@ -77,6 +78,14 @@ namespace Reach
     {
         protected override string Kind { get { return "model"; } }
         protected override ReachStatus Free(IntPtr raw) { return ReachNative.reach_model_free(raw); }
+    }
+
+    /// <summary>References its model's handle; a session in the pool references this one, so
+    /// reach_kv_pool_free (INVALID_STATE while sessions use the pool) runs after the last of them.</summary>
+    internal sealed class KvPoolHandle : ReachHandle
+    {
+        protected override string Kind { get { return "kv_pool"; } }
+        protected override ReachStatus Free(IntPtr raw) { return ReachNative.reach_kv_pool_free(raw); }
     }
 
     internal sealed class SessionHandle : ReachHandle

@@ -164,8 +164,14 @@ namespace Reach
             return Session.Create(this, options);
         }
 
-        /// <summary>Frees the model once its sessions are freed (at once if none is alive), then the device
-        /// it created for itself.</summary>
+        /// <summary>A KV cache that sessions of this model share (KvPool.CreateSession); see KvPoolOptions.</summary>
+        public KvPool CreateKvPool(KvPoolOptions options)
+        {
+            return KvPool.Create(this, options);
+        }
+
+        /// <summary>Frees the model once its sessions and KV pools are freed (at once if none is alive), then
+        /// the device it created for itself.</summary>
         public void Dispose()
         {
             Handle.Dispose();

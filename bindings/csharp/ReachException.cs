@@ -42,8 +42,19 @@ namespace Reach
         /// on this one, so it still holds that call's message here.</summary>
         internal static void Check(ReachStatus status, string call)
         {
-            if (status != ReachStatus.Ok)
-                throw new ReachException(status, call, Utf8.FromNative(ReachNative.reach_last_error()));
+            if (status == ReachStatus.Ok) return;
+            string message = Utf8.FromNative(ReachNative.reach_last_error());
+            if (status == ReachStatus.KvPoolFull) throw new KvPoolFullException(call, message);
+            throw new ReachException(status, call, message);
         }
+    }
+
+    /// <summary>KvPoolFull: the session's KV pool had no block free for the step.  Nothing ran (the session
+    /// and its logits are as before the call), so the same call can be retried once another session of the
+    /// pool is disposed or rewinds.</summary>
+    public sealed class KvPoolFullException : ReachException
+    {
+        public KvPoolFullException(string call, string nativeMessage)
+            : base(ReachStatus.KvPoolFull, call, nativeMessage) { }
     }
 }

@@ -11,7 +11,6 @@ using System.Runtime.InteropServices;
 
 namespace Reach
 {
-    /// <summary>reach_status: the code every reach call returns.</summary>
     /// <summary>How the KV cache stores keys or values (reach_kv_type; README, "KV cache types").</summary>
     public enum KvCacheType : int
     {
@@ -21,6 +20,7 @@ namespace Reach
         Q4_0 = 3,
     }
 
+    /// <summary>reach_status: the code every reach call returns.</summary>
     public enum ReachStatus
     {
         Ok = 0,
@@ -36,6 +36,9 @@ namespace Reach
         BufferTooSmall = 10,
         Internal = 11,
         DeviceLost = 12,
+        /// <summary>A KV pool has no block free for the step: nothing ran, every session of the pool is as
+        /// it was.  Retry once another session is freed or rewinds.</summary>
+        KvPoolFull = 13,
     }
 
     /// <summary>reach_quantize_type: what a safetensors model's weights are quantized to at load.</summary>
@@ -219,8 +222,37 @@ namespace Reach
         uint _r2, _r3, _r4, _r5, _r6, _r7, _r8, _r9, _r10, _r11, _r12, _r13, _r14;
     }
 
-    /// <summary>The functions of reach.h.  Handles are IntPtr here; Device, Model and Session hold them in
-    /// SafeHandles.</summary>
+    /// <summary>reach_kv_pool_params; take it from reach_kv_pool_default_params().</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct ReachKvPoolParams
+    {
+        public uint Size;
+        public uint Tokens;               // positions; 0: Bytes says
+        public ulong Bytes;
+        public uint BlockRows;            // a power of two; 0 = 16
+        public KvCacheType CacheTypeK, CacheTypeV;
+        public int RotatedKeys;
+        uint _r0, _r1, _r2, _r3, _r4, _r5, _r6, _r7;
+    }
+
+    /// <summary>reach_kv_pool_info (an output: set Size before the call).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct ReachKvPoolInfo
+    {
+        public uint Size;
+        public uint BlockRows;
+        public uint Blocks;
+        public uint BlocksUsed;
+        public uint BlocksCached;
+        public uint Sessions;
+        public ulong Bytes;
+        public ulong BytesPerToken;
+        public ulong PrefixHits;
+        public ulong PrefixHitTokens;
+    }
+
+    /// <summary>The functions of reach.h.  Handles are IntPtr here; Device, Model, KvPool and Session hold
+    /// them in SafeHandles.</summary>
     public static class ReachNative
     {
         /// <summary>The DllImport name: the shared library as the build names it on each platform
@@ -292,6 +324,13 @@ namespace Reach
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_session_rewind(IntPtr session, uint position);
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_session_reset(IntPtr session);
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_session_set_json_schema(IntPtr session, byte[] schemaUtf8);
+
+        // ---- KV pool
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachKvPoolParams reach_kv_pool_default_params();
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_kv_pool_create(IntPtr model, ref ReachKvPoolParams parameters, out IntPtr pool);
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_kv_pool_free(IntPtr pool);
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_kv_pool_get_info(IntPtr pool, ref ReachKvPoolInfo info);
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_session_create_in_pool(IntPtr pool, ref ReachSessionParams parameters, out IntPtr session);
 
         // ---- frame budget
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)] public static extern ReachStatus reach_session_step_async(IntPtr session, int token);

@@ -46,12 +46,25 @@ namespace Reach
     {
         internal readonly SessionHandle Handle;
         readonly Model model;
+        readonly KvPool pool;
         // The tokens the session holds, in order (what Chat may keep of a conversation).
         readonly System.Collections.Generic.List<int> held = new System.Collections.Generic.List<int>();
 
-        Session(SessionHandle h, Model m) { Handle = h; model = m; }
+        Session(SessionHandle h, Model m, KvPool p) { Handle = h; model = m; pool = p; }
 
         internal static Session Create(Model model, SessionOptions options)
+        {
+            return Create(model, null, model.Handle, options);
+        }
+
+        internal static Session Create(KvPool pool, SessionOptions options)
+        {
+            return Create(pool.Model, pool, pool.Handle, options);
+        }
+
+        // parent is the handle the session is created from and references: the model's, or the pool's
+        // (which references the model's), so the model stays loaded while the session lives either way.
+        static Session Create(Model model, KvPool pool, ReachHandle parent, SessionOptions options)
         {
             options = options ?? new SessionOptions();
             ReachSessionParams p = ReachNative.reach_session_default_params();
@@ -65,24 +78,39 @@ namespace Reach
             using (var strings = new NativeStrings())
             {
                 p.SchemeFlags = strings.Add(options.SchemeFlags);
-                ReachHandle.Reference(model.Handle);
+                ReachHandle.Reference(parent);
                 IntPtr raw;
-                ReachStatus st = ReachNative.reach_session_create(model.Handle.Get("Model"), ref p, out raw);
-                if (st != ReachStatus.Ok) model.Handle.DangerousRelease();
-                ReachException.Check(st, "reach_session_create");
-                h.Attach(raw, model.Handle);
+                ReachStatus st;
+                string call;
+                if (pool == null)
+                {
+                    call = "reach_session_create";
+                    st = ReachNative.reach_session_create(parent.Get("Model"), ref p, out raw);
+                }
+                else
+                {
+                    call = "reach_session_create_in_pool";
+                    st = ReachNative.reach_session_create_in_pool(parent.Get("KvPool"), ref p, out raw);
+                }
+                if (st != ReachStatus.Ok) parent.DangerousRelease();
+                ReachException.Check(st, call);
+                h.Attach(raw, parent);
             }
-            return new Session(h, model);
+            return new Session(h, model, pool);
         }
 
         /// <summary>The model; a session keeps working after Model.Dispose, which frees the model once its
         /// last session is freed.</summary>
         public Model Model { get { return model; } }
 
+        /// <summary>The KV pool the session's cache is in (KvPool.CreateSession), or null for a cache of its
+        /// own.  The pool is freed only after its last session, whichever is disposed first.</summary>
+        public KvPool Pool { get { return pool; } }
+
         IntPtr S { get { return Handle.Get("Session"); } }
 
         // The model's pointer for text calls: live while this session is (it references the model's
-        // handle), also after Model.Dispose.
+        // handle, or the pool's that references it), also after Model.Dispose.
         IntPtr ModelRaw { get { Handle.Get("Session"); return model.Handle.Referenced; } }
 
         /// <summary>Tokens the session holds.</summary>

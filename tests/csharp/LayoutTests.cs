@@ -16,9 +16,11 @@ static partial class ReachTests
     {
         var types = typeof(ReachNative).Assembly.GetTypes().ToDictionary(t => t.Name);
         int lines = 0;
+        var structs = new HashSet<string>();
         foreach (string line in File.ReadAllLines(layoutFile))
         {
             string[] kv = line.Split(' ');
+            structs.Add(kv[0].Split('.')[0]);
             long want = long.Parse(kv[1]);
             string[] name = kv[0].Split('.');
             Type t = types[name[0]];
@@ -26,6 +28,8 @@ static partial class ReachTests
             Check(got == want, "layout: " + kv[0] + " is " + got + " in C#, " + want + " in C");
             lines++;
         }
-        Check(lines > 40, "layout: abi_layout printed every struct (" + lines + " lines)");
+        Check(lines > 55, "layout: abi_layout printed every struct (" + lines + " lines)");
+        Check(structs.Contains("ReachKvPoolParams") && structs.Contains("ReachKvPoolInfo"),
+              "layout: the KV pool's structs are compared too");
     }
 }

@@ -8,7 +8,9 @@
 //  - a JSON-schema NPC line parses and has the schema's fields, its mood one of the enum;
 //  - failures surface as ReachException with the status and reach's message;
 //  - disposing twice is harmless, and a session is always freed before its model, its model before
-//    its device, whichever is disposed first and also when the finalizers free them.
+//    its device, whichever is disposed first and also when the finalizers free them;
+//  - sessions in a KV pool generate what sessions of their own do, share a common prompt's blocks, get
+//    KvPoolFullException when the pool is full, and are freed before their pool.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -82,6 +84,7 @@ static partial class ReachTests
             }
         }));
         tests.Add(new KeyValuePair<string, Action>("lifetimes", Lifetimes));
+        tests.Add(new KeyValuePair<string, Action>("kv pool", KvPools));
         foreach (var t in tests)
         {
             Console.WriteLine("--- " + t.Key);

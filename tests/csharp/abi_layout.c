@@ -65,5 +65,21 @@ int main(void) {
   FIELD("ReachSessionParams", reach_session_params, "FullKv", full_kv);
   FIELD("ReachSessionParams", reach_session_params, "CacheTypeK", cache_type_k);
   FIELD("ReachSessionParams", reach_session_params, "CacheTypeV", cache_type_v);
+
+  SIZE("ReachKvPoolParams", reach_kv_pool_params);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "Tokens", tokens);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "Bytes", bytes);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "BlockRows", block_rows);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "CacheTypeK", cache_type_k);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "CacheTypeV", cache_type_v);
+  FIELD("ReachKvPoolParams", reach_kv_pool_params, "RotatedKeys", rotated_keys);
+
+  SIZE("ReachKvPoolInfo", reach_kv_pool_info);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "BlockRows", block_rows);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "Sessions", sessions);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "Bytes", bytes);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "BytesPerToken", bytes_per_token);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "PrefixHits", prefix_hits);
+  FIELD("ReachKvPoolInfo", reach_kv_pool_info, "PrefixHitTokens", prefix_hit_tokens);
   return 0;
 }
