@@ -153,6 +153,41 @@ TEST_CASE("kv_block_pool: dropped blocks go back while later rows keep their pla
   CHECK(pool.free() == 8);
 }
 
+TEST_CASE("kv_block_pool: a table with spares recycles what it drops and needs the pool no more") {
+  const uint32_t D = KvBlockTable::kDropped;
+  KvBlockPool pool(8, 4);
+  KvBlockTable a(pool), other(pool);
+  REQUIRE(a.reserve_spares(4, pool));
+  CHECK(a.spares() == 4);
+  CHECK(a.held() == 4);
+  CHECK(pool.used() == 4);
+  REQUIRE(other.ensure(16, pool));   // the other 4: the pool is empty now
+  CHECK_FALSE(pool.allocate().has_value());
+  REQUIRE(a.ensure(12, pool));   // 3 entries from the spares
+  CHECK(a.spares() == 1);
+  CHECK(a.drop(0, 8, pool) == 2);   // blocks 0 and 1 become spares again
+  CHECK(a.spares() == 3);
+  CHECK(a.held() == 4);
+  REQUIRE(a.ensure(24, pool));   // entries 3..5 from them: still nothing from the pool
+  CHECK(a.blocks()[0] == D);
+  CHECK(a.blocks()[1] == D);
+  CHECK(a.held() == 4);
+  CHECK(pool.used() == 8);
+  CHECK_FALSE(a.ensure(28, pool));   // a fifth block: the pool has none
+  // A shared block is released when dropped, not recycled.
+  KvBlockTable b = a.fork(pool);
+  CHECK(a.drop(0, 16, pool) == 2);   // entries 2 and 3, shared with b
+  CHECK(a.spares() == 0);
+  CHECK(a.held() == 2);
+  b.release_all(pool);
+  a.rewind(20, pool);   // spares stay while the sequence does
+  a.rewind(0, pool);    // and go back with it
+  CHECK(a.held() == 0);
+  CHECK(pool.used() == 4);   // the other table's
+  other.release_all(pool);
+  CHECK(pool.free() == 8);
+}
+
 TEST_CASE("kv_block_pool: bad ids, double releases and bad arguments throw, naming the block") {
   CHECK(error_code([] { KvBlockPool(0, 16); }) == ErrorCode::invalid_argument);
   CHECK(error_code([] { KvBlockPool(4, 0); }) == ErrorCode::invalid_argument);

@@ -339,6 +339,23 @@ TEST_CASE("kv pool: a windowed session gives back the blocks behind its window, 
   paged.rewind(0);
   CHECK(pool->blocks().used() == 0);
   CHECK(paged.rewind_floor() == 0);
+  // Reserved (as the server admits a request): the session holds its peak, recycles what its window
+  // leaves, and runs while another session takes every other block.
+  paged.reserve_kv(400);
+  CHECK(paged.block_table()->held() == most + 1);   // window_peak_blocks: the bound above and a spare
+  Session hog(*model, opts(pool));
+  hog.prefill(first(ids, uint32_t(pool->blocks().available()) * B));
+  CHECK(pool->blocks().available() == 0);
+  paged.prefill(first(ids, 150));
+  for (size_t i = 150; i < 170; ++i) paged.decode(ids[i]);
+  CHECK(paged.block_table()->held() == most + 1);
+  Session again(*model, windowed(nullptr, true));
+  again.prefill(first(ids, 150));
+  for (size_t i = 150; i < 170; ++i) again.decode(ids[i]);
+  CHECK(same(paged.logits(), again.logits()));
+  paged.rewind(0);
+  hog.rewind(0);
+  CHECK(pool->blocks().used() == 0);
   // full_kv keeps every position: nothing is dropped, and the pool fills.
   Session keep(*model, windowed(pool, true));
   keep.prefill(first(ids, 90));

@@ -244,6 +244,56 @@ TEST_CASE("scheduler: a shared KV pool gives the replies of whole prefills, maps
   CHECK(run(small, head(prompts[2], 30), 4).text == run(whole, head(prompts[2], 30), 4).text);
 }
 
+TEST_CASE("scheduler: windowed requests longer than the KV pool run in their window's blocks") {
+  auto model = load_model(source_root() / "models" / "rope");
+  SessionOptions so;
+  so.context = 256;
+  so.chunk = 8;
+  so.overrides.attn_window = 24;
+  so.overrides.attn_sinks = 4;
+  Scheduler whole(*model, so, 1, 8, false);
+  KvPoolOptions po;
+  po.tokens = 80;   // 10 blocks of 8; a windowed request holds 1 + (24 + 8) / 8 + 3 = 8 of them
+  po.block_rows = 8;
+  po.cache_type_k = po.cache_type_v = so.cache_type_k;
+  SessionOptions paged = so;
+  paged.kv_pool = std::make_shared<KvPool>(*model, po);
+  Scheduler s(*model, paged, 2, 8);
+  paged.kv_pool.reset();
+  const std::vector<int32_t> bos{256};
+  std::vector<std::vector<int32_t>> prompts;   // 121 tokens each and 8 new: 129 rows in a pool of 80
+  for (size_t k = 0; k < 2; ++k) prompts.push_back(concat(bos, bytes_of(heldout(200 * k + 50, 120))));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& p : prompts) {
+    auto job = std::make_shared<Job>();
+    job->ids = p;
+    job->max_tokens = 8;
+    job->sampling.temperature = 0;
+    REQUIRE(s.submit(job));
+    jobs.push_back(job);
+  }
+  for (size_t k = 0; k < jobs.size(); ++k) {   // both end well: the second waited for the first's blocks
+    std::string text;
+    for (;;) {
+      std::optional<JobEvent> e = jobs[k]->pop(120000);
+      REQUIRE(e.has_value());
+      text += e->text;
+      if (!e->done) continue;
+      CHECK_MESSAGE(e->error.empty(), e->error);
+      break;
+    }
+    CHECK(text == run(whole, prompts[k], 8).text);
+  }
+  SchedulerStats st;
+  for (int i = 0; i < 200; ++i) {
+    st = s.stats();
+    if (st.busy == 0 && st.kv_blocks_used == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(st.kv_blocks_used == 0);
+  CHECK(st.kv_waits >= 1);
+}
+
 TEST_CASE("scheduler: sliding-window rings limit reuse to what the ring still holds") {
   // models/hwfa: three layers with a 32-token window, one full NoPE layer.  With chunks of 8 a windowed
   // layer keeps a ring of 32 + 8 - 1 = 39 keys, so after writing positions up to P a session can rewind

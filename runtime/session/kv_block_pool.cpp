@@ -232,8 +232,11 @@ KvBlockTable::KvBlockTable(KvBlockTable&& other) noexcept
       rows_(std::exchange(other.rows_, 0)),
       blocks_(std::move(other.blocks_)),
       dropped_(std::exchange(other.dropped_, 0)),
+      spare_(std::move(other.spare_)),
+      recycle_(std::exchange(other.recycle_, false)),
       keys_(std::move(other.keys_)) {
   other.blocks_.clear();
+  other.spare_.clear();
   other.keys_.clear();
 }
 
@@ -243,8 +246,11 @@ KvBlockTable& KvBlockTable::operator=(KvBlockTable&& other) noexcept {
     rows_ = std::exchange(other.rows_, 0);
     blocks_ = std::move(other.blocks_);
     dropped_ = std::exchange(other.dropped_, 0);
+    spare_ = std::move(other.spare_);
+    recycle_ = std::exchange(other.recycle_, false);
     keys_ = std::move(other.keys_);
     other.blocks_.clear();
+    other.spare_.clear();
     other.keys_.clear();
   }
   return *this;
@@ -255,14 +261,20 @@ bool KvBlockTable::ensure(uint32_t rows, KvBlockPool& pool) {
   const uint64_t need = (uint64_t(rows) + block_rows_ - 1) / block_rows_;
   if (need > blocks_.size()) {
     // Checked first so a refusal evicts no cached block.
-    if (need - blocks_.size() > pool.available()) return false;
+    const uint64_t missing = need - blocks_.size();
+    if (missing > spare_.size() && missing - spare_.size() > pool.available()) return false;
     const size_t had = blocks_.size();
     blocks_.reserve(need);
     while (blocks_.size() < need) {
+      if (!spare_.empty()) {
+        blocks_.push_back(spare_.back());
+        spare_.pop_back();
+        continue;
+      }
       const std::optional<uint32_t> id = pool.allocate();
       if (!id) {  // cannot happen after the check; handled rather than assumed
         while (blocks_.size() > had) {
-          pool.release(blocks_.back());
+          spare_.push_back(blocks_.back());   // spares and new blocks alike: held, in no entry
           blocks_.pop_back();
         }
         return false;
@@ -271,6 +283,19 @@ bool KvBlockTable::ensure(uint32_t rows, KvBlockPool& pool) {
     }
   }
   rows_ = rows;
+  return true;
+}
+
+bool KvBlockTable::reserve_spares(uint32_t blocks, KvBlockPool& pool) {
+  recycle_ = true;
+  if (blocks <= held()) return true;
+  const uint32_t more = blocks - held();
+  if (more > pool.available()) return false;
+  for (uint32_t i = 0; i < more; ++i) {
+    const std::optional<uint32_t> id = pool.allocate();
+    if (!id) return false;   // cannot happen after the check; what was taken stays a spare
+    spare_.push_back(*id);
+  }
   return true;
 }
 
@@ -291,6 +316,11 @@ void KvBlockTable::rewind(uint32_t rows, KvBlockPool& pool) {
   }
   rows_ = rows;
   keys_.resize(std::min(keys_.size(), size_t(rows / block_rows_)));
+  if (rows == 0) {   // an empty sequence reserves nothing
+    for (uint32_t id : spare_) pool.release(id);
+    spare_.clear();
+    recycle_ = false;
+  }
 }
 
 uint32_t KvBlockTable::drop(uint32_t first, uint32_t end, KvBlockPool& pool) {
@@ -299,7 +329,12 @@ uint32_t KvBlockTable::drop(uint32_t first, uint32_t end, KvBlockPool& pool) {
   uint32_t released = 0;
   for (size_t i = from; i < to; ++i) {
     if (blocks_[i] == kDropped) continue;
-    pool.release(blocks_[i]);
+    if (recycle_ && pool.refcount(blocks_[i]) == 1) {
+      pool.unindex(blocks_[i]);
+      spare_.push_back(blocks_[i]);
+    } else {
+      pool.release(blocks_[i]);
+    }
     blocks_[i] = kDropped;
     ++dropped_;
     ++released;

@@ -154,8 +154,9 @@ class KvBlockTable {
 
   // One entry per block of rows, kDropped for the dropped ones.
   const std::vector<uint32_t>& blocks() const { return blocks_; }
-  // The blocks this table holds a reference to: blocks() less the dropped entries.
-  uint32_t held() const { return uint32_t(blocks_.size()) - dropped_; }
+  // The blocks this table holds a reference to: blocks() less the dropped entries, and the spares.
+  uint32_t held() const { return uint32_t(blocks_.size()) - dropped_ + uint32_t(spare_.size()); }
+  uint32_t spares() const { return uint32_t(spare_.size()); }
   uint32_t rows() const { return rows_; }
   uint32_t block_rows() const { return block_rows_; }
   // Leading blocks registered (or matched) in the prefix index by this table.
@@ -170,8 +171,14 @@ class KvBlockTable {
   void release_all(KvBlockPool& pool);
   // Gives back the blocks wholly inside rows [first, end) while keeping their entries (kDropped), so the
   // rows after them keep their places: a sliding window's keys behind it, which no query reads again.
-  // Returns the blocks released.  The caller never reads or writes a dropped row again.
+  // Returns the blocks released.  The caller never reads or writes a dropped row again.  After
+  // reserve_spares, a dropped block this table alone holds becomes a spare instead (unindexed: its rows
+  // will change), so the table keeps what it reserved.
   uint32_t drop(uint32_t first, uint32_t end, KvBlockPool& pool);
+  // Holds at least `blocks` blocks in all, the ones missing as spares that ensure() takes before the
+  // pool's: a table that drops as it grows can run within them, whatever other tables take.  false,
+  // taking nothing, when the pool cannot supply them.  The spares go back with rewind(0).
+  bool reserve_spares(uint32_t blocks, KvBlockPool& pool);
   // Another table holding the same blocks (each retained): copy-on-write keeps them apart.
   KvBlockTable fork(KvBlockPool& pool) const;
 
@@ -200,6 +207,8 @@ class KvBlockTable {
   uint32_t rows_ = 0;
   std::vector<uint32_t> blocks_;
   uint32_t dropped_ = 0;        // kDropped entries in blocks_
+  std::vector<uint32_t> spare_;  // held, in no entry (reserve_spares)
+  bool recycle_ = false;         // drop() keeps what it can as spares
   std::vector<KvPrefix> keys_;  // KvPrefix of leading full blocks 0..keys_.size()-1, each held by this table
 };
 

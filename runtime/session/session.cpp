@@ -280,7 +280,26 @@ uint32_t Session::map_prefix(std::span<const int32_t> prompt) {
 
 void Session::reserve_kv(uint32_t rows) {
   need_idle("reserve_kv");
-  reserve_rows(std::min(rows, capacity_));
+  rows = std::min(rows, capacity_);
+  const uint32_t B = table_ ? pool_->block_rows() : 1;
+  if (!drop_window_ || (rows + B - 1) / B <= window_peak_blocks()) return reserve_rows(rows);
+  // A windowed session runs within its peak: it holds that many blocks and recycles the ones its
+  // window leaves behind.  Mapped blocks others hold too go back when dropped, so they count extra.
+  uint32_t shared = 0;
+  for (uint32_t id : table_->blocks())
+    if (id != KvBlockTable::kDropped && pool_->blocks().refcount(id) > 1) ++shared;
+  if (!table_->reserve_spares(window_peak_blocks() + shared, pool_->blocks()))
+    throw Error(ErrorCode::kv_pool_full,
+                "the KV pool is full: this windowed sequence runs in " + std::to_string(window_peak_blocks() + shared) +
+                    " blocks of " + std::to_string(B) + " rows and " + std::to_string(pool_->blocks().available()) +
+                    " more are free or cached (" + pool_->describe() +
+                    "); retry when another sequence ends or rewinds, or make the pool larger");
+}
+
+uint32_t Session::window_peak_blocks() const {
+  const uint64_t B = pool_->block_rows();
+  // The sink blocks, the anchor, the window's and a chunk's, and a copy-on-write spare.
+  return uint32_t((drop_sinks_ + B - 1) / B + (uint64_t(drop_window_) + chunk_ + B - 1) / B + 3);
 }
 
 bool Session::keeps_rotated_keys(const Model& model, const SessionOptions& options) {
@@ -308,9 +327,7 @@ void Session::check_window_prefill(uint32_t n) const {
   const KvBlockPool& pool = pool_->blocks();
   const uint64_t B = pool.block_rows();
   const uint64_t rows = uint64_t(pos_) + n;
-  // Held at once: the sink blocks, the anchor, the window's and a chunk's, and a copy-on-write spare.
-  const uint64_t peak = std::min<uint64_t>((rows + B - 1) / B, (drop_sinks_ + B - 1) / B +
-                                                                    (uint64_t(drop_window_) + chunk_ + B - 1) / B + 3);
+  const uint64_t peak = std::min<uint64_t>((rows + B - 1) / B, window_peak_blocks());
   const uint64_t need = peak > table_->held() ? peak - table_->held() : 0;
   if (need > pool.available())
     throw Error(ErrorCode::kv_pool_full,

@@ -134,8 +134,9 @@ class Session {
   // prompt[returned..].  0 (nothing changed) without a pool, past position 0, or with blocks held.
   uint32_t map_prefix(std::span<const int32_t> prompt);
   // Paged: holds the blocks of positions [0, rows) now (copying shared ones this session will write),
-  // so later steps up to `rows` cannot find the pool full.  out_of_memory, holding nothing new, when
-  // the pool cannot supply them; a no-op without a pool.
+  // so later steps up to `rows` cannot find the pool full.  A session windowed on every layer holds
+  // only the most it needs at once (window_peak_blocks) and recycles its own.  kv_pool_full, holding
+  // nothing new, when the pool cannot supply them; a no-op without a pool.
   void reserve_kv(uint32_t rows);
   // Whether a session of these options keeps rotated keys (LayerCache::k_rot) in some layer: a KvPool
   // for it needs KvPoolOptions::rotated_keys.
@@ -230,6 +231,9 @@ class Session {
   // Before a windowed session's prefill of n rows: throws kv_pool_full, changing nothing, unless the
   // pool can hold the most blocks the prefill holds at once (the sinks, window and a chunk).
   void check_window_prefill(uint32_t n) const;
+  // The most blocks a windowed session holds at once: the sink blocks, the anchor, the window's and a
+  // chunk's, and a copy-on-write spare.
+  uint32_t window_peak_blocks() const;
   BufferRange step_range() const;   // StepParams, and a paged session's block table after it
 
   Model& model_;
