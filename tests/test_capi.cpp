@@ -54,18 +54,6 @@ reach_session* greedy_session(reach_model* m) {
   return s;
 }
 
-// Prefill, then n greedy tokens with reach_session_step.
-std::vector<int32_t> generate_sync(reach_session* s, const std::vector<int32_t>& ids, int n) {
-  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
-  std::vector<int32_t> out(1);
-  REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
-  while (int(out.size()) < n) {
-    int32_t next = 0;
-    REQUIRE_OK(reach_session_step(s, out.back(), &next, nullptr));
-    out.push_back(next);
-  }
-  return out;
-}
 
 }  // namespace
 

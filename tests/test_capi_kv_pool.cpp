@@ -73,25 +73,13 @@ reach_kv_pool_info info_of(const reach_kv_pool* pool) {
   return info;
 }
 
-// Prefill, then greedy tokens until `n` are sampled.
-std::vector<int32_t> generate(reach_session* s, const std::vector<int32_t>& ids, int n) {
-  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
-  std::vector<int32_t> out(1);
-  REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
-  while (int(out.size()) < n) {
-    int32_t next = 0;
-    REQUIRE_OK(reach_session_step(s, out.back(), &next, nullptr));
-    out.push_back(next);
-  }
-  return out;
-}
 
 // A session with a KV cache of its own: the reference the pooled ones must equal.
 std::vector<int32_t> generate_alone(reach_model* m, const std::vector<int32_t>& ids, int n) {
   const reach_session_params sp = greedy_params();
   reach_session* s = nullptr;
   REQUIRE_OK(reach_session_create(m, &sp, &s));
-  std::vector<int32_t> out = generate(s, ids, n);
+  std::vector<int32_t> out = generate_sync(s, ids, n);
   REQUIRE_OK(reach_session_free(s));
   return out;
 }
@@ -119,7 +107,7 @@ TEST_CASE("capi kv pool: pooled sessions generate as sessions of their own; a sh
   CHECK(empty.bytes == uint64_t(empty.blocks) * kBlock * empty.bytes_per_token);
 
   reach_session* a = pooled(pool);
-  CHECK(generate(a, ids, kSteps) == want);
+  CHECK(generate_sync(a, ids, kSteps) == want);
   const uint32_t a_blocks = info_of(pool).blocks_used;
   CHECK(a_blocks == (ids.size() + kSteps - 1 + kBlock - 1) / kBlock);
   CHECK(info_of(pool).prefix_hits == 0);
@@ -127,7 +115,7 @@ TEST_CASE("capi kv pool: pooled sessions generate as sessions of their own; a sh
   // The same prompt maps a's 4 full blocks (never the one holding the last token: its logits are
   // computed) and generates the same tokens.
   reach_session* b = pooled(pool);
-  CHECK(generate(b, ids, kSteps) == want);
+  CHECK(generate_sync(b, ids, kSteps) == want);
   const reach_kv_pool_info shared = info_of(pool);
   CHECK(shared.prefix_hits == 1);
   CHECK(shared.prefix_hit_tokens == 16);
@@ -165,7 +153,7 @@ TEST_CASE("capi kv pool: pooled sessions generate as sessions of their own; a sh
   CHECK(after.blocks_cached > 0);
   CHECK(after.sessions == 0);
   reach_session* d = pooled(pool);
-  CHECK(generate(d, ids, kSteps) == want);
+  CHECK(generate_sync(d, ids, kSteps) == want);
   CHECK(info_of(pool).prefix_hit_tokens == 32);
   REQUIRE_OK(reach_session_free(d));
   REQUIRE_OK(reach_kv_pool_free(pool));
@@ -280,7 +268,7 @@ TEST_CASE("capi kv pool: a windowed session runs a prompt longer than the pool, 
   sp.full_kv = 1;   // every position: the reference
   reach_session* alone = nullptr;
   REQUIRE_OK(reach_session_create(f.model, &sp, &alone));
-  CHECK(generate(s, ids, 6) == generate(alone, ids, 6));
+  CHECK(generate_sync(s, ids, 6) == generate_sync(alone, ids, 6));
   CHECK(info_of(pool).blocks_used < info_of(pool).blocks);
   CHECK_FAILS(reach_session_rewind(s, 10), REACH_ERROR_INVALID_ARGUMENT);   // its keys went back to the pool
   REQUIRE_OK(reach_session_free(alone));
@@ -334,7 +322,7 @@ TEST_CASE("capi kv pool: sizes in bytes, rotated keys, and misuse return codes w
   const std::vector<int32_t> ids = f.prompt(20, 8);
   reach_session* alone = nullptr;
   REQUIRE_OK(reach_session_create(f.model, &sp, &alone));
-  CHECK(generate(s, ids, 6) == generate(alone, ids, 6));
+  CHECK(generate_sync(s, ids, 6) == generate_sync(alone, ids, 6));
   REQUIRE_OK(reach_session_free(alone));
   REQUIRE_OK(reach_session_free(s));
   REQUIRE_OK(reach_kv_pool_free(rotated));

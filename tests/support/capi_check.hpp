@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/support/model_fixture.hpp"
 
@@ -51,3 +52,21 @@ inline std::string tiny() { return reach::test::tiny_model("").string(); }
     CHECK(st_ == (want));                                                                     \
     CHECK(std::strlen(reach_last_error()) > 0);                                               \
   } while (0)
+
+namespace reach::test::capi {
+
+// Prefill, then greedy tokens (the session's sampler, temperature 0) with reach_session_step until n
+// are sampled.
+inline std::vector<int32_t> generate_sync(reach_session* s, const std::vector<int32_t>& ids, int n) {
+  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+  std::vector<int32_t> out(1);
+  REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
+  while (int(out.size()) < n) {
+    int32_t next = 0;
+    REQUIRE_OK(reach_session_step(s, out.back(), &next, nullptr));
+    out.push_back(next);
+  }
+  return out;
+}
+
+}  // namespace reach::test::capi
