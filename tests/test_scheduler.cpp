@@ -33,16 +33,22 @@ struct Reply {
   std::vector<TokenLogprob> logprobs;
 };
 
-Reply run(Scheduler& s, const std::vector<int32_t>& ids, int64_t max_tokens, int logprobs = -1) {
+// A greedy job submitted to s.
+std::shared_ptr<Job> submit(Scheduler& s, const std::vector<int32_t>& ids, int64_t max_tokens, int logprobs = -1) {
   auto job = std::make_shared<Job>();
   job->ids = ids;
   job->max_tokens = max_tokens;
   job->sampling.temperature = 0;
   job->logprobs = logprobs;
   REQUIRE(s.submit(job));
+  return job;
+}
+
+// The job's events until it ends, which must be without an error.
+Reply collect(Job& job) {
   Reply r;
   for (;;) {
-    std::optional<JobEvent> e = job->pop(120000);
+    std::optional<JobEvent> e = job.pop(120000);
     REQUIRE_MESSAGE(e.has_value(), "no event from the scheduler in 120 s");
     r.text += e->text;
     r.logprobs.insert(r.logprobs.end(), e->logprobs.begin(), e->logprobs.end());
@@ -52,6 +58,10 @@ Reply run(Scheduler& s, const std::vector<int32_t>& ids, int64_t max_tokens, int
     r.finish = e->finish;
     return r;
   }
+}
+
+Reply run(Scheduler& s, const std::vector<int32_t>& ids, int64_t max_tokens, int logprobs = -1) {
+  return collect(*submit(s, ids, max_tokens, logprobs));
 }
 
 // The models in models/ use a byte-level vocabulary: id = byte (256 is BOS).
@@ -173,25 +183,9 @@ TEST_CASE("scheduler: a shared KV pool gives the replies of whole prefills, maps
   std::vector<std::vector<int32_t>> prompts;
   for (size_t k = 0; k < 3; ++k) prompts.push_back(concat(bos, bytes_of(heldout(100 * k, 60))));
   std::vector<std::shared_ptr<Job>> jobs;
-  for (const auto& p : prompts) {
-    auto job = std::make_shared<Job>();
-    job->ids = p;
-    job->max_tokens = 8;
-    job->sampling.temperature = 0;
-    REQUIRE(s.submit(job));
-    jobs.push_back(job);
-  }
+  for (const auto& p : prompts) jobs.push_back(submit(s, p, 8));
   for (size_t k = 0; k < jobs.size(); ++k) {   // all three end well: the third waited for blocks
-    std::string text;
-    for (;;) {
-      std::optional<JobEvent> e = jobs[k]->pop(120000);
-      REQUIRE(e.has_value());
-      text += e->text;
-      if (!e->done) continue;
-      CHECK_MESSAGE(e->error.empty(), e->error);
-      break;
-    }
-    CHECK(text == run(whole, prompts[k], 8).text);
+    CHECK(collect(*jobs[k]).text == run(whole, prompts[k], 8).text);
   }
   // The scheduler publishes the pool's counters after each turn: wait for the turn after the last end.
   SchedulerStats st;
@@ -264,25 +258,9 @@ TEST_CASE("scheduler: windowed requests longer than the KV pool run in their win
   std::vector<std::vector<int32_t>> prompts;   // 121 tokens each and 8 new: 129 rows in a pool of 80
   for (size_t k = 0; k < 2; ++k) prompts.push_back(concat(bos, bytes_of(heldout(200 * k + 50, 120))));
   std::vector<std::shared_ptr<Job>> jobs;
-  for (const auto& p : prompts) {
-    auto job = std::make_shared<Job>();
-    job->ids = p;
-    job->max_tokens = 8;
-    job->sampling.temperature = 0;
-    REQUIRE(s.submit(job));
-    jobs.push_back(job);
-  }
+  for (const auto& p : prompts) jobs.push_back(submit(s, p, 8));
   for (size_t k = 0; k < jobs.size(); ++k) {   // both end well: the second waited for the first's blocks
-    std::string text;
-    for (;;) {
-      std::optional<JobEvent> e = jobs[k]->pop(120000);
-      REQUIRE(e.has_value());
-      text += e->text;
-      if (!e->done) continue;
-      CHECK_MESSAGE(e->error.empty(), e->error);
-      break;
-    }
-    CHECK(text == run(whole, prompts[k], 8).text);
+    CHECK(collect(*jobs[k]).text == run(whole, prompts[k], 8).text);
   }
   SchedulerStats st;
   for (int i = 0; i < 200; ++i) {
