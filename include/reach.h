@@ -601,7 +601,8 @@ typedef struct reach_kv_pool_params {
   uint32_t size;
   uint32_t tokens;        /* positions the pool holds (rounded up to whole blocks); 0: bytes says */
   uint64_t bytes;         /* with tokens 0: the device bytes the pool may take (the whole blocks that fit) */
-  uint32_t block_rows;    /* positions per block, a power of two; 0 = 16 */
+  uint32_t block_rows;    /* positions per block, a power of two; 0 = the device's
+                             widest subgroup, 16 to 64 (16 on lavapipe) */
   int32_t cache_type_k;   /* a reach_kv_type, for every session of the pool (REACH_KV_F16) */
   int32_t cache_type_v;   /* REACH_KV_F16 */
   /* 1: keep each key before rotation too, for sessions of ReRoPE, Leaky ReRoPE or Self-Extend (their

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -16,9 +17,11 @@
 #include "base/error.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/session/decode_batch.hpp"
+#include "engine/device_profile.hpp"
 #include "runtime/session/kv_pool.hpp"
 #include "runtime/session/session.hpp"
 #include "tests/support/data.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/model_fixture.hpp"
 
@@ -361,4 +364,31 @@ TEST_CASE("kv pool: a windowed session gives back the blocks behind its window, 
   keep.prefill(first(ids, 90));
   CHECK(keep.block_table()->held() == (90 + B - 1) / B);
   CHECK_THROWS_AS(keep.prefill(first(ids, 30)), Error);
+}
+
+TEST_CASE("kv pool: the default block is the device's widest subgroup, 16 to 64 rows") {
+  // What real GPUs report (tests/data/device-profiles): a subgroup of AMD's wave64 reads 64 consecutive
+  // keys, NVIDIA's and Apple's 32, Intel's up to 32; lavapipe's 4 to 16 lanes and the Android minimums
+  // keep vLLM's 16.
+  const std::pair<const char*, uint32_t> cases[] = {
+      {"vp_gpuinfo_amd_radeon_rx_570_series__radv_polaris10__26_0_6_linuxmint_22_3.json", 64},
+      {"vp_gpuinfo_nvidia_geforce_rtx_5090_610_43_2_0_freebsd_15_1.json", 32},
+      {"vp_gpuinfo_apple_m1_0_2_2209_macos_26_5_1.json", 32},
+      {"vp_gpuinfo_intel_r__arc_tm__a770_graphics__dg2__26_1_2_arch_unknown.json", 32},
+      {"VP_ANDROID_15_minimums.json", 16},
+  };
+  for (const auto& [file, rows] : cases) {
+    INFO(file);
+    const DeviceProfile p = load_device_profile((source_root() / "tests/data/device-profiles" / file).string());
+    CHECK(KvPool::default_block_rows(profile_capabilities(p)) == rows);
+  }
+  // And the pool a session gets on the device these suites run on.
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  KvPoolOptions o;
+  o.tokens = 256;
+  KvPool pool(*model, o);
+  const Capabilities& caps = model->device().caps();
+  const uint32_t width = std::max(caps.subgroup_size, caps.subgroup_max);
+  CHECK(pool.block_rows() == std::clamp<uint32_t>(std::bit_ceil(width), 16, 64));
 }

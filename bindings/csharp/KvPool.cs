@@ -12,7 +12,7 @@ namespace Reach
         public uint? Tokens;
         /// <summary>Without Tokens: the device bytes the pool may take (the whole blocks that fit).</summary>
         public ulong? Bytes;
-        /// <summary>Positions per block, a power of two (16).</summary>
+        /// <summary>Positions per block, a power of two (null: the device's widest subgroup, 16 to 64).</summary>
         public uint? BlockRows;
         /// <summary>How the pool stores keys and values, for every session in it (SessionOptions'
         /// CacheTypeK / CacheTypeV are not read there); null: F16.</summary>

@@ -229,7 +229,7 @@ namespace Reach
         public uint Size;
         public uint Tokens;               // positions; 0: Bytes says
         public ulong Bytes;
-        public uint BlockRows;            // a power of two; 0 = 16
+        public uint BlockRows;            // a power of two; 0 = the device's widest subgroup, 16 to 64
         public KvCacheType CacheTypeK, CacheTypeV;
         public int RotatedKeys;
         uint _r0, _r1, _r2, _r3, _r4, _r5, _r6, _r7;

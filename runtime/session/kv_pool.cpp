@@ -16,8 +16,8 @@ std::string mib(uint64_t bytes) { return std::to_string(mib_ceil(bytes)) + " MiB
 
 // The options with block_rows (0: the default) and tokens (from bytes) resolved, so the pool's options
 // say what it uses.
-KvPoolOptions resolved(const ModelConfig& c, KvPoolOptions o) {
-  const uint32_t b = o.block_rows = o.block_rows ? o.block_rows : KvPool::kDefaultBlockRows;
+KvPoolOptions resolved(const Capabilities& caps, const ModelConfig& c, KvPoolOptions o) {
+  const uint32_t b = o.block_rows = o.block_rows ? o.block_rows : KvPool::default_block_rows(caps);
   if (b & (b - 1) || b > (1u << 16))
     throw Error(ErrorCode::invalid_argument,
                 "KV pool: blocks of " + std::to_string(b) + " rows; give a power of two (16, 32, 64)");
@@ -46,6 +46,13 @@ uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tunin
   return limit;
 }
 
+uint32_t KvPool::default_block_rows(const Capabilities& caps) {
+  const uint32_t width = std::max(caps.subgroup_size, caps.subgroup_max);
+  uint32_t b = 16;
+  while (b < width && b < 64) b *= 2;
+  return b;
+}
+
 uint64_t KvPool::row_bytes(const ModelConfig& c, const KvPoolOptions& o) {
   const uint32_t d = uint32_t(c.head_dim);
   const uint64_t per_head = kv_row_bytes(o.cache_type_k, d) * (o.rotated_keys ? 2 : 1) + kv_row_bytes(o.cache_type_v, d);
@@ -53,7 +60,7 @@ uint64_t KvPool::row_bytes(const ModelConfig& c, const KvPoolOptions& o) {
 }
 
 KvPool::KvPool(Model& model, const KvPoolOptions& options)
-    : model_(model), options_(resolved(model.config(), options)), blocks_(blocks_of(options_), options_.block_rows) {
+    : model_(model), options_(resolved(model.device().caps(), model.config(), options)), blocks_(blocks_of(options_), options_.block_rows) {
   const ModelConfig& c = model.config();
   const uint32_t d = uint32_t(c.head_dim);
   for (auto [t, flag] : {std::pair{options.cache_type_k, "--cache-type-k"}, std::pair{options.cache_type_v, "--cache-type-v"}}) {

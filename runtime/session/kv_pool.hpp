@@ -24,7 +24,7 @@ namespace reach {
 struct KvPoolOptions {
   uint32_t tokens = 0;       // rows the pool holds (rounded up to whole blocks)
   uint64_t bytes = 0;        // or, when tokens is 0, the device bytes it may take (whole blocks that fit)
-  uint32_t block_rows = 0;   // rows per block, a power of two; 0 = kDefaultBlockRows
+  uint32_t block_rows = 0;   // rows per block, a power of two; 0 = default_block_rows(device)
   KvType cache_type_k = KvType::f16, cache_type_v = KvType::f16;
   // Keep rotated keys for every layer too (LayerCache::k_rot): sessions of a dual-branch scheme
   // (ReRoPE, Leaky ReRoPE, Self-Extend) read them for the window branch.  A session that wants them
@@ -39,9 +39,12 @@ uint64_t kv_binding_limit(const Capabilities& caps, const AttentionTuning& tunin
 
 class KvPool {
  public:
-  // The kernels read one table entry per key, so the block size only sets how finely prefixes are
-  // shared and how long a table is: 16 rows, as vLLM's default.
-  static constexpr uint32_t kDefaultBlockRows = 16;
+  // The kernels read one table entry per key, so correctness never depends on the block size; it sets
+  // how finely prefixes are shared, how long a table is, and how many blocks one subgroup's keys span.
+  // The default is the device's widest subgroup, at least 16 (vLLM's default) and at most 64: a
+  // subgroup reading consecutive keys then meets one block, one contiguous run of rows, not several
+  // (lavapipe and Intel: 16; NVIDIA and Apple: 32; AMD's wave64: 64).
+  static uint32_t default_block_rows(const Capabilities& caps);
 
   // The device bytes one row of every layer takes in a pool of these options (KvPoolOptions::bytes
   // divides by it).

@@ -96,6 +96,15 @@ uint64_t next_serial() {
   return ++counter;
 }
 
+// A step the pool cannot hold: kv_pool_full (the scheduler requeues on it), with what it needs, what is free
+// and what to do.
+Error kv_pool_full(const KvPool& pool, const std::string& need) {
+  return Error(ErrorCode::kv_pool_full, "the KV pool is full: " + need + " and " +
+                                            std::to_string(pool.blocks().available()) + " more are free or cached (" +
+                                            pool.describe() + "); retry when another sequence ends or rewinds, or make "
+                                            "the pool larger");
+}
+
 }  // namespace
 
 Session::Session(Model& model, const SessionOptions& options)
@@ -289,11 +298,8 @@ void Session::reserve_kv(uint32_t rows) {
   for (uint32_t id : table_->blocks())
     if (id != KvBlockTable::kDropped && pool_->blocks().refcount(id) > 1) ++shared;
   if (!table_->reserve_spares(window_peak_blocks() + shared, pool_->blocks()))
-    throw Error(ErrorCode::kv_pool_full,
-                "the KV pool is full: this windowed sequence runs in " + std::to_string(window_peak_blocks() + shared) +
-                    " blocks of " + std::to_string(B) + " rows and " + std::to_string(pool_->blocks().available()) +
-                    " more are free or cached (" + pool_->describe() +
-                    "); retry when another sequence ends or rewinds, or make the pool larger");
+    throw kv_pool_full(*pool_, "this windowed sequence runs in " + std::to_string(window_peak_blocks() + shared) +
+                                   " blocks of " + std::to_string(B) + " rows");
 }
 
 uint32_t Session::window_peak_blocks() const {
@@ -320,7 +326,9 @@ void Session::drop_behind_window() {
   if (behind < 2) return;
   const uint32_t end = (behind - 1) * B;
   if (end <= drop_sinks_) return;
-  if (table_->drop(drop_sinks_, end, pool_->blocks()) > 0 || dropped_to_) dropped_to_ = std::max(dropped_to_, end);
+  // Entries below dropped_to_ went back in earlier calls: only the newly passed ones are looked at.
+  if (end <= dropped_to_) return;
+  if (table_->drop(std::max(drop_sinks_, dropped_to_), end, pool_->blocks()) > 0 || dropped_to_) dropped_to_ = end;
 }
 
 void Session::check_window_prefill(uint32_t n) const {
@@ -330,11 +338,8 @@ void Session::check_window_prefill(uint32_t n) const {
   const uint64_t peak = std::min<uint64_t>((rows + B - 1) / B, window_peak_blocks());
   const uint64_t need = peak > table_->held() ? peak - table_->held() : 0;
   if (need > pool.available())
-    throw Error(ErrorCode::kv_pool_full,
-                "the KV pool is full: this windowed prefill holds up to " + std::to_string(peak) + " blocks of " +
-                    std::to_string(B) + " rows at once and " + std::to_string(pool.available()) +
-                    " more are free or cached (" + pool_->describe() +
-                    "); retry when another sequence ends or rewinds, or make the pool larger");
+    throw kv_pool_full(*pool_, "this windowed prefill holds up to " + std::to_string(peak) + " blocks of " +
+                                   std::to_string(B) + " rows at once");
 }
 
 void Session::reserve_rows(uint32_t rows) {
@@ -344,17 +349,13 @@ void Session::reserve_rows(uint32_t rows) {
   const uint32_t B = pool.block_rows(), had = uint32_t(table_->blocks().size()), before = table_->rows();
   const uint32_t need = (rows + B - 1) / B;   // entries: dropped ones are never taken again
   if (!table_->ensure(rows, pool))
-    throw Error(ErrorCode::kv_pool_full,
-                "the KV pool is full: this step needs " + std::to_string(need - had) + " more blocks of " +
-                    std::to_string(B) + " rows and " + std::to_string(pool.available()) + " are free or cached (" +
-                    pool_->describe() + "); retry when another sequence ends or rewinds, or make the pool larger");
+    throw kv_pool_full(*pool_, "this step needs " + std::to_string(need - had) + " more blocks of " +
+                                   std::to_string(B) + " rows");
   // Copy-on-write: the blocks rows [pos_, rows) go to must be this session's alone.
   for (uint32_t r = pos_ / B * B; r < rows; r += B)
     if (!table_->writable_block(r, pool, [&](uint32_t from, uint32_t to) { pool_->copy_block(from, to); })) {
       if (table_->rows() > before) table_->rewind(before, pool);   // give back what this call took
-      throw Error(ErrorCode::kv_pool_full, "the KV pool is full: a shared block this sequence writes into needs a "
-                                            "copy and no block is free (" + pool_->describe() +
-                                                "); retry when another sequence ends or rewinds");
+      throw kv_pool_full(*pool_, "a shared block this sequence writes into needs a copy");
     }
 }
 

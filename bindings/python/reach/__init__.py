@@ -140,7 +140,8 @@ class KvPool:
     another session ends.
 
     tokens: positions the pool holds, or bytes: the device bytes it may take.  block_rows: a power of
-    two (0: 16).  cache_type_k / cache_type_v: as Session's (default: the model's options, else "f16").
+    two (0: the device's widest subgroup, 16 to 64).  cache_type_k / cache_type_v: as Session's
+    (default: the model's options, else "f16").
     rotated_keys: keep keys before rotation for ReRoPE / Leaky ReRoPE / Self-Extend sessions (default:
     when the model's rope_scaling is one of them).
 
