@@ -163,6 +163,9 @@ TEST_CASE("fused decode: GQA groups split into head chunks (lanes kernel), SmolL
     Harness h{make_scheme(Kind::rope_rotated, gq.H, gq.Hkv, gq.d), 150, {150}, 3};
     h.fused = true;
     check_within_tolerance(h);
+    // Sink logits with gpt-oss's group of 8, the family that has them: each shape is its own lanes
+    // pipeline, which llvmpipe takes seconds to compile (cold, the case took 66 s with all three).
+    if (gq.H != 8) continue;
     Harness s{make_scheme(Kind::window_sinks, gq.H, gq.Hkv, gq.d, 0, 128, 0), 150, {150}, 3};
     s.fused = true;
     s.sink_logits = sink_logits(gq.H, 41);
