@@ -52,7 +52,7 @@ status=0
 logs=(build/meson-logs/testlog.json)
 
 
-stage_begin main-suites "meson test -C build: every suite on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 1140
+stage_begin main-suites "meson test -C build: every suite on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 1200
 meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
 stage_end main-suites
 
