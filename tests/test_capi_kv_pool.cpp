@@ -232,23 +232,9 @@ TEST_CASE("capi kv pool: a session that rewinds into a shared block copies it; t
   CHECK(info_of(pool).prefix_hit_tokens == 12);
   // b rewinds into the second shared block (rows 4..7) and writes other tokens from row 6 on.
   REQUIRE_OK(reach_session_rewind(b, 6));
-  REQUIRE_OK(reach_session_prefill(b, tail.data(), tail.size()));
-  std::vector<int32_t> got_fork(1);
-  REQUIRE_OK(reach_session_sample(b, &got_fork[0], nullptr));
-  while (int(got_fork.size()) < kSteps) {
-    int32_t next = 0;
-    REQUIRE_OK(reach_session_step(b, got_fork.back(), &next, nullptr));
-    got_fork.push_back(next);
-  }
-  CHECK(got_fork == want_fork);
+  CHECK(generate_sync(b, tail, kSteps) == want_fork);
   // a's rows 4..7 were not touched: it generates as it would alone.
-  std::vector<int32_t> got(1);
-  REQUIRE_OK(reach_session_sample(a, &got[0], nullptr));
-  while (int(got.size()) < kSteps) {
-    int32_t next = 0;
-    REQUIRE_OK(reach_session_step(a, got.back(), &next, nullptr));
-    got.push_back(next);
-  }
+  const std::vector<int32_t> got = continue_greedy(a, kSteps);
   CHECK(got == want);
   REQUIRE_OK(reach_session_free(a));
   REQUIRE_OK(reach_session_free(b));

@@ -55,10 +55,9 @@ inline std::string tiny() { return reach::test::tiny_model("").string(); }
 
 namespace reach::test::capi {
 
-// Prefill, then greedy tokens (the session's sampler, temperature 0) with reach_session_step until n
-// are sampled.
-inline std::vector<int32_t> generate_sync(reach_session* s, const std::vector<int32_t>& ids, int n) {
-  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+// Greedy tokens (the session's sampler, temperature 0) from where the session stands: a sample of its
+// logits, then reach_session_step until n are sampled.
+inline std::vector<int32_t> continue_greedy(reach_session* s, int n) {
   std::vector<int32_t> out(1);
   REQUIRE_OK(reach_session_sample(s, &out[0], nullptr));
   while (int(out.size()) < n) {
@@ -67,6 +66,12 @@ inline std::vector<int32_t> generate_sync(reach_session* s, const std::vector<in
     out.push_back(next);
   }
   return out;
+}
+
+// Prefill, then continue_greedy until n are sampled.
+inline std::vector<int32_t> generate_sync(reach_session* s, const std::vector<int32_t>& ids, int n) {
+  REQUIRE_OK(reach_session_prefill(s, ids.data(), ids.size()));
+  return continue_greedy(s, n);
 }
 
 }  // namespace reach::test::capi
