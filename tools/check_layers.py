@@ -131,7 +131,8 @@ ROOMS = [
          'or kernels', uses=(SERVE_ROOM,), acyclic=True),
     Room('capi/', 'the C API behind include/reach.h: libreach.so / .a, reach.pc',
          RUNTIME_ALL + ('engine/', 'capi/', 'include/'), True, uses=(SERVE_ROOM,)),
-    Room('include/', 'reach.h, the one public header', ('include/',), False,
+    Room('include/', 'reach.h, the one public header, and its parts (reach/<area>.h: common, device, model, '
+         'chat, reply, session, kv_pool, frame, embed, tools)', ('include/',), False,
          'it stands alone: C and its standard headers'),
     Room('cli/', 'the `reach` CLI: one file per command (info, selftest, run, bench, eval, quantize, serve, '
          'tune), options, the progress bar', SERVE + ('server/', 'cli/'), True, 'everything but capi',

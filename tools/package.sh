@@ -3,7 +3,7 @@
 #   build-cross/reach-VERSION-TARGET.zip     (windows)
 #   build-cross/reach-VERSION-TARGET.tar.gz  (the others)
 # holding bin/ (reach, the examples), lib/ (the C API: libreach.dll + libreach.dll.a and libreach.a;
-# libreach.dylib; libreach.so*), include/reach.h, README.md and the licence file when the
+# libreach.dylib; libreach.so*), include/reach.h with include/reach/, README.md and the licence file when the
 # repository has one (it says so when it has none).
 #
 # usage: tools/package.sh windows|macos-arm64|macos-x86_64|linux-aarch64
@@ -43,7 +43,7 @@ case "$target" in
   macos-*) put lib "$build"/capi/libreach*.dylib "$build/capi/libreach.a" ;;
   *)       put lib "$build"/capi/libreach.so* "$build/capi/libreach.a" ;;
 esac
-cp include/reach.h "$stage/include/"
+cp -r include/reach.h include/reach "$stage/include/"
 cp README.md "$stage/"
 licence=""
 for f in LICENSE LICENSE.md LICENSE.txt COPYING; do
