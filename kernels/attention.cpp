@@ -34,7 +34,7 @@ constexpr double kLog2e = 1.4426950408889634;
 
 // The push-constant block of every attention kernel (shaders/spec/attention_push.h).
 using AttnPush = spec::AttentionPush;
-static_assert(sizeof(AttnPush) == 108);
+static_assert(sizeof(AttnPush) == 116);   // within the 128 bytes every device gives
 
 // The shaders' mode values (shaders/spec/attention_modes.h) are base's enums.
 static_assert(uint32_t(Q2Pos::constant) == spec::Q2POS_CONSTANT && uint32_t(Q2Pos::shifted) == spec::Q2POS_SHIFTED &&
@@ -586,14 +586,14 @@ bool Attention::fused_decode_supported(const AttentionSpec& spec, const LayerCac
 void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                        const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
                        const BufferRange& scratch, const BufferRange& sinks) {
-  record_decode(cmd, spec, table1, table2, step, q, nullptr, nullptr, cache, out, scratch, sinks, QkRmsNorm{});
+  record_decode(cmd, spec, table1, table2, step, q, nullptr, nullptr, cache, out, scratch, sinks, QkRmsNorm{}, {});
 }
 
 void Attention::decode_fused(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
                              const RopeTable& table2, const BufferRange& step, const Act& q, const Act& k_new,
                              const Act& v_new, const LayerCache& cache, const Act& out, const BufferRange& scratch,
-                             const BufferRange& sinks, const QkRmsNorm& qk_norm) {
-  record_decode(cmd, spec, table1, table2, step, q, &k_new, &v_new, cache, out, scratch, sinks, qk_norm);
+                             const BufferRange& sinks, const QkRmsNorm& qk_norm, const DecodeRows& rows) {
+  record_decode(cmd, spec, table1, table2, step, q, &k_new, &v_new, cache, out, scratch, sinks, qk_norm, rows);
 }
 
 // decode (k_new == nullptr: the split-K kernel, a barrier, the combine) or
@@ -601,18 +601,31 @@ void Attention::decode_fused(CommandList& cmd, const AttentionSpec& spec, const 
 void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
                               const RopeTable& table2, const BufferRange& step, const Act& q, const Act* k_new,
                               const Act* v_new, const LayerCache& cache, const Act& out, const BufferRange& scratch,
-                              const BufferRange& sinks, const QkRmsNorm& qk_norm) {
+                              const BufferRange& sinks, const QkRmsNorm& qk_norm, const DecodeRows& rows) {
   const bool fused = k_new != nullptr;
   const char* what = fused ? "decode_fused" : "decode";
   validate(spec, table1, &table2);
+  const uint32_t n = rows.count;
   const uint32_t qd = spec.n_heads * spec.head_dim, kvd = spec.n_kv_heads * spec.head_dim;
-  if (q.cols != qd || out.cols != qd || q.rows < 1 || out.rows < 1)
-    fail(std::string(what) + ": q/out must be [1, " + std::to_string(qd) + "]");
-  if (fused && (k_new->cols != kvd || v_new->cols != kvd || k_new->rows < 1 || v_new->rows < 1))
-    fail(std::string(what) + ": k/v rows must be [1, " + std::to_string(kvd) + "]");
+  const std::string shape = "[" + std::to_string(n) + ", ";
+  if (n == 0) fail(std::string(what) + ": no rows");
+  if (q.cols != qd || out.cols != qd || q.rows < n || out.rows < n)
+    fail(std::string(what) + ": q/out must be " + shape + std::to_string(qd) + "]");
+  if (fused && (k_new->cols != kvd || v_new->cols != kvd || k_new->rows < n || v_new->rows < n))
+    fail(std::string(what) + ": k/v rows must be " + shape + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail(std::string(what) + ": no cache");
   check_ring(spec, cache, 1, what);
   check_paged(cache, step, what);
+  if (n > 1) {
+    // One dispatch for the rows of a batch: each row's step record and scratch at its stride (the shaders'
+    // attn_row_begin), every record as large as one sequence's.
+    if (!cache.block_rows) fail(std::string(what) + ": rows of a batch share a paged cache (a KV pool)");
+    const uint64_t one_step = paged_step_bytes((cache.capacity + cache.block_rows - 1) / cache.block_rows);
+    if (rows.step_stride < one_step || rows.step_stride % 4 || step.size < (n - 1) * rows.step_stride + one_step)
+      fail(std::string(what) + ": " + std::to_string(n) + " rows need step records of at least " +
+           std::to_string(one_step) + " bytes each, a multiple of 4 apart, in " + std::to_string(step.size) +
+           " bytes with a stride of " + std::to_string(rows.step_stride));
+  }
   const bool qk_rms = fused && qk_norm.q.buffer != VK_NULL_HANDLE;
   if (qk_rms && (qk_norm.q.size < uint64_t(spec.head_dim) * 4 || qk_norm.k.buffer == VK_NULL_HANDLE ||
                  qk_norm.k.size < uint64_t(spec.head_dim) * 4))
@@ -623,9 +636,13 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   const uint32_t cache_rows = cache.rows(spec);
   const DecodeShape d = decode_shape(tuning_, device_.caps(), spec, cache.capacity);
   const ScratchLayout sl = scratch_layout(d, spec, device_.caps());
-  if (scratch.size < sl.total)
-    fail(std::string(what) + ": scratch of " + std::to_string(scratch.size) + " bytes, needs " +
-         std::to_string(sl.total));
+  const uint64_t scratch_stride = n > 1 ? rows.scratch_stride : sl.total;
+  if (n > 1 && (scratch_stride < sl.total || scratch_stride % 4))
+    fail(std::string(what) + ": rows' scratch " + std::to_string(scratch_stride) + " bytes apart, each needs " +
+         std::to_string(sl.total) + " (a multiple of 4)");
+  if (scratch.size < (n - 1) * scratch_stride + sl.total)
+    fail(std::string(what) + ": scratch of " + std::to_string(scratch.size) + " bytes, " + std::to_string(n) +
+         " rows need " + std::to_string((n - 1) * scratch_stride + sl.total));
   const uint32_t gq = group_size(spec);
   const bool dual = spec.dual();
   const bool t2 = dual && spec.branch2_table2;
@@ -664,14 +681,17 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   push.split_len = d.split_len;
   push.n_splits = d.n_splits;
   push.qk_norm_eps = qk_norm.eps;
+  push.step_stride = uint32_t(n > 1 ? rows.step_stride / 4 : 0);
+  push.scratch_stride = uint32_t(n > 1 ? scratch_stride / 4 : 0);
   const BufferRange r1 = table_range(table1, unused_table(texel_cache(cache), cache, step));
   const BufferRange r2 = t2 ? table_range(table2, step) : r1;
-  const BufferRange part{scratch.buffer, scratch.offset + sl.partials_at, sl.partials};
-  const BufferRange counters{scratch.buffer, scratch.offset, sl.counters};
+  const uint64_t later_rows = (n - 1) * scratch_stride;   // row r's scratch r·stride bytes on
+  const BufferRange part{scratch.buffer, scratch.offset + sl.partials_at, later_rows + sl.partials};
+  const BufferRange counters{scratch.buffer, scratch.offset, later_rows + sl.counters};
   const BufferRange sk = sink_range(spec, sinks, step, what);
   const Slabs slabs = cache_slabs(spec, cache, cache_rows);
-  const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(qd) * 4};
-  const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(qd) * 4};
+  const BufferRange q1{q.buffer->handle(), q.offset, uint64_t(n) * qd * 4};
+  const BufferRange o1{out.buffer->handle(), out.offset, uint64_t(n) * qd * 4};
   for (const HeadChunk& hc :
        head_chunks(spec, slabs, max_binding(device_.caps()), device_.caps().min_storage_buffer_offset_alignment)) {
     push.kv_base = hc.first;
@@ -680,8 +700,8 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
     const BufferRange vc = cache.v->range(hc.first * slabs.v, hc.count * slabs.v);
     const BufferRange krc = kr->range(hc.first * slabs.k, hc.count * slabs.k);
     // The fused kernel's own bindings; the unfused kernel's layout stops before them.
-    const BufferRange kn = fused ? BufferRange{k_new->buffer->handle(), k_new->offset, uint64_t(kvd) * 4} : step;
-    const BufferRange vn = fused ? BufferRange{v_new->buffer->handle(), v_new->offset, uint64_t(kvd) * 4} : step;
+    const BufferRange kn = fused ? BufferRange{k_new->buffer->handle(), k_new->offset, uint64_t(n) * kvd * 4} : step;
+    const BufferRange vn = fused ? BufferRange{v_new->buffer->handle(), v_new->offset, uint64_t(n) * kvd * 4} : step;
     const auto bound = spec::bound<B>({{B::B_STEP, step},
                                        {B::B_Q, q1},
                                        {B::B_KCACHE, kc},
@@ -701,7 +721,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
                                        {B::B_QNORM, qk_rms ? qk_norm.q : step},
                                        {B::B_KNORM, qk_rms ? qk_norm.k : step}});
     cmd.dispatch(p, std::span<const BufferRange>(bound.data(), desc.buffers), &push, sizeof push, d.n_splits,
-                 hc.count * d.nhc, 1, lanes ? "attention_decode_lanes" : "attention_decode");
+                 hc.count * d.nhc, n, lanes ? "attention_decode_lanes" : "attention_decode");
   }
   if (fused) return;
   cmd.barrier();
@@ -714,7 +734,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   const Pipeline& pc =
       device_.pipelines().get({ShaderId::attention_combine, BC::count, sizeof(AttnPush), csc.constants()});
   cmd.dispatch(pc, spec::bound<BC>({{BC::B_STEP, step}, {BC::B_PART, part}, {BC::B_OUT, o1}, {BC::B_SINK, sk}}),
-               &push, sizeof push, spec.n_heads, 1, 1, "attention_combine");
+               &push, sizeof push, spec.n_heads, 1, n, "attention_combine");
 }
 
 }  // namespace reach

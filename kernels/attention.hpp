@@ -122,6 +122,17 @@ struct QkRmsNorm {
   float eps = 0;
 };
 
+// The rows of a batched decode_fused: `count` sequences of one paged pool (the same cache buffers, layer
+// spec and rope tables), each with its own position and block table, in one dispatch.  Row r's step
+// record (StepParams and its block table) starts r·step_stride bytes into the step range, its scratch
+// r·scratch_stride bytes into the scratch range (each at least what one row needs, multiples of 4), and
+// its q, k_new, v_new and out rows are row r of those activations.  count 1: one sequence.
+struct DecodeRows {
+  uint32_t count = 1;
+  uint64_t step_stride = 0;
+  uint64_t scratch_stride = 0;
+};
+
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
 
@@ -168,7 +179,7 @@ class Attention {
   void decode_fused(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                     const BufferRange& step, const Act& q, const Act& k_new, const Act& v_new,
                     const LayerCache& cache, const Act& out, const BufferRange& scratch,
-                    const BufferRange& sinks = {}, const QkRmsNorm& qk_norm = {});
+                    const BufferRange& sinks = {}, const QkRmsNorm& qk_norm = {}, const DecodeRows& rows = {});
   // Whether decode_fused can serve this layer: the cache fits one binding per
   // K / V, and a ring cache's window is at least 2 (the rows a step reads then
   // never include the row it overwrites).
@@ -200,7 +211,7 @@ class Attention {
   void record_decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                      const BufferRange& step, const Act& q, const Act* k_new, const Act* v_new,
                      const LayerCache& cache, const Act& out, const BufferRange& scratch, const BufferRange& sinks,
-                     const QkRmsNorm& qk_norm);
+                     const QkRmsNorm& qk_norm, const DecodeRows& rows);
 
   Device& device_;
   AttentionTuning tuning_;

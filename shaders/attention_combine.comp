@@ -16,7 +16,8 @@ layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
 #include "attention_merge.glsl"
 
 void main() {
-  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  attn_row_begin(D / 4u);
+  const uint pos0 = step[row_step], n_new = max(step[row_step + 1u], 1u);
   const int i = int(pos0 + n_new - 1u);
   merge_splits(gl_WorkGroupID.x, live_splits(i), gl_LocalInvocationID.x, gl_WorkGroupSize.x);
 }

@@ -19,6 +19,21 @@ layout(push_constant) uniform PC {
 #include "spec/attention_push.h"
 } pc;
 
+// Batched decode (Attention::decode_fused over DecodeRows): one dispatch serves every row of a decode
+// batch, row = gl_WorkGroupID.z, each with its own step record (StepParams and block table: its
+// position and its blocks) pc.step_stride words after the previous row's, its own scratch (arrival
+// counters, partials) pc.scratch_stride words after, and its q / out / new k / new v rows after the
+// previous row's.  The decode and combine kernels call attn_row_begin first; elsewhere (and at z = 0)
+// the offsets stay 0.
+uint row_step = 0u, row_scratch = 0u, row_q = 0u, row_kv = 0u;
+void attn_row_begin(uint d4) {
+  const uint r = gl_WorkGroupID.z;
+  row_step = r * pc.step_stride;
+  row_scratch = r * pc.scratch_stride;
+  row_q = r * pc.n_heads * d4;
+  row_kv = r * pc.n_kv_heads * d4;
+}
+
 // Q2POS_*, K2POS_*, QKNORM_*: the values of Q2MODE, K2MODE and NORM.
 #include "spec/attention_modes.h"
 
@@ -85,8 +100,8 @@ float alibi_slope(uint h) {
 // count of one kv head's slab: the pool's rows when paged.
 uint kv_row(int m) {
   if (pc.block_rows != 0u) {
-    const uint b = min(uint(m) >> pc.block_shift, max(step[2], 1u) - 1u);
-    return (step[4u + b] << pc.block_shift) + (uint(m) & (pc.block_rows - 1u));
+    const uint b = min(uint(m) >> pc.block_shift, max(step[row_step + 2u], 1u) - 1u);
+    return (step[row_step + 4u + b] << pc.block_shift) + (uint(m) & (pc.block_rows - 1u));
   }
   if (pc.ring == 0u || m < int(pc.sinks)) return uint(m);
   return pc.sinks + uint(m - int(pc.sinks)) % pc.ring;
@@ -95,7 +110,7 @@ uint kv_row(int m) {
 // Whether a new key at position pos has no row to go to: past the cache (a ring
 // never is), or past a paged sequence's block table.  Writers drop such keys.
 bool kv_dropped(uint pos) {
-  if (pc.block_rows != 0u) return pos >= (step[2] << pc.block_shift);
+  if (pc.block_rows != 0u) return pos >= (step[row_step + 2u] << pc.block_shift);
   return pc.ring == 0u && pos >= pc.capacity;
 }
 

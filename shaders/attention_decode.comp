@@ -87,7 +87,7 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
   const int W = int(min(pc.branch_window, 0x7fffffffu));
-  const uint ml_base = pc.n_splits * H * D;
+  const uint ml_base = row_scratch + pc.n_splits * H * D;
   const bool holds_new = FUSED && k_end == i + 1;
   if (holds_new) k_end = i;
 
@@ -236,7 +236,7 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
     for (uint a = 0u; a < ACCN; ++a) {
       const uint c = lane + a * WG;
       if (c >= D4) break;
-      const uint pb = (s * H + h) * D + c * 4u;
+      const uint pb = row_scratch + (s * H + h) * D + c * 4u;
       const vec4 v = acc[hq * ACCN + a];
       part[pb] = v.x;
       part[pb + 1u] = v.y;
@@ -252,17 +252,18 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
 
 void main() {
   const uint lane = gl_LocalInvocationIndex;
+  attn_row_begin(D4);
   const uint s = gl_WorkGroupID.x;
   const uint g_local = gl_WorkGroupID.y;
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
-  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const uint pos0 = step[row_step], n_new = max(step[row_step + 1u], 1u);
   const int i = int(pos0 + n_new - 1u);
   const int kv_len = i + 1;
   const int k_begin = decode_first_key(i) + int(s * pc.split_len);
   if (k_begin >= kv_len) return;   // past the live keys: the merge skips this split
   const int k_end = min(k_begin + int(pc.split_len), kv_len);
-  const uint ml_base = pc.n_splits * H * D;
+  const uint ml_base = row_scratch + pc.n_splits * H * D;
 
   if (pc.window != 0u && i - (k_end - 1) >= int(pc.window) && k_begin >= int(pc.sinks)) {
     // Every key of the split is outside the window: an empty partial.
@@ -278,11 +279,11 @@ void main() {
   // The last workgroup of this kv head to arrive merges the group's heads.
   memoryBarrierBuffer();
   barrier();
-  if (lane == 0u) sArrived = atomicAdd(counter[gl_WorkGroupID.y], 1u);
+  if (lane == 0u) sArrived = atomicAdd(counter[row_scratch + gl_WorkGroupID.y], 1u);
   barrier();
   const uint n_live = live_splits(i);
   if (sArrived + 1u != n_live) return;
   memoryBarrierBuffer();
   for (uint idx = lane; idx < GQ * D4; idx += WG) merge_splits(g * GQ + idx / D4, n_live, idx % D4, D4);
-  if (lane == 0u) counter[gl_WorkGroupID.y] = 0u;
+  if (lane == 0u) counter[row_scratch + gl_WorkGroupID.y] = 0u;
 }

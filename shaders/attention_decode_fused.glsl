@@ -28,11 +28,11 @@
 float q_rms(uint b) {
   if (!QKRMS) return 1.0;
   float s2 = 0.0;
-  for (uint c = 0u; c < D4; ++c) s2 += dot(qbuf[b + c], qbuf[b + c]);
+  for (uint c = 0u; c < D4; ++c) s2 += dot(qbuf[row_q + b + c], qbuf[row_q + b + c]);
   return inversesqrt(s2 / float(D) + pc.qk_norm_eps);
 }
 // Dims [4c, 4c+4) of the query row at vec4 index b, RMS-normalised (QKRMS; r = q_rms(b)).
-vec4 q_in(uint b, uint c, float r) { return QKRMS ? qbuf[b + c] * r * qnorm_w[c] : qbuf[b + c]; }
+vec4 q_in(uint b, uint c, float r) { return QKRMS ? qbuf[row_q + b + c] * r * qnorm_w[c] : qbuf[row_q + b + c]; }
 
 // The cache row a split reads for key m (FUSED): masked keys of a ring cache
 // read a key inside the window instead (their scores are masked anyway).
@@ -57,7 +57,7 @@ void fused_rotate1(int i, const vec4 kn[D4], out vec4 k1[D4]) {
 // scores it (rotated at i when the layer rotates); an f16 or quantized cache's
 // key as the cache will hold it (kv_round).
 void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
-  const uint src = g * D4;
+  const uint src = row_kv + g * D4;
   float r = 1.0;
   if (QKRMS) {
     float s2 = 0.0;
@@ -90,7 +90,7 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
 
 // The new token's value row of kv head g as the cache will hold it.
 void fused_new_value(uint g, out vec4 v[D4]) {
-  for (uint c = 0u; c < D4; ++c) v[c] = v_new[g * D4 + c];
+  for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
   kv_round(VTYPE, v);
 }
 
@@ -121,13 +121,13 @@ void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D
     for (uint c = first; c < D4; c += stride) {
       kstore[dst + c] = RAW || !ROPE ? kn[c] : k1[c];
       if (KROT) krstore[dst + c] = k1[c];
-      vstore[dst + c] = v_new[g * D4 + c];
+      vstore[dst + c] = v_new[row_kv + g * D4 + c];
     }
     return;
   }
   if (first != 0u) return;
   vec4 v[D4];
-  for (uint c = 0u; c < D4; ++c) v[c] = v_new[g * D4 + c];
+  for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
   if (RAW || !ROPE) fused_write_k(row, kn);
   else fused_write_k(row, k1);
   if (KROT) fused_write_kr(row, k1);

@@ -108,8 +108,8 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
 uint kv_row_lanes(int m0, int mk, int k_last) {
   if (pc.block_rows == 0u || m0 < 0 || k_last < m0) return kv_row(mk);
   const uint b0 = uint(m0) >> pc.block_shift;
-  if ((uint(m0 + int(WG) - 1) >> pc.block_shift) != b0 || b0 >= step[2]) return kv_row(mk);
-  return (step[4u + b0] << pc.block_shift) + (uint(mk) & (pc.block_rows - 1u));
+  if ((uint(m0 + int(WG) - 1) >> pc.block_shift) != b0 || b0 >= step[row_step + 2u]) return kv_row(mk);
+  return (step[row_step + 4u + b0] << pc.block_shift) + (uint(mk) & (pc.block_rows - 1u));
 }
 
 // One tile [k0, k0 + TK) of class `cls` (1: branch 1 only, 2: branch 2 only,
@@ -168,7 +168,7 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
   const int W = int(min(pc.branch_window, 0x7fffffffu));
-  const uint ml_base = pc.n_splits * H * D;
+  const uint ml_base = row_scratch + pc.n_splits * H * D;
   // FUSED: the new key comes from the qkv output, not the cache (module comment of attention_decode_fused.glsl).
   const bool holds_new = FUSED && k_last == i;
   if (holds_new) k_last = i - 1;
@@ -271,7 +271,7 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
     [[unroll]] for (uint c = 0u; c < D4; ++c) {
       const vec4 a = subgroupAdd(acc[hq * D4 + c] * w);
       if (lane == 0u && live) {
-        const uint pb = (s * H + h) * D + c * 4u;
+        const uint pb = row_scratch + (s * H + h) * D + c * 4u;
         part[pb] = a.x;
         part[pb + 1u] = a.y;
         part[pb + 2u] = a.z;
@@ -287,17 +287,18 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
+  attn_row_begin(D4);
   const uint s = gl_WorkGroupID.x;
   const uint g_local = gl_WorkGroupID.y / NHC;
   const uint hq0 = (gl_WorkGroupID.y % NHC) * HPW;   // first query head of the chunk within the group
   const uint g = pc.kv_base + g_local;
   const uint H = pc.n_heads;
-  const uint pos0 = step[0], n_new = max(step[1], 1u);
+  const uint pos0 = step[row_step], n_new = max(step[row_step + 1u], 1u);
   const int i = int(pos0 + n_new - 1u);
   const int k_begin = decode_first_key(i) + int(s * pc.split_len);
   if (k_begin > i) return;   // past the live keys: the merge skips this split
   const int k_last = min(k_begin + int(pc.split_len), i + 1) - 1;
-  const uint ml_base = pc.n_splits * H * D;
+  const uint ml_base = row_scratch + pc.n_splits * H * D;
 
   if (pc.window != 0u && i - k_last >= int(pc.window) && k_begin >= int(pc.sinks)) {
     // Every key of the split is outside the sliding window: an empty partial.
@@ -315,10 +316,10 @@ void main() {
   memoryBarrierBuffer();
   const uint n_live = live_splits(i);
   uint arrived = 0u;
-  if (lane == 0u) arrived = atomicAdd(counter[gl_WorkGroupID.y], 1u);
+  if (lane == 0u) arrived = atomicAdd(counter[row_scratch + gl_WorkGroupID.y], 1u);
   arrived = subgroupMax(arrived);   // lane 0's count
   if (arrived + 1u != n_live) return;
   memoryBarrierBuffer();
   for (uint hq = hq0; hq < min(hq0 + HPW, GQ); ++hq) merge_splits(g * GQ + hq, n_live, lane, WG);
-  if (lane == 0u) counter[gl_WorkGroupID.y] = 0u;
+  if (lane == 0u) counter[row_scratch + gl_WorkGroupID.y] = 0u;
 }

@@ -21,7 +21,7 @@ uint live_splits(int i) {
 void merge_splits(uint h, uint n_live, uint first, uint stride) {
   const uint H = pc.n_heads;
   const uint D4m = D / 4u;
-  const uint ml_base = pc.n_splits * H * D;
+  const uint ml_base = row_scratch + pc.n_splits * H * D;
   float mx = NEG;
   for (uint s = 0u; s < n_live; ++s) {
     const uint b = ml_base + (s * H + h) * 2u;
@@ -39,10 +39,10 @@ void merge_splits(uint h, uint n_live, uint first, uint stride) {
       if (ls > 0.0) {
         const float w = exp2(part[b] - m);
         l += ls * w;
-        const uint pb = (s * H + h) * D + c * 4u;
+        const uint pb = row_scratch + (s * H + h) * D + c * 4u;
         acc += w * vec4(part[pb], part[pb + 1u], part[pb + 2u], part[pb + 3u]);
       }
     }
-    obuf[h * D4m + c] = l > 0.0 ? acc / l : vec4(0.0);
+    obuf[row_q + h * D4m + c] = l > 0.0 ? acc / l : vec4(0.0);
   }
 }

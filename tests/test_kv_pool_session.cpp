@@ -112,6 +112,14 @@ TEST_CASE("kv pool: batched decode over paged sessions is what each session alon
       CHECK(same(batched[k]->logits(), alone[k]->logits()));
     }
   }
+  // One attention dispatch per layer for the three paged rows (DecodeBatch's shared attention), where
+  // sessions with caches of their own take one per row: 2 fewer per layer (the model has 2 layers).
+  DecodeBatch own_batch(*model, 4);
+  std::vector<Session*> rows;
+  for (auto& s : alone) rows.push_back(s.get());
+  const std::vector<int32_t> next = {1, 2, 3};
+  own_batch.step(rows, next);
+  CHECK(batch.last_layer_dispatches() + 2 * 2 == own_batch.last_layer_dispatches());
 }
 
 TEST_CASE("kv pool: shared prefixes are mapped, not computed, and change nothing") {

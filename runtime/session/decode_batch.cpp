@@ -1,6 +1,7 @@
 #include "runtime/session/decode_batch.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "base/error.hpp"
@@ -75,13 +76,38 @@ void DecodeBatch::check(std::span<Session* const> sessions, std::span<const int3
   }
 }
 
-SubmitParts& DecodeBatch::program(std::span<Session* const> sessions) {
+bool DecodeBatch::share_attention(std::span<Session* const> sessions) {
+  if (sessions.size() < 2) return false;
+  for (Session* s : sessions.subspan(1))
+    if (!sessions[0]->shares_attention(*s)) return false;
+  const uint64_t step = (sessions[0]->step_record().size() + 15) / 16 * 16;
+  const uint64_t scratch = (sessions[0]->decode_scratch_bytes() + 15) / 16 * 16;
+  if (step <= step_stride_ && scratch <= scratch_stride_) return true;
+  // Larger records than the buffers hold: new buffers, and no program may still bind the old ones.
+  programs_.clear();
+  last_ = nullptr;
+  Allocator& A = model_.allocator();
+  const uint64_t n = max_rows_, step_stride = std::max(step, step_stride_),
+                 scratch_stride = std::max(scratch, scratch_stride_);
+  A.require(Arena::scratch, n * scratch_stride, "the decode scratch of a batch of " + std::to_string(n) + " sequences",
+            "use fewer parallel sequences");
+  steps_ = A.allocate(Arena::staging, n * step_stride, "batch rows' step params and block tables");
+  attn_scratch_ = A.allocate(Arena::scratch, n * scratch_stride, "batch rows' decode scratch");
+  const std::vector<uint8_t> zeros(size_t(n * scratch_stride), 0);
+  Transfer(A).upload(attn_scratch_, 0, zeros.data(), zeros.size());
+  step_stride_ = step_stride;
+  scratch_stride_ = scratch_stride;
+  return true;
+}
+
+DecodeBatch::Program& DecodeBatch::program(std::span<Session* const> sessions) {
   std::vector<uint64_t> key;
   for (Session* s : sessions) key.push_back(s->serial());
+  const bool shared = share_attention(sessions);   // may drop every program (new buffers)
   for (auto it = programs_.begin(); it != programs_.end(); ++it)
     if (it->key == key) {
       programs_.splice(programs_.begin(), programs_, it);
-      return *programs_.front().parts;
+      return programs_.front();
     }
   if (programs_.size() >= kMaxPrograms) {
     if (last_ == programs_.back().parts.get()) last_ = nullptr;
@@ -90,12 +116,14 @@ SubmitParts& DecodeBatch::program(std::span<Session* const> sessions) {
   // The recorder outlives this call (a changed cut records again): it keeps the rows' sessions, which
   // live while the key names them.
   std::vector<Session*> rows(sessions.begin(), sessions.end());
-  Program p{key, std::make_unique<SubmitParts>(
-                     model_.device(), false, sessions[0]->submit_bound(),
-                     [this, rows](CommandList& cmd, ForwardSteps steps) { return record(cmd, rows, steps); },
-                     step_costs(sessions, true), scale_ > 0 ? scale_ : 1, scale_ > 0)};
+  Program p{key,
+            std::make_unique<SubmitParts>(
+                model_.device(), false, sessions[0]->submit_bound(),
+                [this, rows, shared](CommandList& cmd, ForwardSteps steps) { return record(cmd, rows, steps, shared); },
+                step_costs(sessions, true), scale_ > 0 ? scale_ : 1, scale_ > 0),
+            shared};
   programs_.push_front(std::move(p));
-  return *programs_.front().parts;
+  return programs_.front();
 }
 
 std::vector<double> DecodeBatch::step_costs(std::span<Session* const> sessions, bool at_capacity) const {
@@ -105,7 +133,8 @@ std::vector<double> DecodeBatch::step_costs(std::span<Session* const> sessions, 
                             uint32_t(sessions.size()));
 }
 
-ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>& sessions, ForwardSteps steps) {
+ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>& sessions, ForwardSteps steps,
+                                  bool shared) {
   const uint32_t n = uint32_t(sessions.size());
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
@@ -138,7 +167,17 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
       for (uint32_t i = 0; i < n; ++i) copy_row(cmd, slot(Slot::out, i, o.cols), row(o, i));
     }
   };
-  if (sessions[0]->options().fused_decode && !slots) {   // the fused step binds the rows themselves
+  if (shared) {
+    // One dispatch per layer: the rows' q / k / v / out from row 0 on (bound whole, so no row needs an
+    // aligned offset), each row's step record and scratch at its stride.
+    attention.can_store_attend = [&](size_t l) { return sessions[0]->can_store_attend(l); };
+    attention.store_attend = [&, n](CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                                    const QkRmsNorm* qk) {
+      sessions[0]->record_store_attend_rows(cmd, l, q, k, v, o, qk, steps_.range(0, n * step_stride_),
+                                            attn_scratch_.range(0, n * scratch_stride_),
+                                            DecodeRows{n, step_stride_, scratch_stride_});
+    };
+  } else if (sessions[0]->options().fused_decode && !slots) {   // the fused step binds the rows themselves
     attention.can_store_attend = [&](size_t l) {
       for (Session* s : sessions)
         if (!s->can_store_attend(l)) return false;
@@ -162,8 +201,14 @@ void DecodeBatch::step(std::span<Session* const> sessions, std::span<const int32
   check(sessions, ids);
   const uint32_t n = uint32_t(sessions.size());
   const uint64_t V = uint64_t(model_.config().vocab_size);
-  SubmitParts& parts = program(sessions);
+  Program& prog = program(sessions);
+  SubmitParts& parts = *prog.parts;
   for (uint32_t i = 0; i < n; ++i) sessions[i]->begin_batch_row(ids[i]);   // each row's StepParams
+  if (prog.shared)
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::span<const uint8_t> rec = sessions[i]->step_record();
+      std::memcpy(static_cast<uint8_t*>(steps_.mapped()) + i * step_stride_, rec.data(), rec.size());
+    }
   std::copy(ids.begin(), ids.end(), static_cast<int32_t*>(fwd_.ids.mapped()));
   parts.run(parts.timed() ? step_costs(sessions, false) : std::vector<double>{});
   last_ = &parts;

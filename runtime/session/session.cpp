@@ -539,6 +539,25 @@ void Session::record_store_attend(CommandList& cmd, size_t l, const Act& q, cons
                           decode_scratch_.range(), layer_sinks(l), qk ? *qk : QkRmsNorm{});
 }
 
+void Session::record_store_attend_rows(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v,
+                                       const Act& o, const QkRmsNorm* qk, const BufferRange& steps,
+                                       const BufferRange& scratch, const DecodeRows& rows) {
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  const RopeTable& t2 = local ? table_local_ : table2_;
+  attention_.decode_fused(cmd, layer_spec(l), t1, t2, steps, q, k, v, layer_cache(l), o, scratch, layer_sinks(l),
+                          qk ? *qk : QkRmsNorm{}, rows);
+}
+
+bool Session::shares_attention(const Session& other) const {
+  return pool_ && pool_ == other.pool_ && &model_ == &other.model_ && prefix_salt_ == other.prefix_salt_ &&
+         capacity_ == other.capacity_ && options_.fused_decode && other.options_.fused_decode;
+}
+
+std::span<const uint8_t> Session::step_record() const {
+  return {static_cast<const uint8_t*>(step_.mapped()), size_t(step_range().size)};
+}
+
 void Session::check_ids(std::span<const int32_t> ids) const {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= config_.vocab_size)

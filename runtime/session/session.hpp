@@ -194,6 +194,19 @@ class Session {
   bool can_store_attend(size_t l) const;
   void record_store_attend(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
                            const QkRmsNorm* qk);
+  // The fused step of a batch's rows in one dispatch: sessions that shares_attention with this one, each
+  // row's step record (step_record) rows.step_stride bytes after the previous one in `steps`, its decode
+  // scratch (decode_scratch_bytes, zeroed before the first step) rows.scratch_stride bytes apart.
+  void record_store_attend_rows(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
+                                const QkRmsNorm* qk, const BufferRange& steps, const BufferRange& scratch,
+                                const DecodeRows& rows);
+  // Whether `other`'s attention can run in the same dispatch as this session's: one KV pool (the same
+  // cache buffers), the same position scheme, tables and capacity (the same layer specs and split plan),
+  // and the fused decode step.
+  bool shares_attention(const Session& other) const;
+  // The step buffer's bytes as write_step_inputs last left them (StepParams and the block table).
+  std::span<const uint8_t> step_record() const;
+  uint64_t decode_scratch_bytes() const { return decode_scratch_.size(); }
   // Layer l's spec with its sink logits switched on when the layer has them (gpt-oss).
   AttentionSpec layer_spec(size_t l) const;
   BufferRange layer_sinks(size_t l) const;

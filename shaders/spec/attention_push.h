@@ -26,3 +26,5 @@ PUSH_FLOAT(softcap_log2)   // AttentionSpec::softcap · log2(e) (read when SOFTC
 PUSH_FLOAT(qk_norm_eps)    // the per-head q/k RMSNorms' epsilon (fused decode, QKRMS)
 PUSH_UINT(block_rows)      // > 0: a paged cache of blocks of this many rows (a power of two; LayerCache::block_rows)
 PUSH_UINT(block_shift)     // log2(block_rows)
+PUSH_UINT(step_stride)    // batched decode: words from one row's step record to the next (attn_row_begin)
+PUSH_UINT(scratch_stride) // batched decode: words from one row's scratch (counters, partials) to the next
