@@ -607,12 +607,12 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   validate(spec, table1, &table2);
   const uint32_t n = rows.count;
   const uint32_t qd = spec.n_heads * spec.head_dim, kvd = spec.n_kv_heads * spec.head_dim;
-  const std::string shape = "[" + std::to_string(n) + ", ";
+  auto shape = [n](uint32_t cols) { return "[" + std::to_string(n) + ", " + std::to_string(cols) + "]"; };
   if (n == 0) fail(std::string(what) + ": no rows");
   if (q.cols != qd || out.cols != qd || q.rows < n || out.rows < n)
-    fail(std::string(what) + ": q/out must be " + shape + std::to_string(qd) + "]");
+    fail(std::string(what) + ": q/out must be " + shape(qd));
   if (fused && (k_new->cols != kvd || v_new->cols != kvd || k_new->rows < n || v_new->rows < n))
-    fail(std::string(what) + ": k/v rows must be " + shape + std::to_string(kvd) + "]");
+    fail(std::string(what) + ": k/v rows must be " + shape(kvd));
   if (!cache.k || !cache.v || cache.capacity == 0) fail(std::string(what) + ": no cache");
   check_ring(spec, cache, 1, what);
   check_paged(cache, step, what);

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/error.hpp"
 #include "kernels/attention.hpp"
 #include "tests/support/attention_harness.hpp"
 #include "tests/support/data.hpp"
@@ -179,34 +178,4 @@ TEST_CASE("batched decode: rows at their own positions and block tables, one dis
   check_batched({Kind::rerope, 4, 2, 16, 12}, prompts, 3, 8);
   check_batched({Kind::window_sinks, 4, 2, 16, 0, 12, 2}, prompts, 3, 8);
   check_batched({Kind::rope_rotated, 4, 1, 16, 0, 0, 0, true}, prompts, 2, 8);
-}
-
-TEST_CASE("batched decode: misuse is a clear error") {
-  Gpu& g = gpu();
-  Attention att(*g.device);
-  const AttentionSpec s = make_scheme(Kind::rope_rotated, 4, 2, 16).spec;
-  Buffer dummy = g.zeros(1 << 16);
-  RopeTable t{&dummy, 64, 8};
-  const Act q{&dummy, 0, 2, 64}, kv{&dummy, 0, 2, 32};
-  auto message = [&](const LayerCache& c, uint64_t step_bytes, const DecodeRows& rows) -> std::string {
-    CommandList cmd(*g.device);
-    cmd.begin();
-    try {
-      att.decode_fused(cmd, s, t, t, dummy.range(0, step_bytes), q, kv, kv, c, q, dummy.range(0, 1 << 14), {}, {},
-                       rows);
-    } catch (const Error& e) {
-      cmd.end();
-      return e.what();
-    }
-    cmd.end();
-    return "no error";
-  };
-  LayerCache own{&dummy, &dummy, 64};
-  CHECK(message(own, 1024, {2, 64, 4096}).find("share a paged cache") != std::string::npos);
-  LayerCache paged{&dummy, &dummy, 64};
-  paged.block_rows = 8, paged.pool_rows = 128;
-  CHECK(message(paged, 1024, {2, 16, 4096}).find("step records of at least 48 bytes") != std::string::npos);
-  CHECK(message(paged, 1024, {3, 48, 4096}).find("q/out must be [3, 64]") != std::string::npos);
-  CHECK(message(paged, 1024, {2, 48, 8}).find("rows' scratch 8 bytes apart") != std::string::npos);
-  CHECK(message(paged, 1024, {2, 48, 4096}) == "no error");
 }

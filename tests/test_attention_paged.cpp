@@ -128,5 +128,22 @@ TEST_CASE("paged cache: misuse is rejected, naming what is wrong") {
     msg = e.what();
   }
   CHECK(msg.find("has no ring") != std::string::npos);
+  // A batched decode (DecodeRows, tests/test_attention_batched.cpp): rows of one paged cache, each row's
+  // step record and scratch at a stride that holds one sequence's.
+  const Act q2{&dummy, 0, 2, 64}, kv2{&dummy, 0, 2, 32};
+  auto batched = [&](const LayerCache& cache, const DecodeRows& rows) -> std::string {
+    try {
+      att.decode_fused(cmd, s, t, t, dummy.range(0, 1024), q2, kv2, kv2, cache, q2, dummy.range(0, 1 << 14), {}, {},
+                       rows);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(batched(LayerCache{&dummy, &dummy, 64}, {2, 64, 4096}).find("share a paged cache") != std::string::npos);
+  CHECK(batched(c, {2, 16, 4096}).find("step records of at least 48 bytes") != std::string::npos);
+  CHECK(batched(c, {3, 48, 4096}).find("q/out must be [3, 64]") != std::string::npos);
+  CHECK(batched(c, {2, 48, 8}).find("rows' scratch 8 bytes apart") != std::string::npos);
+  CHECK(batched(c, {2, 48, 4096}) == "no error");
   cmd.end();
 }
