@@ -19,6 +19,13 @@ std::string kv_type_names();                               // "f32, f16, q8_0 or
 // Values per quantized block, and whether a type is block-quantized.
 inline constexpr uint32_t kKvBlock = 32;
 inline bool kv_quantized(KvType t) { return t == KvType::q8_0 || t == KvType::q4_0; }
+// Whether a cache of type t stores each block of 32 values Walsh-Hadamard
+// rotated (shaders/attention_hadamard.glsl): q4_0, whose 16 levels an outlier
+// channel otherwise spends on itself.  Keys only where the kernels score the
+// stored key as it is (Attention: a rotated or NoPE cache, not raw keys that
+// the kernel turns by their position); values always.  q8_0 is left as ggml
+// stores it: its rounding already costs little.
+inline bool kv_hadamard(KvType t) { return t == KvType::q4_0; }
 
 // Bytes of one cache row of head_dim values (one key or value of one kv head).
 // Quantized rows are the values' words, then the blocks' f16 scales two per

@@ -246,6 +246,8 @@ void set_kv_types(Spec& sc, const AttentionSpec& spec, const LayerCache& cache) 
     if (!kv_type_fits(t, spec.head_dim, &why)) unsupported("kv cache: " + why);
   sc.k_type = uint32_t(cache.k_type);
   sc.v_type = uint32_t(cache.v_type);
+  sc.had_k = hadamard_keys(spec, cache.k_type);
+  sc.had_v = kv_hadamard(cache.v_type);
 }
 
 struct DecodeShape {
@@ -259,6 +261,10 @@ struct DecodeShape {
 
 bool wants_rotated_keys(const AttentionSpec& spec) {
   return spec.rope && spec.cache == KeyCacheMode::raw && spec.dual();
+}
+
+bool hadamard_keys(const AttentionSpec& spec, KvType k_type) {
+  return kv_hadamard(k_type) && !(spec.rope && spec.cache == KeyCacheMode::raw);
 }
 
 std::string TileCounts::str() const {
@@ -730,6 +736,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   csc.wg = cwg;
   csc.head_dim = spec.head_dim;
   csc.sink = spec.sink_logits;
+  csc.had_v = kv_hadamard(cache.v_type);
   using BC = spec::AttentionCombineBindings;
   const Pipeline& pc =
       device_.pipelines().get({ShaderId::attention_combine, BC::count, sizeof(AttnPush), csc.constants()});

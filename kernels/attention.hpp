@@ -135,6 +135,9 @@ struct DecodeRows {
 
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
+// Whether keys of type k_type are stored Walsh-Hadamard rotated for `spec` (kv_hadamard of
+// base/kv_type.hpp): not for raw keys that the kernels turn by their position.
+bool hadamard_keys(const AttentionSpec& spec, KvType k_type);
 
 // The lanes of the one-subgroup kernels (prefill, the lanes decode): the width every pipeline runs
 // where the device has one or can pin it (Capabilities::fixed_subgroup), else subgroup_min, so that a

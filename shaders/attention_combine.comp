@@ -4,6 +4,7 @@
 // (attention_merge.glsl; the sink logit joins here, once per head).
 // The live split count comes from the step buffer (the decode command buffer is
 // recorded once); splits with an empty sum (fully masked) are skipped.
+#extension GL_EXT_control_flow_attributes : require
 #include "contract.glsl"
 #include "spec/attention_combine.h"
 

@@ -122,6 +122,16 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
   float slope[GQ];
   for (uint hq = 0u; hq < GQ; ++hq) slope[hq] = ALIBI ? alibi_slope(g * GQ + hq) * float(LOG2E) : 0.0;
   barrier();
+  if (HADK) {
+    // Keys stored Walsh-Hadamard rotated: so are the queries, a block of 32 dims per invocation.
+    for (uint b = lane; b < GQ * D4 / 8u; b += WG) {
+      vec4 x[8];
+      for (uint u = 0u; u < 8u; ++u) x[u] = sQ1[b * 8u + u];
+      hadamard32(x);
+      for (uint u = 0u; u < 8u; ++u) sQ1[b * 8u + u] = x[u];
+    }
+    barrier();
+  }
 
   float m_run[GQ], l_run[GQ], m_new[GQ];
   vec4 acc[GQ * ACCN];

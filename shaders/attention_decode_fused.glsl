@@ -55,7 +55,7 @@ void fused_rotate1(int i, const vec4 kn[D4], out vec4 k1[D4]) {
 // The new token's key of kv head g at position i: kn as the cache of a raw or
 // unrotated layer holds it (KeyNorm / CosA: divided by its norm), k1 as branch 1
 // scores it (rotated at i when the layer rotates); an f16 or quantized cache's
-// key as the cache will hold it (kv_round).
+// key as the cache will hold it (kv_round; HADK: in the Hadamard domain, both).
 void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
   const uint src = row_kv + g * D4;
   float r = 1.0;
@@ -80,17 +80,22 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
   // As the cache will hold them (kv_round): the rotated key where the cache or
   // k_rot stores it rotated, the raw key where it is stored raw; branch 1 of a
   // raw cache without k_rot rotates the stored raw key, as later steps do.
+  // HADK (never with a raw key that rotates here): the stored block is H·key, and
+  // the queries are rotated to score it (attention_hadamard.glsl).
+  if (HADK && ROPE) HADAMARD_ROW(k1, D4)
   if (ROPE && (!RAW || KROT)) kv_round(KTYPE, k1);
   if (RAW || !ROPE) {
+    if (HADK) HADAMARD_ROW(kn, D4)
     kv_round(KTYPE, kn);
     if (!ROPE) for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
     else if (!KROT) fused_rotate1(i, kn, k1);
   }
 }
 
-// The new token's value row of kv head g as the cache will hold it.
+// The new token's value row of kv head g as the cache will hold it (HADV: rotated).
 void fused_new_value(uint g, out vec4 v[D4]) {
   for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
+  if (HADV) HADAMARD_ROW(v, D4)
   kv_round(VTYPE, v);
 }
 
@@ -128,6 +133,7 @@ void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D
   if (first != 0u) return;
   vec4 v[D4];
   for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
+  if (HADV) HADAMARD_ROW(v, D4)
   if (RAW || !ROPE) fused_write_k(row, kn);
   else fused_write_k(row, k1);
   if (KROT) fused_write_kr(row, k1);

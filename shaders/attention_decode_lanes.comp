@@ -207,6 +207,9 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
     m_run[hq] = NEG;
     l_run[hq] = 0.0;
   }
+  // Keys stored Walsh-Hadamard rotated: so are the queries (the accumulators sum rotated values under
+  // HADV, which the merge turns back).
+  if (HADK) HADAMARD_ROW(q1, HPW * D4)
 
   // Tile ranges of the split (tile kt covers keys k_begin + kt*TK ...):
   // [0, n_out) branch 2 only, [n_out, t_win) both, [t_win, nt) branch 1 only;

@@ -15,6 +15,8 @@
 // KV_WRITER(fn, vec4s, uints, TYPE) makes `void fn(uint row, const vec4 x[D4])`.
 // TYPE is a specialization constant, so a pipeline keeps only its own branch.
 
+#include "attention_hadamard.glsl"
+
 const uint KV_BLOCKS = D / 32u;
 const uint KV_SCALE_WORDS = (KV_BLOCKS + 1u) / 2u;
 

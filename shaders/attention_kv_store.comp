@@ -7,7 +7,9 @@
 // (a ring cache, pc.ring > 0, reuses rows instead: kv_row).
 // STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
-// Rows are written as KTYPE / VTYPE say (attention_kv_codec.glsl).
+// Rows are written as KTYPE / VTYPE say (attention_kv_codec.glsl), blocks
+// Walsh-Hadamard rotated first where HADK / HADV say (attention_hadamard.glsl).
+#extension GL_EXT_control_flow_attributes : require
 #include "contract.glsl"
 #include "spec/attention_kv_store.h"
 const uint D4 = D / 4u;
@@ -63,6 +65,8 @@ void main() {
     ys[c] = y;
     vs[c] = v_new[src + c];
   }
+  if (HADK) HADAMARD_ROW(xs, D4)
+  if (HADV) HADAMARD_ROW(vs, D4)
   store_k(row, xs);
   if (STORE_ROT) store_krot(row, ys);
   store_v(row, vs);

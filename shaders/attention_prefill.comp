@@ -175,6 +175,8 @@ void main() {
           q2[c + R4] = hi * cs + lo * sn;
         }
       }
+    // Keys stored Walsh-Hadamard rotated (never with DUAL, whose keys are raw): so is the query.
+    if (HADK) HADAMARD_ROW(q1, D4)
   }
   slope = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
   [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] = vec4(0.0);
@@ -222,6 +224,7 @@ void main() {
     [[unroll]] for (uint c = 0u; c < D4; ++c) o[c] *= alpha;
   }
   const float inv = l_run > 0.0 ? 1.0 / l_run : 0.0;
+  if (HADV) HADAMARD_ROW(o, D4)   // values stored rotated: the output turned back
   const uint ob = (t * H + h) * D4;
   [[unroll]] for (uint c = 0u; c < D4; ++c) obuf[ob + c] = o[c] * inv;
 }

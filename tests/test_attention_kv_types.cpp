@@ -52,6 +52,44 @@ TEST_CASE("kv types: the CPU rule against hand-worked blocks") {
   CHECK(kv_row_bytes(KvType::f16, 64) == 128);
 }
 
+TEST_CASE("kv types: q4_0's Walsh-Hadamard rotation, by hand and against an outlier") {
+  // Column k of H is (-1)^popcount(i & k) / sqrt(32): e_0 turns into all +s, e_1 into +s, -s, +s, ...,
+  // e_3 into +s, -s, -s, +s, ... (signs of i = 0, 1, 2, 3).
+  const float s = 1.0f / std::sqrt(32.0f);
+  for (uint32_t k : {0u, 1u, 3u, 21u}) {
+    std::vector<float> e(32, 0.0f);
+    e[k] = 1.0f;
+    hadamard32_f32(e.data(), e.size());
+    for (uint32_t i = 0; i < 32; ++i) {
+      uint32_t bits = i & k, odd = 0;
+      for (; bits; bits &= bits - 1) odd ^= 1;
+      CHECK(e[i] == doctest::Approx(odd ? -s : s).epsilon(1e-6));
+    }
+  }
+  // Its own inverse: twice gives x back (two rows of blocks).
+  std::vector<float> x(64), y;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.7 * double(i)) * (1 + i % 5));
+  y = x;
+  hadamard32_f32(y.data(), y.size());
+  hadamard32_f32(y.data(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-5));
+  // What it is for: one channel 30x the others.  Unrotated, the scale 4/8 rounds every other value
+  // to 0 or ±0.5; rotated, the outlier spreads over the block and the error falls several-fold.
+  std::vector<float> b(32);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(0.13 * std::cos(1.3 * double(i)));
+  b[5] = -4.0f;
+  std::vector<float> plain = b, turned = b;
+  kv_round_trip(KvType::q4_0, plain.data(), plain.size());
+  kv_round_trip_hadamard(KvType::q4_0, turned.data(), turned.size());
+  double e_plain = 0, e_turned = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    e_plain += (plain[i] - b[i]) * (plain[i] - b[i]);
+    e_turned += (turned[i] - b[i]) * (turned[i] - b[i]);
+  }
+  INFO("squared error: plain " << e_plain << ", rotated " << e_turned);
+  CHECK(e_turned * 4 < e_plain);
+}
+
 // Cold pipelines dominate this suite's time on a CPU device (each type, scheme and kernel is its own
 // pipeline), so the cases share shapes and walk the kernels once each: both decode kernels unfused,
 // the fused step with the device's decode kernel, and both reads of every type: texel views (the
@@ -62,11 +100,13 @@ TEST_CASE("kv types: every kernel reads back what the cache stores") {
     CAPTURE(name);
     Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), 45, {17, 28}, 3};
     h.k_type = h.v_type = t;
-    // kv_store, prefill and the lanes decode (the device's); the workgroup decode for q8_0.
-    h.decode_variants = t == KvType::q8_0 ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{2};
+    // kv_store, prefill and the lanes decode (the device's); the workgroup decode (GPUs') for the block
+    // types, and its fused step for q4_0 (its queries rotated in shared memory, its merge by blocks).
+    const bool block = kv_quantized(t);
+    h.decode_variants = block ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{2};
     check_within_tolerance(h);
     h.fused = true;
-    h.decode_variants = {2};
+    h.decode_variants = t == KvType::q4_0 ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{2};
     check_within_tolerance(h);                   // the fused step (kv_round of the new key and value)
     if (t == KvType::f16) {         // storage buffers (texel views above, on a CPU device)
       h.tuning = small_tiles();

@@ -13,3 +13,5 @@ SPEC_BOOL(25, SOFTCAP, softcap, false) // soft-capped scores (AttentionSpec::sof
 SPEC_BOOL(26, SINK, sink, false)       // a learned per-head sink logit (binding B_SINK) joins the softmax denominator
 SPEC_UINT(27, KTYPE, k_type, 0)        // KV_* (KvType): how the cache stores keys (and pre-rotated keys)
 SPEC_UINT(28, VTYPE, v_type, 0)        // KV_*: how it stores values
+SPEC_BOOL(29, HADK, had_k, false)      // keys stored Walsh-Hadamard rotated (attention_hadamard.glsl): queries rotated
+SPEC_BOOL(30, HADV, had_v, false)      // values stored rotated: the output rotated back

@@ -190,7 +190,15 @@ Result Harness::run() {
   // The values the reference takes: what the cache reads back (see k_type above).
   const bool k_rot = rotated_keys && wants_rotated_keys(a);
   std::vector<float> k_ref = k, v_ref = v;
-  for (size_t r = 0; r < size_t(total) * Hkv && reference_rounded; ++r) kv_round_trip(v_type, v_ref.data() + r * d, d);
+  // q4_0 blocks are stored Walsh-Hadamard rotated: values always, keys unless the kernel turns a raw key
+  // by its position (the rule as the harness states it, not as the library computes it).
+  const bool had_v = v_type == KvType::q4_0;
+  const bool had_k = k_type == KvType::q4_0 && !(a.rope && a.cache == KeyCacheMode::raw);
+  auto round_k = [&](float* x) { had_k ? kv_round_trip_hadamard(k_type, x, d) : kv_round_trip(k_type, x, d); };
+  for (size_t r = 0; r < size_t(total) * Hkv && reference_rounded; ++r) {
+    if (had_v) kv_round_trip_hadamard(v_type, v_ref.data() + r * d, d);
+    else kv_round_trip(v_type, v_ref.data() + r * d, d);
+  }
   if (k_type != KvType::f32 && reference_rounded) {
     const bool key_norm = a.norm == QkNorm::key || a.norm == QkNorm::cos;
     REQUIRE_MESSAGE(!key_norm, "a rounded cache with key norms: no reference");
@@ -201,7 +209,7 @@ Result Harness::run() {
       for (uint32_t h = 0; h < Hkv; ++h) {
         float* x = k_ref.data() + (size_t(m) * Hkv + h) * d;
         if (!rotated) {
-          kv_round_trip(k_type, x, d);
+          round_k(x);
           continue;
         }
         // As kv_store rotates (f32, the f32 table), rounded, then turned back in double.
@@ -211,7 +219,7 @@ Result Harness::run() {
           y[j] = x[j] * cs[2 * j] - x[j + rp] * cs[2 * j + 1];
           y[j + rp] = x[j + rp] * cs[2 * j] + x[j] * cs[2 * j + 1];
         }
-        kv_round_trip(k_type, y.data(), d);
+        round_k(y.data());
         for (uint32_t j = 0; j < d; ++j) x[j] = y[j];
         for (uint32_t j = 0; j < rp; ++j) {
           const double c = cs[2 * j], sn = cs[2 * j + 1], n2 = c * c + sn * sn;

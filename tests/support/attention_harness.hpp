@@ -82,8 +82,9 @@ struct Harness {
   // How the cache stores keys and values (LayerCache::k_type, v_type).  The reference then takes the
   // values the cache reads back (tests/support/kv_quant_reference): v rounded as stored, and k as the
   // stored key implies it: the raw key rounded, or for a rotated cache R(m)⁻¹·round(R(m)·k), so its
-  // own rotation gives the stored key back.  Not for key / cos norms, or dual-branch schemes with
-  // k_rot (two stored keys per position).
+  // own rotation gives the stored key back; "rounded" is H·round(H·x) for q4_0 blocks, which the
+  // cache stores Walsh-Hadamard rotated (values always, keys unless raw keys turn in the kernel).
+  // Not for key / cos norms, or dual-branch schemes with k_rot (two stored keys per position).
   KvType k_type = KvType::f32, v_type = KvType::f32;
   // false: the reference takes the unrounded k and v (to measure what a type costs).
   bool reference_rounded = true;

@@ -1,6 +1,7 @@
 #include "tests/support/kv_quant_reference.hpp"
 
 #include <algorithm>
+#include <bitset>
 #include <cmath>
 
 #include "base/half.hpp"
@@ -41,6 +42,41 @@ void kv_round_trip(KvType t, float* x, size_t n) {
         blk[j] = (q - 8.0f) * dh;
       }
     }
+  }
+}
+
+void hadamard32_f32(float* x, size_t n) {
+  for (size_t b = 0; b < n; b += kKvBlock) {
+    float* v = x + b;
+    for (uint32_t u = 0; u < 8; ++u) {   // bits 0 and 1, within each group of four
+      float* e = v + 4 * u;
+      const float y0 = e[0] + e[1], y1 = e[0] - e[1], y2 = e[2] + e[3], y3 = e[2] - e[3];
+      e[0] = y0 + y2, e[1] = y1 + y3, e[2] = y0 - y2, e[3] = y1 - y3;
+    }
+    for (uint32_t h = 1; h < 8; h <<= 1)   // bits 2, 3, 4: groups u and u + h
+      for (uint32_t u = 0; u < 8; ++u)
+        if ((u & h) == 0)
+          for (uint32_t j = 0; j < 4; ++j) {
+            const float a = v[4 * u + j], c = v[4 * (u + h) + j];
+            v[4 * u + j] = a + c;
+            v[4 * (u + h) + j] = a - c;
+          }
+    for (uint32_t j = 0; j < kKvBlock; ++j) v[j] *= 0.17677669529663687f;
+  }
+}
+
+void kv_round_trip_hadamard(KvType t, float* x, size_t n) {
+  hadamard32_f32(x, n);
+  kv_round_trip(t, x, n);
+  const double s = 1.0 / std::sqrt(double(kKvBlock));
+  for (size_t b = 0; b < n; b += kKvBlock) {
+    double y[kKvBlock];
+    for (uint32_t i = 0; i < kKvBlock; ++i) {
+      double acc = 0;
+      for (uint32_t j = 0; j < kKvBlock; ++j) acc += (std::bitset<8>(i & j).count() % 2 ? -s : s) * x[b + j];
+      y[i] = acc;
+    }
+    for (uint32_t i = 0; i < kKvBlock; ++i) x[b + i] = float(y[i]);
   }
 }
 

@@ -14,4 +14,15 @@ namespace reach::test {
 // quantization uses the unrounded scale, as ggml does.
 void kv_round_trip(KvType t, float* x, size_t n);
 
+// The same for a cache that stores each block of 32 Walsh-Hadamard rotated
+// (base/kv_type.hpp kv_hadamard): x becomes H·round(H·x), what the kernels'
+// arithmetic amounts to.  H·x is formed in f32 by the butterflies of
+// shaders/attention_hadamard.glsl, in its order, so that the rounding sees the
+// f32s the kernels quantize; the turn back is the matrix
+// H[i][j] = (-1)^popcount(i & j) / sqrt(32) itself, in double.
+void kv_round_trip_hadamard(KvType t, float* x, size_t n);
+
+// The f32 butterflies alone, in place on the n values at x (n a multiple of 32).
+void hadamard32_f32(float* x, size_t n);
+
 }  // namespace reach::test

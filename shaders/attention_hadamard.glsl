@@ -1,0 +1,47 @@
+// The Walsh-Hadamard rotation of the KV cache's q4_0 blocks (HADK / HADV;
+// base/kv_type.hpp, kv_hadamard): each block of 32 values x is stored as the
+// q4_0 block of H·x, H[i][j] = (-1)^popcount(i & j) / sqrt(32).  A block whose
+// largest value stands far above the rest (an outlier channel) sets a scale
+// that rounds every other value of the block to 0 or ±d; H spreads the outlier
+// over the block first.  H is orthonormal and its own inverse, so nothing
+// needs to turn the values back one by one:
+//   keys:   q·k = (H·q)·(H·k): the kernels rotate each query's blocks instead;
+//   values: Σ p·v = H·Σ p·(H·v): they rotate the output's blocks back.
+// Only where a kernel scores the stored key as it is (no rotary turn of a raw
+// key inside the kernel, which H does not commute with).
+//
+// The butterfly order here is the order the CPU reference of the tests
+// follows (tests/support/kv_quant_reference.cpp), so both round the same f32s.
+
+#ifndef ATTN_HADAMARD
+#define ATTN_HADAMARD
+
+// In place, the block of 32 values b[0..7] (value 4u + j is b[u][j]).
+void hadamard32(inout vec4 b[8]) {
+  [[unroll]] for (uint u = 0u; u < 8u; ++u) {
+    const vec4 x = b[u];
+    const vec4 y = vec4(x.x + x.y, x.x - x.y, x.z + x.w, x.z - x.w);          // bit 0
+    b[u] = vec4(y.x + y.z, y.y + y.w, y.x - y.z, y.y - y.w);                  // bit 1
+  }
+  [[unroll]] for (uint h = 1u; h < 8u; h <<= 1u)                              // bits 2, 3, 4
+    [[unroll]] for (uint u = 0u; u < 8u; ++u)
+      if ((u & h) == 0u) {
+        const vec4 x = b[u], y = b[u + h];
+        b[u] = x + y;
+        b[u + h] = x - y;
+      }
+  [[unroll]] for (uint u = 0u; u < 8u; ++u) b[u] *= 0.17677669529663687;   // 1 / sqrt(32)
+}
+
+// In place, every block of the vec4 array x, whose n4 vec4s (a multiple of 8) hold
+// one row or several rows one after another.
+#define HADAMARD_ROW(x, n4)                                                      \
+  {                                                                              \
+    [[unroll]] for (uint b_ = 0u; b_ < (n4) / 8u; ++b_) {                        \
+      vec4 blk_[8];                                                              \
+      [[unroll]] for (uint u_ = 0u; u_ < 8u; ++u_) blk_[u_] = x[b_ * 8u + u_];   \
+      hadamard32(blk_);                                                          \
+      [[unroll]] for (uint u_ = 0u; u_ < 8u; ++u_) x[b_ * 8u + u_] = blk_[u_];   \
+    }                                                                            \
+  }
+#endif
