@@ -16,20 +16,35 @@
 #ifndef ATTN_HADAMARD
 #define ATTN_HADAMARD
 
-// In place, the block of 32 values b[0..7] (value 4u + j is b[u][j]).
+// a, c <- a + c, a - c.
+void hadamard_pair(inout vec4 a, inout vec4 c) {
+  const vec4 t = a;
+  a = t + c;
+  c = t - c;
+}
+
+// In place, the block of 32 values b[0..7] (value 4u + j is b[u][j]).  Every
+// index is a constant: a dynamically indexed array would leave registers for
+// memory in the kernels' key loops (llvmpipe does not unroll a loop whose
+// counter doubles).
 void hadamard32(inout vec4 b[8]) {
   [[unroll]] for (uint u = 0u; u < 8u; ++u) {
     const vec4 x = b[u];
     const vec4 y = vec4(x.x + x.y, x.x - x.y, x.z + x.w, x.z - x.w);          // bit 0
     b[u] = vec4(y.x + y.z, y.y + y.w, y.x - y.z, y.y - y.w);                  // bit 1
   }
-  [[unroll]] for (uint h = 1u; h < 8u; h <<= 1u)                              // bits 2, 3, 4
-    [[unroll]] for (uint u = 0u; u < 8u; ++u)
-      if ((u & h) == 0u) {
-        const vec4 x = b[u], y = b[u + h];
-        b[u] = x + y;
-        b[u + h] = x - y;
-      }
+  hadamard_pair(b[0], b[1]);   // bit 2
+  hadamard_pair(b[2], b[3]);
+  hadamard_pair(b[4], b[5]);
+  hadamard_pair(b[6], b[7]);
+  hadamard_pair(b[0], b[2]);   // bit 3
+  hadamard_pair(b[1], b[3]);
+  hadamard_pair(b[4], b[6]);
+  hadamard_pair(b[5], b[7]);
+  hadamard_pair(b[0], b[4]);   // bit 4
+  hadamard_pair(b[1], b[5]);
+  hadamard_pair(b[2], b[6]);
+  hadamard_pair(b[3], b[7]);
   [[unroll]] for (uint u = 0u; u < 8u; ++u) b[u] *= 0.17677669529663687;   // 1 / sqrt(32)
 }
 
