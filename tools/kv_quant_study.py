@@ -32,7 +32,6 @@ optional q/k/v biases); anything else is refused by name.  SmolLM2-135M: about 8
 chunks of 512 on 2 cores.
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -41,6 +40,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from refmodel.model import head_dim, load_config, rms_norm, silu  # noqa: E402
+from refmodel.rope import default_inv_freq  # noqa: E402
 from refmodel.safetensors_io import read_model_tensors  # noqa: E402
 
 BLOCK = 32
@@ -108,6 +109,8 @@ class Rule:
         unknown = self.transforms - {"mean", "smooth", "wsmooth", "mse"}
         if unknown or base.rstrip("h") not in ("f16", "q8_0", "q4_0") or base == "f16h":
             raise SystemExit("kv_quant_study: unknown rule %r (see --help)" % text)
+        if base == "f16" and self.transforms:
+            raise SystemExit("kv_quant_study: %r: f16 takes no transforms (it is the reference)" % text)
         if "smooth" in self.transforms and "wsmooth" in self.transforms:
             raise SystemExit("kv_quant_study: %r: +smooth and +wsmooth are alternatives" % text)
         self.fmt = {"f16": None, "q8_0": q8_0, "q4_0": q4_0}[base.rstrip("h")]
@@ -140,8 +143,7 @@ class Rule:
 class Model:
     def __init__(self, folder):
         try:
-            with open(os.path.join(folder, "config.json")) as f:
-                c = json.load(f)
+            c = load_config(folder)
         except (OSError, ValueError) as e:
             raise SystemExit("kv_quant_study: %s: no readable config.json (%s); give a Hugging Face model folder"
                              % (folder, e))
@@ -156,7 +158,7 @@ class Model:
             print("kv_quant_study: note: %s's sliding window is ignored (chunks are short)" % arch, file=sys.stderr)
         self.c = c
         self.H, self.Hkv = int(c["num_attention_heads"]), int(c["num_key_value_heads"])
-        self.d = int(c.get("head_dim") or c["hidden_size"] // self.H)
+        self.d = head_dim(c)
         self.L = int(c["num_hidden_layers"])
         self.eps = float(c.get("rms_norm_eps", 1e-5))
         if self.d % BLOCK:
@@ -167,7 +169,7 @@ class Model:
         self.bos = c.get("bos_token_id")
 
     def rope_tables(self, n):
-        inv = 1.0 / self.theta ** (np.arange(0, self.d, 2) / self.d)
+        inv = default_inv_freq(self.d, self.theta)
         ang = np.arange(n)[:, None] * inv[None, :]
         return (np.concatenate([np.cos(ang)] * 2, 1).astype(np.float32),
                 np.concatenate([np.sin(ang)] * 2, 1).astype(np.float32))
@@ -198,12 +200,12 @@ class Model:
         cos, sin = self.rope_tables(n)
         half = self.d // 2
 
-        def rope(x):
+        def rope(x):   # in float32, as the engine rotates (refmodel's rotation is float64)
             rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
             return x * cos[:, None, :] + rot * sin[:, None, :]
 
         def rms(x, w):
-            return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + self.eps) * w
+            return rms_norm(x, w, self.eps)
 
         mask = np.triu(np.full((n, n), -np.inf, np.float32), 1)
         x = self.W["model.embed_tokens.weight"][ids]
@@ -225,7 +227,7 @@ class Model:
             x = x + (o + self.W[p + "self_attn.o_proj.bias"] if p + "self_attn.o_proj.bias" in self.W else o)
             h = rms(x, self.W[p + "post_attention_layernorm.weight"])
             gate, up = h @ self.W[p + "mlp.gate_proj.weight"].T, h @ self.W[p + "mlp.up_proj.weight"].T
-            x = x + ((gate / (1.0 + np.exp(-gate))) * up) @ self.W[p + "mlp.down_proj.weight"].T
+            x = x + (silu(gate) * up) @ self.W[p + "mlp.down_proj.weight"].T
         first = n // 2
         logits = rms(x[first:n - 1], self.W["model.norm.weight"]) @ self.head.T
         logits -= logits.max(-1, keepdims=True)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tools/kv_quant_study.py's rounding rules against independent references: q8_0 / q4_0 against the
 gguf package's own quantize + dequantize (llama.cpp's block formats), the block Walsh-Hadamard matrix
-against its definition (H[i][j] = (-1)^popcount(i & j) / sqrt(32)), and the +mean transform's claim
-that subtracting one constant vector from every key leaves softmax(q.k) unchanged."""
+against its definition (H[i][j] = (-1)^popcount(i & j) / sqrt(32)), and the +mean / +smooth key
+transforms on keys built to need them."""
 import os
 import sys
 
@@ -50,17 +50,27 @@ plain = np.abs(kq.q4_0(x) - x)[::3].mean()
 rotated = np.abs(kq.rotate_blocks(kq.q4_0(kq.rotate_blocks(x))) - x)[::3].mean()
 check("rotated q4_0 has less error on outlier rows", rotated < 0.75 * plain, "%.4f vs %.4f" % (rotated, plain))
 
-# +mean: softmax over keys of q.(k - mu) equals softmax of q.k, mu any constant vector.
-q, k, mu = rng.standard_normal(64), rng.standard_normal((20, 64)), 5.0 * rng.standard_normal(64)
-
-
-def softmax(s):
-    e = np.exp(s - s.max())
-    return e / e.sum()
-
-
-check("a constant key offset leaves softmax unchanged", np.allclose(softmax(k @ q), softmax((k - mu) @ q), atol=1e-12))
-for bad in ("q5_0", "q4_0+foo", "f16h", "q4_0+smooth+wsmooth"):
+# +mean / +smooth: keys sharing a large per-channel offset, with one channel far wider than the rest
+# ([n, kv_heads, d], stats per layer [kv_heads, d]).  The rule hands back keys in the original basis:
+# centred on the offset and balanced they round with less error, and +mean with mu = the true offset
+# is the same as rounding the centred keys and adding mu back.
+keys = rng.standard_normal((256, 2, 64)).astype(np.float32)
+keys[..., 3] *= 20.0
+offset = (4.0 * rng.standard_normal((2, 64))).astype(np.float32)
+stats = {"mean": offset[None], "smooth": np.where(np.arange(64) == 3, 20.0, 1.0).astype(np.float32)[None, None, :]}
+# Smoothing moves error from the wide channel (where the queries are small) to the rest: compare there.
+narrow = np.arange(64) != 3
+err = {}
+for text in ("q4_0h", "q4_0h+mean", "q4_0h+mean+smooth"):
+    e = (kq.Rule(text).apply(keys + offset, 0, stats) - (keys + offset))[..., narrow]
+    err[text] = np.sqrt(np.mean(e ** 2))
+check("+mean rounds offset keys with less error", err["q4_0h+mean"] < 0.8 * err["q4_0h"],
+      "%.4f vs %.4f" % (err["q4_0h+mean"], err["q4_0h"]))
+check("+smooth rounds the narrow channels with less error", err["q4_0h+mean+smooth"] < err["q4_0h+mean"],
+      "%.4f vs %.4f" % (err["q4_0h+mean+smooth"], err["q4_0h+mean"]))
+centred = kq.rotate_blocks(kq.q4_0(kq.rotate_blocks(kq.f16(keys + offset) - offset))) + offset
+check("+mean is centre, round, add back", np.allclose(kq.Rule("q4_0h+mean").apply(keys + offset, 0, stats), centred))
+for bad in ("q5_0", "q4_0+foo", "f16h", "f16+mean", "q4_0+smooth+wsmooth"):
     try:
         kq.Rule(bad)
         check("rule %r is refused" % bad, False)
