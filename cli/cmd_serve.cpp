@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/serve_shutdown.hpp"
 #include "runtime/serve/scheduler.hpp"
+#include "runtime/serve/slot_pool.hpp"
 #include "runtime/session/embedding.hpp"
 #include "runtime/session/session.hpp"
 #include "server/http_server.hpp"
@@ -45,14 +46,19 @@ void serve_usage() {
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "  --embeddings        serve POST /v1/embeddings (always on for an embedding model: sentence-\n"
       "                      transformers pooling modules, a GGUF pooling_type, or a bare *Model class)\n"
-      "  --no-prefix-cache   prefill every prompt whole (by default a slot whose cache starts with the\n"
-      "                      prompt's first tokens skips them; a request can say \"cache_prompt\": false)\n"
-      "  --kv-size N|SIZE    one paged KV cache of N tokens (or SIZE bytes: 512MiB, 2GiB) for all slots,\n"
-      "                      in blocks of 16, instead of a whole context per slot: a request holds the\n"
-      "                      blocks of its prompt and max_tokens, waits in the queue while they are not\n"
-      "                      free, and maps the blocks of earlier prompts with the same leading tokens\n"
-      "                      (any slot's) instead of computing them.  Blocks behind the window go back\n"
-      "                      when every layer is windowed; else windowed layers keep every position\n"
+      "  --no-prefix-cache   prefill every prompt whole (by default a prompt maps the cached blocks of\n"
+      "                      earlier prompts with the same first tokens, or without a pool starts from the\n"
+      "                      slot's cache; a request can say \"cache_prompt\": false)\n"
+      "  --kv-size N|SIZE    the paged KV cache the slots share: N tokens (or SIZE bytes: 512MiB, 2GiB), in\n"
+      "                      blocks of 16.  By default it holds --parallel whole contexts, the memory a\n"
+      "                      cache per slot would take; for a model with sliding-window layers each slot\n"
+      "                      keeps its own cache instead (a window's ring is smaller) unless --kv-size is\n"
+      "                      given.  A request holds the blocks of its prompt and max_tokens, waits in the\n"
+      "                      queue while they are not free, and maps the blocks of earlier prompts with the\n"
+      "                      same leading tokens (any slot's) instead of computing them.  Blocks behind the\n"
+      "                      window go back when every layer is windowed; else windowed layers keep every\n"
+      "                      position\n"
+      "  --no-kv-pool        a whole-context KV cache per slot instead of the shared pool\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22)).c_str(), scheme_flags_help().c_str());
 }
@@ -77,7 +83,7 @@ int cmd_serve(const Args& args) {
   SessionOptions so;   // every slot's options
   so.cache_type_k = so.cache_type_v = kFrontEndKvType;
   std::optional<WType> quantize;
-  bool prefix_cache = true, embeddings_on = false;
+  bool prefix_cache = true, embeddings_on = false, no_pool = false;
   double drain_timeout = 30;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -100,10 +106,13 @@ int cmd_serve(const Args& args) {
     else if (parse_kv_cache_flag(args, i, so.cache_type_k, so.cache_type_v)) continue;
     else if (a == "--no-prefix-cache") prefix_cache = false;
     else if (a == "--kv-size") parse_kv_size(args, i, kv_tokens, kv_bytes);
+    else if (a == "--no-kv-pool") no_pool = true;
     else if (a == "--embeddings") embeddings_on = true;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;
     else throw Error(ErrorCode::invalid_argument, "unknown option '" + a + "' (see reach serve --help)");
   }
+  if (no_pool && (kv_tokens || kv_bytes))
+    throw Error(ErrorCode::invalid_argument, "--no-kv-pool and --kv-size contradict each other: give one of them");
   if (ao.api_key.empty() && std::getenv("REACH_API_KEY")) ao.api_key = std::getenv("REACH_API_KEY");
   ao.model_id = alias.empty() ? default_model_id(model_dir) : alias;
   ho.threads = size_t(threads ? threads : 4 * parallel + 8);
@@ -139,6 +148,9 @@ int cmd_serve(const Args& args) {
     if (embeddings) embeddings->reset(make_embedder());
     return *e.model;
   };
+  std::string own_caches_why;
+  if (!no_pool && !kv_tokens && !kv_bytes)   // the default: the slots' contexts, shared
+    so.kv_pool = serve::make_slot_pool(*e.model, so, size_t(parallel), own_caches_why);
   if (kv_tokens || kv_bytes) {
     KvPoolOptions po;
     po.tokens = kv_tokens;
@@ -165,6 +177,7 @@ int cmd_serve(const Args& args) {
                ao.model_id.c_str(), (long long)parallel, scheduler.context(), kv_type_name(so.cache_type_k),
                kv_type_name(so.cache_type_v), e.load_seconds);
   if (!pool_line.empty()) std::fprintf(stderr, "reach serve: %s, shared by the slots\n", pool_line.c_str());
+  if (!own_caches_why.empty()) std::fprintf(stderr, "reach serve: a KV cache per slot: %s\n", own_caches_why.c_str());
   std::fprintf(stderr, "reach serve: listening on http://%s:%d\n", ho.host.c_str(), port);
   std::fflush(stderr);
 

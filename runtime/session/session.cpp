@@ -105,15 +105,40 @@ Error kv_pool_full(const KvPool& pool, const std::string& need) {
                                             "the pool larger");
 }
 
+// The context a session of these options holds: its own, else the model's up to 4,096 positions.
+uint32_t capacity_for(const ModelConfig& c, const SessionOptions& options) {
+  return options.context ? options.context
+                         : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
+}
+
+uint32_t chunk_of(const SessionOptions& options, uint32_t capacity) {
+  return std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : kDefaultPrefillChunk, capacity));
+}
+
+// Rows of a layer's ring cache (LayerCache::ring), 0 where it keeps every position: a sliding-window
+// layer outside a pool, when window + chunk - 1 rows (every key a chunk of queries still sees) and the
+// sinks take less than the context.
+uint32_t ring_rows(const AttentionSpec& spec, const SessionOptions& options, uint32_t chunk, uint32_t capacity) {
+  const uint64_t ring = uint64_t(spec.window) + chunk - 1;
+  const bool use = !options.full_kv && !options.kv_pool && spec.window > 0 && spec.sinks + ring < capacity;
+  return use ? uint32_t(ring) : 0;
+}
+
+ResolvedSchemes schemes_of(const Model& model, const SessionOptions& options) {
+  ModelConfig c = model.config();
+  apply_overrides(c, options.overrides);
+  const uint32_t capacity = capacity_for(c, options);
+  return resolve_schemes(c, capacity, options.l_test > 0 ? options.l_test : capacity);
+}
+
 }  // namespace
 
 Session::Session(Model& model, const SessionOptions& options)
     : model_(model), options_(options), config_(model.config()), attention_(model.device()), serial_(next_serial()) {
   apply_overrides(config_, options.overrides);
   const ModelConfig& c = config_;
-  capacity_ = options.context ? options.context
-                              : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
-  chunk_ = std::max<uint32_t>(1, std::min(options.chunk ? options.chunk : kDefaultPrefillChunk, capacity_));
+  capacity_ = capacity_for(c, options);
+  chunk_ = chunk_of(options, capacity_);
   const int64_t l_test = options.l_test > 0 ? options.l_test : capacity_;
   schemes_ = resolve_schemes(c, capacity_, l_test);
   activations_ = resolve_activations(model, options.activations, &activations_source_);
@@ -131,11 +156,7 @@ Session::Session(Model& model, const SessionOptions& options)
 
   // Ring caches for sliding-window layers when they save memory (LayerCache::ring):
   // window + chunk - 1 rows hold every key a chunk of queries still sees.
-  for (const auto& spec : schemes_.layers) {
-    const uint64_t ring = uint64_t(spec.window) + chunk_ - 1;
-    const bool use = !options.full_kv && !options.kv_pool && spec.window > 0 && spec.sinks + ring < capacity_;
-    ring_.push_back(use ? uint32_t(ring) : 0);
-  }
+  for (const auto& spec : schemes_.layers) ring_.push_back(ring_rows(spec, options, chunk_, capacity_));
   ring_lost_.assign(ring_.size(), 0);
   const uint64_t d = uint64_t(c.head_dim);
   for (auto [t, flag] : {std::pair{options.cache_type_k, "--cache-type-k"}, std::pair{options.cache_type_v, "--cache-type-v"}}) {
@@ -309,12 +330,23 @@ uint32_t Session::window_peak_blocks() const {
 }
 
 bool Session::keeps_rotated_keys(const Model& model, const SessionOptions& options) {
+  const ResolvedSchemes s = schemes_of(model, options);
+  return std::any_of(s.layers.begin(), s.layers.end(), [](const AttentionSpec& a) { return reach::wants_rotated_keys(a); });
+}
+
+uint32_t Session::context_of(const Model& model, const SessionOptions& options) {
   ModelConfig c = model.config();
   apply_overrides(c, options.overrides);
-  const uint32_t capacity = options.context ? options.context
-                                            : uint32_t(std::min<int64_t>(std::max<int64_t>(c.max_position_embeddings, 1), 4096));
-  const ResolvedSchemes s = resolve_schemes(c, capacity, options.l_test > 0 ? options.l_test : capacity);
-  return std::any_of(s.layers.begin(), s.layers.end(), [](const AttentionSpec& a) { return reach::wants_rotated_keys(a); });
+  return capacity_for(c, options);
+}
+
+bool Session::rings_some_layer(const Model& model, const SessionOptions& options) {
+  SessionOptions own = options;
+  own.kv_pool.reset();
+  const ResolvedSchemes s = schemes_of(model, own);
+  const uint32_t capacity = context_of(model, own), chunk = chunk_of(own, capacity);
+  return std::any_of(s.layers.begin(), s.layers.end(),
+                     [&](const AttentionSpec& a) { return ring_rows(a, own, chunk, capacity) > 0; });
 }
 
 void Session::drop_behind_window() {

@@ -141,6 +141,12 @@ class Session {
   // Whether a session of these options keeps rotated keys (LayerCache::k_rot) in some layer: a KvPool
   // for it needs KvPoolOptions::rotated_keys.
   static bool keeps_rotated_keys(const Model& model, const SessionOptions& options);
+  // The context (capacity) a session of these options gets.
+  static uint32_t context_of(const Model& model, const SessionOptions& options);
+  // Whether a session of these options, given no pool, keeps some sliding-window layer in a ring cache
+  // (window + chunk - 1 rows, not the whole context).  A pool holds every position of such a layer
+  // unless every layer is windowed, so there it takes more memory than the session's own caches.
+  static bool rings_some_layer(const Model& model, const SessionOptions& options);
 
   const ModelConfig& config() const { return config_; }
   const ResolvedSchemes& schemes() const { return schemes_; }

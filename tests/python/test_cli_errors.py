@@ -49,6 +49,7 @@ def cases(tmp):
         (["quantize", "a"], "quantize", "OUT.gguf"),
         (["quantize", "a", "b.gguf", "--type", "q9"], "quantize", "--type"),
         (["serve", "--bogus"], "serve", ""),   # unknown option, or a build without the HTTP server
+        (["serve", "--no-kv-pool", "--kv-size", "64"], "serve", ""),   # they contradict (or no HTTP server)
         (["info", "--bogus"], "info", "unknown option"),
         (["selftest", "--bogus"], "selftest", "unknown option"),
         (["frobnicate"], "", "unknown command"),

@@ -47,11 +47,13 @@ class Server:
         self.proc = subprocess.Popen([REACH, "serve", "-m", model, "--port", "0", *flags],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.port = None
+        self.startup = []   # its stderr lines up to "listening on"
         deadline = time.time() + 60
         while time.time() < deadline:
             line = self.proc.stderr.readline()
             if not line:
                 break
+            self.startup.append(line.rstrip("\n"))
             m = re.search(r"listening on http://[^:]+:(\d+)", line)
             if m:
                 self.port = int(m.group(1))
@@ -323,7 +325,7 @@ def test_paged(model):
     blocks (/metrics counts the tokens); at the end no block is held, and the full ones stay cached."""
     common = "Some words, then more words. " * 10
     prompts = [common + p for p in PROMPTS[:4]]
-    ref = Server(model, "--ctx", "512", "--chunk", "16", "--alias", "tiny", "--no-prefix-cache")
+    ref = Server(model, "--ctx", "512", "--chunk", "16", "--alias", "tiny", "--no-prefix-cache", "--no-kv-pool")
     try:
         alone = [complete(ref.client(), p, 24, temperature=0)[0] for p in prompts]
     finally:
@@ -355,6 +357,36 @@ def test_paged(model):
         hits = metric(text, "reach_kv_prefix_hit_tokens_total") or 0
         # 4 later requests map at least the 18 whole blocks (288 tokens) of BOS + the common opening.
         check(hits >= 4 * 288, f"paged: later requests map the opening's blocks ({hits:.0f} tokens)")
+    finally:
+        srv.stop()
+    check(not any("shared by the slots" in l for l in ref.startup), "--no-kv-pool: the server says no pool")
+
+    # Without --kv-size the slots share a pool of their whole contexts (this fixture has no windowed
+    # layer): 2 slots of 512 tokens, the same greedy texts, and a repeated prompt maps its blocks.
+    srv = Server(model, "--parallel", "2", "--ctx", "512", "--chunk", "16", "--alias", "tiny")
+    try:
+        line = next((l for l in srv.startup if "shared by the slots" in l), "")
+        m = re.search(r"(\d+) blocks of (\d+) rows \((\d+) tokens\)", line)
+        check(m is not None and int(m.group(3)) == 2 * 512, f"default pool: 2 x 512 tokens shared ({line!r})")
+        got = [None] * 2
+
+        def worker2(i):
+            got[i] = complete(srv.client(), prompts[i], 24, temperature=0)[0]
+        threads = [threading.Thread(target=worker2, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(2):
+            check(got[i] == alone[i], f"default pool: concurrent request {i} equals the reference's text")
+        again = complete(srv.client(), prompts[0], 24, temperature=0)[0]
+        check(again == alone[0], "default pool: a repeated prompt gives the same text")
+        time.sleep(0.2)
+        st, text = srv.raw("GET", "/metrics")
+        blocks = metric(text, "reach_kv_blocks")
+        check(m is not None and blocks == int(m.group(1)), f"default pool: /metrics reports its blocks ({blocks})")
+        hits = metric(text, "reach_kv_prefix_hit_tokens_total") or 0
+        check(hits >= 288, f"default pool: the repeated prompt maps its blocks ({hits:.0f} tokens)")
     finally:
         srv.stop()
 
