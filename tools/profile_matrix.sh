@@ -96,23 +96,33 @@ EOF
 printf '%s\n' "$groups" >"$out/groups.txt"
 results="$out/results.txt"
 : >"$results"
+# One run: a suite under a group's first profile; appends its line to $results and prints it.
+run_one() {
+  local gid=$1 s=$2 members=$3 first=${3%% *} start secs rc verdict
+  start=$(date +%s)
+  REACH_DEVICE_PROFILE="$dir/$first.json" nice meson test -C build --no-rebuild --logbase "profile-$first-$s" "$s" \
+    >"$out/$first.$s.log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  if [ $rc -eq 0 ]; then verdict=pass
+  elif refused "build/meson-logs/profile-$first-$s.txt"; then verdict="refused"
+  else verdict=FAIL
+  fi
+  echo -e "$gid\t$s\t$verdict\t${secs}s\t$members" >>"$results"
+  echo "profile_matrix: $s under $first ($members): $verdict in ${secs}s"
+}
+# PROFILE_JOBS runs at once (default 2: each run compiles pipelines on one thread at a time, so two share
+# two cores; the 4 runs of the CI stage took 101 s one after another).
+jobs_max=${PROFILE_JOBS:-2}
 while IFS=$'\t' read -r gid members; do
   [ -z "$gid" ] && continue
-  first=${members%% *}
   for s in "${suites[@]}"; do
-    start=$(date +%s)
-    REACH_DEVICE_PROFILE="$dir/$first.json" nice meson test -C build --no-rebuild --logbase "profile-$first-$s" "$s" \
-      >"$out/$first.$s.log" 2>&1
-    rc=$?
-    secs=$(( $(date +%s) - start ))
-    if [ $rc -eq 0 ]; then verdict=pass
-    elif refused "build/meson-logs/profile-$first-$s.txt"; then verdict="refused"
-    else verdict=FAIL; status=1
-    fi
-    echo -e "$gid\t$s\t$verdict\t${secs}s\t$members" >>"$results"
-    echo "profile_matrix: $s under $first ($members): $verdict in ${secs}s"
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    run_one "$gid" "$s" "$members" </dev/null &
   done
 done <<<"$groups"
+wait
+grep -q $'\tFAIL\t' "$results" && status=1
 
 # The table: per profile, what reach chose (first device) and each suite's result (its group's).
 /usr/bin/python3 - "$out" "$results" "$dir"/*.json <<'EOF'
