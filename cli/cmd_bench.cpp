@@ -187,12 +187,9 @@ int cmd_bench(const Args& args) {
     so.fused_decode = !unfused;
     so.activations = activations;
     if (kv_tokens || kv_bytes) {   // as reach serve --kv-size: one paged pool for every stream
-      KvPoolOptions po;
+      KvPoolOptions po = Session::pool_options(model, so);
       po.tokens = kv_tokens;
       po.bytes = kv_bytes;
-      po.cache_type_k = cache_k;
-      po.cache_type_v = cache_v;
-      po.rotated_keys = Session::keeps_rotated_keys(model, so);
       so.kv_pool = std::make_shared<KvPool>(model, po);
     }
     bench_parallel(model, so, pb, e.device->caps().device_name);

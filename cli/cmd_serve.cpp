@@ -152,12 +152,9 @@ int cmd_serve(const Args& args) {
   if (!no_pool && !kv_tokens && !kv_bytes)   // the default: the slots' contexts, shared
     so.kv_pool = serve::make_slot_pool(*e.model, so, size_t(parallel), own_caches_why);
   if (kv_tokens || kv_bytes) {
-    KvPoolOptions po;
+    KvPoolOptions po = Session::pool_options(*e.model, so);
     po.tokens = kv_tokens;
     po.bytes = kv_bytes;
-    po.cache_type_k = so.cache_type_k;
-    po.cache_type_v = so.cache_type_v;
-    po.rotated_keys = Session::keeps_rotated_keys(*e.model, so);
     so.kv_pool = std::make_shared<KvPool>(*e.model, po);
   }
   serve::Scheduler scheduler(*e.model, so, size_t(parallel), size_t(queue), prefix_cache, reload);

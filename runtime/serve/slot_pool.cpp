@@ -13,12 +13,9 @@ std::shared_ptr<KvPool> make_slot_pool(Model& model, const SessionOptions& optio
           "position); give --kv-size for a pool anyway";
     return nullptr;
   }
-  KvPoolOptions po;
+  KvPoolOptions po = Session::pool_options(model, options);
   po.tokens = uint32_t(std::min<uint64_t>(uint64_t(Session::context_of(model, options)) * std::max<size_t>(slots, 1),
                                           uint64_t(1) << 31));
-  po.cache_type_k = options.cache_type_k;
-  po.cache_type_v = options.cache_type_v;
-  po.rotated_keys = Session::keeps_rotated_keys(model, options);
   try {
     return std::make_shared<KvPool>(model, po);
   } catch (const Error& e) {

@@ -141,6 +141,9 @@ class Session {
   // Whether a session of these options keeps rotated keys (LayerCache::k_rot) in some layer: a KvPool
   // for it needs KvPoolOptions::rotated_keys.
   static bool keeps_rotated_keys(const Model& model, const SessionOptions& options);
+  // The options of a KvPool that serves sessions of these options (their cache types, rotated keys where
+  // they read them), its size left at 0 for the caller.
+  static KvPoolOptions pool_options(const Model& model, const SessionOptions& options);
   // The context (capacity) a session of these options gets.
   static uint32_t context_of(const Model& model, const SessionOptions& options);
   // Whether a session of these options, given no pool, keeps some sliding-window layer in a ring cache

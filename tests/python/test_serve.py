@@ -319,6 +319,20 @@ def metric(text, name):
     return float(m.group(1)) if m else None
 
 
+def greedy_at_once(srv, prompts, n=24):
+    """The greedy texts of n tokens for `prompts`, sent all at once, one thread each."""
+    got = [None] * len(prompts)
+
+    def worker(i):
+        got[i] = complete(srv.client(), prompts[i], n, temperature=0)[0]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return got
+
+
 def test_paged(model):
     """--kv-size: the slots share one paged KV pool.  Four concurrent requests with a common 290-byte
     opening give the greedy texts of a server without a pool, and the later ones map the first one's
@@ -334,15 +348,7 @@ def test_paged(model):
     try:
         first = complete(srv.client(), prompts[0], 24, temperature=0)[0]
         check(first == alone[0], "paged: the first request's greedy text equals the reference's")
-        got = [None] * 4
-
-        def worker(i):
-            got[i] = complete(srv.client(), prompts[i], 24, temperature=0)[0]
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        got = greedy_at_once(srv, prompts)
         for i in range(4):
             check(got[i] == alone[i], f"paged: concurrent request {i} equals the reference's text")
         t0 = time.time()
@@ -368,15 +374,7 @@ def test_paged(model):
         line = next((l for l in srv.startup if "shared by the slots" in l), "")
         m = re.search(r"(\d+) blocks of (\d+) rows \((\d+) tokens\)", line)
         check(m is not None and int(m.group(3)) == 2 * 512, f"default pool: 2 x 512 tokens shared ({line!r})")
-        got = [None] * 2
-
-        def worker2(i):
-            got[i] = complete(srv.client(), prompts[i], 24, temperature=0)[0]
-        threads = [threading.Thread(target=worker2, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        got = greedy_at_once(srv, prompts[:2])
         for i in range(2):
             check(got[i] == alone[i], f"default pool: concurrent request {i} equals the reference's text")
         again = complete(srv.client(), prompts[0], 24, temperature=0)[0]
