@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <map>
 #include <random>
+#include <string>
 
 #include "cli/options.hpp"
 #include "runtime/session/decode_batch.hpp"
@@ -17,6 +19,7 @@ namespace {
 struct Row {
   uint32_t streams = 0;
   std::vector<double> step_s, request_s;   // per repetition: seconds per batched step, one request's seconds
+  std::map<std::string, double> profile_ns;   // --profile: GPU ns per kernel over the timed steps
 };
 
 double mean(const std::vector<double>& v) {
@@ -31,6 +34,23 @@ double stddev(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += (x - m) * (x - m);
   return std::sqrt(s / double(v.size() - 1));
+}
+
+// Per stream count, the GPU time of one step per kernel, largest first (stderr, as the single-stream
+// bench's --profile).
+void print_profiles(const std::vector<Row>& rows, const ParallelBench& b) {
+  for (const Row& r : rows) {
+    const double steps = double(std::max<int64_t>(b.reps, 1)) * std::max<uint32_t>(b.n_gen, 1);
+    double total = 0;
+    for (const auto& [k, v] : r.profile_ns) total += v;
+    std::vector<std::pair<std::string, double>> ks(r.profile_ns.begin(), r.profile_ns.end());
+    std::sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    std::fprintf(stderr, "\nGPU time per kernel, %u stream%s (one step; wall %.2f ms):\n", r.streams,
+                 r.streams == 1 ? "" : "s", mean(r.step_s) * 1e3);
+    std::fprintf(stderr, "| kernel | ms/step | share |\n| --- | ---: | ---: |\n");
+    for (const auto& [k, v] : ks)
+      std::fprintf(stderr, "| %s | %.3f | %.1f%% |\n", k.c_str(), v / 1e6 / steps, 100.0 * v / std::max(total, 1.0));
+  }
 }
 
 }  // namespace
@@ -64,6 +84,8 @@ void bench_parallel(Model& model, const SessionOptions& options, const ParallelB
         for (auto& x : ids) x = dist(rng);
         if (p == 1) active[0]->decode(ids[0]);   // the single-sequence program, as serve with one request
         else batch.step(active, ids);
+        if (options.profile && r >= 0)
+          for (const auto& k : p == 1 ? active[0]->last_timings() : batch.last_timings()) row.profile_ns[k.label] += k.ns;
       }
       const double decode_s = seconds_since(t1);
       if (r >= 0) {
@@ -97,6 +119,7 @@ void bench_parallel(Model& model, const SessionOptions& options, const ParallelB
                 stddev(r.step_s) * 1e3, mean(r.request_s));
   }
   std::printf("\n%s\n", kv.c_str());
+  if (options.profile) print_profiles(rows, b);
 }
 
 }  // namespace reach::cli

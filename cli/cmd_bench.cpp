@@ -15,6 +15,7 @@
 #include "cli/options.hpp"
 #include "runtime/config/flag_values.hpp"
 #include "runtime/session/session.hpp"
+#include "runtime/serve/slot_pool.hpp"
 
 namespace reach::cli {
 
@@ -81,7 +82,9 @@ void bench_usage() {
       "                      and per-stream tokens/s, ms per token and one request's time for each N;\n"
       "                      each stream prefills -p tokens (default then 16), then generates -n\n"
       "  --kv-size N|SIZE    with --parallel: the streams share one paged KV pool of N tokens or SIZE\n"
-      "                      bytes (512MiB, 2GiB), as reach serve --kv-size, instead of a cache each\n"
+      "                      bytes (512MiB, 2GiB), as reach serve --kv-size; without it, a pool of every\n"
+      "                      stream's context, as reach serve's default (where the model allows one)\n"
+      "  --no-kv-pool        with --parallel: a KV cache per stream instead of the shared pool\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
       kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22) + activations_flag_help(22)).c_str(), scheme_flags_help().c_str());
@@ -135,7 +138,7 @@ int cmd_bench(const Args& args) {
   uint32_t kv_tokens = 0;   // --kv-size: the pool in tokens, or in bytes
   uint64_t kv_bytes = 0;
   std::vector<uint32_t> depths = {0}, parallel;
-  bool profile = false, prompt_given = false, full_kv = false, unfused = false;
+  bool profile = false, prompt_given = false, full_kv = false, unfused = false, no_pool = false;
   QuantActivations activations = QuantActivations::device;
   KvType cache_k = kFrontEndKvType, cache_v = kFrontEndKvType;
   std::optional<WType> quantize;
@@ -161,6 +164,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") full_kv = true;
     else if (a == "--kv-size") parse_kv_size(args, i, kv_tokens, kv_bytes);
+    else if (a == "--no-kv-pool") no_pool = true;
     else if (parse_kv_cache_flag(args, i, cache_k, cache_v)) continue;
     else if (parse_activations_flag(args, i, activations)) continue;
     else if (a == "--unfused") unfused = true;
@@ -172,6 +176,10 @@ int cmd_bench(const Args& args) {
   const uint32_t V = uint32_t(model.config().vocab_size);
   if ((kv_tokens || kv_bytes) && parallel.empty())
     throw Error(ErrorCode::invalid_argument, "--kv-size sizes the KV pool the streams of --parallel share: give --parallel too");
+  if (no_pool && parallel.empty())
+    throw Error(ErrorCode::invalid_argument, "--no-kv-pool gives each stream of --parallel its own cache: give --parallel too");
+  if (no_pool && (kv_tokens || kv_bytes))
+    throw Error(ErrorCode::invalid_argument, "--no-kv-pool and --kv-size contradict each other: give one of them");
   if (!parallel.empty()) {
     if (format == "json") throw Error(ErrorCode::invalid_argument, "--parallel prints md or csv: use -o md or -o csv");
     ParallelBench pb{parallel, uint32_t(prompt_given ? n_prompt : 16), uint32_t(std::max<int64_t>(n_gen, 1)), reps,
@@ -186,11 +194,17 @@ int cmd_bench(const Args& args) {
     so.cache_type_v = cache_v;
     so.fused_decode = !unfused;
     so.activations = activations;
+    so.profile = profile;
     if (kv_tokens || kv_bytes) {   // as reach serve --kv-size: one paged pool for every stream
       KvPoolOptions po = Session::pool_options(model, so);
       po.tokens = kv_tokens;
       po.bytes = kv_bytes;
       so.kv_pool = std::make_shared<KvPool>(model, po);
+    } else if (!no_pool) {   // as reach serve's default: the streams' contexts, shared
+      const uint32_t most = *std::max_element(parallel.begin(), parallel.end());
+      std::string why;
+      so.kv_pool = serve::make_slot_pool(model, so, most, why);
+      if (!so.kv_pool) std::fprintf(stderr, "reach bench: a KV cache per stream: %s\n", why.c_str());
     }
     bench_parallel(model, so, pb, e.device->caps().device_name);
     return 0;

@@ -1,7 +1,9 @@
 // serve::make_slot_pool: the KV pool a server's slots share when no size is asked for.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/model/model.hpp"
 #include "runtime/serve/slot_pool.hpp"
@@ -27,15 +29,26 @@ TEST_CASE("slot pool: the slots' whole contexts shared, unless a windowed layer'
   auto pool = serve::make_slot_pool(*model, o, 3, why);
   REQUIRE(pool);
   CHECK(why.empty());
-  // 3 contexts of 200, in whole blocks: every slot can always hold its whole context.
+  // 3 contexts of 200, each in whole blocks: every slot can always hold its whole context.
   const uint32_t B = pool->block_rows();
-  CHECK(pool->pool_rows() == (3 * 200 + B - 1) / B * B);
+  REQUIRE(200 % B != 0);   // a context that ends inside a block: the case where rounding matters
+  CHECK(pool->pool_rows() == 3 * ((200 + B - 1) / B) * B);
   CHECK(pool->options().cache_type_k == KvType::f16);
   CHECK_FALSE(pool->options().rotated_keys);
   // Its bytes per token are a session's own: the same memory, shared.
   CHECK(pool->bytes_per_token() == Session(*model, o).kv_bytes_per_token());
   o.kv_pool = pool;
-  Session paged(*model, o);   // a session of the slot options takes it
+  {
+    // Three slots fill their whole contexts at once (distinct prompts: no block shared).
+    std::vector<std::unique_ptr<Session>> slots;
+    for (int s = 0; s < 3; ++s) {
+      slots.push_back(std::make_unique<Session>(*model, o));
+      std::vector<int32_t> ids(200);
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7 + size_t(s) * 31 + 1) % 300);
+      CHECK_NOTHROW(slots.back()->prefill(ids));
+      CHECK(slots.back()->position() == 200);
+    }
+  }
   o.kv_pool.reset();
 
   // A windowed layer: its own cache is a ring of window + chunk - 1 rows, a pool would hold all 200.

@@ -118,7 +118,7 @@ DecodeBatch::Program& DecodeBatch::program(std::span<Session* const> sessions) {
   std::vector<Session*> rows(sessions.begin(), sessions.end());
   Program p{key,
             std::make_unique<SubmitParts>(
-                model_.device(), false, sessions[0]->submit_bound(),
+                model_.device(), sessions[0]->options().profile, sessions[0]->submit_bound(),
                 [this, rows, shared](CommandList& cmd, ForwardSteps steps) { return record(cmd, rows, steps, shared); },
                 step_costs(sessions, true), scale_ > 0 ? scale_ : 1, scale_ > 0),
             shared};

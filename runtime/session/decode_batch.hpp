@@ -51,6 +51,8 @@ class DecodeBatch {
   uint32_t last_submissions() const { return last_ ? uint32_t(last_->size()) : 0; }
   // The layers' dispatches the last step recorded (all rows, all layers); 0 before the first.
   uint32_t last_layer_dispatches() const { return last_ ? last_->counts().layer_dispatches : 0; }
+  // GPU time per dispatch of the last step, where the first session's options ask for a profile.
+  std::vector<KernelTiming> last_timings() const { return last_ ? last_->timings() : std::vector<KernelTiming>{}; }
   Model& model() const { return model_; }
 
  private:
