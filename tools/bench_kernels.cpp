@@ -16,6 +16,7 @@
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
 //   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-norm-subgroup 0|1 --qgemm-tm N --qgemm-tn N
+//   --weights-texel 0|1 --x-texel 0|1
 //   --reps N --only gemm|matvec|quant|qgemm|batch|fused --quick --size N
 #include <algorithm>
 #include <chrono>
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
       std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch|fused] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
                 "  [--mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-max-acc N] [--qgemm-tm N --qgemm-tn N]\n"
+                "  [--weights-texel 0|1 --x-texel 0|1]  (W / X read through texel buffers or storage buffers)\n"
                 "  --only batch: matvec over M = 1, 2, 4, 8 X rows (batched decode) at SmolLM2-135M shapes;\n"
                 "  --mv-xrows 1 reads W once per X row (the unbatched baseline)");
       return 0;
@@ -147,6 +149,8 @@ int main(int argc, char** argv) {
       else if (k == "mv-xrows") cfg.matvec_xrows = u;
       else if (k == "mv-max-acc") cfg.matvec_max_acc = u;
       else if (k == "mv-norm-subgroup") cfg.matvec_norm_subgroup = u != 0;
+      else if (k == "weights-texel") cfg.weights_texel = u != 0;
+      else if (k == "x-texel") cfg.activations_texel = u != 0;
       else {
         std::fprintf(stderr, "unknown option --%s\n", k.c_str());
         return 2;
