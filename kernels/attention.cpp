@@ -404,15 +404,32 @@ TileCounts Attention::prefill_tiles(const AttentionSpec& spec, uint32_t pos0, ui
   return tc;
 }
 
+// The rows of a batched decode (DecodeRows): one dispatch serves them, each row's step record and scratch at
+// its stride (the shaders' attn_row_begin), every record as large as one sequence's.
+static void check_rows(const LayerCache& cache, const BufferRange& step, const DecodeRows& rows, const char* what) {
+  const uint32_t n = rows.count;
+  if (n <= 1) return;
+  if (!cache.block_rows) fail(std::string(what) + ": rows of a batch share a paged cache (a KV pool)");
+  const uint64_t one_step = paged_step_bytes((cache.capacity + cache.block_rows - 1) / cache.block_rows);
+  if (rows.step_stride < one_step || rows.step_stride % 4 || step.size < (n - 1) * rows.step_stride + one_step)
+    fail(std::string(what) + ": " + std::to_string(n) + " rows need step records of at least " +
+         std::to_string(one_step) + " bytes each, a multiple of 4 apart, in " + std::to_string(step.size) +
+         " bytes with a stride of " + std::to_string(rows.step_stride));
+}
+
 void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
-                         const Act& k_new, const Act& v_new, const LayerCache& cache) {
+                         const Act& k_new, const Act& v_new, const LayerCache& cache, const DecodeRows& batch) {
   validate(spec, table1, nullptr);
   const uint32_t kvd = spec.n_kv_heads * spec.head_dim;
   if (k_new.cols != kvd || v_new.cols != kvd || v_new.rows < k_new.rows)
     fail("kv_store: k/v rows must be [n, " + std::to_string(kvd) + "]");
   if (!cache.k || !cache.v || cache.capacity == 0) fail("kv_store: no cache");
-  check_ring(spec, cache, k_new.rows, "kv_store");
+  const uint32_t n = batch.count;
+  if (n == 0 || (n > 1 && k_new.rows < n))
+    fail("kv_store: a batch of " + std::to_string(n) + " rows needs that many k/v rows");
+  check_ring(spec, cache, n > 1 ? 1 : k_new.rows, "kv_store");
   check_paged(cache, step, "kv_store");
+  check_rows(cache, step, batch, "kv_store");
   const uint32_t rows = cache.rows(spec);
   const bool rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
   const bool normalize = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
@@ -434,7 +451,8 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
   const auto chunks = head_chunks(spec, slabs, mb, device_.caps().min_storage_buffer_offset_alignment);
   if (chunks.size() != 1) unsupported("kv_store: the kv cache must fit one storage binding");
   AttnPush push = make_push(spec, table1, RopeTable{}, cache);
-  push.max_rows = k_new.rows;
+  push.max_rows = n > 1 ? 1 : k_new.rows;   // a batch: one new row per sequence
+  push.step_stride = uint32_t(n > 1 ? batch.step_stride / 4 : 0);
   const uint64_t kbytes = spec.n_kv_heads * slabs.k, vbytes = spec.n_kv_heads * slabs.v;
   const BufferRange t1 = table_range(table1, step);
   const BufferRange kr = store_rot ? cache.k_rot->range(0, kbytes) : cache.k->range(0, kbytes);
@@ -446,7 +464,8 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
                                {B::B_VCACHE, cache.v->range(0, vbytes)},
                                {B::B_TAB1, t1},
                                {B::B_KROT, kr}}),
-               &push, sizeof push, groups_for(uint64_t(k_new.rows) * spec.n_kv_heads, wg), 1, 1, "attention_kv_store");
+               &push, sizeof push, groups_for(uint64_t(push.max_rows) * spec.n_kv_heads, wg), 1, n,
+               "attention_kv_store");
 }
 
 void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
@@ -591,8 +610,8 @@ bool Attention::fused_decode_supported(const AttentionSpec& spec, const LayerCac
 
 void Attention::decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
                        const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
-                       const BufferRange& scratch, const BufferRange& sinks) {
-  record_decode(cmd, spec, table1, table2, step, q, nullptr, nullptr, cache, out, scratch, sinks, QkRmsNorm{}, {});
+                       const BufferRange& scratch, const BufferRange& sinks, const DecodeRows& rows) {
+  record_decode(cmd, spec, table1, table2, step, q, nullptr, nullptr, cache, out, scratch, sinks, QkRmsNorm{}, rows);
 }
 
 void Attention::decode_fused(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
@@ -622,16 +641,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
   if (!cache.k || !cache.v || cache.capacity == 0) fail(std::string(what) + ": no cache");
   check_ring(spec, cache, 1, what);
   check_paged(cache, step, what);
-  if (n > 1) {
-    // One dispatch for the rows of a batch: each row's step record and scratch at its stride (the shaders'
-    // attn_row_begin), every record as large as one sequence's.
-    if (!cache.block_rows) fail(std::string(what) + ": rows of a batch share a paged cache (a KV pool)");
-    const uint64_t one_step = paged_step_bytes((cache.capacity + cache.block_rows - 1) / cache.block_rows);
-    if (rows.step_stride < one_step || rows.step_stride % 4 || step.size < (n - 1) * rows.step_stride + one_step)
-      fail(std::string(what) + ": " + std::to_string(n) + " rows need step records of at least " +
-           std::to_string(one_step) + " bytes each, a multiple of 4 apart, in " + std::to_string(step.size) +
-           " bytes with a stride of " + std::to_string(rows.step_stride));
-  }
+  check_rows(cache, step, rows, what);
   const bool qk_rms = fused && qk_norm.q.buffer != VK_NULL_HANDLE;
   if (qk_rms && (qk_norm.q.size < uint64_t(spec.head_dim) * 4 || qk_norm.k.buffer == VK_NULL_HANDLE ||
                  qk_norm.k.size < uint64_t(spec.head_dim) * 4))

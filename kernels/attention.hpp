@@ -155,8 +155,10 @@ class Attention {
 
   // Writes k_new, v_new ([n_new, n_kv_heads*head_dim] f32) into the cache at
   // positions [pos0, pos0+n_new) (rotating k when spec.cache == rotated and spec.rope).
+  // rows.count > 1: a batched decode step over a paged cache, row r of k_new / v_new the one new row of the
+  // sequence whose step record is r-th (DecodeRows), all in one dispatch.
   void kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
-                const Act& k_new, const Act& v_new, const LayerCache& cache);
+                const Act& k_new, const Act& v_new, const LayerCache& cache, const DecodeRows& rows = {});
 
   // out [n_new, n_heads*head_dim] = attention of the raw (un-rotated) q rows
   // [n_new, n_heads*head_dim] over keys [0, pos0+n_new) of the cache.
@@ -169,10 +171,11 @@ class Attention {
   // One query row (n_new == 1): keys split across workgroups, then combined.
   // The split count is fixed here from the capacity, so the recorded command
   // buffer serves every position (splits past the live keys exit at once).
+  // rows.count > 1: the rows of a batched step over a paged cache, as decode_fused takes them (DecodeRows).
   void decode(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
               const BufferRange& step, const Act& q, const LayerCache& cache, const Act& out,
               const BufferRange& scratch,   // scratch: decode_scratch_bytes(spec, cache.capacity) bytes
-              const BufferRange& sinks = {});
+              const BufferRange& sinks = {}, const DecodeRows& rows = {});
 
   // kv_store of the step's one new row, then decode, in one dispatch: the
   // split holding the new key reads it from k_new / v_new (as kv_store would

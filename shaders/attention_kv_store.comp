@@ -1,6 +1,8 @@
 #version 450
 // KV-cache store: rows t < n_new of k_new / v_new ([rows, n_kv_heads*D]) go to
 // cache position pos0 + t of every kv head ([n_kv_heads][capacity][D]).
+// Batched decode (pc.step_stride > 0): workgroup row z stores row z of k_new /
+// v_new for the sequence whose step record is the z-th (attn_row_begin).
 // KeyNorm / CosA keys are stored L2-normalised (norm of the un-rotated key);
 // with a rotated cache the key is then rotated at its position (table 1).
 // Positions come from the step buffer; rows past the capacity are dropped
@@ -32,14 +34,15 @@ KV_WRITER(store_v, vc, vcw, VTYPE)
 KV_WRITER(store_krot, krot, krotw, KTYPE)
 
 void main() {
+  attn_row_begin(D4);
   const uint id = gl_GlobalInvocationID.x;
   const uint hkv = pc.n_kv_heads;
   const uint t = id / hkv, g = id % hkv;
-  const uint pos0 = step[0], n_new = min(step[1], pc.max_rows);
+  const uint pos0 = step[row_step], n_new = min(step[row_step + 1u], pc.max_rows);
   if (t >= n_new) return;
   const uint pos = pos0 + t;
   if (kv_dropped(pos)) return;
-  const uint src = (t * hkv + g) * D4;
+  const uint src = row_kv + (t * hkv + g) * D4;
   const uint row = g * pc.capacity + kv_row(int(pos));
   float f = 1.0;
   if (NORMALIZE) {

@@ -1,5 +1,6 @@
-// Batched decode (Attention::decode_fused over DecodeRows): the rows of a decode batch, sequences of one
-// paged pool each at its own position with its own block table, attend in one dispatch.  Each row's
+// Batched decode (Attention::decode_fused over DecodeRows, and without the fused step kv_store + decode
+// over the same rows): the rows of a decode batch, sequences of one paged pool each at its own position
+// with its own block table, attend in one dispatch (two, and the combine, unfused).  Each row's
 // output against the float64 reference over its own keys (tests/support/attention_reference, kTol as for
 // one sequence), and bit for bit what the same kernel gives that row alone: the row index only moves
 // where a workgroup reads and writes, never the arithmetic.  The pool's blocks are shuffled among the
@@ -123,8 +124,27 @@ void check_batched(const Case& c, const std::vector<uint32_t>& prompts, uint32_t
     att.decode_fused(alone, a, t1, t2, one_step_buf.range(), Act{&oq, 0, 1, qd}, Act{&ok, 0, 1, kvd},
                      Act{&ov, 0, 1, kvd}, cache, Act{&oo, 0, 1, qd}, one_scratch_buf.range(), sinks);
     alone.end();
-    double worst = 0;
-    uint64_t differ = 0;
+    // Without the fused step: one kv_store and one split-K decode (with its combine) for all rows, and the
+    // same two for one row alone.
+    const DecodeRows drows{R, step_stride, scratch_stride};
+    Buffer scratch_u = g.zeros(R * scratch_stride, "scratch unfused"), obu = g.zeros(size_t(R) * qd * 4, "out");
+    CommandList unfused(*g.device);
+    unfused.begin();
+    att.kv_store(unfused, a, t1, steps_buf.range(), Act{&kb, 0, R, kvd}, Act{&vb, 0, R, kvd}, cache, drows);
+    unfused.barrier();
+    att.decode(unfused, a, t1, t2, steps_buf.range(), Act{&qb, 0, R, qd}, cache, Act{&obu, 0, R, qd},
+               scratch_u.range(), sinks, drows);
+    unfused.end();
+    Buffer oou = g.zeros(size_t(qd) * 4), one_scratch_u = g.zeros(one_scratch, "scratch");
+    CommandList alone_u(*g.device);
+    alone_u.begin();
+    att.kv_store(alone_u, a, t1, one_step_buf.range(), Act{&ok, 0, 1, kvd}, Act{&ov, 0, 1, kvd}, cache);
+    alone_u.barrier();
+    att.decode(alone_u, a, t1, t2, one_step_buf.range(), Act{&oq, 0, 1, qd}, cache, Act{&oou, 0, 1, qd},
+               one_scratch_u.range(), sinks);
+    alone_u.end();
+    double worst = 0, worst_u = 0;
+    uint64_t differ = 0, differ_u = 0;
     for (uint32_t t = 0; t < steps; ++t) {
       std::vector<uint8_t> st(R * step_stride, 0);
       for (uint32_t r = 0; r < R; ++r) {
@@ -138,6 +158,8 @@ void check_batched(const Case& c, const std::vector<uint32_t>& prompts, uint32_t
       g.transfer->upload(steps_buf, 0, st.data(), st.size());
       batched.run();
       const std::vector<float> out = g.download_f32(ob, size_t(R) * qd);
+      unfused.run();   // stores the same keys again: the cache is unchanged
+      const std::vector<float> out_u = g.download_f32(obu, size_t(R) * qd);
       for (uint32_t r = 0; r < R; ++r) {
         const uint32_t p = prompts[r] + t;
         std::vector<int64_t> qp = {p}, kp(p + 1);
@@ -148,6 +170,7 @@ void check_batched(const Case& c, const std::vector<uint32_t>& prompts, uint32_t
         const std::vector<double> ref =
             attention_reference(qs, ks, vs, qp, kp, int(c.H), int(c.Hkv), int(c.d), s.ref);
         worst = std::max(worst, max_abs(out, ref, size_t(r) * qd, qd));
+        worst_u = std::max(worst_u, max_abs(out_u, ref, size_t(r) * qd, qd));
         // The same row alone (it stores the same key again: the cache is unchanged).
         const std::vector<uint32_t> rec = record(r, p, 1);
         g.transfer->upload(one_step_buf, 0, rec.data(), rec.size() * 4);
@@ -157,11 +180,17 @@ void check_batched(const Case& c, const std::vector<uint32_t>& prompts, uint32_t
         alone.run();
         const std::vector<float> single = g.download_f32(oo, qd);
         differ += std::memcmp(single.data(), out.data() + size_t(r) * qd, qd * 4) != 0;
+        alone_u.run();
+        const std::vector<float> single_u = g.download_f32(oou, qd);
+        differ_u += std::memcmp(single_u.data(), out_u.data() + size_t(r) * qd, qd * 4) != 0;
       }
     }
-    MESSAGE(s.name << ", variant " << variant << ", " << R << " rows: worst error " << worst);
+    MESSAGE(s.name << ", variant " << variant << ", " << R << " rows: worst error " << worst << " fused, "
+                   << worst_u << " unfused");
     CHECK(worst <= kTol);
     CHECK(differ == 0);
+    CHECK(worst_u <= kTol);
+    CHECK(differ_u == 0);
   }
 }
 

@@ -122,6 +122,46 @@ TEST_CASE("kv pool: batched decode over paged sessions is what each session alon
   CHECK(batch.last_layer_dispatches() + 2 * 2 == own_batch.last_layer_dispatches());
 }
 
+TEST_CASE("kv pool: an unfused batched decode stores and attends every row in one dispatch each") {
+  // The split-K decode without the fused step (--unfused, and devices whose limits refuse the fused
+  // kernel): one kv_store, one decode and one combine per layer for all rows, each row what its session
+  // decoded alone (unfused, a cache of its own) gives, bit for bit.  Q4_0 keys and values: the rows'
+  // quantization and Walsh-Hadamard rotation go through the batched store too.
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  auto pool = make_pool(*model, 512, 8, KvType::q4_0);
+  std::vector<std::unique_ptr<Session>> batched, alone;
+  std::vector<std::vector<int32_t>> ids;
+  SessionOptions paged = opts(pool), own = opts();
+  paged.fused_decode = own.fused_decode = false;
+  own.cache_type_k = own.cache_type_v = KvType::q4_0;
+  for (uint32_t k = 0; k < 3; ++k) {
+    ids.push_back(random_ids(9 + 5 * k + 10, kVocab, 60 + k));
+    batched.push_back(std::make_unique<Session>(*model, paged));
+    alone.push_back(std::make_unique<Session>(*model, own));
+    batched[k]->prefill(first(ids[k], 9 + 5 * k));
+    alone[k]->prefill(first(ids[k], 9 + 5 * k));
+  }
+  DecodeBatch batch(*model, 4);
+  for (uint32_t step = 0; step < 10; ++step) {   // rows at different positions cross block boundaries
+    std::vector<Session*> rows;
+    std::vector<int32_t> toks;
+    for (uint32_t k = 0; k < 3; ++k) rows.push_back(batched[k].get()), toks.push_back(ids[k][9 + 5 * k + step]);
+    batch.step(rows, toks);
+    for (uint32_t k = 0; k < 3; ++k) {
+      alone[k]->decode(toks[k]);
+      CHECK(same(batched[k]->logits(), alone[k]->logits()));
+      CHECK(batched[k]->position() == alone[k]->position());
+    }
+  }
+  // Per layer (2 layers): 3 dispatches for the batch, 3 per row (9) for sessions with caches of their own.
+  DecodeBatch own_batch(*model, 4);
+  std::vector<Session*> rows;
+  for (auto& s : alone) rows.push_back(s.get());
+  own_batch.step(rows, std::vector<int32_t>{1, 2, 3});
+  CHECK(batch.last_layer_dispatches() + 2 * 6 == own_batch.last_layer_dispatches());
+}
+
 TEST_CASE("kv pool: shared prefixes are mapped, not computed, and change nothing") {
   auto dir = tiny_model(kModel);
   auto model = load_model(dir);

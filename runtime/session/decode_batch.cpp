@@ -169,8 +169,19 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
   };
   if (shared) {
     // One dispatch per layer: the rows' q / k / v / out from row 0 on (bound whole, so no row needs an
-    // aligned offset), each row's step record and scratch at its stride.
-    attention.can_store_attend = [&](size_t l) { return sessions[0]->can_store_attend(l); };
+    // aligned offset), each row's step record and scratch at its stride.  The fused step where the
+    // sessions decode fused and the layer allows it; else one kv_store and one split-K decode for all rows.
+    const BufferRange all_steps = steps_.range(0, n * step_stride_), all_scratch = attn_scratch_.range(0, n * scratch_stride_);
+    const DecodeRows drows{n, step_stride_, scratch_stride_};
+    attention.store = [&, all_steps, drows](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+      sessions[0]->record_store_kv_rows(cmd, l, k, v, all_steps, drows);
+    };
+    attention.attend = [&, all_steps, all_scratch, drows](CommandList& cmd, size_t l, const Act& q, const Act& o) {
+      sessions[0]->record_attend_rows(cmd, l, q, o, all_steps, all_scratch, drows);
+    };
+    attention.can_store_attend = [&](size_t l) {
+      return sessions[0]->options().fused_decode && sessions[0]->can_store_attend(l);
+    };
     attention.store_attend = [&, n](CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
                                     const QkRmsNorm* qk) {
       sessions[0]->record_store_attend_rows(cmd, l, q, k, v, o, qk, steps_.range(0, n * step_stride_),

@@ -7,7 +7,8 @@
 // scratch.  Where every row's session shares its attention with the first's
 // (Session::shares_attention: one KV pool, scheme and capacity), one dispatch
 // per layer attends for all rows, each reading its own step record (position,
-// block table) and scratch from the batch's copies; else one per row.  After step(), every session's logits() and position() are what
+// block table) and scratch from the batch's copies (the fused step, or without it
+// one kv_store and one split-K decode for all rows); else one per row.  After step(), every session's logits() and position() are what
 // decode(id) alone would have given, up to float rounding while M > 1 goes
 // through the GEMM kernel rather than the one-row matvec.
 //

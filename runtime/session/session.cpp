@@ -497,9 +497,23 @@ void Session::record_store_attend_rows(CommandList& cmd, size_t l, const Act& q,
                           qk ? *qk : QkRmsNorm{}, rows);
 }
 
+void Session::record_store_kv_rows(CommandList& cmd, size_t l, const Act& k, const Act& v, const BufferRange& steps,
+                                   const DecodeRows& rows) {
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  attention_.kv_store(cmd, layer_spec(l), local ? table_local_ : table1_, steps, k, v, layer_cache(l), rows);
+}
+
+void Session::record_attend_rows(CommandList& cmd, size_t l, const Act& q, const Act& o, const BufferRange& steps,
+                                 const BufferRange& scratch, const DecodeRows& rows) {
+  const bool local = l < schemes_.local.size() && schemes_.local[l];
+  const RopeTable& t1 = local ? table_local_ : table1_;
+  const RopeTable& t2 = local ? table_local_ : table2_;
+  attention_.decode(cmd, layer_spec(l), t1, t2, steps, q, layer_cache(l), o, scratch, layer_sinks(l), rows);
+}
+
 bool Session::shares_attention(const Session& other) const {
   return pool_ && pool_ == other.pool_ && &model_ == &other.model_ && prefix_salt_ == other.prefix_salt_ &&
-         capacity_ == other.capacity_ && options_.fused_decode && other.options_.fused_decode;
+         capacity_ == other.capacity_ && options_.fused_decode == other.options_.fused_decode;
 }
 
 std::span<const uint8_t> Session::step_record() const {

@@ -209,9 +209,16 @@ class Session {
   void record_store_attend_rows(CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
                                 const QkRmsNorm* qk, const BufferRange& steps, const BufferRange& scratch,
                                 const DecodeRows& rows);
+  // The same rows' store, then (after a barrier the forward records) their attention, one dispatch each
+  // (kv_store and the split-K decode with its combine): layers without the fused step, and sessions that
+  // decode unfused.
+  void record_store_kv_rows(CommandList& cmd, size_t l, const Act& k, const Act& v, const BufferRange& steps,
+                            const DecodeRows& rows);
+  void record_attend_rows(CommandList& cmd, size_t l, const Act& q, const Act& o, const BufferRange& steps,
+                          const BufferRange& scratch, const DecodeRows& rows);
   // Whether `other`'s attention can run in the same dispatch as this session's: one KV pool (the same
   // cache buffers), the same position scheme, tables and capacity (the same layer specs and split plan),
-  // and the fused decode step.
+  // and the same decode step (fused or not).
   bool shares_attention(const Session& other) const;
   // The step buffer's bytes as write_step_inputs last left them (StepParams and the block table).
   std::span<const uint8_t> step_record() const;
