@@ -86,67 +86,31 @@ TEST_CASE("kv pool: a paged session against the reference, and bit for bit a ses
   }
 }
 
-TEST_CASE("kv pool: batched decode over paged sessions is what each session alone gives") {
-  auto dir = tiny_model(kModel);
-  auto model = load_model(dir);
-  auto pool = make_pool(*model, 512, 8, KvType::f16);
-  std::vector<std::unique_ptr<Session>> batched, alone;
-  std::vector<std::vector<int32_t>> ids;
-  SessionOptions own = opts();
-  own.cache_type_k = own.cache_type_v = KvType::f16;
-  for (uint32_t k = 0; k < 3; ++k) {
-    ids.push_back(random_ids(13 + 6 * k + 10, kVocab, 30 + k));
-    batched.push_back(std::make_unique<Session>(*model, opts(pool)));
-    alone.push_back(std::make_unique<Session>(*model, own));
-    batched[k]->prefill(first(ids[k], 13 + 6 * k));
-    alone[k]->prefill(first(ids[k], 13 + 6 * k));
-  }
-  DecodeBatch batch(*model, 4);
-  for (uint32_t step = 0; step < 10; ++step) {   // every row crosses a block boundary
-    std::vector<Session*> rows;
-    std::vector<int32_t> toks;
-    for (uint32_t k = 0; k < 3; ++k) rows.push_back(batched[k].get()), toks.push_back(ids[k][13 + 6 * k + step]);
-    batch.step(rows, toks);
-    for (uint32_t k = 0; k < 3; ++k) {
-      alone[k]->decode(toks[k]);
-      CHECK(same(batched[k]->logits(), alone[k]->logits()));
-    }
-  }
-  // One attention dispatch per layer for the three paged rows (DecodeBatch's shared attention), where
-  // sessions with caches of their own take one per row: 2 fewer per layer (the model has 2 layers).
-  DecodeBatch own_batch(*model, 4);
-  std::vector<Session*> rows;
-  for (auto& s : alone) rows.push_back(s.get());
-  const std::vector<int32_t> next = {1, 2, 3};
-  own_batch.step(rows, next);
-  CHECK(batch.last_layer_dispatches() + 2 * 2 == own_batch.last_layer_dispatches());
-}
+namespace {
 
-TEST_CASE("kv pool: an unfused batched decode stores and attends every row in one dispatch each") {
-  // The split-K decode without the fused step (--unfused, and devices whose limits refuse the fused
-  // kernel): one kv_store, one decode and one combine per layer for all rows, each row what its session
-  // decoded alone (unfused, a cache of its own) gives, bit for bit.  Q4_0 keys and values: the rows'
-  // quantization and Walsh-Hadamard rotation go through the batched store too.
-  auto dir = tiny_model(kModel);
-  auto model = load_model(dir);
-  auto pool = make_pool(*model, 512, 8, KvType::q4_0);
+// Three sessions in a pool of `type` (blocks of 8) and the same three with caches of their own, prompts of
+// p0, p0 + dp, p0 + 2 dp tokens, then 10 steps: the pool's rows through one DecodeBatch, the others one
+// decode each.  Every step's logits and positions must be equal bit for bit.  Returns how many fewer
+// layer dispatches the paged batch recorded than a batch of the own-cache sessions.
+int64_t batched_vs_alone(Model& model, KvType type, bool fused, uint32_t p0, uint32_t dp, uint32_t seed) {
+  auto pool = make_pool(model, 512, 8, type);
+  SessionOptions paged = opts(pool), own = opts();
+  paged.fused_decode = own.fused_decode = fused;
+  own.cache_type_k = own.cache_type_v = type;
   std::vector<std::unique_ptr<Session>> batched, alone;
   std::vector<std::vector<int32_t>> ids;
-  SessionOptions paged = opts(pool), own = opts();
-  paged.fused_decode = own.fused_decode = false;
-  own.cache_type_k = own.cache_type_v = KvType::q4_0;
   for (uint32_t k = 0; k < 3; ++k) {
-    ids.push_back(random_ids(9 + 5 * k + 10, kVocab, 60 + k));
-    batched.push_back(std::make_unique<Session>(*model, paged));
-    alone.push_back(std::make_unique<Session>(*model, own));
-    batched[k]->prefill(first(ids[k], 9 + 5 * k));
-    alone[k]->prefill(first(ids[k], 9 + 5 * k));
+    ids.push_back(random_ids(p0 + dp * k + 10, kVocab, seed + k));
+    batched.push_back(std::make_unique<Session>(model, paged));
+    alone.push_back(std::make_unique<Session>(model, own));
+    batched[k]->prefill(first(ids[k], p0 + dp * k));
+    alone[k]->prefill(first(ids[k], p0 + dp * k));
   }
-  DecodeBatch batch(*model, 4);
+  DecodeBatch batch(model, 4);
   for (uint32_t step = 0; step < 10; ++step) {   // rows at different positions cross block boundaries
     std::vector<Session*> rows;
     std::vector<int32_t> toks;
-    for (uint32_t k = 0; k < 3; ++k) rows.push_back(batched[k].get()), toks.push_back(ids[k][9 + 5 * k + step]);
+    for (uint32_t k = 0; k < 3; ++k) rows.push_back(batched[k].get()), toks.push_back(ids[k][p0 + dp * k + step]);
     batch.step(rows, toks);
     for (uint32_t k = 0; k < 3; ++k) {
       alone[k]->decode(toks[k]);
@@ -154,12 +118,30 @@ TEST_CASE("kv pool: an unfused batched decode stores and attends every row in on
       CHECK(batched[k]->position() == alone[k]->position());
     }
   }
-  // Per layer (2 layers): 3 dispatches for the batch, 3 per row (9) for sessions with caches of their own.
-  DecodeBatch own_batch(*model, 4);
+  DecodeBatch own_batch(model, 4);
   std::vector<Session*> rows;
   for (auto& s : alone) rows.push_back(s.get());
   own_batch.step(rows, std::vector<int32_t>{1, 2, 3});
-  CHECK(batch.last_layer_dispatches() + 2 * 6 == own_batch.last_layer_dispatches());
+  return int64_t(own_batch.last_layer_dispatches()) - int64_t(batch.last_layer_dispatches());
+}
+
+}  // namespace
+
+TEST_CASE("kv pool: batched decode over paged sessions is what each session alone gives") {
+  auto model = load_model(tiny_model(kModel));
+  // One attention dispatch per layer for the three paged rows (DecodeBatch's shared attention), where
+  // sessions with caches of their own take one per row: 2 fewer per layer (the model has 2 layers).
+  CHECK(batched_vs_alone(*model, KvType::f16, true, 13, 6, 30) == 2 * 2);
+}
+
+TEST_CASE("kv pool: an unfused batched decode stores and attends every row in one dispatch each") {
+  // The split-K decode without the fused step (--unfused, and devices whose limits refuse the fused
+  // kernel): one kv_store, one decode and one combine per layer for all rows, each row what its session
+  // decoded alone (unfused, a cache of its own) gives, bit for bit.  Q4_0 keys and values: the rows'
+  // quantization and Walsh-Hadamard rotation go through the batched store too.
+  auto model = load_model(tiny_model(kModel));
+  // Per layer (2 layers): 3 dispatches for the batch, 3 per row (9) for sessions with caches of their own.
+  CHECK(batched_vs_alone(*model, KvType::q4_0, false, 9, 5, 60) == 2 * 6);
 }
 
 TEST_CASE("kv pool: shared prefixes are mapped, not computed, and change nothing") {

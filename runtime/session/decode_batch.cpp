@@ -182,11 +182,9 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
     attention.can_store_attend = [&](size_t l) {
       return sessions[0]->options().fused_decode && sessions[0]->can_store_attend(l);
     };
-    attention.store_attend = [&, n](CommandList& cmd, size_t l, const Act& q, const Act& k, const Act& v, const Act& o,
-                                    const QkRmsNorm* qk) {
-      sessions[0]->record_store_attend_rows(cmd, l, q, k, v, o, qk, steps_.range(0, n * step_stride_),
-                                            attn_scratch_.range(0, n * scratch_stride_),
-                                            DecodeRows{n, step_stride_, scratch_stride_});
+    attention.store_attend = [&, all_steps, all_scratch, drows](CommandList& cmd, size_t l, const Act& q, const Act& k,
+                                                                const Act& v, const Act& o, const QkRmsNorm* qk) {
+      sessions[0]->record_store_attend_rows(cmd, l, q, k, v, o, qk, all_steps, all_scratch, drows);
     };
   } else if (sessions[0]->options().fused_decode && !slots) {   // the fused step binds the rows themselves
     attention.can_store_attend = [&](size_t l) {
