@@ -307,6 +307,38 @@ TEST_CASE("tokenizer_gguf: tokenizers written by to_gguf read back to the same i
     back.to_gguf(sink2);
     CHECK(b2.bytes() == b.bytes());
   }
+  SUBCASE("padded to an embedding with more rows than the tokenizer has ids") {
+    // llama.cpp sizes the embedding from the token list, so reach quantize pads it as
+    // convert_hf_to_gguf.py does: "[PAD<id>]" of type unused (5) after the last real id.
+    for (const char* name : {"gpt2_bpe", "llama2_sp"}) {
+      CAPTURE(name);
+      const Tokenizer src = Tokenizer::load(tokenizer_data_dir() / (std::string(name) + ".json"));
+      const size_t n = static_cast<size_t>(src.vocab_size()), rows = n + 37;
+      GgufBuilder b;
+      BuilderSink sink(b);
+      src.to_gguf(sink, rows);
+      b.write(dir / "padded.gguf");
+      const GgufFile f = GgufFile::open(dir / "padded.gguf");
+      const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+      const auto types = f.get_int_array("tokenizer.ggml.token_type");
+      REQUIRE(tokens.size() == rows);
+      REQUIRE(types.size() == rows);
+      CHECK(tokens[n] == "[PAD" + std::to_string(n) + "]");
+      CHECK(tokens[rows - 1] == "[PAD" + std::to_string(rows - 1) + "]");
+      CHECK(types[rows - 1] == 5);
+      // GPT-2's pre-tokenizer under the name llama.cpp knows it by ("gpt2" is not one of them).
+      if (std::string(name) == "gpt2_bpe") CHECK(f.get_string("tokenizer.ggml.pre") == "gpt-2");
+      if (f.has("tokenizer.ggml.scores")) CHECK(f.get_f32_array("tokenizer.ggml.scores").size() == rows);
+      // The real ids encode as before; fewer rows than ids changes nothing.
+      const Tokenizer back = open_tokenizer(b, dir / (std::string(name) + "_padded.gguf"));
+      CHECK(check_against_oracle(back, name) == 0);
+      GgufBuilder same, smaller;
+      BuilderSink s1(same), s2(smaller);
+      src.to_gguf(s1);
+      src.to_gguf(s2, n / 2);
+      CHECK(same.bytes() == smaller.bytes());
+    }
+  }
   SUBCASE("the chat template of a GGUF file is written back") {
     GgufBuilder b;
     BuilderSink sink(b);

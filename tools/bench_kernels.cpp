@@ -11,13 +11,18 @@
 //                    unfused chain (norm, mat-vecs, silu_mul, residual adds;
 //                    barriers where the forward has them) and as
 //                    linear_matvec_fused, --only fused
+//   copy   GB/s    = (bytes read + bytes written) / time of one vkCmdCopyBuffer
+//                    between two device-local buffers (256 MiB, or --size N MiB):
+//                    the device's copy rate, against which decode reads weights,
+//                    and the same bytes moved by a compute shader (copy_shader)
+//                    (--only copy; not part of the default set)
 // Each case is warmed up, then timed `--reps` times (wall clock around
 // submit + wait of a command list recorded once); the median is reported as a
 // markdown table.  Tunables can be overridden to compare kernel variants:
 //   --gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N
 //   --mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-norm-subgroup 0|1 --qgemm-tm N --qgemm-tn N
 //   --weights-texel 0|1 --x-texel 0|1
-//   --reps N --only gemm|matvec|quant|qgemm|batch|fused --quick --size N
+//   --reps N --only gemm|matvec|quant|qgemm|batch|fused|copy --quick --size N
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -112,12 +117,14 @@ int main(int argc, char** argv) {
     else if (a == "--size" && i + 1 < argc) size = static_cast<uint32_t>(std::atol(argv[++i]));
     else if (a.rfind("--", 0) == 0 && i + 1 < argc) overrides.push_back({a.substr(2), std::atol(argv[++i])});
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch|fused] [--quick] [--size N]\n"
+      std::puts("usage: reach-bench-kernels [--reps N] [--only gemm|matvec|quant|qgemm|batch|fused|copy] [--quick] [--size N]\n"
                 "  [--gemm-wg N --gemm-tm N --gemm-tn N --gemm-shared 0|1 --gemm-tile N --gemm-bk N]\n"
                 "  [--mv-wg N --mv-rows N --mv-mode 0|1|2 --mv-xrows N --mv-max-acc N] [--qgemm-tm N --qgemm-tn N]\n"
                 "  [--weights-texel 0|1 --x-texel 0|1]  (W / X read through texel buffers or storage buffers)\n"
                 "  --only batch: matvec over M = 1, 2, 4, 8 X rows (batched decode) at SmolLM2-135M shapes;\n"
-                "  --mv-xrows 1 reads W once per X row (the unbatched baseline)");
+                "  --mv-xrows 1 reads W once per X row (the unbatched baseline)\n"
+                "  --only copy: the device's copy rate, (read + written bytes) / time of a buffer copy of\n"
+                "  256 MiB (--size N: N MiB)");
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (see --help)\n", a.c_str());
@@ -229,6 +236,63 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "matvec %s %ux%u: %.3f ms (cpu %.3f ms)\n", wtype_name(t), nk[0], nk[1], tm.wall * 1e3,
                        tm.cpu * 1e3);
         }
+    }
+    if (only == "copy") {
+      // The rate decode's weight reads are measured against: a plain buffer-to-buffer copy counts
+      // each byte twice (read and written), as memory bandwidth does.
+      const uint64_t bytes = uint64_t(size ? size : 256) << 20;
+      Buffer src = alloc.allocate(Arena::weights, bytes, "copy source");
+      Buffer dst = alloc.allocate(Arena::scratch, bytes, "copy destination");
+      CommandList cmd(*device);
+      cmd.begin();
+      cmd.fill(src.range(), 0x3c003c00u);
+      cmd.end();
+      cmd.run();
+      cmd.begin();
+      cmd.copy(src.range(), dst.range());
+      cmd.end();
+      cmd.run();
+      cmd.run();
+      std::vector<double> times, cpu;
+      for (int r = 0; r < reps; ++r) {
+        const double c0 = process_cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        cmd.run();
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        cpu.push_back(process_cpu_seconds() - c0);
+      }
+      const Timing tm{median(times), median(cpu)};
+      const double moved = 2.0 * double(bytes);
+      rows.push_back({"copy", "bytes", std::to_string(bytes >> 20) + " MiB", "GB/s", tm.wall * 1e3,
+                      moved / tm.wall * 1e-9, tm.cpu * 1e3, moved / tm.cpu * 1e-9});
+      std::fprintf(stderr, "copy %llu MiB: %.3f ms (%.1f GB/s read + written)\n", (unsigned long long)(bytes >> 20),
+                   tm.wall * 1e3, moved / tm.wall * 1e-9);
+      // The same bytes moved by a compute shader (y = 1 * x): a GPU's copy command may run on a copy
+      // engine slower than its shaders' path to memory (an H200 copied at 740 GB/s while decode read
+      // 2 TB/s), so the larger of the two is the rate decode is held against.
+      if (bytes <= device->caps().max_storage_buffer_range) {
+        const uint32_t n = static_cast<uint32_t>(bytes / 4);
+        CommandList sc(*device);
+        sc.begin();
+        kernels.elementwise_scale(sc, src.range(), dst.range(), n, 1.0f);
+        sc.end();
+        sc.run();
+        sc.run();
+        times.clear();
+        cpu.clear();
+        for (int r = 0; r < reps; ++r) {
+          const double c0 = process_cpu_seconds();
+          const auto t0 = std::chrono::steady_clock::now();
+          sc.run();
+          times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          cpu.push_back(process_cpu_seconds() - c0);
+        }
+        const Timing ts{median(times), median(cpu)};
+        rows.push_back({"copy_shader", "f32", std::to_string(bytes >> 20) + " MiB", "GB/s", ts.wall * 1e3,
+                        moved / ts.wall * 1e-9, ts.cpu * 1e3, moved / ts.cpu * 1e-9});
+        std::fprintf(stderr, "shader copy %llu MiB: %.3f ms (%.1f GB/s read + written)\n",
+                     (unsigned long long)(bytes >> 20), ts.wall * 1e3, moved / ts.wall * 1e-9);
+      }
     }
     if (only == "batch") {
       // Batched decode: one matvec over M rows of X; "x M=1" is the time

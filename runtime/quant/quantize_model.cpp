@@ -145,7 +145,7 @@ QuantizeModelSummary quantize_model(const fs::path& in_dir, const fs::path& out,
   if (abs.filename().empty()) abs = abs.parent_path();
   put_config(gw, c, abs.filename().string(), opt.type);
   try {
-    tok.to_gguf(gw);
+    tok.to_gguf(gw, c.vocab_size > 0 ? static_cast<size_t>(c.vocab_size) : 0);
   } catch (const Error& e) {
     throw Error(e.code(), "tokenizer.json (" + (in_dir / "tokenizer.json").string() +
                               "): cannot write it as GGUF metadata: " + e.what());

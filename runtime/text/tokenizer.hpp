@@ -35,8 +35,11 @@ class Tokenizer {
   static Tokenizer from_json(std::string_view json_text, const std::string& origin = "tokenizer.json");
   // From a GGUF file's tokenizer.ggml.* metadata (runtime/text/tokenizer_gguf.cpp).
   static Tokenizer from_gguf(const GgufFile& file);
-  // Writes this tokenizer as tokenizer.ggml.* metadata (for GGUF files reach writes).
-  void to_gguf(GgufMetaSink& sink) const;
+  // Writes this tokenizer as tokenizer.ggml.* metadata (for GGUF files reach writes).  `rows`: the
+  // embedding's rows when it has more than the tokenizer has ids (padded vocabularies); the token
+  // list is padded to them with unused placeholders, as llama.cpp's converter does, since llama.cpp
+  // takes the embedding's shape from the list's length.
+  void to_gguf(GgufMetaSink& sink, size_t rows = 0) const;
 
   // Invalid UTF-8 in `text` is replaced by U+FFFD first.  add_special adds
   // what the post-processor adds (BOS for Llama, <s> ... </s> for RoBERTa).

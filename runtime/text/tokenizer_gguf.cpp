@@ -347,7 +347,7 @@ namespace {
 
 class GgufExporter {
  public:
-  explicit GgufExporter(const TokenizerImpl& t) : t_(t) {}
+  GgufExporter(const TokenizerImpl& t, size_t rows) : t_(t), rows_(rows) {}
 
   [[noreturn]] void unsupported(const std::string& what) const {
     throw Error(ErrorCode::unsupported, t_.origin + ": cannot be written as GGUF tokenizer metadata: " + what);
@@ -364,11 +364,11 @@ class GgufExporter {
         unsupported("added token \"" + a.content.substr(0, 40) +
                     "\" strips spaces or matches single words only, which GGUF cannot say");
 
-    const size_t n = t_.id_to_token.size();
+    const size_t n = std::max(t_.id_to_token.size(), rows_);
     std::vector<std::string> tokens(n);
     std::vector<int32_t> types(n, kNormal);
     for (size_t i = 0; i < n; ++i) {
-      tokens[i] = t_.id_to_token[i];
+      if (i < t_.id_to_token.size()) tokens[i] = t_.id_to_token[i];
       if (tokens[i].empty()) {  // an id no token has: a placeholder, as llama.cpp's converter writes
         tokens[i] = "[PAD" + std::to_string(i) + "]";
         types[i] = kUnused;
@@ -439,7 +439,7 @@ class GgufExporter {
     for (const auto& s : t_.pre_tokenizer)
       if (s.kind == PreTokenizerStep::byte_level) prefix_space = s.add_prefix_space;
     const std::string mine = signature(t_.pre_tokenizer);
-    for (const char* name : {"smollm", "gpt2", "llama-bpe", "qwen2", "gpt-4o"}) {
+    for (const char* name : {"smollm", "gpt-2", "llama-bpe", "qwen2", "gpt-4o"}) {
       std::vector<PreTokenizerStep> steps;
       bool ignore_merges = false;
       known_pre_tokenizer(name, t_.origin, steps, ignore_merges);
@@ -478,7 +478,11 @@ class GgufExporter {
   // the rank of the first merge that makes it, so higher scores merge first;
   // tokens no merge makes score below all of them.
   std::vector<float> scores(size_t n) const {
-    if (!t_.bpe.scores.empty()) return t_.bpe.scores;  // read from a GGUF file: as they were
+    if (!t_.bpe.scores.empty()) {  // read from a GGUF file: as they were (padding scores lowest)
+      std::vector<float> out = t_.bpe.scores;
+      out.resize(std::max(out.size(), n), -1e9f);
+      return out;
+    }
     std::vector<float> out(n, -1e9f);
     std::vector<int32_t> first(n, INT32_MAX);
     for (const auto& [key, v] : t_.bpe.merges) {
@@ -498,10 +502,11 @@ class GgufExporter {
   }
 
   const TokenizerImpl& t_;
+  size_t rows_;
 };
 
 }  // namespace
 
-void Tokenizer::to_gguf(GgufMetaSink& sink) const { GgufExporter(*impl_).write(sink); }
+void Tokenizer::to_gguf(GgufMetaSink& sink, size_t rows) const { GgufExporter(*impl_, rows).write(sink); }
 
 }  // namespace reach
