@@ -169,6 +169,22 @@ int main(int argc, char** argv) {
                 cfg.gemm_shared ? "shared" : "registers", cfg.gemm_wg, cfg.gemm_tm, cfg.gemm_tn, cfg.gemm_tile_m,
                 cfg.gemm_tile_n, cfg.gemm_bk, cfg.matvec_mode, cfg.matvec_wg, cfg.matvec_rows, reps);
 
+    // Median wall and CPU seconds of `reps` runs of a recorded list, after two warm-up runs (pipeline
+    // creation, first touch).
+    auto time_runs = [&](CommandList& cmd) -> Timing {
+      cmd.run();
+      cmd.run();
+      std::vector<double> times, cpu;
+      for (int r = 0; r < reps; ++r) {
+        const double c0 = process_cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        cmd.run();
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        cpu.push_back(process_cpu_seconds() - c0);
+      }
+      return Timing{median(times), median(cpu)};
+    };
+
     auto time_op = [&](uint32_t M, uint32_t N, uint32_t K, WType t, bool gemm) -> Timing {
       Buffer bx = alloc.allocate(Arena::scratch, uint64_t(M) * K * 4, "x");
       Buffer bw = alloc.allocate(Arena::weights, Mat{nullptr, 0, t, N, K}.bytes(), "w");
@@ -184,17 +200,7 @@ int main(int argc, char** argv) {
       if (gemm) kernels.linear_gemm(cmd, x, w, y);
       else kernels.linear_matvec(cmd, x, w, y);
       cmd.end();
-      cmd.run();   // warm-up (pipeline creation, first touch)
-      cmd.run();
-      std::vector<double> times, cpu;
-      for (int r = 0; r < reps; ++r) {
-        const double c0 = process_cpu_seconds();
-        const auto t0 = std::chrono::steady_clock::now();
-        cmd.run();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        cpu.push_back(process_cpu_seconds() - c0);
-      }
-      return Timing{median(times), median(cpu)};
+      return time_runs(cmd);
     };
 
     std::vector<Row> rows;
@@ -251,47 +257,23 @@ int main(int argc, char** argv) {
       cmd.begin();
       cmd.copy(src.range(), dst.range());
       cmd.end();
-      cmd.run();
-      cmd.run();
-      std::vector<double> times, cpu;
-      for (int r = 0; r < reps; ++r) {
-        const double c0 = process_cpu_seconds();
-        const auto t0 = std::chrono::steady_clock::now();
-        cmd.run();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        cpu.push_back(process_cpu_seconds() - c0);
-      }
-      const Timing tm{median(times), median(cpu)};
       const double moved = 2.0 * double(bytes);
-      rows.push_back({"copy", "bytes", std::to_string(bytes >> 20) + " MiB", "GB/s", tm.wall * 1e3,
-                      moved / tm.wall * 1e-9, tm.cpu * 1e3, moved / tm.cpu * 1e-9});
-      std::fprintf(stderr, "copy %llu MiB: %.3f ms (%.1f GB/s read + written)\n", (unsigned long long)(bytes >> 20),
-                   tm.wall * 1e3, moved / tm.wall * 1e-9);
+      auto add_row = [&](const char* op, const char* type, const Timing& tm) {
+        rows.push_back({op, type, std::to_string(bytes >> 20) + " MiB", "GB/s", tm.wall * 1e3, moved / tm.wall * 1e-9,
+                        tm.cpu * 1e3, moved / tm.cpu * 1e-9});
+        std::fprintf(stderr, "%s %llu MiB: %.3f ms (%.1f GB/s read + written)\n", op,
+                     (unsigned long long)(bytes >> 20), tm.wall * 1e3, moved / tm.wall * 1e-9);
+      };
+      add_row("copy", "bytes", time_runs(cmd));
       // The same bytes moved by a compute shader (y = 1 * x): a GPU's copy command may run on a copy
       // engine slower than its shaders' path to memory (an H200 copied at 740 GB/s while decode read
       // 2 TB/s), so the larger of the two is the rate decode is held against.
       if (bytes <= device->caps().max_storage_buffer_range) {
-        const uint32_t n = static_cast<uint32_t>(bytes / 4);
         CommandList sc(*device);
         sc.begin();
-        kernels.elementwise_scale(sc, src.range(), dst.range(), n, 1.0f);
+        kernels.elementwise_scale(sc, src.range(), dst.range(), static_cast<uint32_t>(bytes / 4), 1.0f);
         sc.end();
-        sc.run();
-        sc.run();
-        times.clear();
-        cpu.clear();
-        for (int r = 0; r < reps; ++r) {
-          const double c0 = process_cpu_seconds();
-          const auto t0 = std::chrono::steady_clock::now();
-          sc.run();
-          times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-          cpu.push_back(process_cpu_seconds() - c0);
-        }
-        const Timing ts{median(times), median(cpu)};
-        rows.push_back({"copy_shader", "f32", std::to_string(bytes >> 20) + " MiB", "GB/s", ts.wall * 1e3,
-                        moved / ts.wall * 1e-9, ts.cpu * 1e3, moved / ts.cpu * 1e-9});
-        std::fprintf(stderr, "shader copy %llu MiB: %.3f ms (%.1f GB/s read + written)\n",
-                     (unsigned long long)(bytes >> 20), ts.wall * 1e3, moved / ts.wall * 1e-9);
+        add_row("copy_shader", "f32", time_runs(sc));
       }
     }
     if (only == "batch") {
@@ -346,17 +328,8 @@ int main(int argc, char** argv) {
           cmd.begin();
           for (int i = 0; i < 10; ++i) rec(cmd);   // 10 layers' worth per submission
           cmd.end();
-          cmd.run();
-          cmd.run();
-          std::vector<double> times, cpu;
-          for (int r = 0; r < reps; ++r) {
-            const double c0 = process_cpu_seconds();
-            const auto t0 = std::chrono::steady_clock::now();
-            cmd.run();
-            times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10);
-            cpu.push_back((process_cpu_seconds() - c0) / 10);
-          }
-          return Timing{median(times), median(cpu)};
+          const Timing t = time_runs(cmd);
+          return Timing{t.wall / 10, t.cpu / 10};
         };
         const float eps = 1e-5f;
         const BufferRange norm = nw.range(0, uint64_t(H) * 4);
