@@ -209,7 +209,8 @@ Capabilities query_capabilities(const VkInstanceTable& vki, VkPhysicalDevice phy
     VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &cm};
     vki.vkGetPhysicalDeviceFeatures2(phys, &f);
     c.coopmat_shapes = query_coopmat_shapes(vki, phys);
-    c.cooperative_matrix = cm.cooperativeMatrix && c.fp16_arithmetic && f12.vulkanMemoryModel && !c.coopmat_shapes.empty();
+    c.cooperative_matrix = cm.cooperativeMatrix && c.fp16_arithmetic && f12.vulkanMemoryModel &&
+                           f12.vulkanMemoryModelDeviceScope && !c.coopmat_shapes.empty();
   }
   return c;
 }

@@ -31,7 +31,8 @@ struct Capabilities {
   bool integer_dot = false;       // shaderIntegerDotProduct (Vulkan 1.3): OpSDot on packed int8x4
 
   // VK_KHR_cooperative_matrix with its cooperativeMatrix feature, shaderFloat16 (f16 matrices) and
-  // vulkanMemoryModel (glslang writes cooperative-matrix shaders for the Vulkan memory model): a
+  // vulkanMemoryModel (glslang writes cooperative-matrix shaders for the Vulkan memory model) with
+  // vulkanMemoryModelDeviceScope (the other kernels' Device-scope atomics and barriers stay valid): a
   // device reach creates enables them; an adopted one only where the host says it did
   // (AdoptedDevice::cooperative_matrix_enabled).  coopmat_shapes: the f16 x f16
   // subgroup-scope shapes the device lists (engine/coopmat.hpp), kept even when unusable, for `reach info`.

@@ -307,6 +307,10 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
     f2.pNext = &cm;
     f12.shaderFloat16 = VK_TRUE;
     f12.vulkanMemoryModel = VK_TRUE;
+    // With the memory model on, Device scope (every kernel's atomics and memoryBarrierBuffer, e.g. the
+    // split-K decode's arrival counters) is valid SPIR-V only with this feature too (VUID-RuntimeSpirv-
+    // vulkanMemoryModel-06265); Capabilities asks for both before it offers cooperative matrices.
+    f12.vulkanMemoryModelDeviceScope = VK_TRUE;
   }
 
   std::vector<const char*> dev_exts;

@@ -108,6 +108,7 @@ void read_features(const Reader& r, const Json& feats, const std::string& key, D
       {"computeFullSubgroups", &DeviceProfile::compute_full_subgroups},
       {"cooperativeMatrix", &DeviceProfile::cooperative_matrix_feature},
       {"vulkanMemoryModel", &DeviceProfile::vulkan_memory_model},
+      {"vulkanMemoryModelDeviceScope", &DeviceProfile::vulkan_memory_model_device_scope},
       {"shaderBFloat16Type", &DeviceProfile::bf16}};
   for (const auto& [sname, sval] : r.object(feats, key).items()) {
     const std::string skey = key + "." + sname;
@@ -259,7 +260,8 @@ bool DeviceProfile::can_pin_subgroup() const {
 }
 
 bool DeviceProfile::cooperative_matrix() const {
-  return cooperative_matrix_feature && has_extension(kCoopmatExtension) && fp16_arithmetic && vulkan_memory_model;
+  return cooperative_matrix_feature && has_extension(kCoopmatExtension) && fp16_arithmetic && vulkan_memory_model &&
+         vulkan_memory_model_device_scope;   // as Capabilities asks of a live device
 }
 
 DeviceProfile parse_device_profile(const std::string& text, const std::string& file) {

@@ -39,6 +39,7 @@ struct DeviceProfile {
   bool compute_full_subgroups = false;          // computeFullSubgroups
   bool cooperative_matrix_feature = false;      // cooperativeMatrix
   bool vulkan_memory_model = false;             // vulkanMemoryModel
+  bool vulkan_memory_model_device_scope = false;   // vulkanMemoryModelDeviceScope
   bool bf16 = false;                            // shaderBFloat16Type (VK_KHR_shader_bfloat16)
 
   // Subgroups (VkPhysicalDeviceSubgroupProperties / Vulkan11Properties; SubgroupSizeControl /
@@ -73,7 +74,7 @@ struct DeviceProfile {
   bool has_extension(const char* name) const;
   // subgroupSizeControl with computeFullSubgroups, and compute among requiredSubgroupSizeStages.
   bool can_pin_subgroup() const;
-  // cooperativeMatrix (with its extension), shaderFloat16 and vulkanMemoryModel: what reach's
+  // cooperativeMatrix (with its extension), shaderFloat16 and vulkanMemoryModel with its Device scope: what reach's
   // cooperative-matrix GEMM needs.  The files list no shapes: the real device's stay.
   bool cooperative_matrix() const;
 };

@@ -10,6 +10,7 @@
 #include "engine/device_profile.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/spec.hpp"
+#include "support/files.hpp"
 
 using namespace reach;
 
@@ -151,6 +152,23 @@ TEST_CASE("facts of the profiles' README table") {
   CHECK((android.subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0);
   // The gpuinfo reports state no deviceType: the profile alone is planned as a GPU (not a CPU device).
   CHECK_FALSE(profile_capabilities(m1).is_cpu());
+}
+
+// With vulkanMemoryModel on, Device-scope atomics and barriers (every decode kernel's) are valid only with
+// vulkanMemoryModelDeviceScope too (VUID-RuntimeSpirv-vulkanMemoryModel-06265): a device that lacked it
+// would fail validation on every shader, so cooperative matrices (which need the model) are not offered.
+TEST_CASE("cooperative matrices need the memory model's Device scope") {
+  const std::string file = "vp_gpuinfo_amd_radeon_rx_9070_xt_2_0_395_windows_10.json";
+  std::string text = reach::test::read_text(kDir + file);
+  REQUIRE(parse_device_profile(text, file).cooperative_matrix());
+  const std::string on = R"("vulkanMemoryModelDeviceScope": true)", off = R"("vulkanMemoryModelDeviceScope": false)";
+  size_t n = 0;
+  for (size_t at = text.find(on); at != std::string::npos; at = text.find(on, at)) text.replace(at, on.size(), off), ++n;
+  REQUIRE(n > 0);
+  const DeviceProfile p = parse_device_profile(text, file);
+  CHECK(p.vulkan_memory_model);
+  CHECK_FALSE(p.vulkan_memory_model_device_scope);
+  CHECK_FALSE(p.cooperative_matrix());
 }
 
 TEST_CASE("a malformed profile is refused, naming the file and the key") {

@@ -20,8 +20,11 @@
 #
 # Exit status: 0 passed; 1 the suite (or bench) failed; 77 the driver could not be fetched, does not
 # list the extension, or this build lacks the shaders (tools/run_tests.sh reports the stage skipped).
-# Validation: the suite runs with REACH_VALIDATION=0 — Debian 12's validation layer (1.3.239)
-# predates VK_KHR_cooperative_matrix and would reject its structures and SPIR-V capability.
+# Validation: the suite runs with the Khronos validation layer of the same release (trixie's 1.4.309,
+# unpacked beside the driver with its loader; VK_LAYER_PATH points there).  Debian 12's layer (1.3.239)
+# predates VK_KHR_cooperative_matrix and rejects its structures, so it cannot check this device; the newer
+# one can, and is what caught the memory model enabled without its Device scope (VUID 06265), which every
+# GPU with cooperative matrices would have reported on the decode kernels' atomics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,13 +34,13 @@ mirror="${REACH_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Mesa's lavapipe and what it links that Debian 12 lacks or has too old (from trixie-backports / trixie).
 packages=(mesa-vulkan-drivers libc6 libstdc++6 libgcc-s1 libllvm19 libdisplay-info2 libdrm2 libdrm-amdgpu1
           libelf1t64 libzstd1 libz3-4 libxml2 libffi8 libedit2 libtinfo6 zlib1g liblzma5 libbsd0 libmd0
-          libexpat1 libicu76)
+          libexpat1 libicu76 vulkan-validationlayers libvulkan1)
 
 skip() { echo "coopmat_check: SKIP: $*" >&2; exit 77; }
 
 fetch() {
   mkdir -p "$dir/debs" "$dir/root"
-  [ -f "$dir/.complete" ] && return 0
+  [ -f "$dir/.complete-2" ] && return 0   # -2: with the validation layer and loader
   command -v curl >/dev/null || skip "curl is not installed"
   for d in trixie-backports trixie; do
     if [ ! -s "$dir/Packages.$d" ]; then
@@ -64,7 +67,7 @@ fetch() {
     echo "$sha  $deb" | sha256sum -c --quiet - || { rm -f "$deb"; echo "coopmat_check: $deb: bad SHA256" >&2; exit 1; }
     dpkg -x "$deb" "$dir/root"
   done
-  touch "$dir/.complete"
+  touch "$dir/.complete-2"
 }
 
 fetch
@@ -74,6 +77,9 @@ cat > "$dir/lvp_icd.json" <<EOF
 { "file_format_version": "1.0.0", "ICD": { "api_version": "1.4.0", "library_path": "$lib/libvulkan_lvp.so" } }
 EOF
 export VK_ICD_FILENAMES="$dir/lvp_icd.json" VK_DRIVER_FILES="$dir/lvp_icd.json"
+layers="$dir/root/usr/share/vulkan/explicit_layer.d"
+[ -f "$layers/VkLayer_khronos_validation.json" ] || skip "the unpacked validation layer is missing ($dir)"
+export VK_LAYER_PATH="$layers"
 # Run a program under the unpacked glibc, its libraries first, then the machine's.
 private() { "$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$@"; }
 
@@ -96,7 +102,7 @@ case "$mode" in
     for exe in ./build/tests/test_kernels_linear_coopmat ./build/tests/test_families; do
       [ -x "$exe" ] || { echo "coopmat_check: $exe is not built (ninja -C build)" >&2; exit 1; }
     done
-    export REACH_VALIDATION=0 REACH_SOURCE_ROOT="$PWD" REACH_BUILD_ROOT="$PWD/build"
+    export REACH_VALIDATION=1 REACH_SOURCE_ROOT="$PWD" REACH_BUILD_ROOT="$PWD/build"
     private ./build/tests/test_kernels_linear_coopmat
     # Every family's prefill GEMMs on cooperative matrices against transformers' float64 forward:
     # X rounded to one f16 put them 2e-3..9e-3 off in log-prob and flipped gpt-oss's MXFP4 router.

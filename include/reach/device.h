@@ -110,7 +110,8 @@ typedef struct reach_adopt_params {
    * receives none (the host's own messenger, if any, still does). */
   int32_t debug_utils_enabled;
   /* 1: the host enabled VK_KHR_cooperative_matrix and its cooperativeMatrix
-   * feature (and shaderFloat16 and vulkanMemoryModel): prefill GEMMs may then use cooperative
+   * feature (and shaderFloat16, vulkanMemoryModel and vulkanMemoryModelDeviceScope: with the memory
+   * model on, reach's Device-scope atomics need the latter): prefill GEMMs may then use cooperative
    * matrices (`reach info` lists the variant). */
   int32_t cooperative_matrix_enabled;
   /* ---- settings from the environment (took reserved[0]; size and layout unchanged) ---- */
