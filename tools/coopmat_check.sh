@@ -9,6 +9,10 @@
 #   info    fetch, then `reach info` on that driver
 #   bench   fetch, then `reach bench -m MODEL -p 512 -n 0 -r 1` on it with REACH_COOPMAT=0, then =1 (on a
 #           CPU device the variant is used only when asked for)
+#   ready   exit 0 if the driver and its validation layer are unpacked, 77 if not (fetches nothing)
+#   exec CMD [ARGS...]
+#           run CMD on that driver and layer, fetching nothing (tools/run_tests.sh runs the kernel suites
+#           so: `meson test --wrapper`)
 #
 # Debian 12's lavapipe (Mesa 22.3) has no cooperative matrices, and bookworm-backports' Mesa 25.0
 # does not list the extension either; Mesa 26.1 (trixie-backports) does, with one 8x8x8 shape per
@@ -70,7 +74,10 @@ fetch() {
   touch "$dir/.complete-2"
 }
 
-fetch
+case "$mode" in
+  ready|exec) [ -f "$dir/.complete-2" ] || skip "not fetched (tools/coopmat_check.sh fetch)" ;;
+  *) fetch ;;
+esac
 lib="$dir/root/usr/lib/x86_64-linux-gnu"
 [ -x "$lib/ld-linux-x86-64.so.2" ] && [ -f "$lib/libvulkan_lvp.so" ] || skip "the unpacked driver is incomplete ($dir)"
 cat > "$dir/lvp_icd.json" <<EOF
@@ -82,6 +89,11 @@ layers="$dir/root/usr/share/vulkan/explicit_layer.d"
 export VK_LAYER_PATH="$layers"
 # Run a program under the unpacked glibc, its libraries first, then the machine's.
 private() { "$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$@"; }
+case "$mode" in
+  ready) exit 0 ;;
+  exec) shift
+        exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$@" ;;
+esac
 
 reach=./build/cli/reach
 [ -x "$reach" ] || { echo "coopmat_check: build reach first (ninja -C build)" >&2; exit 1; }

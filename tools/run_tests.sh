@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command (README, (b)): the main build and every suite on the default Vulkan device (lavapipe
-# on a CPU-only machine) with the Khronos validation layer where it finds something (tests/meson.build
-# says which suites and why), then the kernels and families at subgroup widths 4 and 16
+# The test command (README, (b)): the main build, the kernel suites on Mesa 26's lavapipe (whose LLVM 19
+# compiles their thousand-odd variants several times faster; the machine's driver where it cannot be
+# fetched), every other suite on the default Vulkan device (lavapipe on a CPU-only machine), all with
+# the Khronos validation layer where it finds something (tests/meson.build says which suites and why), then the kernels and families at subgroup widths 4 and 16
 # (tools/width_matrix.sh), the cooperative-matrix suite on Mesa 26, the device profiles
 # (tools/profile_matrix.sh --dedupe), and prints the 10 slowest suites and the closing line
 # "N passed, N failed" over the meson suites.  The stages that build reach again in another form
@@ -52,8 +53,27 @@ status=0
 logs=(build/meson-logs/testlog.json)
 
 
-stage_begin main-suites "meson test -C build: every suite on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 1200
-meson test -C build --no-rebuild --print-errorlogs --num-processes 2 || status=$?
+# The kernel suites (meson suite 'kernels': every kernel variant against its reference, each compiled
+# cold by llvmpipe at its first dispatch) run on Mesa 26's lavapipe, fetched above for the coopmat stage,
+# under the validation layer of its release: LLVM 19 compiles them 3-6x faster than Debian 12's LLVM 15
+# (kernels_attention_schemes 142 s -> 24 s, attention_fused 138 s -> 32 s, kernels_linear_fused
+# 110 s -> 21 s; 1,190 s -> 540 s for the 19 suites).  Every other suite (models, sessions, servers,
+# bindings) records those kernels on the machine's own driver, and the widths and profiles stages run
+# the kernels there too.  Without Mesa 26 (offline), every suite runs on the machine's driver.
+if bash tools/coopmat_check.sh ready 2>/dev/null; then
+  stage_begin kernel-suites "meson test --suite kernels on Mesa 26's lavapipe and validation layer (tools/coopmat_check.sh exec), two at a time" 300
+  rm -f build/meson-logs/kernels-mesa26*.json
+  meson test -C build --no-rebuild --print-errorlogs --num-processes 2 --suite kernels --logbase kernels-mesa26 \
+    --wrapper "bash $PWD/tools/coopmat_check.sh exec" || status=$?
+  for f in build/meson-logs/kernels-mesa26*.json; do [ -f "$f" ] && logs+=("$f"); done   # meson adds the wrapper's name
+  stage_end kernel-suites
+  other_suites=(--no-suite kernels)
+else
+  echo "run_tests: Mesa 26 is not unpacked (build/coopmat_fetch.log): the kernel suites run on the machine's driver" >&2
+  other_suites=()
+fi
+stage_begin main-suites "meson test -C build: the suites on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 900
+meson test -C build --no-rebuild --print-errorlogs --num-processes 2 "${other_suites[@]}" || status=$?
 stage_end main-suites
 
 # The kernels at subgroup widths 4 and 16 (lavapipe's LP_NATIVE_VECTOR_WIDTH 128 and 512; the suites above
