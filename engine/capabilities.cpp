@@ -168,6 +168,7 @@ Capabilities query_capabilities(const VkInstanceTable& vki, VkPhysicalDevice phy
   c.int8_arithmetic = f12.shaderInt8;
   c.storage_16bit = f11.storageBuffer16BitAccess;
   c.storage_8bit = f12.storageBuffer8BitAccess;
+  c.timeline_semaphore = f12.timelineSemaphore;
   c.int64 = feats.features.shaderInt64;
   c.subgroup_size_control = v13 && sg_feat.subgroupSizeControl && sg_feat.computeFullSubgroups;
   c.integer_dot = v13 && idot_feat.shaderIntegerDotProduct;

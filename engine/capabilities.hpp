@@ -82,6 +82,9 @@ struct Capabilities {
   // VK_EXT_memory_budget: the driver reports per-heap budgets and usage, so a
   // load can be refused before it runs out (Device::heap_budget).
   bool memory_budget = false;
+  // timelineSemaphore (Vulkan 1.2): CommandList::submit_after can wait on a host-signalled value.
+  // Enabled on reach's own devices where supported; off on adopted ones (reach cannot tell).
+  bool timeline_semaphore = false;
 
   // Whether `f` (one of kTexelFormats) can back a uniform texel buffer.
   bool supports_uniform_texel(VkFormat f) const;

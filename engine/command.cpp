@@ -248,7 +248,15 @@ void CommandList::end() {
   vk_check(device_.vk().vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
 }
 
-void CommandList::submit() {
+void CommandList::submit() { submit_waiting(VK_NULL_HANDLE, 0); }
+
+void CommandList::submit_after(VkSemaphore timeline, uint64_t value) {
+  if (!device_.caps().timeline_semaphore)
+    throw Error(ErrorCode::unsupported, "waiting on a timeline semaphore needs the device's timelineSemaphore feature");
+  submit_waiting(timeline, value);
+}
+
+void CommandList::submit_waiting(VkSemaphore timeline, uint64_t value) {
   if (external_) throw Error(ErrorCode::invalid_argument, "a command list over a host command buffer is submitted by the host");
   if (pending_) wait();
   device_.check_not_lost();
@@ -256,6 +264,16 @@ void CommandList::submit() {
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd_;
+  VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  if (timeline != VK_NULL_HANDLE) {
+    ti.waitSemaphoreValueCount = 1;
+    ti.pWaitSemaphoreValues = &value;
+    si.pNext = &ti;
+    si.waitSemaphoreCount = 1;
+    si.pWaitSemaphores = &timeline;
+    si.pWaitDstStageMask = &stage;
+  }
   device_.submit(si, fence_);
   pending_ = true;
 }

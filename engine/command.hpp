@@ -67,6 +67,9 @@ class CommandList {
   // Submitting, polling and waiting (Kompute's eval / evalAsync / evalAwait).
   // A failed wait or poll (device lost ...) throws and ends the submission.
   void submit();   // may be called again after wait() without re-recording
+  // As submit, the work starting only once `timeline` (a timeline semaphore) reaches `value`: a host or
+  // another queue holds it back.  Needs Capabilities::timeline_semaphore.
+  void submit_after(VkSemaphore timeline, uint64_t value);
   // Without blocking: true when nothing is in flight (a finished submission
   // is over: its results are visible to the host), false while it runs.
   bool poll();
@@ -92,6 +95,7 @@ class CommandList {
   double elapsed_ns() const;
 
  private:
+  void submit_waiting(VkSemaphore timeline, uint64_t value);
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
   VkBufferView texel_view(const Pipeline& p, uint32_t binding, const BufferRange& b);
 

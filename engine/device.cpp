@@ -297,6 +297,7 @@ std::unique_ptr<Device> Device::create(const DeviceOptions& options) {
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, v13 ? &f13 : nullptr};
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   f11.storageBuffer16BitAccess = c.storage_16bit;
+  f12.timelineSemaphore = c.timeline_semaphore;   // CommandList::submit_after
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
   // Cooperative matrices (the prefill GEMMs of kernels/linear_coopmat.cpp): the extension, its
   // feature, the f16 arithmetic its f16 matrices need and the memory model their SPIR-V declares.
@@ -389,6 +390,7 @@ std::unique_ptr<Device> Device::adopt(const AdoptedDevice& h) {
                                   h.cooperative_matrix_enabled;
   dev->caps_.storage_8bit = false;
   dev->caps_.int8_arithmetic = false;
+  dev->caps_.timeline_semaphore = false;
   if (const auto profile = profile_of(h.settings)) dev->caps_ = apply_profile(dev->caps_, *profile);
   dev->settings_ = h.settings;
   dev->pipeline_cache_dir_ = h.pipeline_cache_dir.empty() ? h.settings.pipeline_cache_dir : h.pipeline_cache_dir;

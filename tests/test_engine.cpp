@@ -240,22 +240,34 @@ TEST_CASE("command list: record once, submit many times") {
 
 namespace {
 
-// A VkEvent the host sets: a command list that waits on it stays in flight
-// until then, so "still running" is certain rather than a race with the GPU.
-struct HostEvent {
-  const VkDeviceTable& vk;
+// A timeline semaphore the host signals: a command list submitted after it (CommandList::submit_after)
+// stays in flight until then, so "still running" is certain rather than a race with the GPU.  (A host-set
+// VkEvent that a pending command buffer waits on is invalid: VUID-vkSetEvent-event-09543.)
+struct HostGate {
   VkDevice device;
-  VkEvent event = VK_NULL_HANDLE;
-  explicit HostEvent(Device& d) : vk(d.vk()), device(d.handle()) {
-    VkEventCreateInfo ci{VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
-    REQUIRE(vk.vkCreateEvent(device, &ci, nullptr, &event) == VK_SUCCESS);
+  PFN_vkDestroySemaphore destroy;
+  PFN_vkSignalSemaphore signal;
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  explicit HostGate(Device& d) : device(d.handle()) {
+    REQUIRE_MESSAGE(d.caps().timeline_semaphore, "the device has no timeline semaphores");
+    auto proc = [&](const char* name) { return d.vki().vkGetDeviceProcAddr(device, name); };
+    auto create = reinterpret_cast<PFN_vkCreateSemaphore>(proc("vkCreateSemaphore"));
+    destroy = reinterpret_cast<PFN_vkDestroySemaphore>(proc("vkDestroySemaphore"));
+    signal = reinterpret_cast<PFN_vkSignalSemaphore>(proc("vkSignalSemaphore"));
+    REQUIRE((create && destroy && signal));
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo ci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type};
+    REQUIRE(create(device, &ci, nullptr, &semaphore) == VK_SUCCESS);
   }
-  ~HostEvent() { vk.vkDestroyEvent(device, event, nullptr); }
-  void wait_in(CommandList& cmd) {
-    vk.vkCmdWaitEvents(cmd.handle(), 1, &event, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
-                       nullptr, 0, nullptr, 0, nullptr);
+  ~HostGate() { destroy(device, semaphore, nullptr); }
+  // No doctest assertion here: a host thread calls it too.
+  VkResult open() {
+    VkSemaphoreSignalInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    si.semaphore = semaphore;
+    si.value = 1;
+    return signal(device, &si);
   }
-  void set() { REQUIRE(vk.vkSetEvent(device, event) == VK_SUCCESS); }
 };
 
 }  // namespace
@@ -265,7 +277,7 @@ TEST_CASE("command list: poll and wait_for see a submission through, and time ou
   const uint32_t n = 4096;
   auto a = reach::test::random_floats(n, 11), b = reach::test::random_floats(n, 12);
   Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
-  HostEvent gate(*g.device);
+  HostGate gate(*g.device);
   CommandList cmd(*g.device);
   // Nothing submitted yet: nothing pending, and polling or waiting is a no-op that reports done.
   CHECK(!cmd.pending());
@@ -273,18 +285,17 @@ TEST_CASE("command list: poll and wait_for see a submission through, and time ou
   CHECK(cmd.wait_for(0));
   CHECK(cmd.fence() != VK_NULL_HANDLE);
   cmd.begin();
-  gate.wait_in(cmd);
   g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, n);
   cmd.end();
-  cmd.submit();
+  cmd.submit_after(gate.semaphore, 1);
   CHECK(cmd.pending());
-  // Held by the event: poll and wait_for report "not yet" and leave the submission pending.
+  // Held by the gate: poll and wait_for report "not yet" and leave the submission pending.
   CHECK(!cmd.poll());
   CHECK(!cmd.wait_for(0));
   CHECK(!cmd.wait_for(2'000'000));   // 2 ms
   CHECK(cmd.pending());
   CHECK(g.device->vk().vkGetFenceStatus(g.device->handle(), cmd.fence()) == VK_NOT_READY);
-  gate.set();
+  REQUIRE(gate.open() == VK_SUCCESS);
   bool done = false;
   for (int i = 0; i < 1000000 && !done; ++i) done = cmd.poll();
   if (!done) done = cmd.wait_for(UINT64_MAX);
@@ -315,25 +326,26 @@ TEST_CASE("command list: destroying one with a submission in flight waits for it
   const uint32_t n = 4096;
   auto a = reach::test::random_floats(n, 21), b = reach::test::random_floats(n, 22);
   Buffer ba = g.upload_f32(a), bb = g.upload_f32(b), by = g.zeros(n * 4);
-  HostEvent gate(*g.device);
+  HostGate gate(*g.device);
   std::atomic<bool> released{false};
+  VkResult opened = VK_NOT_READY;   // written by the host thread, read after join
   std::thread host;
   {
     CommandList cmd(*g.device);
     cmd.begin();
-    gate.wait_in(cmd);
     g.kernels->elementwise_add(cmd, ba.range(), bb.range(), by.range(), n, n);
     cmd.end();
-    cmd.submit();
+    cmd.submit_after(gate.semaphore, 1);
     REQUIRE(cmd.pending());
     host = std::thread([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       released = true;   // before the GPU may go on
-      gate.vk.vkSetEvent(gate.device, gate.event);
+      opened = gate.open();
     });
   }   // ~CommandList: blocks until the GPU is through (validation reports anything destroyed in use)
   CHECK(released);
   host.join();
+  CHECK(opened == VK_SUCCESS);
   auto y = g.download_f32(by, n);
   for (uint32_t i = 0; i < n; ++i) REQUIRE(y[i] == a[i] + b[i]);
 }
@@ -366,6 +378,10 @@ TEST_CASE("adopted device: a host-created VkDevice runs reach kernels") {
     cmd.begin();
     k.elementwise_add(cmd, ba.range(), bb.range(), by.range(), 3, 3);
     cmd.end();
+    // reach cannot tell whether the host enabled timeline semaphores: submit_after refuses, naming the feature.
+    CHECK(!dev->caps().timeline_semaphore);
+    CHECK_THROWS_WITH(cmd.submit_after(VK_NULL_HANDLE, 1), doctest::Contains("timelineSemaphore"));
+    CHECK(!cmd.pending());
     cmd.run();
     std::vector<float> y(3);
     t.download(by, 0, y.data(), 12);

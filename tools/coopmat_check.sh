@@ -80,9 +80,12 @@ case "$mode" in
 esac
 lib="$dir/root/usr/lib/x86_64-linux-gnu"
 [ -x "$lib/ld-linux-x86-64.so.2" ] && [ -f "$lib/libvulkan_lvp.so" ] || skip "the unpacked driver is incomplete ($dir)"
-cat > "$dir/lvp_icd.json" <<EOF
-{ "file_format_version": "1.0.0", "ICD": { "api_version": "1.4.0", "library_path": "$lib/libvulkan_lvp.so" } }
-EOF
+# Written once, atomically: every exec'd program (two suites at a time, two widths side by side) reads it,
+# and a loader that reads it half-written finds no driver.
+icd='{ "file_format_version": "1.0.0", "ICD": { "api_version": "1.4.0", "library_path": "'"$lib"'/libvulkan_lvp.so" } }'
+if [ "$(cat "$dir/lvp_icd.json" 2>/dev/null)" != "$icd" ]; then
+  printf '%s\n' "$icd" >"$dir/lvp_icd.json.$$" && mv -f "$dir/lvp_icd.json.$$" "$dir/lvp_icd.json"
+fi
 export VK_ICD_FILENAMES="$dir/lvp_icd.json" VK_DRIVER_FILES="$dir/lvp_icd.json"
 layers="$dir/root/usr/share/vulkan/explicit_layer.d"
 [ -f "$layers/VkLayer_khronos_validation.json" ] || skip "the unpacked validation layer is missing ($dir)"

@@ -6,6 +6,7 @@
 #   tools/profile_matrix.sh                         # families, smollm2, model_gemma3 under all 13 (long)
 #   tools/profile_matrix.sh families                # one suite under all 13
 #   tools/profile_matrix.sh --dedupe families       # once per distinct effective record (the CI stage)
+#   tools/profile_matrix.sh --mesa26 ...            # on Mesa 26's lavapipe (tools/coopmat_check.sh exec)
 #
 # --dedupe groups the profiles whose effective capabilities on this device are the same and runs each
 # group once, naming the profiles that share the run.  The record compared is the kernel plan `reach info`
@@ -22,7 +23,17 @@
 set -u
 cd "$(dirname "$0")/.."
 dedupe=0
-if [ "${1:-}" = "--dedupe" ]; then dedupe=1; shift; fi
+driver=()   # the command that runs a program on the chosen driver (none: the machine's)
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dedupe) dedupe=1; shift ;;
+    --mesa26) driver=(bash "$PWD/tools/coopmat_check.sh" exec); shift ;;
+    *) break ;;
+  esac
+done
+wrapper=() log_suffix=""
+# meson names a wrapped run's log after the wrapper too (<logbase>-bash.txt).
+[ ${#driver[@]} -gt 0 ] && wrapper=(--wrapper "${driver[*]}") && log_suffix=-bash
 suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(families smollm2 model_gemma3)
 reach=./build/cli/reach
@@ -49,7 +60,7 @@ PY
 # Every profile: the plan (and the refusal, if any) with `reach info`.
 for f in "$dir"/*.json; do
   b=$(basename "$f" .json)
-  if ! "$reach" info --json --device-profile "$f" >"$out/$b.json" 2>"$out/$b.info-err"; then
+  if ! "${driver[@]}" "$reach" info --json --device-profile "$f" >"$out/$b.json" 2>"$out/$b.info-err"; then
     echo "profile_matrix: reach info --device-profile $b failed: $(cat "$out/$b.info-err")" >&2
     status=1
   fi
@@ -86,6 +97,8 @@ for f in files:
     rec["texel_elements"] = min(int(prof["texel_elements"]), dev["max_storage_buffer_range"] // 2)
     # Every kernel's workgroup is one-dimensional (local_size_x only): y and z change nothing.
     rec["workgroup_size_x"] = prof["workgroup_size"].split("x")[0]
+    # reach asks for features by Vulkan minor version: the patch number changes nothing it does.
+    rec["api_version"] = ".".join(str(rec["api_version"]).split(".")[:2])
     key = json.dumps([plan, rec], sort_keys=True) if dedupe else b
     groups.setdefault(key, []).append(b)
 for i, (key, members) in enumerate(groups.items()):
@@ -100,12 +113,12 @@ results="$out/results.txt"
 run_one() {
   local gid=$1 s=$2 members=$3 first=${3%% *} start secs rc verdict
   start=$(date +%s)
-  REACH_DEVICE_PROFILE="$dir/$first.json" nice meson test -C build --no-rebuild --logbase "profile-$first-$s" "$s" \
+  REACH_DEVICE_PROFILE="$dir/$first.json" nice meson test -C build --no-rebuild --logbase "profile-$first-$s" "${wrapper[@]}" "$s" \
     >"$out/$first.$s.log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   if [ $rc -eq 0 ]; then verdict=pass
-  elif refused "build/meson-logs/profile-$first-$s.txt"; then verdict="refused"
+  elif refused "build/meson-logs/profile-$first-$s$log_suffix.txt"; then verdict="refused"
   else verdict=FAIL
   fi
   echo -e "$gid\t$s\t$verdict\t${secs}s\t$members" >>"$results"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command (README, (b)): the main build, the kernel suites on Mesa 26's lavapipe (whose LLVM 19
-# compiles their thousand-odd variants several times faster; the machine's driver where it cannot be
-# fetched), every other suite on the default Vulkan device (lavapipe on a CPU-only machine), all with
+# The test command (README, (b)): the main build, the C++ suites that keep their Vulkan work in-process
+# on Mesa 26's lavapipe (whose LLVM 19 compiles their thousand-odd variants several times faster; the
+# machine's driver where it cannot be fetched), every other suite on the default Vulkan device (lavapipe
+# on a CPU-only machine), all with
 # the Khronos validation layer where it finds something (tests/meson.build says which suites and why), then the kernels and families at subgroup widths 4 and 16
 # (tools/width_matrix.sh), the cooperative-matrix suite on Mesa 26, the device profiles
 # (tools/profile_matrix.sh --dedupe), and prints the 10 slowest suites and the closing line
@@ -53,33 +54,39 @@ status=0
 logs=(build/meson-logs/testlog.json)
 
 
-# The kernel suites (meson suite 'kernels': every kernel variant against its reference, each compiled
-# cold by llvmpipe at its first dispatch) run on Mesa 26's lavapipe, fetched above for the coopmat stage,
-# under the validation layer of its release: LLVM 19 compiles them 3-6x faster than Debian 12's LLVM 15
-# (kernels_attention_schemes 142 s -> 24 s, attention_fused 138 s -> 32 s, kernels_linear_fused
-# 110 s -> 21 s; 1,190 s -> 540 s for the 19 suites).  Every other suite (models, sessions, servers,
-# bindings) records those kernels on the machine's own driver, and the widths and profiles stages run
-# the kernels there too.  Without Mesa 26 (offline), every suite runs on the machine's driver.
+# The C++ suites whose Vulkan work stays in their own process (meson suite 'in_process': the kernel
+# suites, each variant against its reference, and the model, session, C API and fixture suites) run on
+# Mesa 26's lavapipe, fetched above for the coopmat stage, under the validation layer of its release.
+# Their time is llvmpipe compiling pipelines cold at first dispatch, one thread each, and LLVM 19
+# compiles them 3-6x faster than Debian 12's LLVM 15 (kernels_attention_schemes 142 s -> 24 s,
+# attention_fused 138 s -> 32 s, kernels_linear_fused 110 s -> 21 s; the 19 kernel suites
+# 1,190 s -> 540 s).  The suites that start the reach CLI or a server (Python, C#, the hostile CLI
+# suites) stay on the machine's own driver, as do the widths and profiles stages, so both drivers run the
+# kernels on every run.  Without Mesa 26 (offline), every suite runs on the machine's driver.
+mesa26=()   # tools/width_matrix.sh's option to run on Mesa 26 where it is unpacked
 if bash tools/coopmat_check.sh ready 2>/dev/null; then
-  stage_begin kernel-suites "meson test --suite kernels on Mesa 26's lavapipe and validation layer (tools/coopmat_check.sh exec), two at a time" 300
-  rm -f build/meson-logs/kernels-mesa26*.json
-  meson test -C build --no-rebuild --print-errorlogs --num-processes 2 --suite kernels --logbase kernels-mesa26 \
+  mesa26=(--mesa26)
+  stage_begin in-process-suites "meson test --suite in_process on Mesa 26's lavapipe and validation layer (tools/coopmat_check.sh exec), two at a time" 420
+  rm -f build/meson-logs/in-process-mesa26*.json
+  meson test -C build --no-rebuild --print-errorlogs --num-processes 2 --suite in_process --logbase in-process-mesa26 \
     --wrapper "bash $PWD/tools/coopmat_check.sh exec" || status=$?
-  for f in build/meson-logs/kernels-mesa26*.json; do [ -f "$f" ] && logs+=("$f"); done   # meson adds the wrapper's name
-  stage_end kernel-suites
-  other_suites=(--no-suite kernels)
+  for f in build/meson-logs/in-process-mesa26*.json; do [ -f "$f" ] && logs+=("$f"); done   # meson adds the wrapper's name
+  stage_end in-process-suites
+  other_suites=(--no-suite in_process)
 else
-  echo "run_tests: Mesa 26 is not unpacked (build/coopmat_fetch.log): the kernel suites run on the machine's driver" >&2
+  echo "run_tests: Mesa 26 is not unpacked (build/coopmat_fetch.log): every suite runs on the machine's driver" >&2
   other_suites=()
 fi
-stage_begin main-suites "meson test -C build: the suites on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 900
+stage_begin main-suites "meson test -C build: the other suites on the Vulkan device (validation where it finds something: tests/meson.build), two at a time, the longest first" 900
 meson test -C build --no-rebuild --print-errorlogs --num-processes 2 "${other_suites[@]}" || status=$?
 stage_end main-suites
 
 # The kernels at subgroup widths 4 and 16 (lavapipe's LP_NATIVE_VECTOR_WIDTH 128 and 512; the suites above
 # ran its default 8): the suites whose kernels size workgroups, tiles or shared partial sums by the width
 # (norms, the shuffle GEMM, the mat-vecs, MoE) and a whole forward pass of every family (at 4), the widths side by side,
-# each width with its own shader cache (tools/width_matrix.sh; it runs the full matrix by hand).
+# each width with its own shader cache (tools/width_matrix.sh; it runs the full matrix by hand), on Mesa 26
+# as the in-process suites are (at 16 lanes llvmpipe emulates 512-bit vectors, and LLVM 15 took 183 s
+# over kernels_linear alone there).
 # kernels_attention is left to that matrix: cold, it alone takes several minutes per width.  Each width
 # runs without the validation layer (the Vulkan calls are the same at every width; the main suites validate
 # them).  Each width starts with a cold shader cache the first time, so the timeouts are doubled (-t 2): measured on a loaded
@@ -91,9 +98,9 @@ stage_begin widths "kernels at subgroup widths 4 and 16, families at 4 (tools/wi
 rm -f build/meson-logs/width4-*.json build/meson-logs/width16-*.json
 # The two widths side by side: at 16, kernels_linear takes most of the stage, so its two parts
 # (kernels_linear, kernels_linear_gemm) run at once there while width 4 goes on beside them.
-bash tools/width_matrix.sh --widths 4 --suites "$width_suites families" --no-validation --no-build -t 2 >build/width_matrix4.log 2>&1 &
+bash tools/width_matrix.sh --widths 4 --suites "$width_suites families" --no-validation --no-build -t 2 "${mesa26[@]}" >build/width_matrix4.log 2>&1 &
 width4=$!
-bash tools/width_matrix.sh --widths 16 --suites "$width_suites" --no-validation --no-build -t 2 -j 2 >build/width_matrix16.log 2>&1 || status=1
+bash tools/width_matrix.sh --widths 16 --suites "$width_suites" --no-validation --no-build -t 2 -j 2 "${mesa26[@]}" >build/width_matrix16.log 2>&1 || status=1
 wait $width4 || status=1
 cat build/width_matrix4.log build/width_matrix16.log >build/width_matrix.log
 grep -E '^\|' build/width_matrix.log
@@ -119,7 +126,7 @@ stage_end coopmat "$note"
 # suite once per distinct effective record on this device (tools/profile_matrix.sh --dedupe says which
 # profiles share a run).  The full profile x suite matrix: tools/profile_matrix.sh.
 stage_begin profiles "reach info under 13 device profiles, families once per distinct plan (tools/profile_matrix.sh --dedupe families)" 90
-bash tools/profile_matrix.sh --dedupe families >build/profile_matrix.log 2>&1 || status=1
+bash tools/profile_matrix.sh --dedupe "${mesa26[@]}" families >build/profile_matrix.log 2>&1 || status=1
 tail -n 16 build/profile_matrix.log
 stage_end profiles
 

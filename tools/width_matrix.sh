@@ -10,6 +10,9 @@
 #   tools/width_matrix.sh --no-validation ...     without the validation layer: a suite's Vulkan calls do
 #                                              not change with the width (the default run validates them)
 #   tools/width_matrix.sh --no-build ...          without `ninja -C build` first (the caller built it)
+#   tools/width_matrix.sh --mesa26 ...            on Mesa 26's lavapipe (tools/coopmat_check.sh exec; fetched
+#                                              with tools/coopmat_check.sh fetch), whose LLVM 19 compiles the
+#                                              cold variants several times faster than Debian 12's
 #
 # Each width is one `meson test -C build` run of the suites (their own environments
 # and timeouts; -j of them at a time, 1 by default; log: build/meson-logs/width<N>-*,
@@ -44,6 +47,7 @@ mult=1
 jobs=1
 prefix=width
 no_build=0
+driver=""
 while [ $# -gt 0 ]; do
   case $1 in
     --widths) widths=$2; shift 2 ;;
@@ -53,7 +57,8 @@ while [ $# -gt 0 ]; do
     --log) prefix=$2; shift 2 ;;
     --no-validation) export WIDTH_MATRIX_NO_VALIDATION=1; shift ;;
     --no-build) no_build=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --mesa26) driver="bash $(pwd)/tools/coopmat_check.sh exec"; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "width_matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -72,7 +77,7 @@ fi
 
 # The device must follow LP_NATIVE_VECTOR_WIDTH, or the table would claim widths that never ran.
 for w in $widths; do
-  got=$("$0" --exec "$w" build/cli/reach info --json 2>/dev/null |
+  got=$("$0" --exec "$w" $driver build/cli/reach info --json 2>/dev/null |
         /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["subgroup_size"])' 2>/dev/null)
   if [ "$got" != "$w" ]; then
     echo "width_matrix: asked for subgroups of $w lanes, the device reports ${got:-nothing} (not lavapipe?)" >&2
@@ -88,7 +93,7 @@ for w in $widths; do
   t0=$SECONDS
   # One meson test run per width, $jobs suites at a time, each in its own environment and timeout.
   nice meson test -C build --no-rebuild --print-errorlogs -t "$mult" --num-processes "$jobs" --logbase "$log" \
-    --wrapper "$root/tools/width_matrix.sh --exec $w" $suites >"build/meson-logs/$log.out" 2>&1 || status=1
+    --wrapper "$root/tools/width_matrix.sh --exec $w $driver" $suites >"build/meson-logs/$log.out" 2>&1 || status=1
   # meson names the log after the wrapper too: <log>-width_matrix.sh.json, one line per suite.
   while read -r name r dt; do
     res[$name,$w]="$r ${dt}s"
@@ -97,7 +102,7 @@ for w in $widths; do
 import json, sys
 for line in open(sys.argv[1]):
     t = json.loads(line)
-    print(t["name"], t["result"], round(t["duration"]))' build/meson-logs/"$log"-*.json 2>/dev/null)
+    print(t["name"].split(" / ")[-1], t["result"], round(t["duration"]))   # "reach:SUITES / name"' build/meson-logs/"$log"-*.json 2>/dev/null)
   echo "width_matrix: width $w took $((SECONDS - t0)) s (build/meson-logs/$log.out)"
 done
 
