@@ -6,6 +6,7 @@
 #   fetch   only fetch and unpack the driver (cached), and say which coop-matrix shapes it lists
 #   suite   fetch, then run ./build/tests/test_kernels_linear_coopmat on that driver, and
 #           ./build/tests/test_families with REACH_COOPMAT=1 (every prefill GEMM on the matrices)
+#   families  as suite, without the GEMM suite (tools/run_tests.sh ran it on this driver already)
 #   info    fetch, then `reach info` on that driver
 #   bench   fetch, then `reach bench -m MODEL -p 512 -n 0 -r 1` on it with REACH_COOPMAT=0, then =1 (on a
 #           CPU device the variant is used only when asked for)
@@ -113,12 +114,12 @@ esac
 case "$mode" in
   fetch) ;;
   info) echo "$info" ;;
-  suite)
+  suite|families)
     for exe in ./build/tests/test_kernels_linear_coopmat ./build/tests/test_families; do
       [ -x "$exe" ] || { echo "coopmat_check: $exe is not built (ninja -C build)" >&2; exit 1; }
     done
     export REACH_VALIDATION=1 REACH_SOURCE_ROOT="$PWD" REACH_BUILD_ROOT="$PWD/build"
-    private ./build/tests/test_kernels_linear_coopmat
+    [ "$mode" = families ] || private ./build/tests/test_kernels_linear_coopmat
     # Every family's prefill GEMMs on cooperative matrices against transformers' float64 forward:
     # X rounded to one f16 put them 2e-3..9e-3 off in log-prob and flipped gpt-oss's MXFP4 router.
     echo "coopmat_check: test_families with REACH_COOPMAT=1" >&2
@@ -130,5 +131,5 @@ case "$mode" in
       echo "coopmat_check: REACH_COOPMAT=$cm" >&2
       REACH_COOPMAT=$cm REACH_VALIDATION=0 private "$reach" bench -m "$model" -p "$pp" -n 0 -r 1
     done ;;
-  *) echo "coopmat_check: unknown mode '$mode' (fetch, suite, info, bench MODEL)" >&2; exit 2 ;;
+  *) echo "coopmat_check: unknown mode '$mode' (fetch, suite, families, info, bench MODEL, ready, exec)" >&2; exit 2 ;;
 esac

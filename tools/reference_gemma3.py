@@ -213,8 +213,8 @@ def forward(m, ids):
 
 # ----------------------------------------------------------------------------- tiny model
 
-def make_tiny(dirname, seed, head_dim=32, kv_heads=2):
-    """A random Gemma 3 in config.json + safetensors (f32): 6 layers, local:global 2:1, window 16,
+def make_tiny(dirname, seed, head_dim=32, kv_heads=2, window=16):
+    """A random Gemma 3 in config.json + safetensors (f32): 6 layers, local:global 2:1, window 16 (or window),
     head_dim 32 != hidden / heads, query_pre_attn_scalar 24 != head_dim, linear rope scaling 2 on
     the global layers, norm weights around 0 (so 1 + w matters)."""
     rng = np.random.default_rng(seed)
@@ -225,7 +225,7 @@ def make_tiny(dirname, seed, head_dim=32, kv_heads=2):
         "head_dim": d, "vocab_size": V, "max_position_embeddings": 1024, "rms_norm_eps": 1e-6,
         "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear",
                                                                                   "factor": 2.0},
-        "sliding_window": 16, "sliding_window_pattern": 3, "query_pre_attn_scalar": 24,
+        "sliding_window": window, "sliding_window_pattern": 3, "query_pre_attn_scalar": 24,
         "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None, "attn_logit_softcapping": None,
         "tie_word_embeddings": True, "torch_dtype": "float32", "bos_token_id": 2, "eos_token_id": 1,
     }
@@ -269,9 +269,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--head-dim", type=int, default=32, help="with --make-tiny")
     p.add_argument("--kv-heads", type=int, default=2, help="with --make-tiny")
+    p.add_argument("--window", type=int, default=16, help="with --make-tiny: the local layers' sliding window")
     a = p.parse_args(argv)
     if a.make_tiny:
-        make_tiny(a.make_tiny, a.seed, a.head_dim, a.kv_heads)
+        make_tiny(a.make_tiny, a.seed, a.head_dim, a.kv_heads, a.window)
         return
     if not a.model or not a.ids:
         p.error("MODEL and --ids are needed")
