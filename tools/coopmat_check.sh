@@ -12,8 +12,8 @@
 #           CPU device the variant is used only when asked for)
 #   ready   exit 0 if the driver and its validation layer are unpacked, 77 if not (fetches nothing)
 #   exec CMD [ARGS...]
-#           run CMD on that driver and layer, fetching nothing (tools/run_tests.sh runs the kernel suites
-#           so: `meson test --wrapper`)
+#           run CMD on that driver and layer, fetching nothing (tools/run_tests.sh runs the in-process
+#           suites so, as `meson test --wrapper`, and width_matrix.sh / profile_matrix.sh --mesa26 too)
 #
 # Debian 12's lavapipe (Mesa 22.3) has no cooperative matrices, and bookworm-backports' Mesa 25.0
 # does not list the extension either; Mesa 26.1 (trixie-backports) does, with one 8x8x8 shape per
@@ -92,11 +92,12 @@ layers="$dir/root/usr/share/vulkan/explicit_layer.d"
 [ -f "$layers/VkLayer_khronos_validation.json" ] || skip "the unpacked validation layer is missing ($dir)"
 export VK_LAYER_PATH="$layers"
 # Run a program under the unpacked glibc, its libraries first, then the machine's.
-private() { "$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$@"; }
+loader=("$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu")
+private() { "${loader[@]}" "$@"; }
 case "$mode" in
   ready) exit 0 ;;
   exec) shift
-        exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$@" ;;
+        exec "${loader[@]}" "$@" ;;
 esac
 
 reach=./build/cli/reach
