@@ -30,6 +30,7 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
   so.full_kv = o.full_kv;
   so.cache_type_k = o.cache_type_k;
   so.cache_type_v = o.cache_type_v;
+  so.calibrate_keys = o.calibrate_keys;
   so.activations = o.activations;
   std::unique_ptr<Session> s;
   try {

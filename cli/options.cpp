@@ -86,6 +86,13 @@ std::string full_kv_flag_help(size_t column) {
                      column);
 }
 
+std::string key_calib_flag_help(size_t column) {
+  return option_help("--no-key-calib",
+                     "q4_0 keys as plain blocks: without it they are stored centred and smoothed by a\n"
+                     "calibration from the first prefill chunk (exact; about a third of q4_0's cost)",
+                     column);
+}
+
 std::string kv_cache_flag_help(size_t column) {
   return option_help("-ctk, --cache-type-k T",
                      "how the KV cache stores keys: f16 (the default), f32, q8_0 or q4_0 (blocks of 32\n"

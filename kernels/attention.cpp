@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -57,11 +58,11 @@ using CacheBindings = spec::AttentionPrefillBindings;
 static_assert(same_cache_bindings<CacheBindings, spec::AttentionDecodeBindings>() &&
               same_cache_bindings<CacheBindings, spec::AttentionDecodeLanesBindings>());
 static_assert(spec::AttentionDecodeBindings::B_PART == spec::AttentionDecodeLanesBindings::B_PART);
-// The unfused decode's split pass (the *_unfused kernels) binds the first 8 only: the fused step's
-// bindings, from SINK on, are left out of its layout.
-constexpr uint32_t kUnfusedDecodeBindings = spec::AttentionDecodeBindings::B_SINK;
+// The unfused decode's split pass (the *_unfused kernels) binds the first 9 only (SINK carries the keys'
+// calibration there): the fused step's bindings, from KNEW on, are left out of its layout.
+constexpr uint32_t kUnfusedDecodeBindings = spec::AttentionDecodeBindings::B_SINK + 1;
 static_assert(spec::AttentionDecodeBindings::B_PART < kUnfusedDecodeBindings &&
-              CacheBindings::B_KROT < kUnfusedDecodeBindings && spec::AttentionDecodeBindings::B_KNEW > kUnfusedDecodeBindings);
+              CacheBindings::B_KROT < kUnfusedDecodeBindings && spec::AttentionDecodeBindings::B_KNEW >= kUnfusedDecodeBindings);
 
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::invalid_argument, "attention: " + what); }
 [[noreturn]] void unsupported(const std::string& what) { throw Error(ErrorCode::unsupported, "attention: " + what); }
@@ -237,6 +238,18 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
   sc.sink = spec.sink_logits;
 }
 
+// The cache's key calibration when it has one (checked against the spec), else an empty range.
+BufferRange key_calib_range(const AttentionSpec& spec, const LayerCache& cache) {
+  if (cache.key_calib.buffer == VK_NULL_HANDLE) return {};
+  if (!key_calib_applies(spec))
+    fail("kv cache: keys stored centred and smoothed (LayerCache::key_calib) need a layer without sink logits, "
+         "soft cap, dual branches or raw keys turned in the kernel");
+  if (cache.key_calib.size < key_calib_bytes(spec))
+    fail("kv cache: the key calibration holds " + std::to_string(cache.key_calib.size) + " bytes, the layer needs " +
+         std::to_string(key_calib_bytes(spec)));
+  return cache.key_calib;
+}
+
 // The storage types of a cache, for the kernels' KTYPE / VTYPE; a type the
 // layer's head_dim cannot take is an error naming it.
 template <class Spec>
@@ -248,6 +261,7 @@ void set_kv_types(Spec& sc, const AttentionSpec& spec, const LayerCache& cache) 
   sc.v_type = uint32_t(cache.v_type);
   sc.had_k = hadamard_keys(spec, cache.k_type);
   sc.had_v = kv_hadamard(cache.v_type);
+  sc.kcal = key_calib_range(spec, cache).buffer != VK_NULL_HANDLE;
 }
 
 struct DecodeShape {
@@ -258,6 +272,23 @@ struct DecodeShape {
 };
 
 }  // namespace
+
+bool key_calib_applies(const AttentionSpec& spec) {
+  const bool key_norm = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
+  return !spec.sink_logits && spec.softcap == 0 && !spec.dual() && !key_norm &&
+         (!spec.rope || spec.cache == KeyCacheMode::rotated);
+}
+
+uint64_t key_calib_bytes(const AttentionSpec& spec) { return 16 + uint64_t(spec.n_kv_heads) * 2 * spec.head_dim * 4; }
+
+std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen) {
+  std::vector<float> f(size_t(key_calib_bytes(spec) / 4), 0.0f);
+  const uint32_t flag = frozen ? 2u : 0u;
+  std::memcpy(f.data(), &flag, 4);
+  for (uint32_t g = 0; g < spec.n_kv_heads; ++g)
+    for (uint32_t j = 0; j < spec.head_dim; ++j) f[4 + (2 * size_t(g) + 1) * spec.head_dim + j] = 1.0f;
+  return f;
+}
 
 bool wants_rotated_keys(const AttentionSpec& spec) {
   return spec.rope && spec.cache == KeyCacheMode::raw && spec.dual();
@@ -463,9 +494,42 @@ void Attention::kv_store(CommandList& cmd, const AttentionSpec& spec, const Rope
                                {B::B_KCACHE, cache.k->range(0, kbytes)},
                                {B::B_VCACHE, cache.v->range(0, vbytes)},
                                {B::B_TAB1, t1},
-                               {B::B_KROT, kr}}),
+                               {B::B_KROT, kr},
+                               {B::B_KCAL, sc.kcal ? cache.key_calib : step}}),
                &push, sizeof push, groups_for(uint64_t(push.max_rows) * spec.n_kv_heads, wg), 1, n,
                "attention_kv_store");
+}
+
+void Attention::kv_calibrate(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1,
+                             const BufferRange& step, const Act& q, const Act& k_new, const LayerCache& cache) {
+  validate(spec, table1, nullptr);
+  const uint32_t qd = spec.n_heads * spec.head_dim, kvd = spec.n_kv_heads * spec.head_dim;
+  if (q.cols != qd || k_new.cols != kvd || q.rows < k_new.rows)
+    fail("kv_calibrate: q rows must be [n, " + std::to_string(qd) + "] and k rows [n, " + std::to_string(kvd) + "]");
+  const BufferRange kcal = key_calib_range(spec, cache);
+  if (kcal.buffer == VK_NULL_HANDLE) fail("kv_calibrate: the cache has no key calibration (LayerCache::key_calib)");
+  spec::AttentionKvCalibrateSpec sc;
+  sc.wg = 64;
+  sc.head_dim = spec.head_dim;
+  sc.rot_pairs = rot_pairs(spec);
+  sc.rotate = spec.rope && spec.cache == KeyCacheMode::rotated;
+  sc.gq = group_size(spec);
+  sc.min_rows = kKeyCalibMinRows;
+  sc.smooth_rows = kKeyCalibSmoothRows;
+  using B = spec::AttentionKvCalibrateBindings;
+  const Pipeline& p =
+      device_.pipelines().get({ShaderId::attention_kv_calibrate, B::count, sizeof(AttnPush), sc.constants()});
+  AttnPush push = make_push(spec, table1, RopeTable{}, cache);
+  push.max_rows = k_new.rows;
+  // The positions mu's average turn spans: the context the cache serves (not a pool's rows), within the table.
+  push.capacity = std::max<uint32_t>(1, std::min(cache.capacity, table1.buffer ? table1.positions : 1));
+  cmd.dispatch(p,
+               spec::bound<B>({{B::B_STEP, step},
+                               {B::B_Q, q.range()},
+                               {B::B_KNEW, k_new.range()},
+                               {B::B_TAB1, table_range(table1, step)},
+                               {B::B_KCAL, kcal}}),
+               &push, sizeof push, 1, 1, 1, "attention_kv_calibrate");
 }
 
 void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const RopeTable& table2,
@@ -524,7 +588,7 @@ void Attention::prefill(CommandList& cmd, const AttentionSpec& spec, const RopeT
                                  {B::B_TAB2, r2},
                                  {B::B_OUT, out.range()},
                                  {B::B_KROT, kr->range(hc.first * slabs.k, hc.count * slabs.k)},
-                                 {B::B_SINK, sk}}),
+                                 {B::B_SINK, sc.kcal ? cache.key_calib : sk}}),
                  &push, sizeof push, groups_for(max_new, rows), hc.count * nhc, 1, "attention_prefill");
   }
 }
@@ -726,7 +790,7 @@ void Attention::record_decode(CommandList& cmd, const AttentionSpec& spec, const
                                        {B::B_TAB2, r2},
                                        {B::B_PART, part},
                                        {B::B_KROT, krc},
-                                       {B::B_SINK, fused ? sk : step},
+                                       {B::B_SINK, sc.kcal ? cache.key_calib : fused ? sk : step},
                                        {B::B_KNEW, kn},
                                        {B::B_VNEW, vn},
                                        {B::B_OUT, fused ? o1 : step},

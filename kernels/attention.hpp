@@ -10,6 +10,7 @@
 // straddling r = W compute both and select per element.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/attention_spec.hpp"
 #include "base/kv_type.hpp"
@@ -108,6 +109,10 @@ struct LayerCache {
   // ring: a paged sliding-window layer gives the blocks behind its window back.
   uint32_t block_rows = 0;
   uint32_t pool_rows = 0;
+  // Optional: keys stored centred and smoothed (shaders/attention_key_calib.glsl), by the layer's
+  // calibration (key_calib_bytes; Attention::kv_calibrate fills it once).  Exact for any calibration
+  // where key_calib_applies; it lowers what q4_0 keys cost.  buffer VK_NULL_HANDLE: none.
+  BufferRange key_calib{};
   // Rows per kv head: sinks + ring for a ring cache, the pool's for a paged one, else capacity.
   uint32_t rows(const AttentionSpec& spec) const {
     return ring ? spec.sinks + ring : block_rows ? pool_rows : capacity;
@@ -135,6 +140,23 @@ struct DecodeRows {
 
 // Whether a cache for `spec` benefits from LayerCache::k_rot.
 bool wants_rotated_keys(const AttentionSpec& spec);
+// Whether a layer of this spec can store its keys centred and smoothed (LayerCache::key_calib): the
+// shift q·mu must be one the softmax ignores (no sink logits, no soft cap) and the stored key the one
+// scored (no raw keys turned inside the kernel, no dual branches).  KeyNorm / CosA keys (unit length)
+// keep plain blocks: their statistics would need each key's norm first, and Mesa 22.3's lavapipe
+// miscompiled the kernel that took it (Mesa 26 ran it right).
+bool key_calib_applies(const AttentionSpec& spec);
+// Rows a chunk needs for Attention::kv_calibrate to take statistics from (fewer keep the identity).
+inline constexpr uint32_t kKeyCalibMinRows = 16;
+// Rows from which it also smooths (s from the statistics; below, s = 1 and only mu is taken): on SmolLM2, s
+// from the first 256 tokens cost more than it saved (tools/kv_quant_study.py).
+inline constexpr uint32_t kKeyCalibSmoothRows = 512;
+// Bytes of one layer's calibration: a 16-byte header (the flag word) and mu and s, f32 [n_kv_heads][2][head_dim].
+uint64_t key_calib_bytes(const AttentionSpec& spec);
+// The calibration a layer starts from: flag 0 (not yet calibrated), mu = 0, s = 1; frozen: flag 2 (the
+// identity kept for the cache's life: its first rows came before any calibration could).
+std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen = false);
+
 // Whether keys of type k_type are stored Walsh-Hadamard rotated for `spec` (kv_hadamard of
 // base/kv_type.hpp): not for raw keys that the kernels turn by their position.
 bool hadamard_keys(const AttentionSpec& spec, KvType k_type);
@@ -159,6 +181,14 @@ class Attention {
   // sequence whose step record is r-th (DecodeRows), all in one dispatch.
   void kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                 const Act& k_new, const Act& v_new, const LayerCache& cache, const DecodeRows& rows = {});
+
+  // Fills cache.key_calib from the chunk's q rows and new keys (as they will be stored) when its flag
+  // says it is not calibrated yet; any later chunk finds the flag set and the kernel returns at once, so a
+  // recorded prefill records it every time.  Before kv_store of the same rows, with a barrier between.
+  // mu: the chunk's mean raw key turned by the average rotation over positions [0, cache.capacity); s from
+  // kKeyCalibSmoothRows rows on, else 1.  Fewer than kKeyCalibMinRows rows keep the identity for good.
+  void kv_calibrate(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
+                    const Act& q, const Act& k_new, const LayerCache& cache);
 
   // out [n_new, n_heads*head_dim] = attention of the raw (un-rotated) q rows
   // [n_new, n_heads*head_dim] over keys [0, pos0+n_new) of the cache.

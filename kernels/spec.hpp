@@ -130,6 +130,10 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 #define REACH_SPEC_FILE "shaders/spec/attention_combine.h"
 #include "kernels/spec_struct.inc"
 
+#define REACH_SPEC_NAME AttentionKvCalibrateSpec
+#define REACH_SPEC_FILE "shaders/spec/attention_kv_calibrate.h"
+#include "kernels/spec_struct.inc"
+
 #define REACH_PUSH_NAME AttentionPush
 #define REACH_PUSH_FILE "shaders/spec/attention_push.h"
 #include "kernels/push_struct.inc"
@@ -274,6 +278,10 @@ constexpr bool ids_dense(const uint32_t (&ids)[N]) {
 
 #define REACH_BIND_NAME AttentionCombineBindings
 #define REACH_BIND_FILE "shaders/spec/attention_combine.h"
+#include "kernels/binding_struct.inc"
+
+#define REACH_BIND_NAME AttentionKvCalibrateBindings
+#define REACH_BIND_FILE "shaders/spec/attention_kv_calibrate.h"
 #include "kernels/binding_struct.inc"
 
 // Named values of mode constants.

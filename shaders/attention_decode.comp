@@ -28,6 +28,9 @@ layout(binding = B_PART) coherent buffer Part { float part[]; };
 // FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
 // kernels, FUSED false): bindings 0-7 only, so the split pass fits a device with few descriptors per
 // stage (Android's 12 storage buffers); the fused step's buffers become stand-ins it never touches.
+// Binding 8 carries the keys' calibration (KCAL, attention_key_calib.glsl) in both layouts: the split
+// pass scales the queries by it.
+layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
 #ifdef DECODE_UNFUSED
 float sink_logit[1];
 vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
@@ -51,6 +54,7 @@ layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
+#include "attention_key_calib.glsl"
 #include "attention_merge.glsl"
 KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
 KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)
@@ -116,7 +120,7 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
         x2 = x * cs + sy * sn;
       }
     }
-    sQ1[idx] = x1;
+    sQ1[idx] = KCAL ? x1 * kcal_scale(g, c) : x1;   // keys stored centred and smoothed: q x s
     if (DUAL) sQ2[idx] = x2;
   }
   float slope[GQ];

@@ -76,6 +76,13 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
     k1[c] = kn[c];
   }
   if (ROPE) fused_rotate1(i, kn, k1);
+  // Keys stored centred and smoothed (never raw ones that turn here): the key as stored, which the
+  // step scores with the scaled queries (attention_key_calib.glsl).
+  if (KCAL)
+    for (uint c = 0u; c < D4; ++c) {
+      k1[c] = (k1[c] - kcal_mean(g, c)) / kcal_scale(g, c);
+      if (!ROPE) kn[c] = k1[c];
+    }
   if (KTYPE == KV_F32) return;
   // As the cache will hold them (kv_round): the rotated key where the cache or
   // k_rot stores it rotated, the raw key where it is stored raw; branch 1 of a

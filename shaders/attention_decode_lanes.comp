@@ -35,6 +35,9 @@ layout(binding = B_PART) coherent buffer Part { float part[]; };
 // FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
 // kernels, FUSED false): bindings 0-7 only, so the split pass fits a device with few descriptors per
 // stage (Android's 12 storage buffers); the fused step's buffers become stand-ins it never touches.
+// Binding 8 carries the keys' calibration (KCAL, attention_key_calib.glsl) in both layouts: the split
+// pass scales the queries by it.
+layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
 #ifdef DECODE_UNFUSED
 float sink_logit[1];
 vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
@@ -58,6 +61,7 @@ layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
+#include "attention_key_calib.glsl"
 #include "attention_merge.glsl"
 KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
 KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)
@@ -203,6 +207,8 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
           q2[hq * D4 + c + R4] = hi * cs + lo * sn;
         }
       }
+    // Keys stored centred and smoothed: the query scaled to match (attention_key_calib.glsl).
+    if (KCAL) [[unroll]] for (uint c = 0u; c < D4; ++c) q1[hq * D4 + c] *= kcal_scale(g, c);
     slope[hq] = ALIBI ? alibi_slope(h) * float(LOG2E) : 0.0;
     m_run[hq] = NEG;
     l_run[hq] = 0.0;

@@ -10,7 +10,8 @@
 // STORE_ROT: a raw cache also gets the rotated key in a second buffer (binding
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
 // Rows are written as KTYPE / VTYPE say (attention_kv_codec.glsl), blocks
-// Walsh-Hadamard rotated first where HADK / HADV say (attention_hadamard.glsl).
+// Walsh-Hadamard rotated first where HADK / HADV say (attention_hadamard.glsl),
+// and keys centred and smoothed before that where KCAL says (attention_key_calib.glsl).
 #extension GL_EXT_control_flow_attributes : require
 #include "contract.glsl"
 #include "spec/attention_kv_store.h"
@@ -27,8 +28,10 @@ layout(binding = B_VCACHE) writeonly buffer VCW { uint vcw[]; };
 layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = B_KROT) writeonly buffer KR { vec4 krot[]; };
 layout(binding = B_KROT) writeonly buffer KRW { uint krotw[]; };
+layout(binding = B_KCAL) readonly buffer KCal { vec4 kcal[]; };
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
+#include "attention_key_calib.glsl"
 KV_WRITER(store_k, kc, kcw, KTYPE)
 KV_WRITER(store_v, vc, vcw, VTYPE)
 KV_WRITER(store_krot, krot, krotw, KTYPE)
@@ -67,6 +70,7 @@ void main() {
     xs[c] = ROTATE ? y : x;
     ys[c] = y;
     vs[c] = v_new[src + c];
+    if (KCAL) xs[c] = (xs[c] - kcal_mean(g, c)) / kcal_scale(g, c);
   }
   if (HADK) HADAMARD_ROW(xs, D4)
   if (HADV) HADAMARD_ROW(vs, D4)

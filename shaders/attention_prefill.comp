@@ -35,9 +35,11 @@ layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
 #include "attention_kv_read.glsl"
 layout(binding = B_OUT) writeonly buffer O { vec4 obuf[]; };
 layout(binding = B_SINK) readonly buffer Sink { float sink_logit[]; };
+layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
+#include "attention_key_calib.glsl"
 
 void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   if (t2) table_cs2(p, c, cs, sn);
@@ -175,6 +177,8 @@ void main() {
           q2[c + R4] = hi * cs + lo * sn;
         }
       }
+    // Keys stored centred and smoothed: the query scaled to match (attention_key_calib.glsl).
+    if (KCAL) [[unroll]] for (uint c = 0u; c < D4; ++c) q1[c] *= kcal_scale(g, c);
     // Keys stored Walsh-Hadamard rotated (never with DUAL, whose keys are raw): so is the query.
     if (HADK) HADAMARD_ROW(q1, D4)
   }

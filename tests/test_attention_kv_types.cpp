@@ -8,7 +8,9 @@
 // outputs from the unrounded reference (the cost of the type, not a defect).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/error.hpp"
 #include "base/kv_type.hpp"
@@ -184,4 +186,194 @@ TEST_CASE("kv types: head dims that are not a multiple of 32 refuse q8_0 and q4_
   CHECK(message.find("q8_0") != std::string::npos);
   CHECK(kv_type_fits(KvType::f16, 24));
   CHECK(kv_type_fits(KvType::q4_0, 64));
+}
+
+// Keys stored centred and smoothed (LayerCache::key_calib, shaders/attention_key_calib.glsl).
+namespace {
+
+// A calibration with mu in [-0.5, 0.5] and s a power of two from 1/4 to 4 per (kv head, channel), flag 1.
+// Powers of two keep (y - mu) / s the same f32 in the kernels and on the CPU (any division rule), so the
+// reference rounds exactly what the cache stores.
+std::vector<float> test_calibration(const AttentionSpec& a, uint32_t seed) {
+  std::vector<float> c = key_calib_identity(a);
+  const uint32_t one = 1;
+  std::memcpy(c.data(), &one, 4);
+  const std::vector<float> mu = random_floats(size_t(a.n_kv_heads) * a.head_dim, seed, -0.5f, 0.5f);
+  const std::vector<float> e = random_floats(size_t(a.n_kv_heads) * a.head_dim, seed + 1, -2.49f, 2.49f);
+  for (uint32_t g = 0; g < a.n_kv_heads; ++g)
+    for (uint32_t j = 0; j < a.head_dim; ++j) {
+      c[4 + size_t(2 * g) * a.head_dim + j] = mu[size_t(g) * a.head_dim + j];
+      c[4 + size_t(2 * g + 1) * a.head_dim + j] = std::ldexp(1.0f, int(std::lround(e[size_t(g) * a.head_dim + j])));
+    }
+  return c;
+}
+
+}  // namespace
+
+// The reference takes s·round((y - mu)/s) + mu for each stored key y: a kernel that stored plain blocks,
+// or did not scale its queries by s, would miss it by q4_0's rounding (~1e-2), far above kTol.
+TEST_CASE("kv types: keys stored centred and smoothed, through every kernel") {
+  Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), 45, {17, 28}, 3};
+  h.k_type = h.v_type = KvType::q4_0;
+  h.key_calib = test_calibration(h.s.spec, 11);
+  h.decode_variants = {1, 2};
+  check_within_tolerance(h);   // kv_store, prefill, both split-K decodes (queries scaled in each)
+  h.fused = true;
+  check_within_tolerance(h);   // the fused step's new key, centred and smoothed as stored
+  h.block_rows = 16;           // a paged cache (the calibration is the pool's, per layer)
+  h.decode_variants = {2};
+  check_within_tolerance(h);
+  Harness q8{make_scheme(Kind::rope_rotated, 4, 2, 64), 33, {33}, 2};
+  q8.k_type = KvType::q8_0;    // unrotated blocks, storage-buffer reads
+  q8.key_calib = test_calibration(q8.s.spec, 12);
+  q8.tuning = small_tiles();
+  q8.decode_variants = {2};
+  check_within_tolerance(q8);
+  Harness nope{make_scheme(Kind::nope, 4, 1, 32), 30, {30}, 2};   // no rotation: the raw key is the stored one
+  nope.k_type = KvType::q4_0;
+  nope.key_calib = test_calibration(nope.s.spec, 13);
+  nope.decode_variants = {2};
+  nope.fused = true;
+  check_within_tolerance(nope);
+}
+
+TEST_CASE("kv types: a layer whose softmax sees q·mu refuses the keys' calibration, naming why") {
+  const AttentionSpec plain = make_scheme(Kind::rope_rotated, 4, 2, 64).spec;
+  CHECK(key_calib_applies(plain));
+  CHECK(key_calib_applies(make_scheme(Kind::nope, 4, 1, 32).spec));
+  CHECK_FALSE(key_calib_applies(make_scheme(Kind::key_norm, 4, 2, 64).spec));    // unit keys keep plain blocks
+  CHECK_FALSE(key_calib_applies(plain.with_sink_logits()));                    // the sink's logit is not shifted
+  CHECK_FALSE(key_calib_applies(make_scheme(Kind::rerope, 4, 2, 64, 12).spec));  // raw keys turn in the kernel
+  AttentionSpec capped = plain;
+  capped.softcap = 30;                                                           // tanh does not commute with a shift
+  CHECK_FALSE(key_calib_applies(capped));
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  Buffer dummy = g.zeros(1 << 16);
+  Buffer step = g.zeros(16);
+  RopeTable t{&dummy, 64, 32};
+  LayerCache cache{&dummy, &dummy, 64, nullptr, 0, KvType::q4_0, KvType::f16};
+  cache.key_calib = dummy.range(0, key_calib_bytes(plain));
+  CommandList cmd(*g.device);
+  cmd.begin();
+  std::string message = "no error";
+  try {
+    att.kv_store(cmd, plain.with_sink_logits(), t, step.range(0, 16), Act{&dummy, 0, 1, 128}, Act{&dummy, 0, 1, 128},
+                 cache);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("sink logits") != std::string::npos);
+}
+
+// attention_kv_calibrate.comp against the statistics computed here in double from the same rows: mu, the
+// mean raw key turned by the table's average rotation; s from kKeyCalibSmoothRows rows on (else 1).  Plain
+// RoPE, and YaRN's table (its attention factor scales cos and sin: the average turn is the table's).
+TEST_CASE("kv types: the keys' calibration kernel against its statistics on the CPU") {
+  Gpu& g = gpu();
+  Attention att(*g.device);
+  for (Kind kind : {Kind::rope_rotated, Kind::yarn_af}) {
+    const Scheme sc = make_scheme(kind, 4, 2, 64);
+    const AttentionSpec& a = sc.spec;
+    CAPTURE(sc.name);
+    const uint32_t H = a.n_heads, Hkv = a.n_kv_heads, d = a.head_dim, rp = a.rotary_dim / 2, gq = H / Hkv;
+    // mu's average turn spans the context the cache serves (300 positions), not the whole table.
+    const uint32_t n = kKeyCalibSmoothRows + 8, pos0 = 5, positions = pos0 + n + 100, context = 300;
+    // Keys with an offset and a spread of their own per channel (what calibration is for), queries likewise.
+    std::vector<float> k = random_floats(size_t(n) * Hkv * d, 21), q = random_floats(size_t(n) * H * d, 22);
+    const std::vector<float> off = random_floats(d, 23, -2.f, 2.f), spread = random_floats(d, 24, 0.05f, 3.f);
+    for (size_t i = 0; i < k.size(); ++i) k[i] = off[i % d] + spread[i % d] * k[i];
+    for (size_t i = 0; i < q.size(); ++i) q[i] *= 4.0f - spread[i % d];
+    const std::vector<float> tab = make_table(sc.ref.inv_freq, sc.af, positions);
+    Buffer tb = g.upload_f32(tab, Arena::weights, "table");
+    const RopeTable t1{&tb, positions, rp};
+    Buffer qb = g.upload_f32(q), kb = g.upload_f32(k);
+    auto run = [&](uint32_t rows, Buffer& cal) {
+      const std::vector<uint32_t> st = {pos0, rows, 0, 0};
+      Buffer step = g.upload_bytes(st.data(), 16);
+      LayerCache cache{&kb, &kb, context, nullptr, 0, KvType::q4_0, KvType::q4_0};
+      cache.key_calib = cal.range();
+      CommandList cmd(*g.device);
+      cmd.begin();
+      att.kv_calibrate(cmd, a, t1, step.range(), Act{&qb, 0, rows, H * d}, Act{&kb, 0, rows, Hkv * d}, cache);
+      cmd.end();
+      cmd.run();
+      return g.download_f32(cal, key_calib_bytes(a) / 4);
+    };
+    // The rotated row y of x (as the cache stores it) at position p, in double.
+    auto rotated = [&](const float* x, uint32_t p, double f) {
+      std::vector<double> y(d);
+      for (uint32_t j = 0; j < d; ++j) y[j] = x[j] * f;
+      for (uint32_t j = 0; j < rp; ++j) {
+        const double c = tab[(size_t(p) * rp + j) * 2], s = tab[(size_t(p) * rp + j) * 2 + 1];
+        y[j] = x[j] * f * c - x[j + rp] * f * s;
+        y[j + rp] = x[j + rp] * f * c + x[j] * f * s;
+      }
+      return y;
+    };
+    // The expected calibration from the first `rows` rows.
+    auto expect = [&](uint32_t rows, uint32_t gh, std::vector<double>& mu, std::vector<double>& s) {
+      std::vector<double> m(d, 0), sum(d, 0), sq(d, 0), qq(d, 0);
+      std::vector<std::vector<double>> ys;
+      for (uint32_t t = 0; t < rows; ++t) {
+        const float* x = k.data() + (size_t(t) * Hkv + gh) * d;
+        for (uint32_t j = 0; j < d; ++j) m[j] += double(x[j]) / rows;
+        ys.push_back(rotated(x, pos0 + t, 1.0));
+        for (uint32_t j = 0; j < d; ++j) sum[j] += ys.back()[j];
+        for (uint32_t hq = 0; hq < gq; ++hq) {
+          const std::vector<double> z = rotated(q.data() + (size_t(t) * H + gh * gq + hq) * d, pos0 + t, 1.0);
+          for (uint32_t j = 0; j < d; ++j) qq[j] += z[j] * z[j];
+        }
+      }
+      mu = m;
+      for (uint32_t j = 0; j < rp; ++j) {
+        double c = 0, sn = 0;
+        for (uint32_t p = 0; p < context; ++p) c += tab[(size_t(p) * rp + j) * 2], sn += tab[(size_t(p) * rp + j) * 2 + 1];
+        c /= context, sn /= context;
+        mu[j] = m[j] * c - m[j + rp] * sn;
+        mu[j + rp] = m[j + rp] * c + m[j] * sn;
+      }
+      s.assign(d, 1.0);
+      if (rows < kKeyCalibSmoothRows) return;
+      double log_mean = 0;
+      for (uint32_t j = 0; j < d; ++j) {
+        const double mk = sum[j] / rows;
+        for (uint32_t t = 0; t < rows; ++t) sq[j] += (ys[t][j] - mk) * (ys[t][j] - mk);
+        s[j] = std::sqrt(std::max(std::sqrt(sq[j] / rows), 1e-12) / std::max(std::sqrt(qq[j] / (rows * gq)), 1e-12));
+        log_mean += std::log(s[j]) / d;
+      }
+      for (double& x : s) x = std::clamp(x / std::exp(log_mean), 1.0 / 16, 16.0);
+    };
+    for (const uint32_t rows : {n, 40u}) {   // smoothed, and mu only
+      CAPTURE(rows);
+      Buffer cal = g.upload_f32(key_calib_identity(a), Arena::cache, "calibration");
+      const std::vector<float> got = run(rows, cal);
+      uint32_t flag;
+      std::memcpy(&flag, got.data(), 4);
+      CHECK(flag == 1);
+      bool spread_s = false;
+      for (uint32_t gh = 0; gh < Hkv; ++gh) {
+        std::vector<double> mu, s;
+        expect(rows, gh, mu, s);
+        for (uint32_t j = 0; j < d; ++j) {
+          // mu: an f32 sum of the context's cos / sin (|error| ~1e-7 of the keys' O(1) scale) times the mean key.
+          CHECK(got[4 + size_t(2 * gh) * d + j] == doctest::Approx(mu[j]).epsilon(1e-4).scale(1e-2));
+          CHECK(got[4 + size_t(2 * gh + 1) * d + j] == doctest::Approx(s[j]).epsilon(1e-4));
+          spread_s |= std::fabs(s[j] - 1) > 0.1;
+        }
+      }
+      CHECK(spread_s == (rows >= kKeyCalibSmoothRows));   // the case tests a real s, not the identity
+      if (rows != n) continue;
+      // Once calibrated, a later chunk changes nothing (its rows were stored by the first calibration).
+      std::vector<float> k2(k.rbegin(), k.rend());
+      g.transfer->upload(kb, 0, k2.data(), k2.size() * 4);
+      CHECK(run(rows, cal) == got);
+      g.transfer->upload(kb, 0, k.data(), k.size() * 4);
+    }
+    // Too few rows: the identity stays, frozen (flag 2), whatever comes later.
+    Buffer fresh = g.upload_f32(key_calib_identity(a), Arena::cache, "calibration");
+    const std::vector<float> want = key_calib_identity(a, true);
+    CHECK(run(kKeyCalibMinRows - 1, fresh) == want);
+    CHECK(run(n, fresh) == want);
+  }
 }

@@ -118,6 +118,7 @@ TEST_CASE("each kernel's SPIR-V binds only the numbers of its BINDING list") {
   check_bindings<spec::LinearMatvecFusedBindings>("linear_matvec_fused");
   check_bindings<spec::LinearMatvecFusedQBindings>("linear_matvec_fused_q");
   check_bindings<spec::AttentionKvStoreBindings>("attention_kv_store");
+  check_bindings<spec::AttentionKvCalibrateBindings>("attention_kv_calibrate");
   check_bindings<spec::AttentionPrefillBindings>("attention_prefill");
   check_bindings<spec::AttentionDecodeBindings>("attention_decode");
   check_bindings<spec::AttentionDecodeLanesBindings>("attention_decode_lanes");

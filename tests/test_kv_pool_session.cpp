@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -42,11 +43,13 @@ SessionOptions opts(std::shared_ptr<KvPool> pool = nullptr, uint32_t context = 1
   return o;
 }
 
-std::shared_ptr<KvPool> make_pool(Model& m, uint32_t tokens, uint32_t block_rows, KvType t = KvType::f32) {
+std::shared_ptr<KvPool> make_pool(Model& m, uint32_t tokens, uint32_t block_rows, KvType t = KvType::f32,
+                                  bool calibrate_keys = true) {
   KvPoolOptions po;
   po.tokens = tokens;
   po.block_rows = block_rows;
   po.cache_type_k = po.cache_type_v = t;
+  po.calibrate_keys = calibrate_keys;
   return std::make_shared<KvPool>(m, po);
 }
 
@@ -93,8 +96,11 @@ namespace {
 // decode each.  Every step's logits and positions must be equal bit for bit.  Returns how many fewer
 // layer dispatches the paged batch recorded than a batch of the own-cache sessions.
 int64_t batched_vs_alone(Model& model, KvType type, bool fused, uint32_t p0, uint32_t dp, uint32_t seed) {
-  auto pool = make_pool(model, 512, 8, type);
+  // q4_0 keys plain: calibrated, the pool's rows would follow the first prompt's calibration and each
+  // own cache its own prompt's (the pool's calibration has a case of its own below).
+  auto pool = make_pool(model, 512, 8, type, false);
   SessionOptions paged = opts(pool), own = opts();
+  own.calibrate_keys = false;
   paged.fused_decode = own.fused_decode = fused;
   own.cache_type_k = own.cache_type_v = type;
   std::vector<std::unique_ptr<Session>> batched, alone;
@@ -421,4 +427,69 @@ TEST_CASE("kv pool: the default block is the device's widest subgroup, 16 to 64 
   const Capabilities& caps = model->device().caps();
   const uint32_t width = std::max(caps.subgroup_size, caps.subgroup_max);
   CHECK(pool.block_rows() == std::clamp<uint32_t>(std::bit_ceil(width), 16, 64));
+}
+
+// The keys' calibration of a q4_0 pool (runtime/session/key_calibration.hpp): the first prefill chunk any of
+// its sessions runs sets it, every later session stores by it; a session of its own calibrates likewise.
+TEST_CASE("kv pool: q4_0 keys calibrated once per pool, by its first prefill") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  const std::vector<int32_t> p = random_ids(40, kVocab, 71), q = random_ids(40, kVocab, 72);
+  auto pool = make_pool(*model, 256, 8, KvType::q4_0);
+  const KeyCalibration& cal = pool->key_calibration();
+  REQUIRE(cal.enabled());
+  uint32_t flag = 7;
+  std::memcpy(&flag, cal.read(0).data(), 4);
+  CHECK(flag == 0);   // not calibrated before a prefill
+  SessionOptions own = opts();
+  own.cache_type_k = own.cache_type_v = KvType::q4_0;
+  Session a(*model, opts(pool)), a_own(*model, own);
+  a.prefill(p);
+  a_own.prefill(p);
+  // The same rows calibrate both: the same stored keys, the same logits, bit for bit.
+  CHECK(same(a.logits(), a_own.logits()));
+  const std::vector<float> after_a = cal.read(1);
+  std::memcpy(&flag, after_a.data(), 4);
+  CHECK(flag == 1);
+  // mu moved (one kv head of 64: mu from float 4 on, s from 68 on); s stays 1 below kKeyCalibSmoothRows rows.
+  REQUIRE(after_a.size() == 4 + 2 * 64);
+  CHECK(std::any_of(after_a.begin() + 4, after_a.begin() + 68, [](float m) { return std::fabs(m) > 1e-3f; }));
+  CHECK(std::all_of(after_a.begin() + 68, after_a.end(), [](float s) { return s == 1.0f; }));
+  // A second session of the pool leaves the calibration as it was, and decodes as an own-cache session
+  // whose cache the same first prompt calibrated (prefill p, rewind, then q).
+  Session b(*model, opts(pool));
+  b.prefill(q);
+  CHECK(cal.read(1) == after_a);
+  a_own.rewind(0);
+  a_own.prefill(q);
+  CHECK(same(b.logits(), a_own.logits()));
+  // Plain q4_0 keys (no calibration) round differently: the calibration is in use, not idle.
+  SessionOptions plain = own;
+  plain.calibrate_keys = false;
+  Session c(*model, plain);
+  c.prefill(p);
+  CHECK_FALSE(same(c.logits(), a.logits()));
+}
+
+TEST_CASE("kv pool: a cache whose first rows come from a decode step keeps q4_0 keys uncalibrated") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  const std::vector<int32_t> p = random_ids(40, kVocab, 73);
+  for (const bool pooled : {true, false}) {
+    CAPTURE(pooled);
+    auto pool = pooled ? make_pool(*model, 256, 8, KvType::q4_0) : nullptr;
+    SessionOptions o = opts(pool);
+    o.cache_type_k = o.cache_type_v = KvType::q4_0;
+    Session s(*model, o);
+    s.decode(p[0]);            // one row, stored before any statistics exist
+    s.prefill(first(std::vector<int32_t>(p.begin() + 1, p.end()), 39));
+    // Every row was stored by the identity: the logits equal a session without calibration.
+    SessionOptions plain = o;
+    plain.kv_pool = pooled ? make_pool(*model, 256, 8, KvType::q4_0, false) : nullptr;
+    plain.calibrate_keys = false;
+    Session ref(*model, plain);
+    ref.decode(p[0]);
+    ref.prefill(first(std::vector<int32_t>(p.begin() + 1, p.end()), 39));
+    CHECK(same(s.logits(), ref.logits()));
+  }
 }

@@ -18,11 +18,16 @@ RULE is a block format, optionally followed by transforms, applied per 32-value 
   +mean    keys only: subtract a per (layer, kv head, channel) constant mu first.  Exact: q.(k - mu)
            differs from q.k by q.mu, the same for every key of a query, which softmax ignores.
            mu = the mean post-RoPE key over the --calib text.
+  +rmean   keys only, instead of +mean: the mean raw key over --calib, turned by RoPE's average rotation
+           over positions [0, --ctx) (the offset the rotated keys keep on average over a whole context,
+           where +mean is that of the calibration's own positions)
   +smooth  keys only: divide channel j by s_j (and the query would be multiplied by s_j: q.k unchanged)
            with s_j = sqrt(std(k_j) / rms(q_j)) over --calib (minimises E[(q.e)^2] for a rounding
            error e of even size across the smoothed channels: SmoothQuant's alpha = 1/2).
   +wsmooth keys only: the same balance from the weights alone (no calibration): per rotary pair, the
            row norms of W_k and W_q (input norm folded in) stand for std(k) and rms(q).
+  +pow2    with +smooth / +wsmooth: s rounded to the nearest power of two (a scale that multiplies
+           f16 / f32 weights and activations exactly, so it can be folded into W_q and W_k)
   +mse     per block, the scale of least squared error among 17 from 0.6 to 1 times the rule's own
 e.g. --k f16,q4_0,q4_0h,q4_0h+mean,q4_0h+mean+smooth --v q4_0h.  --calib must be a different text
 from --text (the calibration is then not fitted to what is scored).
@@ -106,7 +111,7 @@ class Rule:
         parts = text.split("+")
         base, self.transforms = parts[0], set(parts[1:])
         self.text = text
-        unknown = self.transforms - {"mean", "smooth", "wsmooth", "mse"}
+        unknown = self.transforms - {"mean", "rmean", "smooth", "wsmooth", "pow2", "mse"}
         if unknown or base.rstrip("h") not in ("f16", "q8_0", "q4_0") or base == "f16h":
             raise SystemExit("kv_quant_study: unknown rule %r (see --help)" % text)
         if base == "f16" and self.transforms:
@@ -118,7 +123,7 @@ class Rule:
 
     @property
     def needs_calibration(self):
-        return bool(self.transforms & {"mean", "smooth"})
+        return bool(self.transforms & {"mean", "rmean", "smooth"})
 
     def apply(self, x, layer, stats):
         """x [n, kv_heads, d] post-RoPE -> x as the cache would give it back (in the original basis)."""
@@ -126,11 +131,15 @@ class Rule:
         if self.fmt is None:
             return x
         mu = stats["mean"][layer] if "mean" in self.transforms else 0.0
+        if "rmean" in self.transforms:
+            mu = stats["rmean"][layer]
         s = 1.0
         if "smooth" in self.transforms:
             s = stats["smooth"][layer]
         elif "wsmooth" in self.transforms:
             s = stats["wsmooth"][layer]
+        if "pow2" in self.transforms:
+            s = np.exp2(np.round(np.log2(s))).astype(np.float32)
         y = (x - mu) / s
         if self.hadamard:
             y = rotate_blocks(y)
@@ -213,10 +222,11 @@ class Model:
             p = "model.layers.%d." % layer
             h = rms(x, self.W[p + "input_layernorm.weight"])
             q = rope(self.proj(layer, "q", h, self.H))
-            k = rope(self.proj(layer, "k", h, self.Hkv))
+            k_raw = self.proj(layer, "k", h, self.Hkv)
+            k = rope(k_raw)
             v = self.proj(layer, "v", h, self.Hkv)
             if collect is not None:
-                collect(layer, q, k)
+                collect(layer, q, k, k_raw)
             k, v = k_rule.apply(k, layer, stats), v_rule.apply(v, layer, stats)
             rep = self.H // self.Hkv
             s = np.einsum("qhd,khd->hqk", q, np.repeat(k, rep, 1)) / math.sqrt(self.d) + mask
@@ -254,14 +264,15 @@ def chunks(tokenizer, path, ctx, count, bos):
     return out
 
 
-def calibrate(model, ids_list):
+def calibrate(model, ids_list, clamp=0.0, positions=512):
     """Per layer [kv_heads, d]: mean post-RoPE key, and s = sqrt(std(k) / rms(q)) (q averaged over the
     query heads that share the kv head), normalised to geometric mean 1 per head."""
     g = model.H // model.Hkv
-    acc = [dict(n=0, k=0.0, kk=0.0, qq=0.0) for _ in range(model.L)]
+    acc = [dict(n=0, k=0.0, kk=0.0, qq=0.0, kr=0.0) for _ in range(model.L)]
 
-    def collect(layer, q, k):
+    def collect(layer, q, k, k_raw):
         a = acc[layer]
+        a["kr"] = a["kr"] + k_raw.astype(np.float64).sum(0)
         a["n"] += len(k)
         a["k"] = a["k"] + k.astype(np.float64).sum(0)
         a["kk"] = a["kk"] + (k.astype(np.float64) ** 2).sum(0)
@@ -270,14 +281,21 @@ def calibrate(model, ids_list):
     f16_rule = Rule("f16")
     for ids in ids_list:
         model.chunk_nll(ids, f16_rule, f16_rule, {}, collect)
-    mean, smooth = [], []
+    mean, smooth, rmean = [], [], []
+    half = model.d // 2
+    ang = np.arange(positions)[:, None] * default_inv_freq(model.d, model.theta)[None, :]
+    c_avg, s_avg = np.cos(ang).mean(0), np.sin(ang).mean(0)
     for a in acc:
+        m = a["kr"] / a["n"]
+        lo, hi = m[:, :half], m[:, half:]
+        rmean.append(np.concatenate([lo * c_avg - hi * s_avg, hi * c_avg + lo * s_avg], -1))
         mu = a["k"] / a["n"]
         std = np.sqrt(np.maximum(a["kk"] / a["n"] - mu * mu, 0.0))
         s = np.sqrt(np.maximum(std, 1e-12) / np.maximum(np.sqrt(a["qq"] / a["n"]), 1e-12))
         mean.append(mu)
-        smooth.append(s / np.exp(np.log(s).mean(-1, keepdims=True)))
-    return np.stack(mean).astype(np.float32), np.stack(smooth).astype(np.float32)
+        s = s / np.exp(np.log(s).mean(-1, keepdims=True))
+        smooth.append(np.clip(s, 1.0 / clamp, clamp) if clamp > 0 else s)
+    return np.stack(mean).astype(np.float32), np.stack(smooth).astype(np.float32), np.stack(rmean).astype(np.float32)
 
 
 def main():
@@ -288,6 +306,11 @@ def main():
     ap.add_argument("--chunks", type=int, default=20)
     ap.add_argument("--calib-chunks", type=int, default=8)
     ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--calib-ctx", type=int, default=0,
+                    help="tokens per calibration chunk (default --ctx; reach calibrates on its first prefill "
+                         "chunk: 256 by default)")
+    ap.add_argument("--clamp", type=float, default=0,
+                    help="keep s within [1/C, C] after its normalisation (reach: 16; 0: no bound)")
     ap.add_argument("--k", default="f16,q8_0,q4_0,q4_0h")
     ap.add_argument("--v", default="f16")
     a = ap.parse_args()
@@ -303,7 +326,8 @@ def main():
         if not a.calib:
             raise SystemExit("kv_quant_study: +mean / +smooth need --calib FILE (a text other than --text)")
         t = time.time()
-        stats["mean"], stats["smooth"] = calibrate(model, chunks(tok, a.calib, a.ctx, a.calib_chunks, model.bos))
+        stats["mean"], stats["smooth"], stats["rmean"] = calibrate(model, chunks(tok, a.calib, a.calib_ctx or a.ctx, a.calib_chunks, model.bos),
+                                               a.clamp, a.ctx)
         print("calibrated on %d chunks of %s in %.0f s" % (a.calib_chunks, a.calib, time.time() - t), file=sys.stderr)
     data = chunks(tok, a.text, a.ctx, a.chunks, model.bos)
     ref = None

@@ -142,7 +142,7 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
   auto row = [](const Act& a, uint32_t i) { return Act{a.buffer, a.offset + uint64_t(i) * a.cols * 4, 1, a.cols}; };
   const bool slots = q_slot_ != 0;
   auto copy_row = [](CommandList& cmd, const Act& from, const Act& to) { cmd.copy(from.range(), to.range()); };
-  attention.store = [&, row, slots, copy_row](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+  attention.store = [&, row, slots, copy_row](CommandList& cmd, size_t l, const Act&, const Act& k, const Act& v) {
     if (slots) {
       for (uint32_t i = 0; i < n; ++i) {
         copy_row(cmd, row(k, i), slot(Slot::k, i, k.cols));
@@ -173,7 +173,7 @@ ForwardCounts DecodeBatch::record(CommandList& cmd, const std::vector<Session*>&
     // sessions decode fused and the layer allows it; else one kv_store and one split-K decode for all rows.
     const BufferRange all_steps = steps_.range(0, n * step_stride_), all_scratch = attn_scratch_.range(0, n * scratch_stride_);
     const DecodeRows drows{n, step_stride_, scratch_stride_};
-    attention.store = [&, all_steps, drows](CommandList& cmd, size_t l, const Act& k, const Act& v) {
+    attention.store = [&, all_steps, drows](CommandList& cmd, size_t l, const Act&, const Act& k, const Act& v) {
       sessions[0]->record_store_kv_rows(cmd, l, k, v, all_steps, drows);
     };
     attention.attend = [&, all_steps, all_scratch, drows](CommandList& cmd, size_t l, const Act& q, const Act& o) {

@@ -369,7 +369,7 @@ void record_layer(LayerRecorder& R, size_t l, const ForwardAttention& attention,
                        R.eps};
     attention.store_attend(cmd, l, R.q, R.k, R.v, R.o, fold_qk ? &qk : nullptr);
   } else {
-    attention.store(cmd, l, R.k, R.v);
+    attention.store(cmd, l, R.q, R.k, R.v);
     cmd.barrier();
     attention.attend(cmd, l, R.q, R.o);
   }

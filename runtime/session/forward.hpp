@@ -81,8 +81,9 @@ struct ForwardScratch {
 };
 
 struct ForwardAttention {
-  // Writes layer l's new keys / values (rows of k and v) into the cache(s).
-  std::function<void(CommandList&, size_t l, const Act& k, const Act& v)> store;
+  // Writes layer l's new keys / values (rows of k and v) into the cache(s); q: the same rows' queries
+  // (a prefill calibrates its keys' storage from them: Attention::kv_calibrate).
+  std::function<void(CommandList&, size_t l, const Act& q, const Act& k, const Act& v)> store;
   // out rows = attention of the q rows over the cache(s); after store and a barrier.
   std::function<void(CommandList&, size_t l, const Act& q, const Act& o)> attend;
   // Optional (decode rows): whether layer l takes store_attend, and the step

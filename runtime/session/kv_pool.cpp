@@ -91,6 +91,8 @@ KvPool::KvPool(Model& model, const KvPoolOptions& options)
     v_.push_back(A.allocate(Arena::cache, heads * rows * row_v, "v " + name));
     if (options.rotated_keys) k_rot_.push_back(A.allocate(Arena::cache, heads * rows * row_k, "rotated k " + name));
   }
+  if (KeyCalibration::wanted(options.cache_type_k, options.calibrate_keys))
+    key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim));
 }
 
 std::string KvPool::describe() const {

@@ -17,6 +17,7 @@
 #include "engine/memory.hpp"
 #include "kernels/attention.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/session/key_calibration.hpp"
 #include "runtime/session/kv_block_pool.hpp"
 
 namespace reach {
@@ -30,6 +31,9 @@ struct KvPoolOptions {
   // (ReRoPE, Leaky ReRoPE, Self-Extend) read them for the window branch.  A session that wants them
   // refuses a pool without them.
   bool rotated_keys = false;
+  // q4_0 keys: stored centred and smoothed, calibrated on the first prefill chunk any session of the
+  // pool runs (runtime/session/key_calibration.hpp); false: plain q4_0 blocks.
+  bool calibrate_keys = true;
 };
 
 // The most bytes one K or V binding of the attention kernels may span for these types: in the texel
@@ -65,6 +69,8 @@ class KvPool {
   const Buffer& k(size_t layer) const { return k_[layer]; }
   const Buffer& v(size_t layer) const { return v_[layer]; }
   const Buffer* k_rot(size_t layer) const { return k_rot_.empty() ? nullptr : &k_rot_[layer]; }
+  // The keys' calibration every session of the pool stores its keys by (enabled for q4_0 keys).
+  KeyCalibration& key_calibration() { return key_calib_; }
   uint64_t bytes() const { return bytes_; }                     // device bytes of every layer's buffers
   uint64_t bytes_per_token() const { return bytes_per_token_; } // one row of every layer
   // "KV pool 24.0 MiB: 256 blocks of 16 rows (4096 tokens), 2 used, 1 cached, K f16 V f16"
@@ -78,6 +84,7 @@ class KvPool {
   KvPoolOptions options_;
   KvBlockPool blocks_;
   std::vector<Buffer> k_, v_, k_rot_;
+  KeyCalibration key_calib_;
   uint64_t bytes_ = 0, bytes_per_token_ = 0;
 };
 

@@ -243,6 +243,15 @@ Session::Session(Model& model, const SessionOptions& options)
                          ? A.allocate(Arena::cache, layer_bytes, "rotated k " + name)
                          : Buffer{});
   }
+  // The keys' calibration (q4_0 keys, where a layer's scheme allows it): the pool's, or the session's own.
+  bool calibrated_layers = false;
+  for (size_t l = 0; l < schemes_.layers.size(); ++l) calibrated_layers |= key_calib_applies(layer_spec(l));
+  if (calibrated_layers && pool_ && pool_->key_calibration().enabled()) {
+    key_calib_ = &pool_->key_calibration();
+  } else if (calibrated_layers && !pool_ && KeyCalibration::wanted(options.cache_type_k, options.calibrate_keys)) {
+    own_key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim));
+    key_calib_ = &own_key_calib_;
+  }
   fwd_ = ForwardScratch::allocate(A, c, n, "");
   if (pool_) {
     table_.emplace(pool_->blocks());
@@ -423,7 +432,9 @@ std::vector<double> Session::run_costs(const SubmitParts& parts, uint32_t n, boo
 ForwardCounts Session::record(CommandList& cmd, uint32_t n, Output out, ForwardSteps steps) {
   const ForwardBuffers b = fwd_.buffers();
   ForwardAttention attention;
-  attention.store = [&](CommandList& c, size_t l, const Act& k, const Act& v) { record_store_kv(c, l, k, v); };
+  attention.store = [&](CommandList& c, size_t l, const Act& q, const Act& k, const Act& v) {
+    record_store_kv(c, l, k, v, &q);
+  };
   attention.attend = [&](CommandList& c, size_t l, const Act& q, const Act& o) { record_attend(c, l, q, o, n); };
   if (n == 1 && options_.fused_decode) {
     attention.can_store_attend = [&](size_t l) { return can_store_attend(l); };
@@ -441,10 +452,13 @@ LayerCache Session::layer_cache(size_t l) const {
                  0, options_.cache_type_k, options_.cache_type_v};
     c.block_rows = pool_->block_rows();
     c.pool_rows = pool_->pool_rows();
+    if (key_calib_ && key_calib_applies(layer_spec(l))) c.key_calib = key_calib_->layer(l);
     return c;
   }
-  return {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l], options_.cache_type_k,
-          options_.cache_type_v};
+  LayerCache c{&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l],
+               options_.cache_type_k, options_.cache_type_v};
+  if (key_calib_ && key_calib_applies(layer_spec(l))) c.key_calib = key_calib_->layer(l);
+  return c;
 }
 
 AttentionSpec Session::layer_spec(size_t l) const {
@@ -456,10 +470,16 @@ BufferRange Session::layer_sinks(size_t l) const {
   return b ? b.range() : BufferRange{};
 }
 
-void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v) {
+void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v, const Act* q) {
   const bool local = l < schemes_.local.size() && schemes_.local[l];
   const RopeTable& t1 = local ? table_local_ : table1_;
-  attention_.kv_store(cmd, layer_spec(l), t1, step_range(), k, v, layer_cache(l));
+  const AttentionSpec spec = layer_spec(l);
+  const LayerCache cache = layer_cache(l);
+  if (q && k.rows > 1 && cache.key_calib.buffer != VK_NULL_HANDLE) {   // once per cache: the kernel checks
+    attention_.kv_calibrate(cmd, spec, t1, step_range(), *q, k, cache);
+    cmd.barrier();
+  }
+  attention_.kv_store(cmd, spec, t1, step_range(), k, v, cache);
 }
 
 void Session::record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n) {
@@ -533,6 +553,7 @@ void Session::run_step(const int32_t* ids, uint32_t n, std::vector<float>* all_l
   const uint32_t V = uint32_t(config_.vocab_size);
   Program& p = program(n, hidden ? Output::hidden : all_logits ? Output::all_logits : Output::last_logits);
   write_step_inputs(ids, n);
+  if (key_calib_) key_calib_->before_step(n);
   p.parts->run(run_costs(*p.parts, n, all_logits || hidden));
   last_ = p.parts.get();
   const uint32_t rows = all_logits ? n : 1;
@@ -639,6 +660,7 @@ void Session::decode_async(int32_t id) {
   reserve_rows(pos_ + 1);
   Program& p = program(1, Output::last_logits);
   write_step_inputs(&id, 1);
+  if (key_calib_) key_calib_->before_step(1);
   async_ = p.parts.get();
   last_ = async_;
   async_->submit(run_costs(*async_, 1, false));
@@ -688,6 +710,7 @@ void Session::begin_decode_step(int32_t id) {
   check_decode(id);
   reserve_rows(pos_ + 1);
   write_step_inputs(&id, 1);
+  if (key_calib_) key_calib_->before_step(1);
 }
 
 void Session::check_decode(int32_t id) const {

@@ -19,6 +19,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/session/activation_tuning.hpp"
 #include "runtime/session/forward.hpp"
+#include "runtime/session/key_calibration.hpp"
 #include "runtime/session/kv_pool.hpp"
 #include "runtime/session/submit_parts.hpp"
 
@@ -47,6 +48,11 @@ struct SessionOptions {
   // and merge in one dispatch (runtime/session/forward.hpp).  false records the unfused kernels, the
   // reference the fused path is tested against.
   bool fused_decode = true;
+  // q4_0 keys only: store them centred and smoothed by a calibration taken from the first prefill chunk
+  // (runtime/session/key_calibration.hpp): exact in any case, and a third of q4_0's cost to the
+  // perplexity.  false keeps plain q4_0 blocks (the comparison point).  A session on a KV pool follows
+  // the pool's setting (KvPoolOptions::calibrate_keys).
+  bool calibrate_keys = true;
   // Activations against quantized W: exact f32, int8 (rounded to Q8 blocks, integer dot products:
   // kernels/linear_q8.cpp), or `device`: what `reach tune` measured faster for this device and model, per phase
   // (runtime/session/activation_tuning.hpp; exact where it measured nothing).
@@ -196,7 +202,8 @@ class Session {
   // One layer's attention for rows q/k/v/o of this sequence, bound to its own
   // KV cache, StepParams and decode scratch (record and DecodeBatch share them).
   LayerCache layer_cache(size_t l) const;
-  void record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v);
+  // q: the chunk's query rows, for the keys' calibration of a prefill (nullptr: a decode row, none).
+  void record_store_kv(CommandList& cmd, size_t l, const Act& k, const Act& v, const Act* q = nullptr);
   void record_attend(CommandList& cmd, size_t l, const Act& q, const Act& o, uint32_t n);
   // A decode row's store and attention in one dispatch (Attention::decode_fused), where
   // can_store_attend(l): the layer's cache allows it.  qk: per-head q/k RMSNorms to apply first.
@@ -280,6 +287,10 @@ class Session {
   RopeTable table1_, table2_, table_local_;   // table_local_: the local layers' (base rope_local_theta)
   std::vector<Buffer> k_cache_, v_cache_;
   std::vector<Buffer> k_rot_;   // per layer; empty unless wants_rotated_keys (LayerCache::k_rot)
+  // The keys' calibration: the session's own (no pool), or the pool's; null when keys are not
+  // calibrated in any layer of this session.
+  KeyCalibration own_key_calib_;
+  KeyCalibration* key_calib_ = nullptr;
   std::vector<uint32_t> ring_;       // per layer: LayerCache::ring (0: every position)
   std::vector<uint32_t> ring_lost_;  // per layer: keys [sinks, this) may be overwritten
   uint64_t kv_cache_bytes_ = 0, kv_bytes_per_token_ = 0;

@@ -7,4 +7,5 @@ BINDING(3, VCACHE)   // V cache (texel)
 BINDING(4, TAB1)     // rope table 1 (texel)
 BINDING(5, TAB2)     // rope table 2 (texel)
 BINDING(7, KROT)     // pre-rotated keys, branch 1 (KROT; texel)
-BINDING(8, SINK)     // per-head sink logits, f32 [n_heads] (SINK; decode: FUSED only)
+BINDING(8, SINK)     // per-head sink logits, f32 [n_heads] (SINK; decode: FUSED only), or the keys'
+                     // calibration (KCAL, which sink logits exclude; attention_key_calib.glsl)

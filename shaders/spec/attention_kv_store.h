@@ -13,7 +13,9 @@ BINDING(3, KCACHE)
 BINDING(4, VCACHE)
 BINDING(5, TAB1)     // rope table 1
 BINDING(6, KROT)     // pre-rotated keys (STORE_ROT)
+BINDING(7, KCAL)     // the keys' centre and scale (KCAL; attention_key_calib.glsl)
 SPEC_UINT(6, KTYPE, k_type, 0)         // KV_* (KvType): how keys (and pre-rotated keys) are stored
 SPEC_UINT(7, VTYPE, v_type, 0)         // KV_*: how values are stored
 SPEC_BOOL(8, HADK, had_k, false)       // keys stored Walsh-Hadamard rotated (attention_hadamard.glsl)
 SPEC_BOOL(9, HADV, had_v, false)       // values stored rotated
+SPEC_BOOL(10, KCAL, kcal, false)       // keys stored centred and smoothed (attention_key_calib.glsl)

@@ -15,3 +15,4 @@ SPEC_UINT(27, KTYPE, k_type, 0)        // KV_* (KvType): how the cache stores ke
 SPEC_UINT(28, VTYPE, v_type, 0)        // KV_*: how it stores values
 SPEC_BOOL(29, HADK, had_k, false)      // keys stored Walsh-Hadamard rotated (attention_hadamard.glsl): queries rotated
 SPEC_BOOL(30, HADV, had_v, false)      // values stored rotated: the output rotated back
+SPEC_BOOL(31, KCAL, kcal, false)       // keys stored centred and smoothed (binding B_SINK; attention_key_calib.glsl): queries x s

@@ -151,7 +151,7 @@ std::string Harness::describe() const {
     << ",prefill key block=" << tuning.prefill_key_block
     << ") rotated_keys=" << rotated_keys << " ring=" << ring << " fused=" << fused
     << " sink_logits=" << sink_logits.size() << " kv=" << kv_type_name(k_type) << "/" << kv_type_name(v_type)
-    << " block_rows=" << block_rows;
+    << " block_rows=" << block_rows << " key_calib=" << !key_calib.empty();
   return o.str();
 }
 
@@ -194,7 +194,20 @@ Result Harness::run() {
   // by its position (the rule as the harness states it, not as the library computes it).
   const bool had_v = v_type == KvType::q4_0;
   const bool had_k = k_type == KvType::q4_0 && !(a.rope && a.cache == KeyCacheMode::raw);
-  auto round_k = [&](float* x) { had_k ? kv_round_trip_hadamard(k_type, x, d) : kv_round_trip(k_type, x, d); };
+  auto round_k_plain = [&](float* x) {
+    had_k ? kv_round_trip_hadamard(k_type, x, d) : kv_round_trip(k_type, x, d);
+  };
+  // Keys stored centred and smoothed: head h's y as (y - mu) / s (f32, as kv_store), rounded, then back.
+  uint32_t round_head = 0;
+  auto round_k = [&](float* x) {
+    if (key_calib.empty()) return round_k_plain(x);
+    const float* mu = key_calib.data() + 4 + size_t(2 * round_head) * d;
+    const float* sc = mu + d;
+    std::vector<float> z(d);
+    for (uint32_t j = 0; j < d; ++j) z[j] = (x[j] - mu[j]) / sc[j];
+    round_k_plain(z.data());
+    for (uint32_t j = 0; j < d; ++j) x[j] = float(double(z[j]) * sc[j] + mu[j]);
+  };
   for (size_t r = 0; r < size_t(total) * Hkv && reference_rounded; ++r) {
     if (had_v) kv_round_trip_hadamard(v_type, v_ref.data() + r * d, d);
     else kv_round_trip(v_type, v_ref.data() + r * d, d);
@@ -208,6 +221,7 @@ Result Harness::run() {
     for (uint32_t m = 0; m < total; ++m)
       for (uint32_t h = 0; h < Hkv; ++h) {
         float* x = k_ref.data() + (size_t(m) * Hkv + h) * d;
+        round_head = h;
         if (!rotated) {
           round_k(x);
           continue;
@@ -255,6 +269,12 @@ Result Harness::run() {
   Buffer krc;
   LayerCache cache{&kc, &vc, cap, nullptr, ring, k_type, v_type};
   if (block_rows) cache.block_rows = block_rows, cache.pool_rows = pool_blocks * block_rows;
+  Buffer kcalb;
+  if (!key_calib.empty()) {
+    REQUIRE(key_calib.size() * 4 == key_calib_bytes(a));
+    kcalb = g.upload_f32(key_calib, Arena::cache, "key calibration");
+    cache.key_calib = kcalb.range();
+  }
   REQUIRE(cache.rows(a) == rows);
   if (k_rot) {
     krc = g.upload_bytes(nan_k.data(), nan_k.size(), Arena::cache, "rotated k cache");

@@ -93,6 +93,11 @@ struct Harness {
   // seeded shuffle of them (fragmented: neither in order nor adjacent), so a key read through a wrong
   // block, or a row written to one, poisons the output.
   uint32_t block_rows = 0;
+  // Non-empty: the cache stores keys centred and smoothed by this calibration (LayerCache::key_calib;
+  // key_calib_bytes / 4 floats, the layout of shaders/attention_key_calib.glsl).  The reference then
+  // takes, for each stored key y (rotated, or raw without RoPE), s·round((y - mu) / s) + mu: the key the
+  // cache implies.  The kernels score against (s·q) instead, which differs by q·mu per query only.
+  std::vector<float> key_calib;
 
 
   std::string describe() const;
