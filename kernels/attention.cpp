@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -238,18 +237,6 @@ void set_scheme(Spec& sc, const AttentionSpec& spec, bool krot) {
   sc.sink = spec.sink_logits;
 }
 
-// The cache's key calibration when it has one (checked against the spec), else an empty range.
-BufferRange key_calib_range(const AttentionSpec& spec, const LayerCache& cache) {
-  if (cache.key_calib.buffer == VK_NULL_HANDLE) return {};
-  if (!key_calib_applies(spec))
-    fail("kv cache: keys stored centred and smoothed (LayerCache::key_calib) need a layer without sink logits, "
-         "soft cap, dual branches or raw keys turned in the kernel");
-  if (cache.key_calib.size < key_calib_bytes(spec))
-    fail("kv cache: the key calibration holds " + std::to_string(cache.key_calib.size) + " bytes, the layer needs " +
-         std::to_string(key_calib_bytes(spec)));
-  return cache.key_calib;
-}
-
 // The storage types of a cache, for the kernels' KTYPE / VTYPE; a type the
 // layer's head_dim cannot take is an error naming it.
 template <class Spec>
@@ -272,23 +259,6 @@ struct DecodeShape {
 };
 
 }  // namespace
-
-bool key_calib_applies(const AttentionSpec& spec) {
-  const bool key_norm = spec.norm == QkNorm::key || spec.norm == QkNorm::cos;
-  return !spec.sink_logits && spec.softcap == 0 && !spec.dual() && !key_norm &&
-         (!spec.rope || spec.cache == KeyCacheMode::rotated);
-}
-
-uint64_t key_calib_bytes(const AttentionSpec& spec) { return 16 + uint64_t(spec.n_kv_heads) * 2 * spec.head_dim * 4; }
-
-std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen) {
-  std::vector<float> f(size_t(key_calib_bytes(spec) / 4), 0.0f);
-  const uint32_t flag = frozen ? 2u : 0u;
-  std::memcpy(f.data(), &flag, 4);
-  for (uint32_t g = 0; g < spec.n_kv_heads; ++g)
-    for (uint32_t j = 0; j < spec.head_dim; ++j) f[4 + (2 * size_t(g) + 1) * spec.head_dim + j] = 1.0f;
-  return f;
-}
 
 bool wants_rotated_keys(const AttentionSpec& spec) {
   return spec.rope && spec.cache == KeyCacheMode::raw && spec.dual();

@@ -156,6 +156,9 @@ uint64_t key_calib_bytes(const AttentionSpec& spec);
 // The calibration a layer starts from: flag 0 (not yet calibrated), mu = 0, s = 1; frozen: flag 2 (the
 // identity kept for the cache's life: its first rows came before any calibration could).
 std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen = false);
+// The cache's key calibration when it has one, checked against the spec (invalid_argument naming why a layer
+// cannot take one, or a range too small), else an empty range.
+BufferRange key_calib_range(const AttentionSpec& spec, const LayerCache& cache);
 
 // Whether keys of type k_type are stored Walsh-Hadamard rotated for `spec` (kv_hadamard of
 // base/kv_type.hpp): not for raw keys that the kernels turn by their position.

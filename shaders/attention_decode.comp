@@ -26,7 +26,7 @@ layout(binding = B_Q) readonly buffer Q { vec4 qbuf[]; };
 #include "attention_kv_read.glsl"
 layout(binding = B_PART) coherent buffer Part { float part[]; };
 // FUSED (attention_decode_fused.glsl); placeholders otherwise.  DECODE_UNFUSED (the *_unfused
-// kernels, FUSED false): bindings 0-7 only, so the split pass fits a device with few descriptors per
+// kernels, FUSED false): bindings 0-8 only, so the split pass fits a device with few descriptors per
 // stage (Android's 12 storage buffers); the fused step's buffers become stand-ins it never touches.
 // Binding 8 carries the keys' calibration (KCAL, attention_key_calib.glsl) in both layouts: the split
 // pass scales the queries by it.

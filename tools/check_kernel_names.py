@@ -26,7 +26,7 @@ import re
 import sys
 
 FAMILIES = ('linear_', 'norm_', 'elementwise_', 'embed', 'attention_', 'moe_')
-INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp', 'quant_binding.cpp'}
+INFRASTRUCTURE = {'binding.cpp', 'kernels.cpp', 'quant_layout.cpp', 'quant_binding.cpp', 'kv_calib_layout.cpp'}
 VARIANT = re.compile(r'(_unfused)?(_(tex|xtex))?(_(f32|f16|bf16))?')
 # Stems an Attention method records besides its own.
 SUBKERNELS = {'attention_decode_lanes': 'decode', 'attention_combine': 'decode'}

@@ -46,8 +46,8 @@ void KeyCalibration::before_step(uint32_t rows) {
 }
 
 std::vector<float> KeyCalibration::read(size_t l) const {
-  std::vector<float> out(size_t(layer_bytes_ / 4));
   if (!buffer_ || l >= n_layers_) return {};
+  std::vector<float> out(size_t(layer_bytes_ / 4));
   Transfer T(*allocator_);
   T.download(buffer_, l * stride_, out.data(), layer_bytes_);
   return out;

@@ -447,16 +447,16 @@ ForwardCounts Session::record(CommandList& cmd, uint32_t n, Output out, ForwardS
 }
 
 LayerCache Session::layer_cache(size_t l) const {
+  LayerCache c;
   if (pool_) {
-    LayerCache c{&pool_->k(l), &pool_->v(l), capacity_, wants_rotated_keys(schemes_.layers[l]) ? pool_->k_rot(l) : nullptr,
-                 0, options_.cache_type_k, options_.cache_type_v};
+    c = {&pool_->k(l), &pool_->v(l), capacity_, wants_rotated_keys(schemes_.layers[l]) ? pool_->k_rot(l) : nullptr,
+         0, options_.cache_type_k, options_.cache_type_v};
     c.block_rows = pool_->block_rows();
     c.pool_rows = pool_->pool_rows();
-    if (key_calib_ && key_calib_applies(layer_spec(l))) c.key_calib = key_calib_->layer(l);
-    return c;
+  } else {
+    c = {&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l], options_.cache_type_k,
+         options_.cache_type_v};
   }
-  LayerCache c{&k_cache_[l], &v_cache_[l], capacity_, k_rot_[l] ? &k_rot_[l] : nullptr, ring_[l],
-               options_.cache_type_k, options_.cache_type_v};
   if (key_calib_ && key_calib_applies(layer_spec(l))) c.key_calib = key_calib_->layer(l);
   return c;
 }
