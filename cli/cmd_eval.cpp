@@ -79,7 +79,7 @@ void eval_usage() {
       "\n%s\n"
       "Scheme flags given on the command line apply to every preset as described above; --original-ctx N\n"
       "also sets L_train of the presets (default: from config.json, as above):\n%s",
-      kDefaultPrefillChunk, (quantize_flag_help(24) + full_kv_flag_help(24) + kv_cache_flag_help(24) + key_calib_flag_help(24) + activations_flag_help(24)).c_str(), preset_help(),
+      kDefaultPrefillChunk, (quantize_flag_help(24) + full_kv_flag_help(24) + kv_cache_flag_help(24) + key_calib_flag_help(24, true) + activations_flag_help(24)).c_str(), preset_help(),
       scheme_flags_help().c_str());
 }
 
@@ -122,7 +122,7 @@ std::optional<EvalOptions> parse_eval_options(const Args& args) {
     else if (a == "--device") o.device = value_of(args, i);
     else if (a == "--quantize") o.quantize = quantize_of(args, i);
     else if (a == "--full-kv") o.full_kv = true;
-    else if (a == "--no-key-calib") o.calibrate_keys = false;
+    else if (parse_key_calib_flag(args, i, o.calibrate_keys, o.key_calib_file, &o.key_calib_save)) continue;
     else if (parse_kv_cache_flag(args, i, o.cache_type_k, o.cache_type_v)) continue;
     else if (parse_activations_flag(args, i, o.activations)) continue;
     else if (parse_scheme_flag(args, i, o.user)) continue;

@@ -66,7 +66,7 @@ void run_usage() {
       "  -v, --verbose       print the model and the position scheme in effect\n"
       "  --device N|NAME     Vulkan device (see `reach info`)\n"
       "%s%s",
-      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22) + key_calib_flag_help(22) + activations_flag_help(22)).c_str(),
+      kDefaultPrefillChunk, (quantize_flag_help(22) + full_kv_flag_help(22) + kv_cache_flag_help(22) + key_calib_flag_help(22, false) + activations_flag_help(22)).c_str(),
       scheme_flags_help().c_str());
 }
 
@@ -193,7 +193,7 @@ int run(const Args& args) {
     else if (a == "--device") device = value_of(args, i);
     else if (a == "--quantize") quantize = quantize_of(args, i);
     else if (a == "--full-kv") so.full_kv = true;
-    else if (a == "--no-key-calib") so.calibrate_keys = false;
+    else if (parse_key_calib_flag(args, i, so.calibrate_keys, so.key_calib_file, nullptr)) continue;
     else if (parse_kv_cache_flag(args, i, so.cache_type_k, so.cache_type_v)) continue;
     else if (parse_activations_flag(args, i, so.activations)) continue;
     else if (parse_scheme_flag(args, i, so.overrides)) continue;

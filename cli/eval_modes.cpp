@@ -31,6 +31,7 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
   so.cache_type_k = o.cache_type_k;
   so.cache_type_v = o.cache_type_v;
   so.calibrate_keys = o.calibrate_keys;
+  so.key_calib_file = o.key_calib_file;
   so.activations = o.activations;
   std::unique_ptr<Session> s;
   try {
@@ -43,6 +44,11 @@ std::unique_ptr<Session> open_session(Model& model, const SchemeRun& run, int64_
     std::fprintf(stderr, "scheme %s, ctx %lld: %s\n  %s\n  %s\n", run.name.c_str(), (long long)L, run.params.c_str(),
                  s->schemes().describe().c_str(), s->describe_kv_cache().c_str());
   return s;
+}
+
+// --kv-calib-save: the session's key calibration after its run (each session's in turn: the last stays).
+void save_key_calibration(const Session& s, const EvalOptions& o) {
+  if (!o.key_calib_save.empty()) s.save_key_calibration(o.key_calib_save);
 }
 
 // Feeds ids in pieces of at most `chunk` tokens (so the progress bar moves).
@@ -103,6 +109,7 @@ LossRow last_segment_cell(Model& model, const EvalPlan& plan, const std::string&
   row.score = prefill_scored(*session, in + w.n_prefix, w.n_scored, in + w.n_prefix + 1, w.input_begin + w.n_prefix + 1,
                              size_t(o.chunk), bar, want ? &positions : nullptr, want ? &lps : nullptr);
   row.seconds = seconds_since(t0);
+  save_key_calibration(*session, o);
   // Each cell as it completes: a long run's results so far survive an interruption.
   char line[256];
   std::snprintf(line, sizeof line, "%s @ %lld: mean NLL %.4f (ppl %.3f, top-1 %.1f%%) in %.1f s", scheme.c_str(),
@@ -219,6 +226,7 @@ void eval_ppl(Model& model, const EvalPlan& plan, ProgressBar& bar, std::string*
       std::fflush(stderr);
     }
     row.seconds = seconds_since(t0);
+    save_key_calibration(*session, o);
     std::fprintf(stderr, "\nFinal estimate: PPL = %.4f +/- %.5f\n", row.score.ppl(), row.ppl_stderr());
     if (want) *dump += logprob_block(scheme, int64_t(n_ctx), positions, targets_all, lps);
     rows.push_back(row);

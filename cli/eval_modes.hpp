@@ -35,6 +35,7 @@ struct EvalOptions {
   bool full_kv = false;   // --full-kv (SessionOptions::full_kv)
   KvType cache_type_k = kFrontEndKvType, cache_type_v = kFrontEndKvType;   // -ctk / -ctv
   bool calibrate_keys = true;                                                // --no-key-calib: false
+  std::string key_calib_file, key_calib_save;                                // --kv-calib / --kv-calib-save
   QuantActivations activations = QuantActivations::device;   // --exact-activations / --int8-activations
   SchemeOverrides user;   // scheme flags given on the command line
   std::optional<WType> quantize;   // --quantize

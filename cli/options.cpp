@@ -86,11 +86,23 @@ std::string full_kv_flag_help(size_t column) {
                      column);
 }
 
-std::string key_calib_flag_help(size_t column) {
-  return option_help("--no-key-calib",
-                     "q4_0 keys as plain blocks: without it they are stored centred and smoothed by a\n"
-                     "calibration from the first prefill chunk (exact; about a third of q4_0's cost)",
-                     column);
+std::string key_calib_flag_help(size_t column, bool save) {
+  std::string h = option_help("--no-key-calib",
+                              "q4_0 keys as plain blocks: without it they are stored centred and smoothed by a\n"
+                              "calibration from the prefill chunks seen (exact; about half of q4_0's cost)",
+                              column);
+  h += option_help("--kv-calib FILE", "q4_0 keys: start that calibration from FILE's statistics", column);
+  if (save) h += option_help("--kv-calib-save FILE", "q4_0 keys: write the calibration's statistics to FILE at the end", column);
+  return h;
+}
+
+bool parse_key_calib_flag(const Args& args, size_t& i, bool& calibrate, std::string& load, std::string* save) {
+  const std::string& a = args[i];
+  if (a == "--no-key-calib") calibrate = false;
+  else if (a == "--kv-calib") load = value_of(args, i);
+  else if (a == "--kv-calib-save" && save) *save = value_of(args, i);
+  else return false;
+  return true;
 }
 
 std::string kv_cache_flag_help(size_t column) {

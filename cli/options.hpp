@@ -53,8 +53,11 @@ inline constexpr KvType kFrontEndKvType = KvType::f16;
 // -ctk / --cache-type-k and -ctv / --cache-type-v (SessionOptions::cache_type_k / _v), shared by run / bench /
 // eval / serve: true (i at the value) when args[i] is one of them; an unknown type throws naming the flag.
 std::string kv_cache_flag_help(size_t column);
-// --no-key-calib (run, eval): SessionOptions::calibrate_keys off, the comparison point for q4_0 keys.
-std::string key_calib_flag_help(size_t column);
+// --no-key-calib (run, eval): SessionOptions::calibrate_keys off, the comparison point for q4_0 keys;
+// --kv-calib FILE (SessionOptions::key_calib_file) and, with `save`, --kv-calib-save FILE (eval).
+std::string key_calib_flag_help(size_t column, bool save);
+// true (i at the value, if any) when args[i] is one of them; `save` null: --kv-calib-save is unknown.
+bool parse_key_calib_flag(const Args& args, size_t& i, bool& calibrate, std::string& load, std::string* save);
 bool parse_kv_cache_flag(const Args& args, size_t& i, KvType& k, KvType& v);
 bool parse_activations_flag(const Args& args, size_t i, QuantActivations& out);
 // --kv-size N|SIZE (serve, bench --parallel): a paged KV pool of N tokens, or of at most SIZE device

@@ -146,18 +146,21 @@ bool wants_rotated_keys(const AttentionSpec& spec);
 // keep plain blocks: their statistics would need each key's norm first, and Mesa 22.3's lavapipe
 // miscompiled the kernel that took it (Mesa 26 ran it right).
 bool key_calib_applies(const AttentionSpec& spec);
-// Rows a chunk needs for Attention::kv_calibrate to take statistics from (fewer keep the identity).
+// Rows the statistics need before Attention::kv_calibrate takes mu from them (fewer keep the identity).
 inline constexpr uint32_t kKeyCalibMinRows = 16;
 // Rows from which it also smooths (s from the statistics; below, s = 1 and only mu is taken): on SmolLM2, s
 // from the first 256 tokens cost more than it saved (tools/kv_quant_study.py).
 inline constexpr uint32_t kKeyCalibSmoothRows = 512;
-// Bytes of one layer's calibration: a 16-byte header (the flag word) and mu and s, f32 [n_kv_heads][2][head_dim].
+// Rows a cache that refines its calibration takes statistics from, at most (then the kernel only returns).
+inline constexpr uint32_t kKeyCalibMaxRows = 8192;
+// Bytes of one layer's calibration: a 16-byte header (u32 flag, rows taken, rows to take at most), mu and s,
+// f32 [n_kv_heads][2][head_dim], then the running statistics, f32 [n_kv_heads][4][head_dim] (the mean raw
+// key, the rotated key's mean and sum of squared deviations, the rotated queries' mean square).
 uint64_t key_calib_bytes(const AttentionSpec& spec);
-// The calibration a layer starts from: flag 0 (not yet calibrated), mu = 0, s = 1; frozen: flag 2 (the
-// identity kept for the cache's life: its first rows came before any calibration could).
-std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen = false);
-// The cache's key calibration when it has one, checked against the spec (invalid_argument naming why a layer
-// cannot take one, or a range too small), else an empty range.
+// The calibration a layer starts from: flag 0 (to calibrate at the next prefill), mu = 0, s = 1, no
+// statistics, taking up to `cap` rows (0: the first chunk's only); frozen: flag 2 (the identity kept: the
+// cache's first rows came before any calibration could).
+std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen = false, uint32_t cap = 0);
 BufferRange key_calib_range(const AttentionSpec& spec, const LayerCache& cache);
 
 // Whether keys of type k_type are stored Walsh-Hadamard rotated for `spec` (kv_hadamard of
@@ -185,11 +188,12 @@ class Attention {
   void kv_store(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                 const Act& k_new, const Act& v_new, const LayerCache& cache, const DecodeRows& rows = {});
 
-  // Fills cache.key_calib from the chunk's q rows and new keys (as they will be stored) when its flag
-  // says it is not calibrated yet; any later chunk finds the flag set and the kernel returns at once, so a
+  // Merges the chunk's q rows and new keys (as they will be stored) into cache.key_calib's statistics while
+  // fewer than its cap rows were taken, and sets mu and s from all of them when its flag is 0 (at the
+  // cache's first prefill, or after KeyCalibration::restart); otherwise the kernel returns at once, so a
   // recorded prefill records it every time.  Before kv_store of the same rows, with a barrier between.
-  // mu: the chunk's mean raw key turned by the average rotation over positions [0, cache.capacity); s from
-  // kKeyCalibSmoothRows rows on, else 1.  Fewer than kKeyCalibMinRows rows keep the identity for good.
+  // mu: the mean raw key turned by the average rotation over positions [0, cache.capacity); s from
+  // kKeyCalibSmoothRows rows on, else 1.  Fewer than kKeyCalibMinRows rows keep the identity (flag 2).
   void kv_calibrate(CommandList& cmd, const AttentionSpec& spec, const RopeTable& table1, const BufferRange& step,
                     const Act& q, const Act& k_new, const LayerCache& cache);
 

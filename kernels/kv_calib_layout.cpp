@@ -15,12 +15,13 @@ bool key_calib_applies(const AttentionSpec& spec) {
          (!spec.rope || spec.cache == KeyCacheMode::rotated);
 }
 
-uint64_t key_calib_bytes(const AttentionSpec& spec) { return 16 + uint64_t(spec.n_kv_heads) * 2 * spec.head_dim * 4; }
+uint64_t key_calib_bytes(const AttentionSpec& spec) { return 16 + uint64_t(spec.n_kv_heads) * 6 * spec.head_dim * 4; }
 
-std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen) {
+std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen, uint32_t cap) {
   std::vector<float> f(size_t(key_calib_bytes(spec) / 4), 0.0f);
   const uint32_t flag = frozen ? 2u : 0u;
   std::memcpy(f.data(), &flag, 4);
+  std::memcpy(f.data() + 2, &cap, 4);
   for (uint32_t g = 0; g < spec.n_kv_heads; ++g)
     for (uint32_t j = 0; j < spec.head_dim; ++j) f[4 + (2 * size_t(g) + 1) * spec.head_dim + j] = 1.0f;
   return f;

@@ -9,8 +9,9 @@
 // channels' spread against the queries' weight (attention_kv_calibrate.comp).
 //
 // The including shader declares `kcal` (vec4s over the layer's calibration)
-// and D4.  Layout: one vec4 of header (the flag word), then per kv head g
-// mu at 1 + 2g·D4 and s at 1 + (2g + 1)·D4.
+// and D4.  Layout: one vec4 of header (the flag word, ...), then per kv head g
+// mu at 1 + 2g·D4 and s at 1 + (2g + 1)·D4 (then the calibration kernel's
+// statistics, key_calib_bytes).
 #ifndef ATTN_KEY_CALIB
 #define ATTN_KEY_CALIB
 vec4 kcal_mean(uint g, uint c) { return kcal[1u + 2u * g * D4 + c]; }

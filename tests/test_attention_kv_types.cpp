@@ -267,8 +267,9 @@ TEST_CASE("kv types: a layer whose softmax sees q·mu refuses the keys' calibrat
 }
 
 // attention_kv_calibrate.comp against the statistics computed here in double from the same rows: mu, the
-// mean raw key turned by the table's average rotation; s from kKeyCalibSmoothRows rows on (else 1).  Plain
-// RoPE, and YaRN's table (its attention factor scales cos and sin: the average turn is the table's).
+// mean raw key turned by the table's average rotation; s from kKeyCalibSmoothRows rows on (else 1); after a
+// restart (flag 0), both from every chunk taken so far.  Plain RoPE, and YaRN's table (its attention factor
+// scales cos and sin: the average turn is the table's).
 TEST_CASE("kv types: the keys' calibration kernel against its statistics on the CPU") {
   Gpu& g = gpu();
   Attention att(*g.device);
@@ -284,21 +285,44 @@ TEST_CASE("kv types: the keys' calibration kernel against its statistics on the 
     const std::vector<float> off = random_floats(d, 23, -2.f, 2.f), spread = random_floats(d, 24, 0.05f, 3.f);
     for (size_t i = 0; i < k.size(); ++i) k[i] = off[i % d] + spread[i % d] * k[i];
     for (size_t i = 0; i < q.size(); ++i) q[i] *= 4.0f - spread[i % d];
+    // A second text: other rows, with a larger offset and spread (so that merging them moves mu and s).
+    std::vector<float> k2 = random_floats(k.size(), 25), q2 = random_floats(q.size(), 26);
+    for (size_t i = 0; i < k2.size(); ++i) k2[i] = 1.5f * off[i % d] + 0.5f + 2.0f * spread[i % d] * k2[i];
+    for (size_t i = 0; i < q2.size(); ++i) q2[i] *= 1.0f + spread[i % d];
     const std::vector<float> tab = make_table(sc.ref.inv_freq, sc.af, positions);
     Buffer tb = g.upload_f32(tab, Arena::weights, "table");
     const RopeTable t1{&tb, positions, rp};
-    Buffer qb = g.upload_f32(q), kb = g.upload_f32(k);
-    auto run = [&](uint32_t rows, Buffer& cal) {
-      const std::vector<uint32_t> st = {pos0, rows, 0, 0};
+    Buffer qb = g.upload_f32(q), kb = g.upload_f32(k), qb2 = g.upload_f32(q2), kb2 = g.upload_f32(k2);
+    struct Chunk {
+      Buffer* qbuf;
+      Buffer* kbuf;
+      const float* q;
+      const float* k;
+      uint32_t rows, pos0;
+    };
+    auto run = [&](const Chunk& c, Buffer& cal) {
+      const std::vector<uint32_t> st = {c.pos0, c.rows, 0, 0};
       Buffer step = g.upload_bytes(st.data(), 16);
-      LayerCache cache{&kb, &kb, context, nullptr, 0, KvType::q4_0, KvType::q4_0};
+      LayerCache cache{c.kbuf, c.kbuf, context, nullptr, 0, KvType::q4_0, KvType::q4_0};
       cache.key_calib = cal.range();
       CommandList cmd(*g.device);
       cmd.begin();
-      att.kv_calibrate(cmd, a, t1, step.range(), Act{&qb, 0, rows, H * d}, Act{&kb, 0, rows, Hkv * d}, cache);
+      att.kv_calibrate(cmd, a, t1, step.range(), Act{c.qbuf, 0, c.rows, H * d}, Act{c.kbuf, 0, c.rows, Hkv * d},
+                       cache);
       cmd.end();
       cmd.run();
       return g.download_f32(cal, key_calib_bytes(a) / 4);
+    };
+    auto header = [](const std::vector<float>& got, size_t word) {
+      uint32_t w;
+      std::memcpy(&w, got.data() + word, 4);
+      return w;
+    };
+    // The flag, mu and s (what the attention kernels read), without the rows taken and the statistics.
+    auto calibration = [&](std::vector<float> got) {
+      got.resize(4 + size_t(2) * Hkv * d);
+      got[1] = got[2] = 0;
+      return got;
     };
     // The rotated row y of x (as the cache stores it) at position p, in double.
     auto rotated = [&](const float* x, uint32_t p, double f) {
@@ -311,20 +335,23 @@ TEST_CASE("kv types: the keys' calibration kernel against its statistics on the 
       }
       return y;
     };
-    // The expected calibration from the first `rows` rows.
-    auto expect = [&](uint32_t rows, uint32_t gh, std::vector<double>& mu, std::vector<double>& s) {
+    // The expected calibration from the chunks' rows, all together (two passes: mean, then spread).
+    auto expect = [&](const std::vector<Chunk>& chunks, uint32_t gh, std::vector<double>& mu, std::vector<double>& s) {
       std::vector<double> m(d, 0), sum(d, 0), sq(d, 0), qq(d, 0);
       std::vector<std::vector<double>> ys;
-      for (uint32_t t = 0; t < rows; ++t) {
-        const float* x = k.data() + (size_t(t) * Hkv + gh) * d;
-        for (uint32_t j = 0; j < d; ++j) m[j] += double(x[j]) / rows;
-        ys.push_back(rotated(x, pos0 + t, 1.0));
-        for (uint32_t j = 0; j < d; ++j) sum[j] += ys.back()[j];
-        for (uint32_t hq = 0; hq < gq; ++hq) {
-          const std::vector<double> z = rotated(q.data() + (size_t(t) * H + gh * gq + hq) * d, pos0 + t, 1.0);
-          for (uint32_t j = 0; j < d; ++j) qq[j] += z[j] * z[j];
+      uint32_t rows = 0;
+      for (const Chunk& c : chunks) rows += c.rows;
+      for (const Chunk& c : chunks)
+        for (uint32_t t = 0; t < c.rows; ++t) {
+          const float* x = c.k + (size_t(t) * Hkv + gh) * d;
+          for (uint32_t j = 0; j < d; ++j) m[j] += double(x[j]) / rows;
+          ys.push_back(rotated(x, c.pos0 + t, 1.0));
+          for (uint32_t j = 0; j < d; ++j) sum[j] += ys.back()[j];
+          for (uint32_t hq = 0; hq < gq; ++hq) {
+            const std::vector<double> z = rotated(c.q + (size_t(t) * H + gh * gq + hq) * d, c.pos0 + t, 1.0);
+            for (uint32_t j = 0; j < d; ++j) qq[j] += z[j] * z[j];
+          }
         }
-      }
       mu = m;
       for (uint32_t j = 0; j < rp; ++j) {
         double c = 0, sn = 0;
@@ -338,42 +365,65 @@ TEST_CASE("kv types: the keys' calibration kernel against its statistics on the 
       double log_mean = 0;
       for (uint32_t j = 0; j < d; ++j) {
         const double mk = sum[j] / rows;
-        for (uint32_t t = 0; t < rows; ++t) sq[j] += (ys[t][j] - mk) * (ys[t][j] - mk);
+        for (const auto& y : ys) sq[j] += (y[j] - mk) * (y[j] - mk);
         s[j] = std::sqrt(std::max(std::sqrt(sq[j] / rows), 1e-12) / std::max(std::sqrt(qq[j] / (rows * gq)), 1e-12));
         log_mean += std::log(s[j]) / d;
       }
       for (double& x : s) x = std::clamp(x / std::exp(log_mean), 1.0 / 16, 16.0);
     };
-    for (const uint32_t rows : {n, 40u}) {   // smoothed, and mu only
-      CAPTURE(rows);
-      Buffer cal = g.upload_f32(key_calib_identity(a), Arena::cache, "calibration");
-      const std::vector<float> got = run(rows, cal);
-      uint32_t flag;
-      std::memcpy(&flag, got.data(), 4);
-      CHECK(flag == 1);
+    // mu's tolerance: an f32 sum of the context's cos / sin (|error| ~1e-7 of the keys' O(1) scale) times the
+    // mean key; s's: f32 running moments over ~1,000 rows (Chan's merge, no cancelling sum of squares).
+    auto check = [&](const std::vector<float>& got, const std::vector<Chunk>& chunks) {
       bool spread_s = false;
       for (uint32_t gh = 0; gh < Hkv; ++gh) {
         std::vector<double> mu, s;
-        expect(rows, gh, mu, s);
+        expect(chunks, gh, mu, s);
         for (uint32_t j = 0; j < d; ++j) {
-          // mu: an f32 sum of the context's cos / sin (|error| ~1e-7 of the keys' O(1) scale) times the mean key.
           CHECK(got[4 + size_t(2 * gh) * d + j] == doctest::Approx(mu[j]).epsilon(1e-4).scale(1e-2));
           CHECK(got[4 + size_t(2 * gh + 1) * d + j] == doctest::Approx(s[j]).epsilon(1e-4));
           spread_s |= std::fabs(s[j] - 1) > 0.1;
         }
       }
-      CHECK(spread_s == (rows >= kKeyCalibSmoothRows));   // the case tests a real s, not the identity
-      if (rows != n) continue;
-      // Once calibrated, a later chunk changes nothing (its rows were stored by the first calibration).
-      std::vector<float> k2(k.rbegin(), k.rend());
-      g.transfer->upload(kb, 0, k2.data(), k2.size() * 4);
-      CHECK(run(rows, cal) == got);
-      g.transfer->upload(kb, 0, k.data(), k.size() * 4);
+      return spread_s;
+    };
+    const Chunk first{&qb, &kb, q.data(), k.data(), n, pos0}, few{&qb, &kb, q.data(), k.data(), 40, pos0};
+    for (const Chunk& c : {first, few}) {   // smoothed, and mu only
+      CAPTURE(c.rows);
+      Buffer cal = g.upload_f32(key_calib_identity(a), Arena::cache, "calibration");   // a pool's: no cap
+      const std::vector<float> got = run(c, cal);
+      CHECK(header(got, 0) == 1);
+      CHECK(header(got, 1) == c.rows);
+      CHECK(check(got, {c}) == (c.rows >= kKeyCalibSmoothRows));   // the case tests a real s, not the identity
+      // Once calibrated, a later chunk changes nothing (its rows were stored by the first calibration, and
+      // a calibration without a cap takes no more statistics).
+      CHECK(run({&qb2, &kb2, q2.data(), k2.data(), c.rows, pos0 + 50}, cal) == got);
+    }
+    // A calibration that refines: a later chunk's statistics are taken (the calibration stays), and after a
+    // restart the next chunk sets mu and s from all three chunks.
+    {
+      Buffer cal = g.upload_f32(key_calib_identity(a, false, kKeyCalibMaxRows), Arena::cache, "calibration");
+      const Chunk second{&qb2, &kb2, q2.data(), k2.data(), 300, 40}, third{&qb, &kb, q.data(), k.data(), 200, 0};
+      const std::vector<float> after_few = run(few, cal);
+      const std::vector<float> after_second = run(second, cal);
+      CHECK(calibration(after_second) == calibration(after_few));
+      CHECK(header(after_second, 1) == few.rows + second.rows);
+      const uint32_t pending = 0;
+      g.transfer->upload(cal, 0, &pending, 4);   // KeyCalibration::restart
+      const std::vector<float> got = run(third, cal);
+      CHECK(header(got, 0) == 1);
+      CHECK(header(got, 1) == few.rows + second.rows + third.rows);
+      CHECK(check(got, {few, second, third}));   // 540 rows: smoothed
+      // At the cap, a chunk is not taken.
+      std::vector<float> full = key_calib_identity(a, false, 100);
+      Buffer capped = g.upload_f32(full, Arena::cache, "calibration");
+      const std::vector<float> at_cap = run(second, capped);   // the first chunk is taken whole, past the cap
+      CHECK(header(at_cap, 1) == second.rows);
+      CHECK(run(few, capped) == at_cap);
     }
     // Too few rows: the identity stays, frozen (flag 2), whatever comes later.
     Buffer fresh = g.upload_f32(key_calib_identity(a), Arena::cache, "calibration");
-    const std::vector<float> want = key_calib_identity(a, true);
-    CHECK(run(kKeyCalibMinRows - 1, fresh) == want);
-    CHECK(run(n, fresh) == want);
+    const std::vector<float> want = calibration(key_calib_identity(a, true));
+    CHECK(calibration(run({&qb, &kb, q.data(), k.data(), kKeyCalibMinRows - 1, pos0}, fresh)) == want);
+    CHECK(calibration(run(first, fresh)) == want);
   }
 }

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -430,7 +431,8 @@ TEST_CASE("kv pool: the default block is the device's widest subgroup, 16 to 64 
 }
 
 // The keys' calibration of a q4_0 pool (runtime/session/key_calibration.hpp): the first prefill chunk any of
-// its sessions runs sets it, every later session stores by it; a session of its own calibrates likewise.
+// its sessions runs sets it, every later session stores by it; a session of its own calibrates likewise, and
+// again from all it has taken when it starts over.
 TEST_CASE("kv pool: q4_0 keys calibrated once per pool, by its first prefill") {
   auto dir = tiny_model(kModel);
   auto model = load_model(dir);
@@ -451,18 +453,32 @@ TEST_CASE("kv pool: q4_0 keys calibrated once per pool, by its first prefill") {
   const std::vector<float> after_a = cal.read(1);
   std::memcpy(&flag, after_a.data(), 4);
   CHECK(flag == 1);
-  // mu moved (one kv head of 64: mu from float 4 on, s from 68 on); s stays 1 below kKeyCalibSmoothRows rows.
-  REQUIRE(after_a.size() == 4 + 2 * 64);
+  // mu moved (one kv head of 64: mu from float 4 on, s from 68 on, then the statistics); s stays 1 below
+  // kKeyCalibSmoothRows rows.
+  REQUIRE(after_a.size() == 4 + 6 * 64);
   CHECK(std::any_of(after_a.begin() + 4, after_a.begin() + 68, [](float m) { return std::fabs(m) > 1e-3f; }));
-  CHECK(std::all_of(after_a.begin() + 68, after_a.end(), [](float s) { return s == 1.0f; }));
-  // A second session of the pool leaves the calibration as it was, and decodes as an own-cache session
-  // whose cache the same first prompt calibrated (prefill p, rewind, then q).
+  CHECK(std::all_of(after_a.begin() + 68, after_a.begin() + 132, [](float s) { return s == 1.0f; }));
+  // A second session of the pool leaves the calibration as it was (a pool takes no later statistics).
   Session b(*model, opts(pool));
   b.prefill(q);
   CHECK(cal.read(1) == after_a);
+  // A session of its own that starts over (rewind to 0) calibrates again from both prompts: neither as the
+  // pool (p's rows) nor as a session whose only prompt is q.
   a_own.rewind(0);
   a_own.prefill(q);
-  CHECK(same(b.logits(), a_own.logits()));
+  Session q_own(*model, own);
+  q_own.prefill(q);
+  CHECK_FALSE(same(b.logits(), a_own.logits()));
+  CHECK_FALSE(same(q_own.logits(), a_own.logits()));
+  // Started over on the same prompt (in one chunk), it stores as before: p's statistics twice are p's.
+  SessionOptions whole = own;
+  whole.chunk = 64;
+  Session p_once(*model, whole), p_twice(*model, whole);
+  p_once.prefill(p);
+  p_twice.prefill(p);
+  p_twice.rewind(0);
+  p_twice.prefill(p);
+  CHECK(same(p_twice.logits(), p_once.logits()));
   // Plain q4_0 keys (no calibration) round differently: the calibration is in use, not idle.
   SessionOptions plain = own;
   plain.calibrate_keys = false;
@@ -492,4 +508,82 @@ TEST_CASE("kv pool: a cache whose first rows come from a decode step keeps q4_0 
     ref.prefill(first(std::vector<int32_t>(p.begin() + 1, p.end()), 39));
     CHECK(same(s.logits(), ref.logits()));
   }
+}
+
+// A key calibration's statistics through a file (KeyCalibration::save / load): a session that loads p's
+// statistics and prefills q stores exactly what a session that prefilled p, started over and prefilled q
+// stores (the same statistics, merged the same way), and so does a pool that loads them.
+TEST_CASE("kv pool: a key calibration saved to a file starts another session's, bit for bit") {
+  auto dir = tiny_model(kModel);
+  auto model = load_model(dir);
+  const std::vector<int32_t> p = random_ids(40, kVocab, 74), q = random_ids(40, kVocab, 75);
+  TempDir tmp("kvcalib");
+  const auto file = tmp.path / "p.kvc";
+  SessionOptions own = opts();
+  own.chunk = 64;
+  own.cache_type_k = own.cache_type_v = KvType::q4_0;
+  Session saver(*model, own), restarted(*model, own);
+  saver.prefill(p);
+  saver.save_key_calibration(file);
+  restarted.prefill(p);
+  restarted.rewind(0);
+  restarted.prefill(q);
+  SessionOptions loads = own;
+  loads.key_calib_file = file.string();
+  Session loaded(*model, loads);
+  loaded.prefill(q);
+  CHECK(same(loaded.logits(), restarted.logits()));
+  Session fresh(*model, own);   // without the file: q's rows alone, another calibration
+  fresh.prefill(q);
+  CHECK_FALSE(same(fresh.logits(), loaded.logits()));
+  KvPoolOptions po;
+  po.tokens = 256;
+  po.block_rows = 8;
+  po.cache_type_k = po.cache_type_v = KvType::q4_0;
+  po.key_calib_file = file.string();
+  auto pool = std::make_shared<KvPool>(*model, po);
+  SessionOptions pooled = opts(pool);
+  pooled.chunk = 64;
+  Session on_pool(*model, pooled);
+  on_pool.prefill(q);
+  CHECK(same(on_pool.logits(), loaded.logits()));
+
+  // Bad files: named, with what is wrong, and the session that refused them is not made.
+  auto refused = [&](const std::string& bytes) {
+    const auto bad = tmp.path / "bad.kvc";
+    {
+      std::ofstream f(bad, std::ios::binary | std::ios::trunc);
+      f.write(bytes.data(), std::streamsize(bytes.size()));
+    }
+    SessionOptions o = own;
+    o.key_calib_file = bad.string();
+    try {
+      Session s(*model, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string good = read_text(file);
+  std::string message = refused(good.substr(0, good.size() - 3));
+  CHECK(message.find("bad.kvc") != std::string::npos);
+  CHECK(message.find("truncated") != std::string::npos);
+  std::string other = good;
+  const uint32_t layers = 7;
+  std::memcpy(other.data() + 12, &layers, 4);
+  message = refused(other);
+  CHECK(message.find("7 layers") != std::string::npos);
+  message = refused("not a calibration at all");
+  CHECK(message.find("REACHKVC") != std::string::npos);
+  std::string nan = good;
+  const float not_finite = std::nanf("");
+  std::memcpy(nan.data() + 28 + 8, &not_finite, 4);
+  message = refused(nan);
+  CHECK(message.find("not finite") != std::string::npos);
+  // Keys that take no calibration have none to save.
+  SessionOptions plain = own;
+  plain.cache_type_k = KvType::q8_0;
+  Session q8(*model, plain);
+  q8.prefill(p);
+  CHECK_THROWS_AS(q8.save_key_calibration(tmp.path / "q8.kvc"), Error);
 }

@@ -5,10 +5,11 @@ Before a cache rule is built into the kernels, measure what it buys: this runs t
 float32 (the weights as stored, activations f32, K and V rounded as the rule says right after RoPE,
 where the engine writes them) over chunks of a text and prints the perplexity per rule, beside f16.
 The protocol is `reach eval --mode ppl`'s: consecutive chunks of --ctx tokens, token 0 replaced by
-BOS, the second half of each chunk scored.
+BOS where the tokenizer adds one (tokenizer_config.json's add_bos_token), the second half of each chunk
+scored.
 
 usage: "$(bash tools/venv.sh numpy tokenizers)" tools/kv_quant_study.py MODEL_DIR --text FILE
-         [--calib FILE] [--chunks 20] [--ctx 512] [--k RULE,RULE...] [--v RULE]
+         [--calib FILE | --calib-file SAVED.kvc] [--chunks 20] [--ctx 512] [--k RULE,RULE...] [--v RULE]
 
 RULE is a block format, optionally followed by transforms, applied per 32-value block of a row:
   f16      f16 rounding only (the reference every other rule is compared with)
@@ -29,6 +30,7 @@ RULE is a block format, optionally followed by transforms, applied per 32-value 
   +pow2    with +smooth / +wsmooth: s rounded to the nearest power of two (a scale that multiplies
            f16 / f32 weights and activations exactly, so it can be folded into W_q and W_k)
   +mse     per block, the scale of least squared error among 17 from 0.6 to 1 times the rule's own
+  +sink    the chunk's first 4 rows (positions 0-3, where a model's attention sink sits) kept in f16
 e.g. --k f16,q4_0,q4_0h,q4_0h+mean,q4_0h+mean+smooth --v q4_0h.  --calib must be a different text
 from --text (the calibration is then not fitted to what is scored).
 
@@ -50,6 +52,7 @@ from refmodel.rope import default_inv_freq  # noqa: E402
 from refmodel.safetensors_io import read_model_tensors  # noqa: E402
 
 BLOCK = 32
+SINK_ROWS = 4
 
 
 def hadamard(n=BLOCK):
@@ -111,7 +114,7 @@ class Rule:
         parts = text.split("+")
         base, self.transforms = parts[0], set(parts[1:])
         self.text = text
-        unknown = self.transforms - {"mean", "rmean", "smooth", "wsmooth", "pow2", "mse"}
+        unknown = self.transforms - {"mean", "rmean", "smooth", "wsmooth", "pow2", "mse", "sink"}
         if unknown or base.rstrip("h") not in ("f16", "q8_0", "q4_0") or base == "f16h":
             raise SystemExit("kv_quant_study: unknown rule %r (see --help)" % text)
         if base == "f16" and self.transforms:
@@ -146,7 +149,19 @@ class Rule:
         y = least_squares(self.fmt, y) if "mse" in self.transforms else self.fmt(y)
         if self.hadamard:
             y = rotate_blocks(y)
-        return y * s + mu
+        y = y * s + mu
+        if "sink" in self.transforms:
+            y[:SINK_ROWS] = x[:SINK_ROWS]
+        return y
+
+
+def adds_bos(folder):
+    import json
+    try:
+        with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+            return bool(json.load(f).get("add_bos_token", False))
+    except (OSError, ValueError):
+        return False
 
 
 class Model:
@@ -175,7 +190,8 @@ class Model:
         self.W = {k: np.asarray(v, dtype=np.float32) for k, v in read_model_tensors(folder).items()}
         self.head = self.W.get("lm_head.weight", self.W["model.embed_tokens.weight"])
         self.theta = float(c.get("rope_theta", 10000.0))
-        self.bos = c.get("bos_token_id")
+        # As reach eval --mode ppl (and llama-perplexity): BOS replaces token 0 only when the tokenizer adds one.
+        self.bos = c.get("bos_token_id") if adds_bos(folder) else None
 
     def rope_tables(self, n):
         inv = default_inv_freq(self.d, self.theta)
@@ -281,9 +297,14 @@ def calibrate(model, ids_list, clamp=0.0, positions=512):
     f16_rule = Rule("f16")
     for ids in ids_list:
         model.chunk_nll(ids, f16_rule, f16_rule, {}, collect)
+    return finish_stats(acc, model.theta, model.d, clamp, positions)
+
+
+def finish_stats(acc, theta, d, clamp, positions):
+    """mu (post-RoPE mean), s and the turned raw mean per layer from accumulated sums (see calibrate)."""
     mean, smooth, rmean = [], [], []
-    half = model.d // 2
-    ang = np.arange(positions)[:, None] * default_inv_freq(model.d, model.theta)[None, :]
+    half = d // 2
+    ang = np.arange(positions)[:, None] * default_inv_freq(d, theta)[None, :]
     c_avg, s_avg = np.cos(ang).mean(0), np.sin(ang).mean(0)
     for a in acc:
         m = a["kr"] / a["n"]
@@ -298,11 +319,32 @@ def calibrate(model, ids_list, clamp=0.0, positions=512):
     return np.stack(mean).astype(np.float32), np.stack(smooth).astype(np.float32), np.stack(rmean).astype(np.float32)
 
 
+def read_reach_calibration(path, model):
+    """A calibration reach saved (--kv-calib-save: "REACHKVC", u32 version 1, layers, kv heads, head_dim, then
+    per layer u32 rows and f32 [kv heads][raw mean, rotated mean, M2, rotated q^2 mean][head_dim]) as the
+    sums calibrate() accumulates, so the study can score the engine's own statistics."""
+    raw = open(path, "rb").read()
+    if raw[:8] != b"REACHKVC":
+        raise SystemExit("kv_quant_study: %s is not a reach key calibration" % path)
+    version, layers, hkv, d = np.frombuffer(raw[8:24], "<u4")
+    if version != 1 or (layers, hkv, d) != (model.L, model.Hkv, model.d):
+        raise SystemExit("kv_quant_study: %s: version %d, %d layers x %d kv heads x %d do not fit this model"
+                         % (path, version, layers, hkv, d))
+    acc, at = [], 24
+    for _ in range(layers):
+        n = int(np.frombuffer(raw[at:at + 4], "<u4")[0])
+        f = np.frombuffer(raw[at + 4:at + 4 + 16 * hkv * d], "<f4").astype(np.float64).reshape(hkv, 4, d)
+        at += 4 + 16 * hkv * d
+        acc.append(dict(n=n, kr=f[:, 0] * n, k=f[:, 1] * n, kk=f[:, 2] + f[:, 1] ** 2 * n, qq=f[:, 3] * n))
+    return acc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("--text", required=True)
     ap.add_argument("--calib", help="calibration text for +mean / +smooth (not the scored text)")
+    ap.add_argument("--calib-file", help="instead of --calib: the statistics reach saved (--kv-calib-save FILE)")
     ap.add_argument("--chunks", type=int, default=20)
     ap.add_argument("--calib-chunks", type=int, default=8)
     ap.add_argument("--ctx", type=int, default=512)
@@ -319,16 +361,20 @@ def main():
     tok = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
     k_rules = [Rule(r) for r in a.k.split(",")]
     v_rule = Rule(a.v)
-    if v_rule.transforms - {"mse"}:
+    if v_rule.transforms - {"mse", "sink"}:
         raise SystemExit("kv_quant_study: --v %s: +mean / +smooth / +wsmooth are key transforms" % a.v)
     stats = {"wsmooth": model.weight_smoothing()}
     if any(r.needs_calibration for r in k_rules):
-        if not a.calib:
-            raise SystemExit("kv_quant_study: +mean / +smooth need --calib FILE (a text other than --text)")
-        t = time.time()
-        stats["mean"], stats["smooth"], stats["rmean"] = calibrate(model, chunks(tok, a.calib, a.calib_ctx or a.ctx, a.calib_chunks, model.bos),
-                                               a.clamp, a.ctx)
-        print("calibrated on %d chunks of %s in %.0f s" % (a.calib_chunks, a.calib, time.time() - t), file=sys.stderr)
+        if a.calib_file:
+            stats["mean"], stats["smooth"], stats["rmean"] = finish_stats(
+                read_reach_calibration(a.calib_file, model), model.theta, model.d, a.clamp, a.ctx)
+        elif a.calib:
+            t = time.time()
+            stats["mean"], stats["smooth"], stats["rmean"] = calibrate(
+                model, chunks(tok, a.calib, a.calib_ctx or a.ctx, a.calib_chunks, model.bos), a.clamp, a.ctx)
+            print("calibrated on %d chunks of %s in %.0f s" % (a.calib_chunks, a.calib, time.time() - t), file=sys.stderr)
+        else:
+            raise SystemExit("kv_quant_study: +mean / +smooth need --calib FILE (a text other than --text) or --calib-file")
     data = chunks(tok, a.text, a.ctx, a.chunks, model.bos)
     ref = None
     print("| K rule | V rule | PPL | vs f16 K/V |\n|---|---|---:|---:|")

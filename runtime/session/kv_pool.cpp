@@ -92,7 +92,8 @@ KvPool::KvPool(Model& model, const KvPoolOptions& options)
     if (options.rotated_keys) k_rot_.push_back(A.allocate(Arena::cache, heads * rows * row_k, "rotated k " + name));
   }
   if (KeyCalibration::wanted(options.cache_type_k, options.calibrate_keys))
-    key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim));
+    key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim), false);
+  if (key_calib_.enabled() && !options.key_calib_file.empty()) key_calib_.load(options.key_calib_file);
 }
 
 std::string KvPool::describe() const {

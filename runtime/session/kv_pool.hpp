@@ -34,6 +34,8 @@ struct KvPoolOptions {
   // q4_0 keys: stored centred and smoothed, calibrated on the first prefill chunk any session of the
   // pool runs (runtime/session/key_calibration.hpp); false: plain q4_0 blocks.
   bool calibrate_keys = true;
+  // Start that calibration from this file's statistics (SessionOptions::key_calib_file).
+  std::string key_calib_file;
 };
 
 // The most bytes one K or V binding of the attention kernels may span for these types: in the texel

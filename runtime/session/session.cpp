@@ -249,8 +249,9 @@ Session::Session(Model& model, const SessionOptions& options)
   if (calibrated_layers && pool_ && pool_->key_calibration().enabled()) {
     key_calib_ = &pool_->key_calibration();
   } else if (calibrated_layers && !pool_ && KeyCalibration::wanted(options.cache_type_k, options.calibrate_keys)) {
-    own_key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim));
+    own_key_calib_ = KeyCalibration(A, uint32_t(c.n_layers), uint32_t(c.n_kv_heads), uint32_t(c.head_dim), true);
     key_calib_ = &own_key_calib_;
+    if (!options.key_calib_file.empty()) own_key_calib_.load(options.key_calib_file);
   }
   fwd_ = ForwardScratch::allocate(A, c, n, "");
   if (pool_) {
@@ -336,11 +337,21 @@ void Session::rewind(uint32_t n) {
                 " needs were overwritten; rewind to 0 or to at least " + std::to_string(floor) +
                 ", or open the session with full_kv (--full-kv) to keep every position");
   pos_ = n;   // cache entries past n are simply overwritten later
-  if (n == 0) ring_lost_.assign(ring_lost_.size(), 0), dropped_to_ = 0;   // nothing older is needed again
+  if (n == 0) {   // nothing older is needed again, nor stored with the keys' calibration of its own
+    ring_lost_.assign(ring_lost_.size(), 0), dropped_to_ = 0;
+    if (key_calib_ == &own_key_calib_) own_key_calib_.restart();
+  }
   if (table_) {   // the blocks past n go back to the pool (shared ones stay with their other holders)
     tokens_.resize(std::min<size_t>(tokens_.size(), n));
     table_->rewind(std::min(n, table_->rows()), pool_->blocks());
   }
+}
+
+void Session::save_key_calibration(const std::filesystem::path& path) const {
+  if (!key_calib_)
+    throw Error(ErrorCode::invalid_argument, "no key calibration to save: it takes q4_0 keys (-ctk q4_0), "
+                                             "calibration on, and a layer that allows it");
+  key_calib_->save(path);
 }
 
 uint32_t Session::rewind_floor() const {
@@ -475,7 +486,7 @@ void Session::record_store_kv(CommandList& cmd, size_t l, const Act& k, const Ac
   const RopeTable& t1 = local ? table_local_ : table1_;
   const AttentionSpec spec = layer_spec(l);
   const LayerCache cache = layer_cache(l);
-  if (q && k.rows > 1 && cache.key_calib.buffer != VK_NULL_HANDLE) {   // once per cache: the kernel checks
+  if (q && k.rows > 1 && cache.key_calib.buffer != VK_NULL_HANDLE) {   // the kernel checks whether it has work
     attention_.kv_calibrate(cmd, spec, t1, step_range(), *q, k, cache);
     cmd.barrier();
   }

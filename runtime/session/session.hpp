@@ -53,6 +53,10 @@ struct SessionOptions {
   // perplexity.  false keeps plain q4_0 blocks (the comparison point).  A session on a KV pool follows
   // the pool's setting (KvPoolOptions::calibrate_keys).
   bool calibrate_keys = true;
+  // Where calibration is on: start it from this file's statistics (KeyCalibration::load; written by
+  // save_key_calibration): the first prefill then calibrates from thousands of rows, not its own alone.
+  // Ignored on a KV pool (KvPoolOptions::key_calib_file).
+  std::string key_calib_file;
   // Activations against quantized W: exact f32, int8 (rounded to Q8 blocks, integer dot products:
   // kernels/linear_q8.cpp), or `device`: what `reach tune` measured faster for this device and model, per phase
   // (runtime/session/activation_tuning.hpp; exact where it measured nothing).
@@ -131,6 +135,10 @@ class Session {
   // "KV cache 12.0 MiB (...)": bytes, and the ring rows of sliding-window layers.
   std::string describe_kv_cache() const;
   void reset() { rewind(0); }
+  // Writes the keys' calibration statistics (the session's own, or its pool's) to `path`, for
+  // SessionOptions::key_calib_file.  invalid_argument when the session has none (keys not q4_0, calibration
+  // off, or no layer that takes one).
+  void save_key_calibration(const std::filesystem::path& path) const;
   // The pool's block table of this session (nullptr without SessionOptions::kv_pool).
   const KvBlockTable* block_table() const { return table_ ? &*table_ : nullptr; }
   // Leading prompt rows the last prefill took from the pool's shared blocks instead of computing them.
