@@ -45,6 +45,7 @@ static_assert(uint32_t(KvType::f32) == spec::KV_F32 && uint32_t(KvType::f16) == 
               uint32_t(KvType::q8_0) == spec::KV_Q8_0 && uint32_t(KvType::q4_0) == spec::KV_Q4_0);
 static_assert(uint32_t(QkNorm::none) == spec::QKNORM_NONE && uint32_t(QkNorm::key) == spec::QKNORM_KEY &&
               uint32_t(QkNorm::query) == spec::QKNORM_QUERY && uint32_t(QkNorm::cos) == spec::QKNORM_COS);
+static_assert(kKeyCalibExactRows == spec::KCAL_EXACT_ROWS);
 
 // Prefill and both decode kernels bind the cache, the tables and the rotated
 // keys at the same numbers: select_variant marks them texel buffers for all.

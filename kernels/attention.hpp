@@ -153,9 +153,14 @@ inline constexpr uint32_t kKeyCalibMinRows = 16;
 inline constexpr uint32_t kKeyCalibSmoothRows = 512;
 // Rows a cache that refines its calibration takes statistics from, at most (then the kernel only returns).
 inline constexpr uint32_t kKeyCalibMaxRows = 8192;
+// The first rows of each kv head an unpaged calibrated cache keeps exact (f32, in the calibration): the
+// attention sinks, whose rounding costs q4_0 keys most (tools/kv_quant_study.py, +sink).
+inline constexpr uint32_t kKeyCalibExactRows = 4;
 // Bytes of one layer's calibration: a 16-byte header (u32 flag, rows taken, rows to take at most), mu and s,
 // f32 [n_kv_heads][2][head_dim], then the running statistics, f32 [n_kv_heads][4][head_dim] (the mean raw
-// key, the rotated key's mean and sum of squared deviations, the rotated queries' mean square).
+// key, the rotated key's mean and sum of squared deviations, the rotated queries' mean square), then the
+// exact rows, f32 [n_kv_heads][kKeyCalibExactRows][head_dim] (a cache of its own keeps its first rows there
+// unrounded as well: shaders/attention_key_calib.glsl).
 uint64_t key_calib_bytes(const AttentionSpec& spec);
 // The calibration a layer starts from: flag 0 (to calibrate at the next prefill), mu = 0, s = 1, no
 // statistics, taking up to `cap` rows (0: the first chunk's only); frozen: flag 2 (the identity kept: the

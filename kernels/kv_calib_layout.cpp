@@ -15,7 +15,9 @@ bool key_calib_applies(const AttentionSpec& spec) {
          (!spec.rope || spec.cache == KeyCacheMode::rotated);
 }
 
-uint64_t key_calib_bytes(const AttentionSpec& spec) { return 16 + uint64_t(spec.n_kv_heads) * 6 * spec.head_dim * 4; }
+uint64_t key_calib_bytes(const AttentionSpec& spec) {
+  return 16 + uint64_t(spec.n_kv_heads) * (6 + kKeyCalibExactRows) * spec.head_dim * 4;
+}
 
 std::vector<float> key_calib_identity(const AttentionSpec& spec, bool frozen, uint32_t cap) {
   std::vector<float> f(size_t(key_calib_bytes(spec) / 4), 0.0f);

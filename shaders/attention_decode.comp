@@ -31,6 +31,7 @@ layout(binding = B_PART) coherent buffer Part { float part[]; };
 // Binding 8 carries the keys' calibration (KCAL, attention_key_calib.glsl) in both layouts: the split
 // pass scales the queries by it.
 layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
+layout(binding = B_SINK) writeonly buffer KCalW { vec4 kcal_w[]; };   // the fused step's exact keys
 #ifdef DECODE_UNFUSED
 float sink_logit[1];
 vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
@@ -54,7 +55,6 @@ layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
-#include "attention_key_calib.glsl"
 #include "attention_merge.glsl"
 KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
 KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)
@@ -155,6 +155,7 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
     const uint nk = uint(k_hi - k_lo + 1);
 
     // Phase 1: scores, one key per invocation.
+    const bool ex_tile = KCAL && k_lo < int(kcal_exact_keys());
     for (uint j = lane; j < nk; j += WG) {
       const int m = k_lo + int(j);
       const uint base = (g_local * pc.capacity + kv_row(fused_read_key(m, i))) * D4;
@@ -163,6 +164,8 @@ void attend_split(uint lane, uint s, uint g_local, int i, int k_begin, int k_end
       if (b2) {
         const int pk = k2_position(K2MODE, m, pc.group);
         for (uint c = 0u; c < D4; ++c) kr[c] = K2MODE == K2POS_UNROTATED ? KC(base + c) : rotated_key(base, c, pk, TABLE2);
+      } else if (ex_tile && uint(m) < kcal_exact_keys()) {   // an exact key (attention_key_calib.glsl)
+        for (uint c = 0u; c < D4; ++c) kr[c] = kcal[kcal_exact_at(g, uint(m)) + c];
       } else {
         for (uint c = 0u; c < D4; ++c)
           kr[c] = KROT ? KR(base + c) : (ROPE && RAW) ? rotated_key(base, c, m, false) : KC(base + c);

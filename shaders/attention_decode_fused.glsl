@@ -20,7 +20,7 @@
 //    norm_rms pass over the qkv output before the dispatch.
 //
 // The including shader declares qbuf, k_new, v_new, qnorm_w, knorm_w (vec4),
-// kstore, vstore, krstore (vec4, written), counter (uint), includes
+// kstore, vstore, krstore, kcal_w (vec4, written; kcal_w the calibration), counter (uint), includes
 // attention_common.glsl and attention_kv_codec.glsl first, and makes the row
 // writers fused_write_k, fused_write_kr, fused_write_v (KV_WRITER).
 
@@ -84,16 +84,18 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
       if (!ROPE) kn[c] = k1[c];
     }
   if (KTYPE == KV_F32) return;
+  // An exact key (attention_key_calib.glsl) is kept as it is, unrounded.
+  const bool exact = KCAL && uint(i) < kcal_exact_keys();
   // As the cache will hold them (kv_round): the rotated key where the cache or
   // k_rot stores it rotated, the raw key where it is stored raw; branch 1 of a
   // raw cache without k_rot rotates the stored raw key, as later steps do.
   // HADK (never with a raw key that rotates here): the stored block is H·key, and
   // the queries are rotated to score it (attention_hadamard.glsl).
   if (HADK && ROPE) HADAMARD_ROW(k1, D4)
-  if (ROPE && (!RAW || KROT)) kv_round(KTYPE, k1);
+  if (ROPE && (!RAW || KROT) && !exact) kv_round(KTYPE, k1);
   if (RAW || !ROPE) {
     if (HADK) HADAMARD_ROW(kn, D4)
-    kv_round(KTYPE, kn);
+    if (!exact) kv_round(KTYPE, kn);
     if (!ROPE) for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
     else if (!KROT) fused_rotate1(i, kn, k1);
   }
@@ -143,6 +145,8 @@ void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D
   if (HADV) HADAMARD_ROW(v, D4)
   if (RAW || !ROPE) fused_write_k(row, kn);
   else fused_write_k(row, k1);
+  if (KCAL && uint(i) < kcal_exact_keys())
+    for (uint c = 0u; c < D4; ++c) kcal_w[kcal_exact_at(g, uint(i)) + c] = RAW || !ROPE ? kn[c] : k1[c];
   if (KROT) fused_write_kr(row, k1);
   fused_write_v(row, v);
 }

@@ -38,6 +38,7 @@ layout(binding = B_PART) coherent buffer Part { float part[]; };
 // Binding 8 carries the keys' calibration (KCAL, attention_key_calib.glsl) in both layouts: the split
 // pass scales the queries by it.
 layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
+layout(binding = B_SINK) writeonly buffer KCalW { vec4 kcal_w[]; };   // the fused step's exact keys
 #ifdef DECODE_UNFUSED
 float sink_logit[1];
 vec4 k_new[1], v_new[1], obuf[1], kstore[1], vstore[1], krstore[1], qnorm_w[1], knorm_w[1];
@@ -61,7 +62,6 @@ layout(binding = B_KNORM) readonly buffer KNW { vec4 knorm_w[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
-#include "attention_key_calib.glsl"
 #include "attention_merge.glsl"
 KV_WRITER(fused_write_k, kstore, kstorew, KTYPE)
 KV_WRITER(fused_write_kr, krstore, krstorew, KTYPE)
@@ -80,13 +80,15 @@ void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   else table_cs1(p, c, cs, sn);
 }
 
-// Key at cache row `row` (from the pre-rotated cache when FROM_KR), rotated at position
-// kp (table 2 when T2) when ROT; s[hq] = q[hq]·key.  Macro: the arrays stay
+// Key mk at cache row `row` (from the pre-rotated cache when FROM_KR; from the
+// exact keys where the tile may hold one, ex_tile), rotated at position kp
+// (table 2 when T2) when ROT; s[hq] = q[hq]·key.  Macro: the arrays stay
 // registers (every index is a constant once the loops unroll).
 #define KEY_SCORES(s, q, FROM_KR, ROT, kp, T2)                                  \
   {                                                                             \
     vec4 k[D4];                                                                 \
     if (FROM_KR) load_kr_row(row, k);                                           \
+    else if (ex_tile) load_kc_row_exact(pc.kv_base + g_local, mk, row, k);      \
     else load_kc_row(row, k);                                                   \
     if (ROT) {                                                                  \
       [[unroll]] for (uint c = 0u; c < R4; ++c) {                               \
@@ -124,6 +126,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int 
   const bool need2 = DUAL && cls != 1u;
   float s[KPL * HPW];
   uint rows[KPL];   // each key's cache row, for its value below too
+  const bool ex_tile = KCAL && k0 < int(kcal_exact_keys());   // uniform: later tiles skip the exact keys
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
     const int mk = fused_read_key(min(m, k_last), i);

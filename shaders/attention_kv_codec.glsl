@@ -8,7 +8,8 @@
 // q = round(x/d); q4_0: d = m/−8 for the value m of largest magnitude,
 // q = min(15, floor(x/d + 8.5))), so tests can apply it on the CPU.
 //
-// The including shader defines D and D4 (= D/4), and declares each cache
+// The including shader defines D and D4 (= D/4), declares `kcal` (the keys'
+// calibration, attention_key_calib.glsl: its exact keys), and declares each cache
 // binding twice: as vec4s and, at the same binding, as uints; then
 // KV_LOADER(fn, vec4s, uints, TYPE) makes `vec4 fn(uint i)`, the i-th vec4 of
 // the cache (i = row·D4 + c, as the float layout numbers it), and
@@ -16,6 +17,7 @@
 // TYPE is a specialization constant, so a pipeline keeps only its own branch.
 
 #include "attention_hadamard.glsl"
+#include "attention_key_calib.glsl"
 
 const uint KV_BLOCKS = D / 32u;
 const uint KV_SCALE_WORDS = (KV_BLOCKS + 1u) / 2u;
@@ -188,6 +190,16 @@ KV_LOADER(load_vc, vc, vcw, VTYPE)
 #endif
 #if defined(ATTN_KV_READ)
 KV_ROW_LOADER(load_kc_row, load_kc, KC_WORD, KTYPE)
+// Row r of the key cache, holding position m of kv head g: from kcal where that key is kept exact
+// (attention_key_calib.glsl).  Callers reach it only for a tile that may hold one (a uniform branch).
+void load_kc_row_exact(uint g, int m, uint r, out vec4 x[D4]) {
+  if (uint(m) < kcal_exact_keys()) {
+    const uint at = kcal_exact_at(g, uint(m));
+    [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = kcal[at + c];
+  } else {
+    load_kc_row(r, x);
+  }
+}
 KV_ROW_LOADER(load_kr_row, load_kr, KR_WORD, KTYPE)
 KV_ROW_LOADER(load_vc_row, load_vc, VC_WORD, VTYPE)
 #endif

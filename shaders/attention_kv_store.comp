@@ -11,7 +11,8 @@
 // 6), so branch 1 of the dual-branch schemes reads keys as plain RoPE does.
 // Rows are written as KTYPE / VTYPE say (attention_kv_codec.glsl), blocks
 // Walsh-Hadamard rotated first where HADK / HADV say (attention_hadamard.glsl),
-// and keys centred and smoothed before that where KCAL says (attention_key_calib.glsl).
+// and keys centred and smoothed before that where KCAL says (attention_key_calib.glsl),
+// whose exact keys also go to the calibration, f32.
 #extension GL_EXT_control_flow_attributes : require
 #include "contract.glsl"
 #include "spec/attention_kv_store.h"
@@ -28,10 +29,9 @@ layout(binding = B_VCACHE) writeonly buffer VCW { uint vcw[]; };
 layout(binding = B_TAB1) readonly buffer T1 { vec4 tab1[]; };
 layout(binding = B_KROT) writeonly buffer KR { vec4 krot[]; };
 layout(binding = B_KROT) writeonly buffer KRW { uint krotw[]; };
-layout(binding = B_KCAL) readonly buffer KCal { vec4 kcal[]; };
+layout(binding = B_KCAL) buffer KCal { vec4 kcal[]; };   // written: its exact keys
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
-#include "attention_key_calib.glsl"
 KV_WRITER(store_k, kc, kcw, KTYPE)
 KV_WRITER(store_v, vc, vcw, VTYPE)
 KV_WRITER(store_krot, krot, krotw, KTYPE)
@@ -75,6 +75,8 @@ void main() {
   if (HADK) HADAMARD_ROW(xs, D4)
   if (HADV) HADAMARD_ROW(vs, D4)
   store_k(row, xs);
+  if (KCAL && pos < kcal_exact_keys())
+    for (uint c = 0u; c < D4; ++c) kcal[kcal_exact_at(g, pos) + c] = xs[c];
   if (STORE_ROT) store_krot(row, ys);
   store_v(row, vs);
 }

@@ -39,7 +39,6 @@ layout(binding = B_SINK) readonly buffer KCal { vec4 kcal[]; };
 #define ATTN_HAS_TAB2
 #include "attention_common.glsl"
 #include "attention_kv_codec.glsl"
-#include "attention_key_calib.glsl"
 
 void cs_at(bool t2, int p, uint c, out vec4 cs, out vec4 sn) {
   if (t2) table_cs2(p, c, cs, sn);
@@ -86,6 +85,11 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
   // This lane's key (clamped to a written one; keys past k_hi are masked).
   const int mk = min(k0 + int(lane), k_hi);
   const uint base = (g_local * pc.capacity + kv_row(mk)) * D4;
+  // Exact keys (attention_key_calib.glsl): only a tile that may hold one (uniform) tests its lanes.
+  const bool ex_tile = KCAL && k0 < int(kcal_exact_keys());
+  const bool ex_key = ex_tile && uint(mk) < kcal_exact_keys();
+  const uint ex_at = ex_key ? kcal_exact_at(pc.kv_base + g_local, uint(mk)) : 0u;
+#define KC_EXACT(i) (ex_key ? kcal[ex_at + ((i) - base)] : KC(i))
 
   // Blocks of KS keys, each its own online-softmax step.  On CPU devices KS =
   // WG (one block, no loop); on GPUs (WG 32 or 64) a fully unrolled tile made
@@ -99,6 +103,7 @@ void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int q_hi, int W)
     }
     if (need1) {
       if (KROT) QK(s1, q1, false, mk, false, KR)
+      else if (ex_tile) QK(s1, q1, ROPE && RAW, mk, false, KC_EXACT)
       else QK(s1, q1, ROPE && RAW, mk, false, KC)
     }
     if (need2) QK(s2, q2, K2MODE != K2POS_UNROTATED, k2_position(K2MODE, mk, pc.group), TABLE2, KC)

@@ -211,7 +211,9 @@ std::vector<float> test_calibration(const AttentionSpec& a, uint32_t seed) {
 }  // namespace
 
 // The reference takes s·round((y - mu)/s) + mu for each stored key y: a kernel that stored plain blocks,
-// or did not scale its queries by s, would miss it by q4_0's rounding (~1e-2), far above kTol.
+// or did not scale its queries by s, would miss it by q4_0's rounding (~1e-2), far above kTol.  In an unpaged
+// cache the keys of the first kKeyCalibExactRows positions take y itself: a kernel that read them from the
+// blocks would miss likewise.
 TEST_CASE("kv types: keys stored centred and smoothed, through every kernel") {
   Harness h{make_scheme(Kind::rope_rotated, 4, 2, 64), 45, {17, 28}, 3};
   h.k_type = h.v_type = KvType::q4_0;
@@ -235,6 +237,22 @@ TEST_CASE("kv types: keys stored centred and smoothed, through every kernel") {
   nope.decode_variants = {2};
   nope.fused = true;
   check_within_tolerance(nope);
+  // Exact rows written by decode steps (positions 2 and 3; 4 and 5 go to blocks), fused and not.
+  Harness early{make_scheme(Kind::rope_rotated, 4, 2, 64), 2, {2}, 4};
+  early.k_type = early.v_type = KvType::q4_0;
+  early.key_calib = test_calibration(early.s.spec, 15);
+  early.decode_variants = {1, 2};
+  check_within_tolerance(early);
+  early.fused = true;
+  check_within_tolerance(early);
+  // A ring: its two sinks' keys stay exact, the ring's rows (which later keys take over) do not.
+  Harness ring{make_scheme(Kind::window_sinks, 4, 2, 64, 0, 10, 2), 40, {8, 8, 8, 8, 8}, 3};
+  ring.ring = 10 + 8 - 1;
+  ring.k_type = ring.v_type = KvType::q4_0;
+  ring.key_calib = test_calibration(ring.s.spec, 14);
+  ring.fused = true;
+  ring.decode_variants = {2};
+  check_within_tolerance(ring);
 }
 
 TEST_CASE("kv types: a layer whose softmax sees q·mu refuses the keys' calibration, naming why") {

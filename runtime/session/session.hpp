@@ -139,6 +139,8 @@ class Session {
   // SessionOptions::key_calib_file.  invalid_argument when the session has none (keys not q4_0, calibration
   // off, or no layer that takes one).
   void save_key_calibration(const std::filesystem::path& path) const;
+  // The keys' calibration this session stores by (its own, or its pool's); nullptr when it has none.
+  const KeyCalibration* key_calibration() const { return key_calib_; }
   // The pool's block table of this session (nullptr without SessionOptions::kv_pool).
   const KvBlockTable* block_table() const { return table_ ? &*table_ : nullptr; }
   // Leading prompt rows the last prefill took from the pool's shared blocks instead of computing them.

@@ -18,3 +18,6 @@ CONST_UINT(KV_F32, 0)
 CONST_UINT(KV_F16, 1)
 CONST_UINT(KV_Q8_0, 2)          // blocks of 32 int8 and an f16 scale
 CONST_UINT(KV_Q4_0, 3)          // blocks of 32 4-bit values and an f16 scale
+// Rows [0, KCAL_EXACT_ROWS) of each kv head in a cache of its own (not paged) whose keys are stored
+// centred and smoothed (KCAL) are also kept exact, f32, after the calibration (attention_key_calib.glsl).
+CONST_UINT(KCAL_EXACT_ROWS, 4)

@@ -218,10 +218,17 @@ Result Harness::run() {
     REQUIRE_MESSAGE(!k_rot, "a rounded cache with k_rot: no reference");
     const bool rotated = a.rope && a.cache == KeyCacheMode::rotated;
     const uint32_t rp = a.rope ? a.rotary_dim / 2 : 0;
+    // A calibrated cache of its own keeps the keys of its first positions exact (a ring's: of its sinks, up
+    // to as many), unrounded up to f32.
+    auto exact_row = [&](uint32_t m) {
+      if (key_calib.empty() || block_rows) return false;
+      return m < (ring ? std::min(kKeyCalibExactRows, a.sinks) : kKeyCalibExactRows);
+    };
     for (uint32_t m = 0; m < total; ++m)
       for (uint32_t h = 0; h < Hkv; ++h) {
         float* x = k_ref.data() + (size_t(m) * Hkv + h) * d;
         round_head = h;
+        if (exact_row(m)) continue;
         if (!rotated) {
           round_k(x);
           continue;

@@ -96,7 +96,9 @@ struct Harness {
   // Non-empty: the cache stores keys centred and smoothed by this calibration (LayerCache::key_calib;
   // key_calib_bytes / 4 floats, the layout of shaders/attention_key_calib.glsl).  The reference then
   // takes, for each stored key y (rotated, or raw without RoPE), s·round((y - mu) / s) + mu: the key the
-  // cache implies.  The kernels score against (s·q) instead, which differs by q·mu per query only.
+  // cache implies, except the keys of an unpaged cache's first kKeyCalibExactRows positions (a ring's: of
+  // its sinks, up to as many), kept exact.  The
+  // kernels score against (s·q) instead, which differs by q·mu per query only.
   std::vector<float> key_calib;
 
 
