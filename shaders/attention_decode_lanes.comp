@@ -119,14 +119,15 @@ uint kv_row_lanes(int m0, int mk, int k_last) {
 }
 
 // One tile [k0, k0 + TK) of class `cls` (1: branch 1 only, 2: branch 2 only,
-// 3: both, select per key); every call site passes a constant class.  Keys
-// past k_last are read clamped to k_last (a written key) and masked.
-void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int W) {
+// 3: both, select per key); every call site passes a constant class and a
+// constant `exact` (the tile may hold exact keys, attention_key_calib.glsl).
+// Keys past k_last are read clamped to k_last (a written key) and masked.
+void key_tile(int k0, uint cls, uint lane, uint g_local, int i, int k_last, int W, bool exact) {
   const bool need1 = !DUAL || cls != 2u;
   const bool need2 = DUAL && cls != 1u;
   float s[KPL * HPW];
   uint rows[KPL];   // each key's cache row, for its value below too
-  const bool ex_tile = KCAL && k0 < int(kcal_exact_keys());   // uniform: later tiles skip the exact keys
+  const bool ex_tile = KCAL && exact;   // a constant per call site: later tiles compile without the exact keys
   [[unroll]] for (uint t = 0u; t < KPL; ++t) {
     const int m = k0 + int(t * WG + lane);
     const int mk = fused_read_key(min(m, k_last), i);
@@ -230,11 +231,20 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
   const int t_win = DUAL ? clamp(x <= 0 ? 0 : (x + B - 1) / B, n_out, nt) : 0;
   const int n_masked = pc.window == 0u ? 0 : min(max(i - int(pc.window) + 1 - k_begin, 0) / B, nt);
   const int n_sink = min(max(int(pc.sinks) - k_begin + B - 1, 0) / B, n_masked);
+  const int n_exact = KCAL ? min(max(int(kcal_exact_keys()) - k_begin + B - 1, 0) / B, nt) : 0;
+  // Tiles [a, b): those that may hold exact keys first, in a loop of their own.
+#define TILE_LOOP(a, b, CLS)                                                                                   \
+  {                                                                                                            \
+    const int la_ = (a), lb_ = (b);                                                                            \
+    if (KCAL)                                                                                                  \
+      for (int kt = la_; kt < min(lb_, n_exact); ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W, true); \
+    for (int kt = max(la_, n_exact); kt < lb_; ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W, false); \
+  }
 #define TILE_RANGE(a, b, CLS)                                                   \
   {                                                                             \
     const int lo_ = (a), hi_ = (b);                                             \
-    for (int kt = lo_; kt < min(hi_, n_sink); ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W); \
-    for (int kt = max(lo_, n_masked); kt < hi_; ++kt) key_tile(k_begin + kt * B, CLS, lane, g_local, i, k_last, W); \
+    TILE_LOOP(lo_, min(hi_, n_sink), CLS)                                       \
+    TILE_LOOP(max(lo_, n_masked), hi_, CLS)                                     \
   }
   if (DUAL) {
     TILE_RANGE(0, n_out, 2u)
@@ -242,6 +252,7 @@ void attend_split(uint lane, uint s, uint g_local, uint hq0, int i, int k_begin,
   }
   TILE_RANGE(t_win, nt, 1u)
 #undef TILE_RANGE
+#undef TILE_LOOP
 
   if (holds_new) {
     // The new key: every lane scores it, lane 0 alone counts it.

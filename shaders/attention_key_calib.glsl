@@ -24,7 +24,9 @@
 // first positions lie in blocks that sequences share and copy, so it keeps
 // none.  The kernels test a key tile against kcal_exact_keys() first, a
 // uniform branch, so later tiles read the blocks alone: CPU devices run a
-// lane-varying branch's loads lane by lane, whichever way the lanes go.
+// lane-varying branch's loads lane by lane, whichever way the lanes go.  The
+// lanes decode runs those tiles in a loop of their own: llvmpipe slowed the
+// shared loop body by the branch's code even when it never ran.
 #ifndef ATTN_KEY_CALIB
 #define ATTN_KEY_CALIB
 vec4 kcal_mean(uint g, uint c) { return kcal[1u + 2u * g * D4 + c]; }
