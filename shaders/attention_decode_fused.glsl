@@ -19,6 +19,11 @@
 //    the query rows as they are read and on the new key, instead of a
 //    norm_rms pass over the qkv output before the dispatch.
 //
+//  * Loops over a row's vec4s are [[unroll]]ed, so the row arrays (kn, k1, v)
+//    stay registers: rolled, llvmpipe kept them in memory, and the new-key
+//    path alone cost ~40 us per workgroup (lavapipe, SmolLM2 shapes), more
+//    than 8 tiles of keys.
+//
 // The including shader declares qbuf, k_new, v_new, qnorm_w, knorm_w (vec4),
 // kstore, vstore, krstore, kcal_w (vec4, written; kcal_w the calibration), counter (uint), includes
 // attention_common.glsl and attention_kv_codec.glsl first, and makes the row
@@ -28,7 +33,7 @@
 float q_rms(uint b) {
   if (!QKRMS) return 1.0;
   float s2 = 0.0;
-  for (uint c = 0u; c < D4; ++c) s2 += dot(qbuf[row_q + b + c], qbuf[row_q + b + c]);
+  [[unroll]] for (uint c = 0u; c < D4; ++c) s2 += dot(qbuf[row_q + b + c], qbuf[row_q + b + c]);
   return inversesqrt(s2 / float(D) + pc.qk_norm_eps);
 }
 // Dims [4c, 4c+4) of the query row at vec4 index b, RMS-normalised (QKRMS; r = q_rms(b)).
@@ -43,8 +48,8 @@ int fused_read_key(int m, int i) {
 
 // k1 = kn rotated at position i (table 1), dims past the rotary ones copied.
 void fused_rotate1(int i, const vec4 kn[D4], out vec4 k1[D4]) {
-  for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
-  for (uint c = 0u; c < R4; ++c) {
+  [[unroll]] for (uint c = 0u; c < D4; ++c) k1[c] = kn[c];
+  [[unroll]] for (uint c = 0u; c < R4; ++c) {
     vec4 cs, sn;
     table_cs1(i, c, cs, sn);
     k1[c] = kn[c] * cs - kn[c + R4] * sn;
@@ -61,17 +66,17 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
   float r = 1.0;
   if (QKRMS) {
     float s2 = 0.0;
-    for (uint c = 0u; c < D4; ++c) s2 += dot(k_new[src + c], k_new[src + c]);
+    [[unroll]] for (uint c = 0u; c < D4; ++c) s2 += dot(k_new[src + c], k_new[src + c]);
     r = inversesqrt(s2 / float(D) + pc.qk_norm_eps);
   }
-  for (uint c = 0u; c < D4; ++c) kn[c] = QKRMS ? k_new[src + c] * r * knorm_w[c] : k_new[src + c];
+  [[unroll]] for (uint c = 0u; c < D4; ++c) kn[c] = QKRMS ? k_new[src + c] * r * knorm_w[c] : k_new[src + c];
   float f = 1.0;
   if (NORM == QKNORM_KEY || NORM == QKNORM_COS) {
     float n2 = 0.0;
-    for (uint c = 0u; c < D4; ++c) n2 += dot(kn[c], kn[c]);
+    [[unroll]] for (uint c = 0u; c < D4; ++c) n2 += dot(kn[c], kn[c]);
     f = 1.0 / max(sqrt(n2), 1e-30);
   }
-  for (uint c = 0u; c < D4; ++c) {
+  [[unroll]] for (uint c = 0u; c < D4; ++c) {
     kn[c] *= f;
     k1[c] = kn[c];
   }
@@ -79,7 +84,7 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
   // Keys stored centred and smoothed (never raw ones that turn here): the key as stored, which the
   // step scores with the scaled queries (attention_key_calib.glsl).
   if (KCAL)
-    for (uint c = 0u; c < D4; ++c) {
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
       k1[c] = (k1[c] - kcal_mean(g, c)) / kcal_scale(g, c);
       if (!ROPE) kn[c] = k1[c];
     }
@@ -103,7 +108,7 @@ void fused_new_key(uint g, int i, out vec4 kn[D4], out vec4 k1[D4]) {
 
 // The new token's value row of kv head g as the cache will hold it (HADV: rotated).
 void fused_new_value(uint g, out vec4 v[D4]) {
-  for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
+  [[unroll]] for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
   if (HADV) HADAMARD_ROW(v, D4)
   kv_round(VTYPE, v);
 }
@@ -111,10 +116,10 @@ void fused_new_value(uint g, out vec4 v[D4]) {
 // The key branch 2 scores for the new token (a dual-branch layer whose window
 // W is 0, so even r = 0 falls outside it).
 void fused_new_key2(const vec4 kn[D4], int i, out vec4 k2[D4]) {
-  for (uint c = 0u; c < D4; ++c) k2[c] = kn[c];
+  [[unroll]] for (uint c = 0u; c < D4; ++c) k2[c] = kn[c];
   if (K2MODE == K2POS_UNROTATED) return;
   const int p = k2_position(K2MODE, i, pc.group);
-  for (uint c = 0u; c < R4; ++c) {
+  [[unroll]] for (uint c = 0u; c < R4; ++c) {
     vec4 cs, sn;
     if (TABLE2) table_cs2(p, c, cs, sn);
     else table_cs1(p, c, cs, sn);
@@ -132,7 +137,10 @@ void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D
   const uint row = g_local * pc.capacity + kv_row(i);
   if (KTYPE == KV_F32 && VTYPE == KV_F32) {
     const uint dst = row * D4;
-    for (uint c = first; c < D4; c += stride) {
+    // Every c unrolled, each invocation storing its own: a lane-varying index into kn / k1 would put
+    // them in memory (llvmpipe reads such an index lane by lane).
+    [[unroll]] for (uint c = 0u; c < D4; ++c) {
+      if (c < first || (c - first) % stride != 0u) continue;
       kstore[dst + c] = RAW || !ROPE ? kn[c] : k1[c];
       if (KROT) krstore[dst + c] = k1[c];
       vstore[dst + c] = v_new[row_kv + g * D4 + c];
@@ -141,12 +149,12 @@ void fused_store(uint g, uint g_local, int i, const vec4 kn[D4], const vec4 k1[D
   }
   if (first != 0u) return;
   vec4 v[D4];
-  for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
+  [[unroll]] for (uint c = 0u; c < D4; ++c) v[c] = v_new[row_kv + g * D4 + c];
   if (HADV) HADAMARD_ROW(v, D4)
   if (RAW || !ROPE) fused_write_k(row, kn);
   else fused_write_k(row, k1);
   if (KCAL && uint(i) < kcal_exact_keys())
-    for (uint c = 0u; c < D4; ++c) kcal_w[kcal_exact_at(g, uint(i)) + c] = RAW || !ROPE ? kn[c] : k1[c];
+    [[unroll]] for (uint c = 0u; c < D4; ++c) kcal_w[kcal_exact_at(g, uint(i)) + c] = RAW || !ROPE ? kn[c] : k1[c];
   if (KROT) fused_write_kr(row, k1);
   fused_write_v(row, v);
 }

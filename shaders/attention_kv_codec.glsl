@@ -15,6 +15,7 @@
 // the cache (i = row·D4 + c, as the float layout numbers it), and
 // KV_WRITER(fn, vec4s, uints, TYPE) makes `void fn(uint row, const vec4 x[D4])`.
 // TYPE is a specialization constant, so a pipeline keeps only its own branch.
+// Loops over a row are [[unroll]]ed: the row arrays then stay registers (attention_decode_fused.glsl).
 
 #include "attention_hadamard.glsl"
 #include "attention_key_calib.glsl"
@@ -43,12 +44,12 @@ vec4 kv_q4(uint w, uint shift, float d) {
 void kv_block_scale(uint t, const vec4 x[D4], uint b, out float d, out float id) {
   if (t == KV_Q8_0) {
     vec4 m = vec4(0.0);
-    for (uint k = 0u; k < 8u; ++k) m = max(m, abs(x[b * 8u + k]));
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) m = max(m, abs(x[b * 8u + k]));
     d = max(max(m.x, m.y), max(m.z, m.w)) / 127.0;
   } else {
     float amax = 0.0, mx = 0.0;
-    for (uint k = 0u; k < 8u; ++k)
-      for (uint j = 0u; j < 4u; ++j) {
+    [[unroll]] for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) {
         const float v = x[b * 8u + k][j];
         if (abs(v) > amax) {
           amax = abs(v);
@@ -85,22 +86,22 @@ uint kv_pack_q4(vec4 x, float id) {
 #define KV_WRITER(FN, VEC, W, TYPE)                                                            \
   void FN(uint r, const vec4 x[D4]) {                                                          \
     if (TYPE == KV_F32) {                                                                      \
-      for (uint c = 0u; c < D4; ++c) VEC[r * D4 + c] = x[c];                                   \
+      [[unroll]] for (uint c = 0u; c < D4; ++c) VEC[r * D4 + c] = x[c];                        \
     } else if (TYPE == KV_F16) {                                                               \
-      for (uint c = 0u; c < D4; ++c) {                                                         \
+      [[unroll]] for (uint c = 0u; c < D4; ++c) {                                              \
         W[2u * (r * D4 + c)] = packHalf2x16(x[c].xy);                                          \
         W[2u * (r * D4 + c) + 1u] = packHalf2x16(x[c].zw);                                     \
       }                                                                                        \
     } else {                                                                                   \
       const uint vw = kv_value_words(TYPE), rb = r * kv_row_words(TYPE);                      \
       float d_even = 0.0;                                                                      \
-      for (uint b = 0u; b < KV_BLOCKS; ++b) {                                                  \
+      [[unroll]] for (uint b = 0u; b < KV_BLOCKS; ++b) {                                       \
         float d, id;                                                                           \
         kv_block_scale(TYPE, x, b, d, id);                                                     \
         if (TYPE == KV_Q8_0) {                                                                 \
-          for (uint k = 0u; k < 8u; ++k) W[rb + b * 8u + k] = kv_pack_q8(x[b * 8u + k], id);   \
+          [[unroll]] for (uint k = 0u; k < 8u; ++k) W[rb + b * 8u + k] = kv_pack_q8(x[b * 8u + k], id); \
         } else {                                                                               \
-          for (uint k = 0u; k < 4u; ++k)                                                       \
+          [[unroll]] for (uint k = 0u; k < 4u; ++k)                                            \
             W[rb + b * 4u + k] = kv_pack_q4(x[b * 8u + 2u * k], id) |                          \
                                  (kv_pack_q4(x[b * 8u + 2u * k + 1u], id) << 16u);             \
         }                                                                                      \
@@ -117,14 +118,14 @@ uint kv_pack_q4(vec4 x, float id) {
 void kv_round(uint t, inout vec4 x[D4]) {
   if (t == KV_F32) return;
   if (t == KV_F16) {
-    for (uint c = 0u; c < D4; ++c) x[c] = vec4(unpackHalf2x16(packHalf2x16(x[c].xy)), unpackHalf2x16(packHalf2x16(x[c].zw)));
+    [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = vec4(unpackHalf2x16(packHalf2x16(x[c].xy)), unpackHalf2x16(packHalf2x16(x[c].zw)));
     return;
   }
-  for (uint b = 0u; b < KV_BLOCKS; ++b) {
+  [[unroll]] for (uint b = 0u; b < KV_BLOCKS; ++b) {
     float d, id;
     kv_block_scale(t, x, b, d, id);
     const float dh = unpackHalf2x16(packHalf2x16(vec2(d, 0.0))).x;
-    for (uint k = 0u; k < 8u; ++k) {
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) {
       const uint c = b * 8u + k;
       if (t == KV_Q8_0) x[c] = kv_q8(kv_pack_q8(x[c], id), dh);
       else x[c] = kv_q4(kv_pack_q4(x[c], id), 0u, dh);
@@ -143,11 +144,11 @@ void kv_round(uint t, inout vec4 x[D4]) {
     if (TYPE == KV_Q8_0 || TYPE == KV_Q4_0) {                                                     \
       const uint rb = r * kv_row_words(TYPE), vw = kv_value_words(TYPE);                         \
       uint sw[KV_SCALE_WORDS + 1u];                                                              \
-      [[unroll]] for (uint w = 0u; w < KV_SCALE_WORDS; ++w) sw[w] = WORD(rb + vw + w);            \
+      [[unroll]] for (uint w = 0u; w < KV_SCALE_WORDS; ++w) sw[w] = WORD(rb + vw + w);         \
       if (TYPE == KV_Q8_0) {                                                                      \
         [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = kv_q8(WORD(rb + c), kv_scale(sw[c >> 4u], c >> 3u)); \
       } else {                                                                                    \
-        [[unroll]] for (uint j = 0u; j < D4 / 2u; ++j) {                                         \
+        [[unroll]] for (uint j = 0u; j < D4 / 2u; ++j) {                                       \
           const uint w = WORD(rb + j);                                                            \
           const float d = kv_scale(sw[j >> 3u], j >> 2u);                                         \
           x[2u * j] = kv_q4(w, 0u, d);                                                            \
@@ -155,7 +156,7 @@ void kv_round(uint t, inout vec4 x[D4]) {
         }                                                                                         \
       }                                                                                           \
     } else {                                                                                      \
-      [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = ELEM(r * D4 + c);                          \
+      [[unroll]] for (uint c = 0u; c < D4; ++c) x[c] = ELEM(r * D4 + c);                       \
     }                                                                                             \
   }
 #if defined(ATTN_KV_READ) && defined(KV_TEX)
