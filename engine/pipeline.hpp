@@ -40,7 +40,7 @@ struct PipelineDesc {
   // Bit i set: binding i is a uniform texel buffer (samplerBuffer) of
   // texel_formats[i] instead of a storage buffer; CommandList::dispatch makes
   // the VkBufferView from the BufferRange bound there.
-  static constexpr uint32_t kMaxTexelBindings = 8;
+  static constexpr uint32_t kMaxTexelBindings = 16;
   uint32_t texel_buffers = 0;
   std::array<VkFormat, kMaxTexelBindings> texel_formats{};
   PipelineDesc& texel(uint32_t binding, VkFormat format) {

@@ -75,6 +75,9 @@ struct MatvecInput {
   std::optional<BufferRange> norm;   // f32 [K]: x' = x · rsqrt(mean(x²) + eps) · norm per X row
   float eps = 0;
   GateActivation gate = GateActivation::none;   // X rows [gate | up] (2K): x' = act(gate) · up (then norm)
+  // The norm's buffer allows uniform texel views (arena_texel_readable): CPU devices then read the
+  // norm as a texel buffer (linear_matvec_io.glsl says why); without it they read W as storage too.
+  bool norm_texel = false;
 };
 struct MatvecOutput {
   Mat w;                      // [N, K]

@@ -95,7 +95,8 @@ class FusedRecorder {
     m_step_ = static_cast<uint32_t>(std::min<uint64_t>(M, room_ / row_bytes));
     x_tex_arena_ = arena_texel_readable(x_.buffer->arena());
 
-    bool arenas_tex = cfg_.weights_texel;
+    // The texel variants read the norm weights as a texel buffer too.
+    bool arenas_tex = cfg_.weights_texel && (!in_.norm || in_.norm_texel);
     for (const auto* o : outs) arenas_tex = arenas_tex && arena_texel_readable(o->w.buffer->arena());
     std::vector<std::vector<RowChunk>> chunks;
     const uint64_t max_texels = caps_.max_texel_buffer_elements;
@@ -198,12 +199,17 @@ class FusedRecorder {
     const Bound xb = bind_aligned(*x_.buffer, x_.offset + VkDeviceSize(m0) * x_.cols * 4,
                                   VkDeviceSize(mc) * x_.cols * 4, 4, tex ? walign_ : align_);
     Bound nb{pb[0].y, 0};   // never read without NORM
-    if (in_.norm) nb = align_range(*in_.norm, 0, VkDeviceSize(K_) * 4, align_);
+    if (in_.norm) nb = align_range(*in_.norm, 0, VkDeviceSize(K_) * 4, tex ? walign_ : align_);
     bool aligned = xb.elem_off % 4 == 0 && nb.elem_off % 4 == 0;
     if (!quant_) {
       aligned = aligned && K_ % 4 == 0;
       for (const auto& b : pb) aligned = aligned && b.w_off % 4 == 0;
     }
+    // Texel variants: the norm binding is a texel buffer, vec4 texels where ALIGNED (then its range is
+    // whole texels: elem_off and K are multiples of 4), floats otherwise.  Without a norm it is one float
+    // of W's view, never read.
+    const VkFormat norm_format = aligned && in_.norm ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT;
+    if (tex && !in_.norm) nb = Bound{BufferRange{pb[0].w.buffer, pb[0].w.offset, 4}, 0};
     const uint64_t max_texels = caps_.max_texel_buffer_elements;
     const bool xtex = tex && aligned && cfg_.activations_texel && x_tex_arena_ && xb.range.size % 16 == 0 &&
                       xb.range.size / 16 <= max_texels;
@@ -238,7 +244,8 @@ class FusedRecorder {
       if (tex)
         desc.texel(QB::B_WQUANT, VK_FORMAT_R32G32B32A32_UINT).texel(QB::B_WMETA, meta_format_)
             .texel(QB::B_WQUANT1, VK_FORMAT_R32G32B32A32_UINT).texel(QB::B_WMETA1, meta_format_)
-            .texel(QB::B_WQUANT2, VK_FORMAT_R32G32B32A32_UINT).texel(QB::B_WMETA2, meta_format_);
+            .texel(QB::B_WQUANT2, VK_FORMAT_R32G32B32A32_UINT).texel(QB::B_WMETA2, meta_format_)
+            .texel(QB::B_NORM, norm_format);
       if (xtex) desc.texel(QB::B_X, VK_FORMAT_R32G32B32A32_SFLOAT);
       const spec::LinearFusedQPush push{mc, K_, xb.elem_off, in_.eps, nb.elem_off, g[1], g[2],
                                         rows_of(0), rows_of(1), rows_of(2),
@@ -264,7 +271,8 @@ class FusedRecorder {
            ShaderId::linear_matvec_fused_xtex_bf16}};
       const auto wt = static_cast<uint32_t>(set[0].out->w.type);
       PipelineDesc desc{kShaders[xtex ? 2 : tex ? 1 : 0][wt], FB::count, sizeof(spec::LinearFusedPush), s.constants()};
-      if (tex) desc.texel(FB::B_W, tformat_).texel(FB::B_W1, tformat_).texel(FB::B_W2, tformat_);
+      if (tex)
+        desc.texel(FB::B_W, tformat_).texel(FB::B_W1, tformat_).texel(FB::B_W2, tformat_).texel(FB::B_NORM, norm_format);
       if (xtex) desc.texel(FB::B_X, VK_FORMAT_R32G32B32A32_SFLOAT);
       const spec::LinearFusedPush push{mc, K_, xb.elem_off, in_.eps, nb.elem_off, g[1], g[2],
                                        rows_of(0), rows_of(1), rows_of(2),

@@ -25,8 +25,31 @@ layout(binding = B_Y2) buffer Yo2 { float y_2[]; };
 layout(binding = B_BIAS) readonly buffer Bo0 { float bias_0[]; };
 layout(binding = B_BIAS1) readonly buffer Bo1 { float bias_1[]; };
 layout(binding = B_BIAS2) readonly buffer Bo2 { float bias_2[]; };
+// The norm weights are read at every K step of every workgroup, at an index
+// the same for all lanes.  llvmpipe (Mesa 22.3) loads such an SSBO element
+// lane by lane, each lane's scalar stored into a vector on the stack and read
+// back whole (a store-forwarding stall per element): about a fifth of a
+// SmolLM2-135M decode step.  The texel variants (W_TEX, CPU devices) read them as
+// a uniform texel buffer, which it gathers in one go: RGBA32F where ALIGNED
+// (norm_off % 4 == 0), else R32F (the host makes the view to match).
+#if defined(W_TEX)
+layout(binding = B_NORM) uniform samplerBuffer nrm_t;
+float norm1(uint e) { return ALIGNED != 0 ? texelFetch(nrm_t, int(e >> 2))[e & 3u] : texelFetch(nrm_t, int(e)).x; }
+vec4 norm4(uint k) {
+  const uint e = p.norm_off + k;
+  if (ALIGNED != 0) return texelFetch(nrm_t, int(e >> 2));
+  return vec4(norm1(e), norm1(e + 1), norm1(e + 2), norm1(e + 3));
+}
+#else
 layout(binding = B_NORM) readonly buffer Nrm1 { float nrm1[]; };
 layout(binding = B_NORM) readonly buffer Nrm4 { vec4 nrm4[]; };
+float norm1(uint e) { return nrm1[e]; }
+vec4 norm4(uint k) {
+  const uint e = p.norm_off + k;
+  if (ALIGNED != 0) return nrm4[e >> 2];   // the host sets ALIGNED only if norm_off % 4 == 0
+  return vec4(nrm1[e], nrm1[e + 1], nrm1[e + 2], nrm1[e + 3]);
+}
+#endif
 
 // Per-output push constants; o is a constant at each call after inlining.
 uint out_n(uint o) { return o == 0 ? p.N0 : o == 1 ? p.N1 : p.N2; }
@@ -60,11 +83,6 @@ float raw_x(uint j, uint k) {
 uint x_stride() { return GATE != GATE_NONE ? 2 * p.K : p.K; }
 
 float g_xs[XROWS];   // RMSNorm scale of each row (NORM)
-vec4 norm4(uint k) {
-  const uint e = p.norm_off + k;
-  if (ALIGNED != 0) return nrm4[e >> 2];   // the host sets ALIGNED only if norm_off % 4 == 0
-  return vec4(nrm1[e], nrm1[e + 1], nrm1[e + 2], nrm1[e + 3]);
-}
 // x · r · w in norm_rms.comp's order.
 vec4 xin4_mem(uint j, uint k) {
   const vec4 v = raw_x4(j, k);
@@ -72,7 +90,7 @@ vec4 xin4_mem(uint j, uint k) {
 }
 float xin_mem(uint j, uint k) {
   const float v = raw_x(j, k);
-  return NORM != NORM_NONE ? v * g_xs[j] * nrm1[p.norm_off + k] : v;
+  return NORM != NORM_NONE ? v * g_xs[j] * norm1(p.norm_off + k) : v;
 }
 
 // Σ raw² of row j over this lane's share (k = 4 lane, stride 4 lanes; then the tail).

@@ -94,6 +94,8 @@ struct FCase {
   std::vector<uint32_t> ns;
   uint32_t M = 1, K = 32, fuse = 0;
   uint32_t x_off = 0;         // bytes
+  uint32_t norm_off = 4;      // bytes: 4 binds the norm from an aligned start (floats), 0 as vec4s
+  bool norm_texel = true;     // MatvecInput::norm_texel: texel variants read the norm as a texel buffer
 };
 
 void check_fused(Kernels& k, const FCase& c, const std::string& variant, uint32_t seed) {
@@ -184,7 +186,7 @@ void check_fused(Kernels& k, const FCase& c, const std::string& variant, uint32_
   check_kernel({
       .op = "linear_matvec_fused",
       .params = str("M=", M, " K=", K, " N=", ns, " W=", types, " fuse=", fuse_name(c.fuse), " x_off=", c.x_off,
-                    " variant=", variant),
+                    " norm_off=", c.norm_off, c.norm_texel ? "" : " norm:ssbo", " variant=", variant),
       .seed = seed,
       .tol = Tolerance::max_abs(tol + 1e-30, kWhy),
       .device =
@@ -192,9 +194,9 @@ void check_fused(Kernels& k, const FCase& c, const std::string& variant, uint32_
             std::vector<uint8_t> xbytes(c.x_off + x.size() * 4, 0xCD);
             std::memcpy(xbytes.data() + c.x_off, x.data(), x.size() * 4);
             Buffer bx = g.upload_bytes(xbytes.data(), xbytes.size());
-            // The norm weights after 4 bytes: an offset the kernels bind from an aligned start.
-            std::vector<float> nbuf(1 + K, 0.0f);
-            std::copy(nw.begin(), nw.end(), nbuf.begin() + 1);
+            // The norm weights after norm_off bytes.
+            std::vector<float> nbuf(c.norm_off / 4 + K, 0.0f);
+            std::copy(nw.begin(), nw.end(), nbuf.begin() + c.norm_off / 4);
             Buffer bn = g.upload_f32(nbuf);
             Buffer by = g.upload_f32(y_init);
             std::vector<Buffer> bw, bb;
@@ -203,7 +205,8 @@ void check_fused(Kernels& k, const FCase& c, const std::string& variant, uint32_
               bb.push_back(g.upload_f32(o[i].bias));
             }
             MatvecInput in;
-            if (norm) in.norm = bn.range(4, VkDeviceSize(K) * 4);
+            if (norm) in.norm = bn.range(c.norm_off, VkDeviceSize(K) * 4);
+            in.norm_texel = c.norm_texel;
             in.eps = eps;
             in.gate = c.fuse & kSilu ? GateActivation::silu : c.fuse & kGelu ? GateActivation::gelu_tanh
                                                                              : GateActivation::none;
@@ -256,6 +259,8 @@ void fused_sweep(const std::vector<KernelConfig>& cfgs, const std::string& varia
                c.K = k_for(t, p.flat / 7);
                c.fuse = fusions[p[1]];
                c.x_off = p.flat % 3 == 0 ? 4 : 0;
+               c.norm_off = p.flat % 2 ? 4 : 0;
+               c.norm_texel = p.flat % 5 != 0;   // else W falls back to storage buffers
                check_fused(k, c,
                            variant + " mode" + std::to_string(cfg.matvec_mode) + " wg" + std::to_string(cfg.matvec_wg) +
                                " rows" + std::to_string(cfg.matvec_rows) +

@@ -349,7 +349,7 @@ int main(int argc, char** argv) {
              },
              [&](CommandList& c) {
                const MatvecOutput o[] = {{mq, aq}, {mk, ak}, {mv, av}};
-               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps}, o);
+               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps, GateActivation::none, true}, o);
                c.barrier();
              }},
             {"o+residual",
@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
              },
              [&](CommandList& c) {
                const MatvecOutput o[] = {{mg, ag}, {mu, au}};
-               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps}, o);
+               kernels.linear_matvec_fused(c, ax, MatvecInput{norm, eps, GateActivation::none, true}, o);
                c.barrier();
              }},
             {"silu_mul+down+residual",

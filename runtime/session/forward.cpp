@@ -329,6 +329,7 @@ struct LayerRecorder {
     MatvecInput in;
     if (norm) {
       in.norm = norm.range();
+      in.norm_texel = arena_texel_readable(norm.arena());
       in.eps = eps;
     }
     return in;
